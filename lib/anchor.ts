@@ -1,0 +1,220 @@
+// The host side of one anchor: spawns the helper with the command's stdio and
+// a control channel on fd 3, parses what the anchor reports, and carries the
+// few commands the host may give (TERM with a grace, KILL). The host never
+// signals a tree pid itself: only the anchor does, through pinned identities.
+import { spawn as spawnChild, type ChildProcess, type IOType } from 'node:child_process';
+import type { Stream } from 'node:stream';
+import { closeSync, writeSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { debug } from './debug.js';
+import { CordonError } from './errors.js';
+import { binding } from './native.js';
+
+export interface AnchorHandlers {
+  ready(pid: number, tier: string, pidfd: boolean): void;
+  noContain(errno: number, what: string): void;
+  execFail(errno: number): void;
+  rootExit(code: number | null, signal: number | null): void;
+  left(pid: number, heldOutput: boolean, command: string): void;
+  leftEnd(): void;
+  released(): void;
+  stuck(pids: number[]): void;
+  quiet(): void;
+  anchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void;
+}
+
+export interface AnchorSpawn {
+  helper: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdio: Array<IOType | number | Stream>;
+  /** Teardown grace the host asks for if it exits while the tree lives. */
+  exitGrace: number;
+}
+
+const live = new Set<AnchorChannel>();
+let exitHookInstalled = false;
+
+// Where the host can still act (normal exit, uncaught exception), it tells
+// every anchor at once, synchronously; the anchors carry out the escalation
+// after the host is gone. A SIGKILLed host reaches the same end through EOF.
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.prependListener('exit', () => {
+    for (const channel of live) channel.terminateSync();
+  });
+}
+
+function unescape(s: string): string {
+  return s.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\'));
+}
+
+export class AnchorChannel {
+  readonly child: ChildProcess;
+  private readonly socket: Socket;
+  private readonly hostFd: number;
+  private readonly exitGrace: number;
+  private inbox = '';
+  private open = true;
+
+  constructor(spec: AnchorSpawn, private readonly on: AnchorHandlers) {
+    const [hostFd, anchorFd] = binding().controlPair();
+    this.hostFd = hostFd;
+    this.exitGrace = spec.exitGrace;
+    try {
+      this.child = spawnChild(spec.helper, spec.args, {
+        cwd: spec.cwd,
+        env: spec.env,
+        stdio: [...spec.stdio, anchorFd],
+        windowsHide: true,
+      });
+    } catch (cause) {
+      closeSync(hostFd);
+      const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_HELPER_MISSING';
+      throw new CordonError(`The anchor helper could not be started (${code}); nothing ran.`, {
+        code,
+        cause,
+        syscall: 'spawn',
+        path: spec.helper,
+        stage: 'launch',
+      });
+    } finally {
+      closeSync(anchorFd);
+    }
+    this.socket = new Socket({ fd: hostFd, readable: true, writable: true });
+    this.socket.setEncoding('utf8');
+    this.socket.on('data', (chunk: string) => this.receive(chunk));
+    this.socket.on('error', (err) => debug('control channel error: %s', err.message));
+    let exited = false;
+    let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let channelClosed = false;
+    const report = () => {
+      if (exited || !exitInfo || !channelClosed) return;
+      exited = true;
+      this.close();
+      this.on.anchorExit(exitInfo.code, exitInfo.signal);
+    };
+    this.socket.on('close', () => {
+      this.open = false;
+      channelClosed = true;
+      report();
+    });
+    this.child.on('error', (err) => {
+      if (exited) return;
+      exited = true;
+      this.close();
+      this.on.anchorExit(null, null, err);
+    });
+    this.child.on('exit', (code, signal) => {
+      debug('anchor %d exited code=%s signal=%s', this.child.pid, code, signal);
+      exitInfo = { code, signal };
+      // Everything the anchor wrote is read before its exit is reported: its
+      // end of the channel closes as it exits. Bounded in case a stray copy
+      // of that end lives on somewhere.
+      setTimeout(() => {
+        channelClosed = true;
+        report();
+      }, 1000).unref();
+      report();
+    });
+    live.add(this);
+    installExitHook();
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  private receive(chunk: string): void {
+    this.inbox += chunk;
+    let nl: number;
+    while ((nl = this.inbox.indexOf('\n')) >= 0) {
+      const line = this.inbox.slice(0, nl);
+      this.inbox = this.inbox.slice(nl + 1);
+      this.dispatch(line);
+    }
+  }
+
+  private dispatch(line: string): void {
+    debug('anchor %d: %s', this.child.pid, line.length > 200 ? line.slice(0, 200) + '...' : line);
+    const space = line.indexOf(' ');
+    const verb = space < 0 ? line : line.slice(0, space);
+    const rest = space < 0 ? '' : line.slice(space + 1);
+    const words = rest.split(' ');
+    switch (verb) {
+      case 'READY':
+        this.on.ready(Number(words[0]), words[1] ?? '', words[2] === '1');
+        break;
+      case 'NOCONTAIN':
+        this.on.noContain(Number(words[0]), words[1] ?? '');
+        break;
+      case 'EXECFAIL':
+        this.on.execFail(Number(words[0]));
+        break;
+      case 'EXIT': {
+        const code = Number(words[0]);
+        const sig = Number(words[1]);
+        this.on.rootExit(code >= 0 ? code : null, sig > 0 ? sig : null);
+        break;
+      }
+      case 'LEFT': {
+        const [pid, held] = words;
+        const command = rest.split(' ').slice(2).join(' ');
+        this.on.left(Number(pid), held === '1', unescape(command));
+        break;
+      }
+      case 'LEFTEND':
+        this.on.leftEnd();
+        break;
+      case 'RELEASED':
+        this.on.released();
+        break;
+      case 'STUCK':
+        this.on.stuck(words.filter(Boolean).map(Number));
+        break;
+      case 'QUIET':
+        this.on.quiet();
+        break;
+      default:
+        debug('unknown anchor line: %s', line);
+    }
+  }
+
+  /** Polite signal to every member now, the forced kill after `graceMs`. */
+  terminate(graceMs: number): void {
+    this.send(graceMs <= 0 ? 'KILL\n' : `TERM ${graceMs}\n`);
+  }
+
+  private send(line: string): void {
+    if (!this.open || this.socket.destroyed) return;
+    this.socket.write(line);
+  }
+
+  /** For the host's 'exit' listener: no event loop left, so write directly. */
+  terminateSync(): void {
+    if (!this.open || this.socket.destroyed) return;
+    try {
+      writeSync(this.hostFd, `TERM ${this.exitGrace}\n`);
+    } catch (err) {
+      debug('exit-time TERM failed: %s', (err as Error).message);
+    }
+  }
+
+  ref(): void {
+    this.child.ref();
+    this.socket.ref();
+  }
+
+  unref(): void {
+    this.child.unref();
+    this.socket.unref();
+  }
+
+  private close(): void {
+    live.delete(this);
+    this.open = false;
+    if (!this.socket.destroyed) this.socket.destroy();
+  }
+}

@@ -1,0 +1,104 @@
+// C11: what this host's tier guarantees, reported and never assumed. The
+// README's guarantee table is checked against this (test/capabilities.test.ts).
+import { CordonError } from './errors.js';
+import { probe } from './native.js';
+import type { Tier } from './options.js';
+
+export type EscapeeCatch = 'always' | 'while-parented' | 'never';
+
+export interface Guarantees {
+  /** C1: containment is in place before the command's first instruction. */
+  containedBeforeExec: boolean;
+  /** C2/C5: descendants that setsid, double-fork or nohup are still caught. */
+  catchesEscapees: EscapeeCatch;
+  /** C2: nothing is signalled through a number that may have been recycled. */
+  pidReuseSafe: boolean;
+  /** C8: the tree is terminated when the host is SIGKILLed, with no host code. */
+  survivesHostSigkill: boolean;
+  /** C3: polite signal, grace, then forced kill, to every member. */
+  gracefulStop: boolean;
+  /** C4: output reading is bounded after the root exits. */
+  waitDelay: boolean;
+  /** C9: every orphan of the tree is reaped by the anchor. */
+  reapsOrphans: boolean;
+  /** Resource limits (memory, pids) on the whole tree. */
+  limits: boolean;
+}
+
+export interface Capabilities {
+  platform: NodeJS.Platform;
+  /** The tier spawn() uses by default on this host (or the one asked for). */
+  tier: Tier;
+  /** Every tier this host can run. */
+  tiers: Tier[];
+  pidfd: boolean;
+  guarantees: Guarantees;
+  /** Why a guarantee is weaker than the strongest tier's, in words. */
+  notes: string[];
+}
+
+function tiersHere(): Tier[] {
+  if (process.platform === 'linux') {
+    const p = probe();
+    return p.subreaper ? ['subreaper', 'process-group'] : ['process-group'];
+  }
+  if (process.platform === 'darwin') return ['process-group'];
+  return [];
+}
+
+export function defaultTier(): Tier {
+  const env = process.env.CORDON_TIER;
+  const tiers = tiersHere();
+  if ((env === 'subreaper' || env === 'process-group') && tiers.includes(env)) return env;
+  if (tiers.length === 0) {
+    throw new CordonError(`cordon has no containment tier for ${process.platform} in this build.`, {
+      code: 'ERR_CORDON_UNSUPPORTED',
+      stage: 'launch',
+    });
+  }
+  return tiers[0]!;
+}
+
+export function capabilities(options: { tier?: Tier } = {}): Capabilities {
+  const tiers = tiersHere();
+  const tier = options.tier ?? defaultTier();
+  if (!tiers.includes(tier)) {
+    throw new CordonError(`The tier '${tier}' is not available on this host (available: ${tiers.join(', ') || 'none'}).`, {
+      code: 'ERR_CORDON_CONTAINMENT',
+      stage: 'input',
+    });
+  }
+  const linux = process.platform === 'linux';
+  const pidfd = linux && probe().pidfd;
+  const notes: string[] = [];
+  let guarantees: Guarantees;
+  if (tier === 'subreaper') {
+    guarantees = {
+      containedBeforeExec: true,
+      catchesEscapees: 'always',
+      pidReuseSafe: pidfd,
+      survivesHostSigkill: true,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: true,
+      limits: false,
+    };
+    if (!pidfd) notes.push('This kernel has no pidfd: members that are not the anchor\'s own children are signalled by a verified pid, with a small reuse window.');
+    notes.push('No delegated cgroup is used: memory and pid limits are not enforced.');
+  } else {
+    guarantees = {
+      containedBeforeExec: true,
+      catchesEscapees: 'while-parented',
+      pidReuseSafe: pidfd,
+      survivesHostSigkill: true,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: false,
+      limits: false,
+    };
+    notes.push('A member that leaves the process group (setsid) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes.');
+    notes.push('Orphans are reparented to init, not to the anchor: init reaps them.');
+    if (!pidfd) notes.push('Members outside the pinned group are signalled by a verified pid, with a small reuse window.');
+  }
+  return { platform: process.platform, tier, tiers, pidfd, guarantees, notes };
+}

@@ -1,0 +1,94 @@
+// One error class for everything cordon throws or rejects with: a string
+// `code` (ERR_CORDON_* or an errno name), the failing `syscall` where there is
+// one, the `cause`, a brand and facets, so callers never parse messages.
+import { constants as osConstants } from 'node:os';
+
+export type CordonErrorCode =
+  | 'ENOENT'
+  | 'EACCES'
+  | 'ENOTDIR'
+  | 'EPERM'
+  | 'EAGAIN'
+  | 'ENOMEM'
+  | 'EMFILE'
+  | 'ABORT_ERR'
+  | 'ERR_INVALID_ARG_TYPE'
+  | 'ERR_INVALID_ARG_VALUE'
+  | 'ERR_CORDON_CONTAINMENT'
+  | 'ERR_CORDON_HELPER_MISSING'
+  | 'ERR_CORDON_ANCHOR_LOST'
+  | 'ERR_CORDON_CLEANUP'
+  | 'ERR_CORDON_EXIT'
+  | 'ERR_CORDON_SIGNAL'
+  | 'ERR_CORDON_CANCELED'
+  | 'ERR_CORDON_TIMEOUT'
+  | 'ERR_CORDON_MAX_BUFFER'
+  | 'ERR_CORDON_UNSUPPORTED'
+  | (string & {});
+
+export interface CordonErrorOptions {
+  code: CordonErrorCode;
+  cause?: unknown;
+  errno?: number;
+  syscall?: string;
+  path?: string;
+  /** The stage at which it failed: nothing ran when this is 'launch'. */
+  stage?: 'input' | 'launch' | 'run' | 'cleanup';
+}
+
+export class CordonError extends Error {
+  readonly code: CordonErrorCode;
+  readonly errno?: number;
+  readonly syscall?: string;
+  readonly path?: string;
+  readonly stage: 'input' | 'launch' | 'run' | 'cleanup';
+  /** Brand that survives duplicate copies of the package. */
+  readonly isCordonError = true as const;
+  /** Present on errors that carry a (possibly partial) result. */
+  result?: unknown;
+
+  constructor(message: string, options: CordonErrorOptions) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'CordonError';
+    this.code = options.code;
+    this.stage = options.stage ?? 'run';
+    if (options.errno !== undefined) this.errno = options.errno;
+    if (options.syscall !== undefined) this.syscall = options.syscall;
+    if (options.path !== undefined) this.path = options.path;
+  }
+
+  /** Nothing of the command ran (bad input, ENOENT, EACCES, containment). */
+  get isLaunchFailure(): boolean {
+    return this.stage === 'input' || this.stage === 'launch';
+  }
+
+  /** The tree may not be gone: never treat this as success. */
+  get isCleanupFailure(): boolean {
+    return this.stage === 'cleanup';
+  }
+}
+
+export function isCordonError(value: unknown): value is CordonError {
+  return typeof value === 'object' && value !== null && (value as { isCordonError?: unknown }).isCordonError === true;
+}
+
+const errnoNames = new Map<number, string>();
+for (const [name, value] of Object.entries(osConstants.errno)) errnoNames.set(value, name);
+
+export function errnoName(errno: number): string {
+  return errnoNames.get(Math.abs(errno)) ?? `E${Math.abs(errno)}`;
+}
+
+export function invalidArg(name: string, value: unknown, expected: string): CordonError {
+  let shown: string;
+  try {
+    shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  } catch {
+    shown = typeof value;
+  }
+  if (shown.length > 80) shown = shown.slice(0, 77) + '...';
+  return new CordonError(`The option "${name}" must be ${expected}. Received ${shown}.`, {
+    code: typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE',
+    stage: 'input',
+  });
+}

@@ -1,0 +1,14 @@
+export { spawn, ContainedProcess } from './process.js';
+export type { ContainedResult, Leftover, MemberInfo, Reason } from './process.js';
+export { run } from './run.js';
+export type { RunOptions, RunResult } from './run.js';
+export { capabilities } from './capabilities.js';
+export type { Capabilities, Guarantees, EscapeeCatch } from './capabilities.js';
+export { CordonError, isCordonError } from './errors.js';
+export type { CordonErrorCode } from './errors.js';
+export {
+  DEFAULT_GRACE_MS,
+  DEFAULT_INTERRUPT_GRACE_MS,
+  DEFAULT_WAIT_DELAY_MS,
+} from './options.js';
+export type { SpawnOptions, StdioOption, Tier, LeftoversPolicy } from './options.js';

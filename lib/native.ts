@@ -1,0 +1,84 @@
+// The raw binding, typed in one place and never exported from the package.
+// node-gyp-build finds build/Release, build/Debug or prebuilds/<platform>-<arch>;
+// the anchor helper is resolved beside whichever .node was loaded, by
+// absolute path, never through PATH.
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CordonError } from './errors.js';
+
+export interface RawProbe {
+  pidfd: boolean;
+  subreaper: boolean;
+  procScan: boolean;
+}
+
+export interface RawMember {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  state: string;
+  command: string;
+}
+
+export interface RawBinding {
+  probe(): RawProbe;
+  /** [hostFd, anchorFd]: a close-on-exec socket pair for the control channel. */
+  controlPair(): [number, number];
+  listTree(anchorPid: number, groupId: number): RawMember[];
+  countOpenFds(): number;
+}
+
+const require = createRequire(import.meta.url);
+export const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+let loaded: { binding: RawBinding; path: string } | undefined;
+let loadError: CordonError | undefined;
+
+function rebuildHint(): string {
+  return 'Reinstall or rebuild cordon (`npm rebuild cordon`, or `npm run build:native` in a checkout); a C++ compiler is needed when no prebuild matches this platform.';
+}
+
+export function binding(): RawBinding {
+  if (loaded) return loaded.binding;
+  if (loadError) throw loadError;
+  try {
+    const gypBuild = require('node-gyp-build') as { resolve(dir: string): string };
+    const path = gypBuild.resolve(packageRoot);
+    loaded = { binding: require(path) as RawBinding, path };
+    return loaded.binding;
+  } catch (cause) {
+    loadError = new CordonError(`cordon's native addon could not be loaded. ${rebuildHint()}`, {
+      code: 'ERR_CORDON_HELPER_MISSING',
+      cause,
+      stage: 'launch',
+    });
+    throw loadError;
+  }
+}
+
+/** Absolute path of the anchor helper that sits beside the loaded addon. */
+export function helperPath(): string {
+  binding();
+  const name = process.platform === 'win32' ? 'cordon-anchor.exe' : 'cordon-anchor';
+  const path = join(dirname(loaded!.path), name);
+  try {
+    if (!statSync(path).isFile()) throw new Error(`${path} is not a file`);
+    accessSync(path, fsConstants.X_OK);
+  } catch (cause) {
+    throw new CordonError(`cordon's anchor helper is missing or not executable at ${path}. ${rebuildHint()}`, {
+      code: 'ERR_CORDON_HELPER_MISSING',
+      cause,
+      path,
+      stage: 'launch',
+    });
+  }
+  return path;
+}
+
+let probed: RawProbe | undefined;
+export function probe(): RawProbe {
+  probed ??= binding().probe();
+  return probed;
+}

@@ -1,0 +1,208 @@
+// Validation and defaults: bad input is a typed error before anything runs.
+import { statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { Stream } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { CordonError, errnoName, invalidArg } from './errors.js';
+
+export type Tier = 'subreaper' | 'process-group';
+export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
+export type StdioOption = 'pipe' | 'ignore' | 'inherit' | number | Stream;
+
+/** Defaults seen in production hosts (CONTRACT C3, C4). */
+export const DEFAULT_GRACE_MS = 3000;
+export const DEFAULT_INTERRUPT_GRACE_MS = 500;
+export const DEFAULT_WAIT_DELAY_MS = 2000;
+
+export interface SpawnOptions {
+  /** Working directory of the command (must exist). */
+  cwd?: string | URL;
+  /** The command's whole environment, as in child_process (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** As in child_process: one value for all three, or [stdin, stdout, stderr]. */
+  stdio?: StdioOption | [StdioOption, StdioOption, StdioOption];
+  /** Aborting terminates the tree with the interrupt grace; reason 'canceled'. */
+  signal?: AbortSignal;
+  /** Milliseconds until the tree is terminated with the interrupt grace; reason 'timeout'. 0 = none. */
+  timeout?: number;
+  /** Teardown grace: SIGTERM, then SIGKILL after this many ms. Default 3000. */
+  grace?: number;
+  /** Grace used on abort and timeout. Default 500. */
+  interruptGrace?: number;
+  /** After the root exits, how long descendants may hold the captured output pipes. Default 2000. */
+  waitDelay?: number;
+  /** What happens to descendants still alive when the root exits. Default 'kill'. */
+  leftovers?: LeftoversPolicy;
+  /** 'strict' (default) refuses to run uncontained; 'best-effort' runs with the strongest tier available. */
+  containment?: 'strict' | 'best-effort';
+  /** Containment tier; default the strongest this host has (env CORDON_TIER overrides the default). */
+  tier?: Tier;
+  /** A file that receives stdout and stderr (appended) and is kept after the process ends. */
+  log?: string;
+  /** argv[0] for the command (default: the command as given). */
+  argv0?: string;
+}
+
+export interface NormalizedOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdio: [StdioOption, StdioOption, StdioOption];
+  signal: AbortSignal | undefined;
+  timeout: number;
+  grace: number;
+  interruptGrace: number;
+  waitDelay: number;
+  leftovers: LeftoversPolicy;
+  containment: 'strict' | 'best-effort';
+  tier: Tier | undefined;
+  log: string | undefined;
+  argv0: string | undefined;
+}
+
+const KNOWN = new Set([
+  'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
+  'containment', 'tier', 'log', 'argv0',
+]);
+
+function duration(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) {
+    throw invalidArg(name, value, 'a finite number of milliseconds from 0 to 2147483647');
+  }
+  return Math.floor(value);
+}
+
+function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T | undefined): T | undefined {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw invalidArg(name, value, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+  }
+  return value as T;
+}
+
+export function noNul(name: string, value: string): void {
+  if (value.includes('\0')) {
+    throw new CordonError(`${name} must not contain a NUL byte; it would be cut short where the OS reads it.`, {
+      code: 'ERR_INVALID_ARG_VALUE',
+      stage: 'input',
+    });
+  }
+}
+
+function stdioEntry(name: string, value: unknown): StdioOption {
+  if (value === 'pipe' || value === 'ignore' || value === 'inherit') return value;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
+  if (value instanceof Stream) return value;
+  throw invalidArg(name, value, "'pipe', 'ignore', 'inherit', a file descriptor or a stream with a descriptor");
+}
+
+export function validateCommand(command: unknown, args: unknown): { command: string; args: string[] } {
+  if (typeof command !== 'string' || command.length === 0) {
+    throw invalidArg('command', command, 'a non-empty string');
+  }
+  noNul('The command', command);
+  if (args === undefined) args = [];
+  if (!Array.isArray(args)) throw invalidArg('args', args, 'an array of strings');
+  args.forEach((arg, i) => {
+    if (typeof arg !== 'string') throw invalidArg(`args[${i}]`, arg, 'a string');
+    noNul(`args[${i}]`, arg);
+  });
+  return { command, args: args as string[] };
+}
+
+export function normalizeOptions(options: unknown): NormalizedOptions {
+  if (options === undefined || options === null) options = {};
+  if (typeof options !== 'object') throw invalidArg('options', options, 'an object');
+  const o = options as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!KNOWN.has(key) && o[key] !== undefined) {
+      throw new CordonError(`Unknown option "${key}". Known options: ${[...KNOWN].join(', ')}.`, {
+        code: 'ERR_INVALID_ARG_VALUE',
+        stage: 'input',
+      });
+    }
+  }
+
+  let cwd = process.cwd();
+  if (o.cwd !== undefined) {
+    if (o.cwd instanceof URL) cwd = fileURLToPath(o.cwd);
+    else if (typeof o.cwd === 'string' && o.cwd.length > 0) cwd = o.cwd;
+    else throw invalidArg('cwd', o.cwd, 'a non-empty path string or file URL');
+    noNul('cwd', cwd);
+    cwd = resolvePath(cwd);
+    let isDir: boolean;
+    try {
+      isDir = statSync(cwd).isDirectory();
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code ?? 'ENOENT';
+      throw new CordonError(`The working directory ${cwd} cannot be used (${code}). Pass an existing directory as cwd.`, {
+        code,
+        cause,
+        syscall: 'chdir',
+        path: cwd,
+        stage: 'launch',
+      });
+    }
+    if (!isDir) {
+      throw new CordonError(`The working directory ${cwd} is not a directory. Pass an existing directory as cwd.`, {
+        code: 'ENOTDIR',
+        errno: -20,
+        syscall: 'chdir',
+        path: cwd,
+        stage: 'launch',
+      });
+    }
+  }
+
+  let env: NodeJS.ProcessEnv = process.env;
+  if (o.env !== undefined) {
+    if (typeof o.env !== 'object' || o.env === null) throw invalidArg('env', o.env, 'an object of strings');
+    env = o.env as NodeJS.ProcessEnv;
+  }
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    noNul(`env.${key}`, key);
+    noNul(`env.${key}`, String(value));
+  }
+
+  let stdio: [StdioOption, StdioOption, StdioOption] = ['pipe', 'pipe', 'pipe'];
+  if (Array.isArray(o.stdio)) {
+    if (o.stdio.length !== 3) throw invalidArg('stdio', o.stdio, 'an array of three entries');
+    stdio = [stdioEntry('stdio[0]', o.stdio[0]), stdioEntry('stdio[1]', o.stdio[1]), stdioEntry('stdio[2]', o.stdio[2])];
+  } else if (o.stdio !== undefined) {
+    const one = stdioEntry('stdio', o.stdio);
+    stdio = [one, one, one];
+  }
+
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw invalidArg('signal', o.signal, 'an AbortSignal');
+  }
+  if (o.log !== undefined && (typeof o.log !== 'string' || o.log.length === 0)) {
+    throw invalidArg('log', o.log, 'a file path');
+  }
+  if (typeof o.log === 'string') noNul('log', o.log);
+  if (o.argv0 !== undefined && typeof o.argv0 !== 'string') throw invalidArg('argv0', o.argv0, 'a string');
+  if (typeof o.argv0 === 'string') noNul('argv0', o.argv0);
+
+  const envTier = process.env.CORDON_TIER;
+  let tier = oneOf<Tier>('tier', o.tier, ['subreaper', 'process-group'], undefined);
+  if (tier === undefined && envTier) tier = oneOf<Tier>('CORDON_TIER', envTier, ['subreaper', 'process-group'], undefined);
+
+  return {
+    cwd,
+    env,
+    stdio,
+    signal: o.signal as AbortSignal | undefined,
+    timeout: duration('timeout', o.timeout, 0),
+    grace: duration('grace', o.grace, DEFAULT_GRACE_MS),
+    interruptGrace: duration('interruptGrace', o.interruptGrace, DEFAULT_INTERRUPT_GRACE_MS),
+    waitDelay: duration('waitDelay', o.waitDelay, DEFAULT_WAIT_DELAY_MS),
+    leftovers: oneOf<LeftoversPolicy>('leftovers', o.leftovers, ['kill', 'kill-on-failure', 'keep'], 'kill')!,
+    containment: oneOf('containment', o.containment, ['strict', 'best-effort'] as const, 'strict')!,
+    tier,
+    log: o.log === undefined ? undefined : resolvePath(o.log as string),
+    argv0: o.argv0 as string | undefined,
+  };
+}
+
+export { errnoName };

@@ -1,0 +1,489 @@
+// A contained process: the facade over one anchored tree. Result
+// classification (C6), leftovers policy (C5), the bounded drain of output
+// pipes after the root exits (C4, WaitDelay), cancellation (C10) and
+// whole-tree termination that resolves at quiescence (C3).
+import { EventEmitter } from 'node:events';
+import { closeSync, createWriteStream, openSync, type WriteStream } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { AnchorChannel } from './anchor.js';
+import { defaultTier } from './capabilities.js';
+import { debug } from './debug.js';
+import { CordonError, errnoName, invalidArg } from './errors.js';
+import { binding, helperPath } from './native.js';
+import {
+  normalizeOptions,
+  validateCommand,
+  type LeftoversPolicy,
+  type NormalizedOptions,
+  type SpawnOptions,
+  type StdioOption,
+  type Tier,
+} from './options.js';
+import { resolveCommand } from './resolve.js';
+
+export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
+
+export interface Leftover {
+  pid: number;
+  /** Command line as the anchor saw it. */
+  command: string;
+  /** Whether it still held the captured stdout/stderr when the root exited. */
+  heldOutput: boolean;
+}
+
+export interface ContainedResult {
+  command: string;
+  args: string[];
+  /** The root's pid. */
+  pid: number;
+  tier: Tier;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** Why the root ended: its own exit, a signal, a cancellation or the timeout. */
+  reason: Reason;
+  /** Descendants held the captured output past `waitDelay` after the root exited; our ends were closed. */
+  waitDelayExceeded: boolean;
+  /** Descendants alive when the root exited (a leak report). */
+  leftovers: Leftover[];
+  /** Whether leftovers were left running (policy 'keep', or 'kill-on-failure' after a clean exit). */
+  leftoversKept: boolean;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  rootExitedAt: number;
+  settledAt: number;
+  logPath?: string;
+}
+
+export interface MemberInfo {
+  pid: number;
+  ppid: number;
+  command: string;
+}
+
+const signalNames = new Map<number, NodeJS.Signals>();
+for (const [name, value] of Object.entries(osConstants.signals)) {
+  if (!signalNames.has(value)) signalNames.set(value, name as NodeJS.Signals);
+}
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Awaiting still throws; an unobserved rejection must not crash the host.
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+type StreamRole = 'stdout' | 'stderr';
+
+export class ContainedProcess extends EventEmitter implements AsyncDisposable {
+  readonly command: string;
+  readonly args: readonly string[];
+  /** The root's pid, once it runs (see `started`). */
+  pid: number | undefined;
+  /** The anchor helper's pid (the tree's identity holder). */
+  readonly anchorPid: number | undefined;
+  tier: Tier;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  /** Resolves with the root's pid once it runs; rejects with the launch error. */
+  readonly started: Promise<number>;
+  /** Settles once the root has exited, output is drained (bounded) and the leftovers policy is applied. */
+  readonly result: Promise<ContainedResult>;
+
+  private readonly opts: NormalizedOptions;
+  private readonly anchor: AnchorChannel;
+  private readonly startedD = deferred<number>();
+  private readonly resultD = deferred<ContainedResult>();
+  private readonly quiescentD = deferred<void>();
+  private readonly startedAt = Date.now();
+  private readonly rawOutputs: Readable[] = [];
+  private readonly log: WriteStream | undefined;
+  private openOutputs = 0;
+
+  private rootExit: { code: number | null; signal: NodeJS.Signals | null; at: number } | undefined;
+  private leftovers: Leftover[] = [];
+  private leftoversComplete = false;
+  private released = false;
+  private quiet = false;
+  private anchorGone = false;
+  private terminateSent = false;
+  private cancelReason: 'canceled' | 'timeout' | undefined;
+  private waitDelayExceeded = false;
+  private drainDone = false;
+  private policyApplied = false;
+  private kept = false;
+  private settled = false;
+  private launchError: CordonError | undefined;
+  private cleanupError: CordonError | undefined;
+  private waitDelayTimer: NodeJS.Timeout | undefined;
+  private timeoutTimer: NodeJS.Timeout | undefined;
+  private readonly onAbort = () => this.cancel('canceled');
+
+  constructor(command: string, args: string[], options: SpawnOptions = {}) {
+    super();
+    ({ command, args } = validateCommand(command, args));
+    const opts = normalizeOptions(options);
+    this.command = command;
+    this.args = args;
+    this.opts = opts;
+    if (opts.signal?.aborted) {
+      throw new CordonError('The AbortSignal was already aborted; nothing ran.', {
+        code: 'ABORT_ERR',
+        cause: opts.signal.reason,
+        stage: 'input',
+      });
+    }
+    if (opts.log !== undefined) {
+      for (const [i, name] of [[1, 'stdout'], [2, 'stderr']] as const) {
+        const s = opts.stdio[i];
+        if (s !== 'pipe' && s !== 'inherit' && s !== 'ignore') {
+          throw invalidArg(`stdio[${i}]`, s, `'pipe', 'inherit' or 'ignore' when log is set (the ${name} is copied to the log)`);
+        }
+      }
+    }
+    const path = resolveCommand(command, opts.cwd, opts.env);
+    this.tier = opts.tier ?? defaultTier();
+    const helper = helperPath();
+
+    let logFd: number | undefined;
+    if (opts.log !== undefined) {
+      try {
+        logFd = openSync(opts.log, 'a');
+      } catch (cause) {
+        const code = (cause as NodeJS.ErrnoException).code ?? 'EIO';
+        throw new CordonError(`The log file ${opts.log} cannot be opened (${code}). Pass a writable path.`, {
+          code,
+          cause,
+          syscall: 'open',
+          path: opts.log,
+          stage: 'launch',
+        });
+      }
+    }
+
+    // What the anchor (and so the command) gets on fds 0-2.
+    const stdio: StdioOption[] = opts.stdio.map((s, i) => (i > 0 && logFd !== undefined ? 'pipe' : s));
+    const watch: string[] = [];
+    if (stdio[1] === 'pipe') watch.push('--watch-fd', '1');
+    if (stdio[2] === 'pipe') watch.push('--watch-fd', '2');
+    const anchorArgs = [
+      '--tier', this.tier,
+      '--grace', String(opts.grace),
+      ...watch,
+      ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
+      ...(process.env.CORDON_TRACE ? ['--trace', process.env.CORDON_TRACE] : []),
+      '--',
+      path,
+      opts.argv0 ?? command,
+      ...args,
+    ];
+    try {
+      this.anchor = new AnchorChannel(
+        { helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
+        {
+          ready: (pid, tier) => this.onReady(pid, tier),
+          noContain: (errno, what) => this.onLaunchFailure(this.containmentError(errno, what)),
+          execFail: (errno) => this.onLaunchFailure(this.execError(errno, path)),
+          rootExit: (code, signal) => this.onRootExit(code, signal),
+          left: (pid, heldOutput, cmd) => this.leftovers.push({ pid, command: cmd, heldOutput }),
+          leftEnd: () => {
+            this.leftoversComplete = true;
+            this.advance();
+          },
+          released: () => {
+            this.released = true;
+            this.advance();
+          },
+          stuck: (pids) => this.onStuck(pids),
+          quiet: () => {
+            this.quiet = true;
+            this.advance();
+          },
+          anchorExit: (code, signal, error) => this.onAnchorExit(code, signal, error),
+        },
+      );
+    } catch (err) {
+      if (logFd !== undefined) closeSync(logFd);
+      throw err;
+    }
+    this.anchorPid = this.anchor.pid;
+    const child = this.anchor.child;
+    this.stdin = child.stdin;
+    this.stdin?.on('error', (err) => debug('stdin: %s', err.message));
+
+    if (logFd !== undefined) {
+      this.log = createWriteStream('', { fd: logFd });
+      this.stdout = this.tee(child.stdout!, opts.stdio[1], 'stdout');
+      this.stderr = this.tee(child.stderr!, opts.stdio[2], 'stderr');
+    } else {
+      this.stdout = child.stdout;
+      this.stderr = child.stderr;
+      for (const raw of [child.stdout, child.stderr]) if (raw) this.trackOutput(raw);
+    }
+
+    this.started = this.startedD.promise;
+    this.result = this.resultD.promise;
+    if (opts.signal) opts.signal.addEventListener('abort', this.onAbort, { once: true });
+    if (opts.timeout > 0) {
+      this.timeoutTimer = setTimeout(() => this.cancel('timeout'), opts.timeout);
+      this.timeoutTimer.unref();
+    }
+  }
+
+  private trackOutput(raw: Readable): void {
+    this.rawOutputs.push(raw);
+    this.openOutputs++;
+    raw.once('close', () => {
+      this.openOutputs--;
+      if (this.openOutputs === 0) this.log?.end();
+    });
+  }
+
+  private tee(raw: Readable, target: StdioOption, role: StreamRole): Readable | null {
+    this.trackOutput(raw);
+    raw.on('data', (chunk: Buffer) => this.log!.write(chunk));
+    if (target === 'pipe') {
+      const pass = new PassThrough();
+      raw.pipe(pass);
+      raw.once('close', () => pass.end());
+      return pass;
+    }
+    if (target === 'inherit') {
+      const out = role === 'stdout' ? process.stdout : process.stderr;
+      raw.on('data', (chunk: Buffer) => out.write(chunk));
+    }
+    return null;
+  }
+
+  private containmentError(errno: number, what: string): CordonError {
+    const code = errnoName(errno);
+    return new CordonError(
+      `Containment (${what}) could not be established on this host (${code}); nothing ran. ` +
+        "Use containment: 'best-effort' to run with the strongest tier available, or see capabilities().",
+      { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
+    );
+  }
+
+  private execError(errno: number, path: string): CordonError {
+    const code = errnoName(errno);
+    return new CordonError(`Could not run ${path} (${code}); nothing ran. Check that it exists and is executable.`, {
+      code,
+      errno: -Math.abs(errno),
+      syscall: `spawn ${this.command}`,
+      path,
+      stage: 'launch',
+    });
+  }
+
+  private onReady(pid: number, tier: string): void {
+    this.pid = pid;
+    this.tier = tier as Tier;
+    this.startedD.resolve(pid);
+    this.emit('spawn', pid);
+  }
+
+  private onLaunchFailure(error: CordonError): void {
+    this.launchError ??= error;
+    this.startedD.reject(error);
+    this.advance();
+  }
+
+  private onRootExit(code: number | null, signal: number | null): void {
+    this.rootExit = { code, signal: signal === null ? null : signalNames.get(signal) ?? null, at: Date.now() };
+    this.emit('exit', this.rootExit.code, this.rootExit.signal);
+    this.waitDelayTimer = setTimeout(() => this.onWaitDelay(), this.opts.waitDelay);
+    this.advance();
+  }
+
+  private onWaitDelay(): void {
+    if (this.drainDone) return;
+    // WaitDelay: descendants still hold our pipes. Close our ends, keep what
+    // was read, and say so in the result.
+    this.waitDelayExceeded = true;
+    this.drainDone = true;
+    for (const raw of this.rawOutputs) raw.destroy();
+    debug('waitDelay %d ms exceeded for %s', this.opts.waitDelay, this.command);
+    this.advance();
+  }
+
+  private onStuck(pids: number[]): void {
+    this.cleanupError ??= new CordonError(
+      `Tree members survived SIGKILL for 5 s (pids ${pids.join(', ')}); they may be in uninterruptible sleep. ` +
+        'The anchor keeps trying; inspect them with ps.',
+      { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
+    );
+    this.quiescentD.reject(this.cleanupError);
+    this.advance();
+  }
+
+  private onAnchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
+    this.anchorGone = true;
+    if (!this.quiet && !this.launchError) {
+      const how = error ? error.message : signal ? `signal ${signal}` : `code ${code}`;
+      this.cleanupError ??= new CordonError(
+        `The anchor of this tree ended unexpectedly (${how}) before the tree was quiescent; its members may still run.`,
+        { code: 'ERR_CORDON_ANCHOR_LOST', cause: error, stage: 'cleanup' },
+      );
+      if (!this.rootExit) this.startedD.reject(this.cleanupError);
+      this.quiescentD.reject(this.cleanupError);
+    } else {
+      this.quiescentD.resolve();
+    }
+    this.advance();
+  }
+
+  private failed(): boolean {
+    const r = this.rootExit!;
+    return r.code !== 0 || r.signal !== null || this.cancelReason !== undefined || this.waitDelayExceeded;
+  }
+
+  private sendTerminate(graceMs: number): void {
+    if (this.anchorGone) return;
+    this.terminateSent = true;
+    this.anchor.terminate(graceMs);
+  }
+
+  private advance(): void {
+    if (this.settled) return;
+    if (this.launchError) {
+      if (this.anchorGone) this.settle(this.launchError);
+      return;
+    }
+    if (this.cleanupError) {
+      this.settle(this.cleanupError);
+      return;
+    }
+    if (!this.rootExit || !this.leftoversComplete) return;
+    if (!this.drainDone) {
+      if (!this.released && !this.quiet) return;
+      this.drainDone = true;
+    }
+    if (!this.policyApplied) {
+      this.policyApplied = true;
+      if (!this.quiet && !this.terminateSent) {
+        const policy: LeftoversPolicy = this.opts.leftovers;
+        const kill = policy === 'kill' || (policy === 'kill-on-failure' && this.failed());
+        if (kill) this.sendTerminate(this.opts.grace);
+        else this.kept = true;
+        if (this.leftovers.length > 0) this.emit('leftovers', this.leftovers, kill ? 'killing' : 'kept');
+      }
+    }
+    if (this.kept) {
+      // Kept trees stay under this handle (terminate() still reaches them)
+      // but no longer hold the host's event loop open; host exit ends them.
+      this.anchor.unref();
+      this.settle();
+      return;
+    }
+    if (this.quiet && this.anchorGone) this.settle();
+  }
+
+  private settle(error?: CordonError): void {
+    this.settled = true;
+    clearTimeout(this.waitDelayTimer);
+    clearTimeout(this.timeoutTimer);
+    this.opts.signal?.removeEventListener('abort', this.onAbort);
+    if (error) {
+      if (this.rootExit) error.result = this.buildResult();
+      this.resultD.reject(error);
+      if (error === this.launchError) this.quiescentD.resolve();
+      return;
+    }
+    const result = this.buildResult();
+    this.resultD.resolve(result);
+    this.emit('settled', result);
+  }
+
+  private buildResult(): ContainedResult {
+    const root = this.rootExit!;
+    let reason: Reason = root.signal !== null ? 'signal' : 'exit';
+    if (this.cancelReason) reason = this.cancelReason;
+    const result: ContainedResult = {
+      command: this.command,
+      args: [...this.args],
+      pid: this.pid ?? 0,
+      tier: this.tier,
+      exitCode: root.code,
+      signal: root.signal,
+      reason,
+      waitDelayExceeded: this.waitDelayExceeded,
+      leftovers: this.leftovers,
+      leftoversKept: this.kept,
+      startedAt: this.startedAt,
+      rootExitedAt: root.at,
+      settledAt: Date.now(),
+    };
+    if (this.opts.log !== undefined) result.logPath = this.opts.log;
+    return result;
+  }
+
+  private cancel(reason: 'canceled' | 'timeout'): void {
+    if (this.settled || this.cancelReason || this.launchError) return;
+    this.cancelReason = reason;
+    debug('%s: %s, interrupt grace %d ms', this.command, reason, this.opts.interruptGrace);
+    this.sendTerminate(this.opts.interruptGrace);
+  }
+
+  /** Whether the tree has reached quiescence (every member gone and reaped). */
+  get quiescent(): boolean {
+    return this.anchorGone && (this.quiet || this.launchError !== undefined);
+  }
+
+  /**
+   * Polite signal to every member of the tree, the forced kill of what remains
+   * after `grace` ms (default: the teardown grace). Resolves at quiescence of
+   * the whole tree; idempotent, safe concurrently and after exit. Rejects only
+   * with a cleanup failure.
+   */
+  terminate(options: { grace?: number } = {}): Promise<void> {
+    let grace = this.opts.grace;
+    if (options.grace !== undefined) {
+      if (typeof options.grace !== 'number' || !Number.isFinite(options.grace) || options.grace < 0) {
+        return Promise.reject(invalidArg('grace', options.grace, 'a finite number of milliseconds >= 0'));
+      }
+      grace = Math.floor(options.grace);
+    }
+    if (this.launchError) return Promise.resolve();
+    if (!this.quiescent) {
+      this.anchor.ref();
+      this.sendTerminate(grace);
+    }
+    return this.quiescentD.promise;
+  }
+
+  /** The immediate forced kill of every member; resolves at quiescence. */
+  kill(): Promise<void> {
+    return this.terminate({ grace: 0 });
+  }
+
+  /** `await using proc = spawn(...)`: terminates the tree at scope exit. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.terminate();
+    await this.result.then(
+      () => undefined,
+      (err: unknown) => {
+        if ((err as CordonError).isCleanupFailure) throw err;
+      },
+    );
+  }
+
+  /** Live members as the OS sees them now (pid, parent, command line). Informational. */
+  members(): MemberInfo[] {
+    if (this.anchorPid === undefined || this.quiescent) return [];
+    const group = this.tier === 'process-group' ? this.anchorPid : 0;
+    return binding()
+      .listTree(this.anchorPid, group)
+      .map((m) => ({ pid: m.pid, ppid: m.ppid, command: m.command }));
+  }
+}
+
+/** Start `command` contained. Throws a CordonError synchronously on bad input or a known launch failure. */
+export function spawn(command: string, args: string[] = [], options: SpawnOptions = {}): ContainedProcess {
+  return new ContainedProcess(command, args, options);
+}

@@ -1,0 +1,106 @@
+// run(): the execFile/execa shape. Collects stdout/stderr (bounded by
+// maxBuffer) and rejects on a nonzero exit unless `reject: false`.
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import { CordonError } from './errors.js';
+import type { SpawnOptions } from './options.js';
+import { spawn, type ContainedResult } from './process.js';
+
+export interface RunOptions extends Omit<SpawnOptions, 'stdio'> {
+  /** Text written to the command's stdin (then closed). Default: stdin is ignored. */
+  input?: string | Buffer;
+  /** Bytes kept per stream; past it the tree is terminated and run() rejects. Default 10 MiB. */
+  maxBuffer?: number;
+  /** Reject on a nonzero exit, a signal, a cancellation or a timeout. Default true. */
+  reject?: boolean;
+  /** Output encoding; 'buffer' returns Buffers. Default 'utf8'. */
+  encoding?: BufferEncoding | 'buffer';
+  /** Where stderr goes; default 'pipe' (collected). */
+  stderr?: 'pipe' | 'inherit' | 'ignore';
+}
+
+export interface RunResult<T = string> extends ContainedResult {
+  stdout: T;
+  stderr: T;
+}
+
+const DEFAULT_MAX_BUFFER = 10 * 1024 * 1024;
+
+function collect(stream: Readable | null, max: number, onOverflow: () => void) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let overflowed = false;
+  const done = stream ? once(stream, 'close').then(() => undefined, () => undefined) : Promise.resolve();
+  stream?.on('data', (chunk: Buffer) => {
+    if (overflowed) return;
+    if (size + chunk.length > max) {
+      chunks.push(chunk.subarray(0, max - size));
+      size = max;
+      overflowed = true;
+      onOverflow();
+      return;
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  });
+  return { done, get value() { return Buffer.concat(chunks); }, get overflowed() { return overflowed; } };
+}
+
+export async function run(command: string, args: string[] = [], options: RunOptions = {}): Promise<RunResult<string | Buffer>> {
+  const { input, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stderr = 'pipe', ...spawnOptions } = options;
+  if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) {
+    throw new CordonError(`The option "maxBuffer" must be a positive number. Received ${String(maxBuffer)}.`, {
+      code: 'ERR_INVALID_ARG_VALUE',
+      stage: 'input',
+    });
+  }
+  const proc = spawn(command, args, {
+    ...spawnOptions,
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', stderr],
+  });
+  let overflow = false;
+  const onOverflow = () => {
+    if (overflow) return;
+    overflow = true;
+    void proc.terminate({ grace: spawnOptions.interruptGrace ?? 500 }).catch(() => {});
+  };
+  const out = collect(proc.stdout, maxBuffer, onOverflow);
+  const err = collect(proc.stderr, maxBuffer, onOverflow);
+  if (input !== undefined) proc.stdin?.end(input);
+
+  let result: ContainedResult;
+  try {
+    result = await proc.result;
+  } catch (error) {
+    const e = error as CordonError;
+    if (e.result) Object.assign(e, { stdout: decode(out.value), stderr: decode(err.value) });
+    throw e;
+  }
+  // The streams are ended, released by every writer, or destroyed at the
+  // wait delay: their close is near. Bounded all the same.
+  const bound = new Promise<void>((resolve) => setTimeout(resolve, spawnOptions.waitDelay ?? 2000).unref());
+  await Promise.race([Promise.all([out.done, err.done]), bound]);
+
+  function decode(b: Buffer): string | Buffer {
+    return encoding === 'buffer' ? b : b.toString(encoding);
+  }
+  const full: RunResult<string | Buffer> = { ...result, stdout: decode(out.value), stderr: decode(err.value) };
+  if (!reject) return full;
+  let failure: { code: string; why: string } | undefined;
+  if (overflow) failure = { code: 'ERR_CORDON_MAX_BUFFER', why: `produced more than maxBuffer (${maxBuffer} bytes)` };
+  else if (result.reason === 'timeout') failure = { code: 'ERR_CORDON_TIMEOUT', why: 'timed out' };
+  else if (result.reason === 'canceled') failure = { code: 'ERR_CORDON_CANCELED', why: 'was canceled' };
+  else if (result.signal) failure = { code: 'ERR_CORDON_SIGNAL', why: `was killed by ${result.signal}` };
+  else if (result.exitCode !== 0) failure = { code: 'ERR_CORDON_EXIT', why: `exited with code ${result.exitCode}` };
+  if (failure) {
+    const shown = [command, ...args].join(' ');
+    const error = new CordonError(`Command ${failure.why}: ${shown}`, {
+      code: failure.code,
+      stage: 'run',
+      cause: spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined,
+    });
+    Object.assign(error, { result: full, stdout: full.stdout, stderr: full.stderr, exitCode: result.exitCode, signal: result.signal });
+    throw error;
+  }
+  return full;
+}

@@ -1,0 +1,106 @@
+// The only file that includes napi.h: flat functions over the native contract
+// (cordon.h). Owners, kinds, graces, drains and policies live in TypeScript.
+#include <napi.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "cordon.h"
+
+namespace {
+
+const char* errno_name(int err) {
+  switch (err) {
+    case ENOENT: return "ENOENT";
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case ESRCH: return "ESRCH";
+    case ENOSYS: return "ENOSYS";
+    case EINVAL: return "EINVAL";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case ENOTDIR: return "ENOTDIR";
+    default: return "EIO";
+  }
+}
+
+Napi::Value Fail(Napi::Env env, int rc, const char* syscall) {
+  int err = rc < 0 ? -rc : rc;
+  std::string message = std::string(syscall) + " failed: " + strerror(err);
+  Napi::Error error = Napi::Error::New(env, message);
+  error.Set("code", Napi::String::New(env, errno_name(err)));
+  error.Set("errno", Napi::Number::New(env, -err));
+  error.Set("syscall", Napi::String::New(env, syscall));
+  error.ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+Napi::Value Probe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cordon::Probe p;
+  int rc = cordon::probe(p);
+  if (rc < 0) return Fail(env, rc, "probe");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("pidfd", Napi::Boolean::New(env, p.pidfd));
+  out.Set("subreaper", Napi::Boolean::New(env, p.subreaper));
+  out.Set("procScan", Napi::Boolean::New(env, p.proc_scan));
+  return out;
+}
+
+Napi::Value ControlPair(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fds[2];
+  int rc = cordon::control_pair(fds);
+  if (rc < 0) return Fail(env, rc, "socketpair");
+  Napi::Array out = Napi::Array::New(env, 2);
+  out.Set(0u, Napi::Number::New(env, fds[0]));
+  out.Set(1u, Napi::Number::New(env, fds[1]));
+  return out;
+}
+
+// listTree(anchorPid, groupId): the live members as the OS sees them now.
+Napi::Value ListTree(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "listTree(anchorPid, groupId) takes two numbers")
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int64_t anchor = info[0].As<Napi::Number>().Int64Value();
+  int64_t group = info[1].As<Napi::Number>().Int64Value();
+  std::vector<cordon::Member> members;
+  int rc = cordon::list_tree(anchor, group, {}, members);
+  if (rc < 0) return Fail(env, rc, "list_tree");
+  Napi::Array out = Napi::Array::New(env, members.size());
+  for (size_t i = 0; i < members.size(); i++) {
+    const cordon::Member& m = members[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("pid", Napi::Number::New(env, static_cast<double>(m.pid)));
+    o.Set("ppid", Napi::Number::New(env, static_cast<double>(m.ppid)));
+    o.Set("pgid", Napi::Number::New(env, static_cast<double>(m.pgid)));
+    o.Set("state", Napi::String::New(env, std::string(1, m.state)));
+    o.Set("command", Napi::String::New(env, m.command));
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+Napi::Value CountOpenFds(const Napi::CallbackInfo& info) {
+  int n = cordon::count_open_fds();
+  if (n < 0) return Fail(info.Env(), n, "opendir");
+  return Napi::Number::New(info.Env(), n);
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("probe", Napi::Function::New(env, Probe, "probe"));
+  exports.Set("controlPair", Napi::Function::New(env, ControlPair, "controlPair"));
+  exports.Set("listTree", Napi::Function::New(env, ListTree, "listTree"));
+  exports.Set("countOpenFds", Napi::Function::New(env, CountOpenFds, "countOpenFds"));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(cordon, Init)

@@ -1,0 +1,72 @@
+// cordon's native contract: pure C++, no Node-API, no platform headers.
+//
+// Every function returns 0 (or a count) on success and a negative errno-style
+// code on failure, so the binding maps the same code to the same JS `err.code`
+// on every platform (the Windows sources map GetLastError() onto these names).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cordon {
+
+// One live member of a tree, as enumeration saw it. Informational only: a
+// member is never signalled through this record's pid without re-pinning it.
+struct Member {
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  int64_t pgid = 0;
+  uint64_t start_time = 0;  // clock ticks since boot (Linux), or a platform stamp
+  char state = '?';         // 'R', 'S', 'D', 'Z', 'T' ... as the OS reports it
+  bool holds_output = false;  // holds the write end of the captured stdout/stderr
+  std::string command;      // command line, arguments joined by spaces
+};
+
+// What this kernel offers, probed once.
+struct Probe {
+  bool pidfd = false;        // pidfd_open + pidfd_send_signal (Linux >= 5.3)
+  bool subreaper = false;    // PR_SET_CHILD_SUBREAPER (Linux >= 3.4)
+  bool proc_scan = false;    // a descendant walk is possible (/proc or libproc)
+};
+
+int probe(Probe& out);
+
+// Make the calling process a child subreaper: orphaned descendants are
+// reparented to it instead of to init. -ENOSYS where the OS has no such thing.
+int become_subreaper();
+
+// Descendants of `anchor` (not the anchor itself). With `group` also every
+// process whose process group is `group` (the process-group tier). Zombies are
+// skipped. `watched` names file objects (device, inode pairs) whose holders get
+// holds_output set.
+struct FileId {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+};
+int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
+              std::vector<Member>& out);
+
+// Signal one member through a pinned identity: open a handle on the pid
+// (pidfd), then verify the handle's process is still the one enumerated (same
+// start time) and still a descendant of `anchor` (or of `group`), then signal
+// through the handle. Returns -ESRCH when the process is gone or is no longer
+// the one we listed: a recycled pid is never signalled.
+int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
+                  bool use_pidfd);
+
+// Whether `pid` (with `start_time`) is still alive and is still that process.
+bool same_process_alive(int64_t pid, uint64_t start_time);
+
+// Number of open descriptors of the calling process (for leak checks).
+int count_open_fds();
+
+}  // namespace cordon
+
+namespace cordon {
+
+// A connected, close-on-exec stream pair for the host <-> anchor control
+// channel (POSIX). fds[0] stays with the host, fds[1] becomes the anchor's fd 3.
+int control_pair(int fds[2]);
+
+}  // namespace cordon

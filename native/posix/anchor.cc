@@ -1,0 +1,513 @@
+// cordon-anchor: the per-tree anchor process (POSIX).
+//
+// Node spawns this helper with the command's stdio on fds 0-2 and the control
+// channel on fd 3. The anchor establishes containment *before* it forks and
+// execs the command (C1), holds the tree's identity for as long as anything
+// may signal it (C2), carries out graceful escalation by itself (C3), reaps
+// every orphan (C9) and terminates the tree when the host goes away, even by
+// SIGKILL (control channel EOF).
+//
+// Protocol (lines, anchor -> host):
+//   READY <root pid> <tier> <pidfd 0|1>
+//   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
+//   EXECFAIL <errno>                exec of the command failed; nothing ran
+//   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
+//   LEFT <pid> <holds 0|1> <cmd>    a member still alive when the root exited
+//   LEFTEND
+//   RELEASED                        no member holds the captured stdout/stderr
+//   STUCK <pid> ...                 members survived SIGKILL for 5 s (cleanup failure)
+//   QUIET                           every member is gone and reaped; the anchor exits
+// host -> anchor:
+//   TERM <grace ms>                 polite signal to every member, SIGKILL after grace
+//   KILL                            SIGKILL to every member now
+// EOF on the control channel (the host is gone) = TERM <teardown grace>.
+#include "../cordon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+using cordon::FileId;
+using cordon::Member;
+
+constexpr int kControlFd = 3;
+constexpr int kStuckReportMs = 5000;
+constexpr int kGroupSnapshotMs = 200;
+
+int g_signal_pipe[2] = {-1, -1};
+FILE* g_trace = nullptr;
+
+void trace(const char* fmt, ...) {
+  if (!g_trace) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(g_trace, "[cordon-anchor %d] ", static_cast<int>(getpid()));
+  vfprintf(g_trace, fmt, ap);
+  fputc('\n', g_trace);
+  fflush(g_trace);
+  va_end(ap);
+}
+
+int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  ssize_t ignored = write(g_signal_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+// Signals the anchor must survive: a terminal's Ctrl-C, hangup or stop is for
+// the host to decide on, never a reason to lose the tree's identity.
+const int kIgnored[] = {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
+
+struct Options {
+  std::string tier = "subreaper";
+  bool best_effort = false;
+  int grace_ms = 3000;
+  std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
+  std::string path;
+  std::vector<std::string> argv;
+};
+
+[[noreturn]] void usage(const char* why) {
+  fprintf(stderr, "cordon-anchor: %s\n", why);
+  fprintf(stderr,
+          "usage: cordon-anchor [--tier subreaper|process-group] [--best-effort] "
+          "[--grace MS] [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
+          "It is started by the cordon library with a control channel on fd 3.\n");
+  _exit(64);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  int i = 1;
+  for (; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--") {
+      i++;
+      break;
+    } else if (a == "--tier" && i + 1 < argc) {
+      o.tier = argv[++i];
+    } else if (a == "--watch-fd" && i + 1 < argc) {
+      o.watch_fds.push_back(atoi(argv[++i]));
+    } else if (a == "--best-effort") {
+      o.best_effort = true;
+    } else if (a == "--grace" && i + 1 < argc) {
+      o.grace_ms = atoi(argv[++i]);
+    } else if (a == "--trace" && i + 1 < argc) {
+      g_trace = fopen(argv[++i], "ae");
+    } else {
+      usage("unknown option");
+    }
+  }
+  if (i + 1 >= argc) usage("missing command");
+  o.path = argv[i++];
+  for (; i < argc; i++) o.argv.push_back(argv[i]);
+  if (o.tier != "subreaper" && o.tier != "process-group") usage("unknown tier");
+  return o;
+}
+
+class Anchor {
+ public:
+  explicit Anchor(Options opts) : opts_(std::move(opts)) {}
+
+  int run() {
+    if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
+    fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
+    install_signals();
+    cordon::Probe probe;
+    cordon::probe(probe);
+    pidfd_ = probe.pidfd;
+
+    if (!contain()) return 0;
+    watch_output();
+    if (!launch()) return 0;
+    release_stdio();
+    send("READY %lld %s %d", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0);
+    loop();
+    return 0;
+  }
+
+ private:
+  // C1: containment exists before the command's first instruction.
+  bool contain() {
+    if (opts_.tier == "subreaper") {
+      int rc = cordon::become_subreaper();
+      if (rc == 0) return true;
+      trace("subreaper unavailable: %s", strerror(-rc));
+      if (!opts_.best_effort) {
+        send("NOCONTAIN %d subreaper", -rc);
+        return false;
+      }
+      opts_.tier = "process-group";
+    }
+    // process-group tier: the anchor leads a new group and stays alive, so the
+    // group id is pinned for the life of the tree.
+    if (setpgid(0, 0) != 0 && getpgrp() != getpid()) {
+      int err = errno;
+      send("NOCONTAIN %d process-group", err);
+      return false;
+    }
+    group_ = getpgrp();
+    return true;
+  }
+
+  void watch_output() {
+    for (int fd : opts_.watch_fds) {
+      struct stat sb;
+      if (fstat(fd, &sb) != 0) continue;
+      if (!S_ISFIFO(sb.st_mode) && !S_ISSOCK(sb.st_mode)) continue;
+      watched_.push_back(FileId{static_cast<uint64_t>(sb.st_dev), static_cast<uint64_t>(sb.st_ino)});
+    }
+  }
+
+  bool launch() {
+    int status_pipe[2];
+    if (pipe(status_pipe) != 0) {
+      send("EXECFAIL %d", errno);
+      return false;
+    }
+    fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
+    fcntl(status_pipe[1], F_SETFD, FD_CLOEXEC);
+    std::vector<char*> argv;
+    for (auto& a : opts_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) {
+      send("EXECFAIL %d", errno);
+      return false;
+    }
+    if (pid == 0) {
+      // The command starts with the dispositions and mask a shell would give it.
+      for (int sig : kIgnored) signal(sig, SIG_DFL);
+      signal(SIGCHLD, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      close(kControlFd);
+      close(g_signal_pipe[0]);
+      close(g_signal_pipe[1]);
+      close(status_pipe[0]);
+      if (g_trace) fclose(g_trace);
+      execve(opts_.path.c_str(), argv.data(), environ);
+      int err = errno;
+      ssize_t ignored = write(status_pipe[1], &err, sizeof err);
+      (void)ignored;
+      _exit(127);
+    }
+    close(status_pipe[1]);
+    int err = 0;
+    ssize_t n;
+    do {
+      n = read(status_pipe[0], &err, sizeof err);
+    } while (n < 0 && errno == EINTR);
+    close(status_pipe[0]);
+    if (n == static_cast<ssize_t>(sizeof err)) {
+      int st;
+      waitpid(pid, &st, 0);
+      send("EXECFAIL %d", err);
+      return false;
+    }
+    root_ = pid;
+    trace("root %d started (%s tier)", static_cast<int>(pid), opts_.tier.c_str());
+    return true;
+  }
+
+  // The anchor must never hold the command's pipes: closing them is what
+  // lets the host see EOF once the tree's own writers are gone.
+  void release_stdio() {
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0) return;
+    for (int fd = 0; fd <= 2; fd++) dup2(devnull, fd);
+    if (devnull > 2) close(devnull);
+  }
+
+  void install_signals() {
+    if (pipe(g_signal_pipe) != 0) _exit(71);
+    for (int fd : g_signal_pipe) {
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    for (int sig : kIgnored) signal(sig, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+
+  void send(const char* fmt, ...) {
+    if (host_gone_) return;
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (n > static_cast<int>(sizeof buf) - 2) n = sizeof buf - 2;
+    buf[n++] = '\n';
+    write_all(buf, static_cast<size_t>(n));
+  }
+
+  void write_all(const char* p, size_t n) {
+    while (n > 0 && !host_gone_) {
+      ssize_t w = write(kControlFd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        host_gone_ = true;
+        return;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+
+  static std::string escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '\\') out += "\\\\";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else out += c;
+    }
+    if (out.size() > 4000) out.resize(4000);
+    return out;
+  }
+
+  // Current members: descendants (and, in the process-group tier, the group
+  // and every member a snapshot saw that is still the same live process).
+  std::vector<Member> members() {
+    std::vector<Member> out;
+    cordon::list_tree(getpid(), group_, watched_, out);
+    if (opts_.tier == "process-group") {
+      std::set<int64_t> have;
+      for (auto& m : out) have.insert(m.pid);
+      for (auto it = remembered_.begin(); it != remembered_.end();) {
+        if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
+          it = remembered_.erase(it);
+          continue;
+        }
+        if (!have.count(it->first)) out.push_back(it->second);
+        ++it;
+      }
+      for (auto& m : out) remembered_[m.pid] = m;
+    }
+    return out;
+  }
+
+  // Reaps every exited child; returns true when the anchor has no children.
+  bool reap() {
+    for (;;) {
+      int st = 0;
+      pid_t pid = waitpid(-1, &st, WNOHANG);
+      if (pid == 0) return false;
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        return errno == ECHILD;
+      }
+      if (pid == root_ && !root_exited_) {
+        root_exited_ = true;
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+        trace("root exited code=%d signal=%d", code, sig);
+        send("EXIT %d %d", code, sig);
+        auto left = members();
+        for (auto& m : left) {
+          send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
+               escape(m.command).c_str());
+        }
+        send("LEFTEND");
+      }
+    }
+  }
+
+  bool tree_empty(bool no_children) {
+    if (!no_children) return false;
+    if (opts_.tier == "subreaper") return true;  // every descendant is ours to reap
+    return members().empty();
+  }
+
+  void start_terminate(int grace_ms) {
+    int64_t deadline = now_ms() + (grace_ms < 0 ? 0 : grace_ms);
+    if (!terminating_) {
+      terminating_ = true;
+      deadline_ = deadline;
+      trace("terminate, grace %d ms", grace_ms);
+    } else if (deadline < deadline_) {
+      deadline_ = deadline;
+    }
+  }
+
+  void step_terminate() {
+    int64_t t = now_ms();
+    if (!forcing_ && t >= deadline_) {
+      forcing_ = true;
+      force_started_ = t;
+      trace("grace over: SIGKILL");
+    }
+    auto list = members();
+    for (auto& m : list) {
+      if (forcing_) {
+        cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
+        continue;
+      }
+      auto key = std::make_pair(m.pid, m.start_time);
+      if (termed_.count(key)) continue;
+      termed_.insert(key);
+      cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
+      cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
+    }
+    if (forcing_ && !stuck_reported_ && !list.empty() && t - force_started_ > kStuckReportMs) {
+      stuck_reported_ = true;
+      std::string pids;
+      for (auto& m : list) pids += " " + std::to_string(m.pid);
+      send("STUCK%s", pids.c_str());
+    }
+  }
+
+  void check_released() {
+    if (released_sent_ || !root_exited_) return;
+    bool held = false;
+    if (!watched_.empty()) {
+      for (auto& m : members()) {
+        if (m.holds_output) {
+          held = true;
+          break;
+        }
+      }
+    }
+    if (!held) {
+      released_sent_ = true;
+      send("RELEASED");
+    }
+  }
+
+  void handle_control() {
+    char buf[512];
+    ssize_t n = read(kControlFd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      // The host is gone (exit, crash, SIGKILL): carry out the teardown alone.
+      trace("control channel closed: terminating tree");
+      host_gone_ = true;
+      control_open_ = false;
+      start_terminate(opts_.grace_ms);
+      return;
+    }
+    inbox_.append(buf, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = inbox_.find('\n')) != std::string::npos) {
+      std::string line = inbox_.substr(0, nl);
+      inbox_.erase(0, nl + 1);
+      if (line.rfind("TERM ", 0) == 0) {
+        start_terminate(atoi(line.c_str() + 5));
+      } else if (line == "KILL") {
+        start_terminate(0);
+      }
+    }
+  }
+
+  void loop() {
+    int64_t last_snapshot = 0;
+    for (;;) {
+      bool no_children = reap();
+      if (root_exited_ && tree_empty(no_children)) {
+        trace("quiescent");
+        send("QUIET");
+        return;
+      }
+      if (terminating_) step_terminate();
+      check_released();
+      int timeout = -1;
+      if (terminating_) {
+        timeout = forcing_ ? 5 : 20;
+      } else if (root_exited_ && !released_sent_) {
+        timeout = 50;
+      } else if (opts_.tier == "process-group") {
+        timeout = kGroupSnapshotMs;
+      } else if (root_exited_) {
+        // Orphans of a kept tree are reparented to us and reaped on SIGCHLD;
+        // a slow poll covers grandchildren whose parents reap them.
+        timeout = 1000;
+      }
+      if (opts_.tier == "process-group" && !terminating_ && now_ms() - last_snapshot >= kGroupSnapshotMs) {
+        members();  // refresh the snapshot so setsid'd members stay known
+        last_snapshot = now_ms();
+      }
+      pollfd fds[2];
+      int nfds = 0;
+      fds[nfds++] = pollfd{g_signal_pipe[0], POLLIN, 0};
+      if (control_open_) fds[nfds++] = pollfd{kControlFd, POLLIN, 0};
+      int rc = poll(fds, static_cast<nfds_t>(nfds), timeout);
+      if (rc < 0 && errno != EINTR) {
+        trace("poll: %s", strerror(errno));
+        return;
+      }
+      if (rc <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        unsigned char sigs[64];
+        ssize_t k;
+        while ((k = read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
+          for (ssize_t i = 0; i < k; i++) {
+            if (sigs[i] == SIGTERM) start_terminate(opts_.grace_ms);
+          }
+        }
+      }
+      if (nfds > 1 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
+    }
+  }
+
+  Options opts_;
+  pid_t root_ = -1;
+  int64_t group_ = 0;
+  bool pidfd_ = false;
+  bool root_exited_ = false;
+  bool terminating_ = false;
+  bool forcing_ = false;
+  bool stuck_reported_ = false;
+  bool released_sent_ = false;
+  bool host_gone_ = false;
+  bool control_open_ = true;
+  int64_t deadline_ = 0;
+  int64_t force_started_ = 0;
+  std::vector<FileId> watched_;
+  std::set<std::pair<int64_t, uint64_t>> termed_;
+  std::map<int64_t, Member> remembered_;
+  std::string inbox_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opts = parse(argc, argv);
+  Anchor anchor(std::move(opts));
+  return anchor.run();
+}
