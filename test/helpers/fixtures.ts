@@ -1,0 +1,33 @@
+import { dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { parsePids } from './procs.js';
+
+export const fixturesDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
+export const fixture = (name: string) => join(fixturesDir, name);
+export const repoRoot = join(fixturesDir, '..', '..');
+
+/** Accumulates a stream's text; `until` waits (bounded) for a pattern. */
+export function capture(stream: Readable | null | undefined) {
+  let text = '';
+  stream?.setEncoding('utf8');
+  stream?.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  return {
+    get text() {
+      return text;
+    },
+    pids() {
+      return parsePids(text);
+    },
+    async until(pattern: RegExp, timeout = 10_000): Promise<string> {
+      const deadline = Date.now() + timeout;
+      while (!pattern.test(text)) {
+        if (Date.now() > deadline) throw new Error(`watchdog: output did not match ${pattern} within ${timeout} ms; got:\n${text}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      return text;
+    },
+  };
+}

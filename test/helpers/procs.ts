@@ -1,0 +1,196 @@
+// Observing processes from outside, never through cordon's bookkeeping:
+// every process a test starts carries CORDON_TEST_TAG=<unique tag> in its
+// environment; /proc tells who is alive. Cleanup SIGKILLs by pid, found by
+// tag, independent of the code under test.
+import { readdirSync, readFileSync } from 'node:fs';
+import { onTestFinished } from 'vitest';
+
+export const TAG_VAR = 'CORDON_TEST_TAG';
+let counter = 0;
+
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  state: string;
+  command: string;
+}
+
+export function readStat(pid: number): { ppid: number; pgid: number; state: string; start: string } | undefined {
+  let s: string;
+  try {
+    s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return { state: fields[0]!, ppid: Number(fields[1]), pgid: Number(fields[2]), start: fields[19]! };
+}
+
+export function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+/** Alive and not a zombie. */
+export function alive(pid: number): boolean {
+  const st = readStat(pid);
+  return st !== undefined && st.state !== 'Z' && st.state !== 'X';
+}
+
+export function isZombie(pid: number): boolean {
+  return readStat(pid)?.state === 'Z';
+}
+
+function allPids(): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
+}
+
+function environHas(pid: number, needle: string): boolean {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`);
+    return env.includes(needle);
+  } catch {
+    return false;
+  }
+}
+
+/** Every live process carrying the tag (or, with no tag, any test tag). */
+export function findTagged(tag?: string): ProcInfo[] {
+  const needle = tag === undefined ? `${TAG_VAR}=` : `${TAG_VAR}=${tag}\0`;
+  const out: ProcInfo[] = [];
+  for (const pid of allPids()) {
+    if (pid === process.pid) continue;
+    if (!environHas(pid, needle)) continue;
+    const st = readStat(pid);
+    if (!st || st.state === 'Z' || st.state === 'X') continue;
+    out.push({ pid, ppid: st.ppid, state: st.state, command: cmdline(pid) });
+  }
+  return out;
+}
+
+export function describeProcs(procs: ProcInfo[]): string {
+  if (procs.length === 0) return '(none)';
+  return procs.map((p) => `  pid ${p.pid} ppid ${p.ppid} [${p.state}] ${p.command}`).join('\n');
+}
+
+/** SIGKILL every process with this tag, by pid. Returns what it killed. */
+export function killTagged(tag: string): ProcInfo[] {
+  const killed: ProcInfo[] = [];
+  for (let round = 0; round < 20; round++) {
+    const found = findTagged(tag);
+    if (found.length === 0) break;
+    for (const p of found) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+        if (round === 0) killed.push(p);
+      } catch {
+        // already gone
+      }
+    }
+  }
+  return killed;
+}
+
+export function killPids(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+export interface Tagged {
+  tag: string;
+  env: NodeJS.ProcessEnv;
+  /** Live processes carrying this test's tag. */
+  procs(): ProcInfo[];
+}
+
+/**
+ * A fresh tag for this test, with its cleanup registered before anything runs:
+ * whatever still carries the tag when the test finishes is SIGKILLed by pid,
+ * and, if the test had passed, that leak fails it.
+ */
+export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
+  const tag = `t${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+  onTestFinished(() => {
+    const leaked = killTagged(tag);
+    if (leaked.length > 0) {
+      // Let the test's own assertion stand if it failed; otherwise this is a leak.
+      throw new Error(`test left processes behind (now SIGKILLed):\n${describeProcs(leaked)}`);
+    }
+  });
+  const env = { ...process.env, ...extraEnv, [TAG_VAR]: tag };
+  return { tag, env, procs: () => findTagged(tag) };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Poll until `check()` is true; on timeout fail with what was still alive. */
+export async function waitFor(
+  check: () => boolean,
+  options: { timeout: number; what: string; tag?: string; pids?: number[] },
+): Promise<void> {
+  const deadline = Date.now() + options.timeout;
+  while (Date.now() < deadline) {
+    if (check()) return;
+    await sleep(20);
+  }
+  if (check()) return;
+  const survivors = options.tag ? findTagged(options.tag) : [];
+  const pids = (options.pids ?? []).filter(alive).map((pid) => `  pid ${pid} ${cmdline(pid)}`);
+  throw new Error(
+    `timed out after ${options.timeout} ms waiting for: ${options.what}\nstill alive:\n${describeProcs(survivors)}${
+      pids.length ? '\n' + pids.join('\n') : ''
+    }`,
+  );
+}
+
+/** Wait until no process carries the tag. */
+export function waitGone(tag: string, timeout: number, what = 'every tagged process to be gone'): Promise<void> {
+  return waitFor(() => findTagged(tag).length === 0, { timeout, what, tag });
+}
+
+/** Race a promise against a watchdog that fails with the tag's survivors. */
+export async function within<T>(promise: Promise<T>, timeout: number, what: string, tag?: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const watchdog = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const survivors = tag ? findTagged(tag) : [];
+      reject(new Error(`watchdog: ${what} did not happen within ${timeout} ms\nstill alive:\n${describeProcs(survivors)}`));
+    }, timeout);
+  });
+  try {
+    return await Promise.race([promise, watchdog]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Zombie children of this test process (the anchors it spawned must be reaped). */
+export function zombieChildren(): number[] {
+  return allPids().filter((pid) => {
+    const st = readStat(pid);
+    return st?.state === 'Z' && st.ppid === process.pid;
+  });
+}
+
+export function openFdCount(): number {
+  return readdirSync('/proc/self/fd').length;
+}
+
+/** Pids a fixture printed as `PID <name> <pid>` lines. */
+export function parsePids(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^PID (\S+) (\d+)$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
