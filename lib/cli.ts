@@ -1,0 +1,180 @@
+#!/usr/bin/env node
+// cordon run [options] -- <command> [args...]
+// Runs a command contained, forwards its output and exit status, and on
+// Ctrl-C, SIGTERM or timeout terminates the whole tree.
+import { constants as osConstants } from 'node:os';
+import { capabilities } from './capabilities.js';
+import { formatDuration, parseDuration } from './duration.js';
+import { isCordonError, type CordonError } from './errors.js';
+import type { LeftoversPolicy, SpawnOptions, Tier } from './options.js';
+import { spawn, type ContainedResult } from './process.js';
+
+const USAGE = `Usage:
+  cordon run [options] -- <command> [args...]   run a command contained
+  cordon capabilities                            what this host guarantees (JSON)
+
+Options for run:
+  --timeout <d>          terminate the whole tree after this long (exit 124)
+  --grace <d>            teardown grace: SIGTERM, then SIGKILL after this (default 3s)
+  --interrupt-grace <d>  grace on Ctrl-C, SIGTERM and timeout (default 500ms)
+  --wait-delay <d>       how long descendants may hold the output after the root exits (default 2s)
+  --leftovers <policy>   kill | kill-on-failure | keep (default kill)
+  --tier <tier>          subreaper | process-group (default: the strongest available)
+  --best-effort          run with a weaker tier rather than refuse when containment fails
+  --log <file>           also append stdout and stderr to this file
+  --report               print what was left over and how long cleanup took (stderr)
+
+Durations: 500ms, 3s, 2m, 1h (a bare number is seconds).
+Exit status: the command's; 128+N if it died by signal N; 124 on timeout; 130 when
+interrupted; 126/127 when it could not run; 70 when the tree could not be cleaned up.`;
+
+function fail(message: string, status = 2): never {
+  process.stderr.write(`cordon: ${message}\n`);
+  process.exit(status);
+}
+
+interface RunArgs {
+  options: SpawnOptions;
+  report: boolean;
+  command: string;
+  args: string[];
+}
+
+function parseRun(argv: string[]): RunArgs {
+  const options: SpawnOptions = { stdio: 'inherit' };
+  let report = false;
+  let i = 0;
+  const value = (flag: string) => {
+    const v = argv[++i];
+    if (v === undefined) fail(`${flag} needs a value\n\n${USAGE}`);
+    return v;
+  };
+  for (; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      i++;
+      break;
+    }
+    const eq = a.indexOf('=');
+    const flag = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
+    if (eq > 0 && a.startsWith('--')) argv.splice(i + 1, 0, a.slice(eq + 1));
+    switch (flag) {
+      case '--timeout': options.timeout = parseDuration(flag, value(flag)); break;
+      case '--grace': options.grace = parseDuration(flag, value(flag)); break;
+      case '--interrupt-grace': options.interruptGrace = parseDuration(flag, value(flag)); break;
+      case '--wait-delay': options.waitDelay = parseDuration(flag, value(flag)); break;
+      case '--leftovers': options.leftovers = value(flag) as LeftoversPolicy; break;
+      case '--tier': options.tier = value(flag) as Tier; break;
+      case '--log': options.log = value(flag); break;
+      case '--best-effort': options.containment = 'best-effort'; break;
+      case '--report': report = true; break;
+      case '-h':
+      case '--help':
+        process.stdout.write(USAGE + '\n');
+        process.exit(0);
+      // falls through (exit never returns)
+      default:
+        if (a.startsWith('-')) fail(`unknown option ${a}\n\n${USAGE}`);
+        // The command starts here (no "--" given).
+        return { options, report, command: a, args: argv.slice(i + 1) };
+    }
+  }
+  const command = argv[i];
+  if (command === undefined) fail(`run needs a command\n\n${USAGE}`);
+  return { options, report, command, args: argv.slice(i + 1) };
+}
+
+function exitStatus(result: ContainedResult): number {
+  if (result.reason === 'timeout') return 124;
+  if (result.reason === 'canceled') return 130;
+  if (result.signal) return 128 + (osConstants.signals[result.signal] ?? 0);
+  return result.exitCode ?? 1;
+}
+
+function printReport(result: ContainedResult): void {
+  const lines: string[] = [];
+  const ran = formatDuration(result.rootExitedAt - result.startedAt);
+  const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+  lines.push(`cordon: ${result.command} (pid ${result.pid}, ${result.tier} tier) ${how} after ${ran}; reason: ${result.reason}`);
+  if (result.leftovers.length === 0) {
+    lines.push('cordon: no leftovers: the tree ended with its root');
+  } else {
+    const fate = result.leftoversKept ? 'kept running' : 'terminated';
+    lines.push(`cordon: ${result.leftovers.length} leftover process(es) ${fate}:`);
+    for (const l of result.leftovers) {
+      lines.push(`cordon:   pid ${l.pid}${l.heldOutput ? ' (held the output)' : ''}: ${l.command}`);
+    }
+  }
+  if (result.waitDelayExceeded) lines.push('cordon: descendants held the output past the wait delay; it was closed');
+  lines.push(`cordon: cleanup took ${formatDuration(result.settledAt - result.rootExitedAt)} after the root exited`);
+  process.stderr.write(lines.join('\n') + '\n');
+}
+
+async function runCommand(argv: string[]): Promise<number> {
+  const { options, report, command, args } = parseRun(argv);
+  const controller = new AbortController();
+  options.signal = controller.signal;
+  let proc;
+  try {
+    proc = spawn(command, args, options);
+  } catch (err) {
+    return launchFailure(err);
+  }
+  let interrupts = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupts++;
+    if (interrupts === 1) controller.abort(new Error(`received ${signal}`));
+    else void proc.kill().catch(() => {});
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+  try {
+    const result = await proc.result;
+    if (report) printReport(result);
+    return exitStatus(result);
+  } catch (err) {
+    if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
+    const e = err as CordonError;
+    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    return 70;
+  }
+}
+
+function launchFailure(err: unknown): number {
+  const e = err as CordonError;
+  process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
+  if (!isCordonError(err)) return 70;
+  if (e.code === 'ENOENT' && e.syscall !== 'chdir') return 127;
+  if (e.code === 'EACCES') return 126;
+  if (e.stage === 'input') return 2;
+  return 126;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  switch (sub) {
+    case 'run':
+      return runCommand(rest);
+    case 'capabilities':
+      process.stdout.write(JSON.stringify(capabilities(), null, 2) + '\n');
+      return 0;
+    case undefined:
+    case '-h':
+    case '--help':
+      process.stdout.write(USAGE + '\n');
+      return sub === undefined ? 2 : 0;
+    default:
+      fail(`unknown command ${sub}\n\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (status) => {
+    process.exitCode = status;
+  },
+  (err: unknown) => {
+    process.stderr.write(`cordon: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 70;
+  },
+);
