@@ -12,3 +12,6 @@ export {
   DEFAULT_WAIT_DELAY_MS,
 } from './options.js';
 export type { SpawnOptions, StdioOption, Tier, LeftoversPolicy } from './options.js';
+export { Registry, Owner, registry } from './registry.js';
+export type { KindSpec, OwnerSpawnOptions, TreeInfo, Snapshot, SnapshotMember, RegistryOptions } from './registry.js';
+export type { TreeState } from './process.js';

@@ -80,7 +80,13 @@ function deferred<T>() {
 
 type StreamRole = 'stdout' | 'stderr';
 
+export type TreeState = 'starting' | 'running' | 'leftovers' | 'ended' | 'failed';
+
+let treeCounter = 0;
+
 export class ContainedProcess extends EventEmitter implements AsyncDisposable {
+  /** Unique within this host: how owners and UIs name the tree. */
+  readonly id = `t${(++treeCounter).toString(36)}-${process.pid.toString(36)}`;
   readonly command: string;
   readonly args: readonly string[];
   /** The root's pid, once it runs (see `started`). */
@@ -101,7 +107,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private readonly startedD = deferred<number>();
   private readonly resultD = deferred<ContainedResult>();
   private readonly quiescentD = deferred<void>();
-  private readonly startedAt = Date.now();
+  /** Epoch milliseconds. */
+  readonly startedAt = Date.now();
   private readonly rawOutputs: Readable[] = [];
   private readonly log: WriteStream | undefined;
   private openOutputs = 0;
@@ -324,6 +331,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
   private onAnchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
     this.anchorGone = true;
+    queueMicrotask(() => this.emit('quiescent'));
     if (!this.quiet && !this.launchError) {
       const how = error ? error.message : signal ? `signal ${signal}` : `code ${code}`;
       this.cleanupError ??= new CordonError(
@@ -428,6 +436,27 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.cancelReason = reason;
     debug('%s: %s, interrupt grace %d ms', this.command, reason, this.opts.interruptGrace);
     this.sendTerminate(this.opts.interruptGrace);
+  }
+
+  /**
+   * 'starting' until the root runs; 'running' while it does; 'leftovers' after
+   * it exited while members remain; 'ended' at quiescence; 'failed' if it never ran.
+   */
+  get state(): TreeState {
+    if (this.launchError) return 'failed';
+    if (this.anchorGone) return 'ended';
+    if (this.pid === undefined) return 'starting';
+    return this.rootExit ? 'leftovers' : 'running';
+  }
+
+  /** The working directory the command runs in. */
+  get cwd(): string {
+    return this.opts.cwd;
+  }
+
+  /** The log file, when one was asked for. */
+  get logPath(): string | undefined {
+    return this.opts.log;
   }
 
   /** Whether the tree has reached quiescence (every member gone and reaped). */

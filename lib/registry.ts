@@ -1,0 +1,394 @@
+// Owners and kinds (CONTRACT C7) and release semantics (C8), above the native
+// seam so every tier gets them. One predicate, hasLiveWork(), answers "is this
+// owner still doing something" for every teardown path of a host.
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { debug } from './debug.js';
+import { CordonError } from './errors.js';
+import { DEFAULT_GRACE_MS, type SpawnOptions } from './options.js';
+import { ContainedProcess, type ContainedResult, type Leftover, type TreeState } from './process.js';
+
+export interface KindSpec {
+  /** Whether a live tree of this kind counts as unfinished work (keeps hasLiveWork true). */
+  unfinishedWork: boolean;
+}
+
+export interface OwnerSpawnOptions extends Omit<SpawnOptions, 'log'> {
+  /** Default 'command'. */
+  kind?: string;
+  /** A name for UIs; default the command line. */
+  label?: string;
+  /** true: a file under the registry's log directory; a string: that path. */
+  log?: boolean | string;
+}
+
+export interface TreeInfo {
+  id: string;
+  owner: string;
+  kind: string;
+  label: string;
+  pid: number | undefined;
+  cwd: string;
+  logPath: string | undefined;
+  state: TreeState;
+  startedAt: number;
+  /** Live processes of the tree right now, as the OS lists them. */
+  liveMembers: number;
+}
+
+export interface SnapshotMember {
+  pid: number;
+  ppid: number;
+  command: string;
+}
+
+export interface Snapshot {
+  owners: Array<{
+    id: string;
+    detached: boolean;
+    hasLiveWork: boolean;
+    trees: Array<Omit<TreeInfo, 'liveMembers'> & { members: SnapshotMember[] }>;
+  }>;
+}
+
+export interface RegistryOptions {
+  /** Where `log: true` files go. Default <tmpdir>/cordon-logs. */
+  logDir?: string;
+  /** Teardown grace for release() and stop(). Default 3000 ms. */
+  grace?: number;
+}
+
+interface Entry {
+  proc: ContainedProcess;
+  kind: string;
+  label: string;
+}
+
+const BUILT_IN_KINDS: Record<string, KindSpec> = {
+  command: { unfinishedWork: false },
+  subagent: { unfinishedWork: true },
+  workflow: { unfinishedWork: true },
+};
+
+function ownerError(message: string, code: string): CordonError {
+  return new CordonError(message, { code, stage: 'input' });
+}
+
+function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 80) || '_';
+}
+
+export class Owner {
+  readonly id: string;
+  private readonly trees = new Map<string, Entry>();
+  private detachedUntil: number | undefined;
+  private detachTimer: NodeJS.Timeout | undefined;
+  private releasing: Promise<void> | undefined;
+
+  /** @internal use registry.owner(id) */
+  constructor(private readonly registry: Registry, id: string) {
+    this.id = id;
+  }
+
+  get released(): boolean {
+    return this.releasing !== undefined;
+  }
+
+  get detached(): boolean {
+    return this.detachedUntil !== undefined;
+  }
+
+  private assertUsable(): void {
+    if (this.releasing) {
+      throw ownerError(`Owner "${this.id}" was released; get a new handle with registry.owner(id).`, 'ERR_CORDON_OWNER_RELEASED');
+    }
+  }
+
+  /** Start a tree under this owner. */
+  spawn(command: string, args: string[] = [], options: OwnerSpawnOptions = {}): ContainedProcess {
+    this.assertUsable();
+    const { kind = 'command', label, log, ...rest } = options;
+    this.registry.kind(kind); // an unknown kind is a typed error before anything runs
+    const spawnOptions: SpawnOptions = rest;
+    if (log === true) {
+      const dir = join(this.registry.logDir, safeName(this.id));
+      mkdirSync(dir, { recursive: true });
+      spawnOptions.log = join(dir, `${safeName(command.split('/').pop() ?? command)}-${Date.now()}-${process.hrtime.bigint() % 100000n}.log`);
+    } else if (typeof log === 'string') {
+      spawnOptions.log = log;
+    } else if (log !== undefined && log !== false) {
+      throw ownerError(`The option "log" must be true, false or a file path.`, 'ERR_INVALID_ARG_VALUE');
+    }
+    if (label !== undefined && typeof label !== 'string') {
+      throw ownerError(`The option "label" must be a string.`, 'ERR_INVALID_ARG_TYPE');
+    }
+    const proc = new ContainedProcess(command, args, spawnOptions);
+    const entry: Entry = { proc, kind, label: label ?? [command, ...args].join(' ') };
+    this.trees.set(proc.id, entry);
+    this.registry.track(this, entry);
+    return proc;
+  }
+
+  /** Drop an ended tree from list() (ended trees stay listed for inspection until then). */
+  forget(id: string): void {
+    const proc = this.get(id);
+    if (isLive(proc)) throw ownerError(`Tree ${id} is still live; stop it first.`, 'ERR_CORDON_TREE_LIVE');
+    this.trees.delete(id);
+    this.registry.untrack(id);
+  }
+
+  private info(entry: Entry): TreeInfo {
+    const { proc } = entry;
+    return {
+      id: proc.id,
+      owner: this.id,
+      kind: entry.kind,
+      label: entry.label,
+      pid: proc.pid,
+      cwd: proc.cwd,
+      logPath: proc.logPath,
+      state: proc.state,
+      startedAt: proc.startedAt,
+      liveMembers: proc.members().length,
+    };
+  }
+
+  /** This owner's trees, and only this owner's. */
+  list(): TreeInfo[] {
+    return [...this.trees.values()].map((e) => this.info(e));
+  }
+
+  /** @internal */
+  snapshotTrees(): Snapshot['owners'][number]['trees'] {
+    return [...this.trees.values()].map((e) => {
+      const { liveMembers: _ignored, ...info } = this.info(e);
+      return { ...info, members: e.proc.members() };
+    });
+  }
+
+  /** A tree of this owner, by id; another owner's id is a typed error. */
+  get(id: string): ContainedProcess {
+    const entry = this.trees.get(id);
+    if (entry) return entry.proc;
+    if (this.registry.ownerOfTree(id) !== undefined) {
+      throw ownerError(`Tree ${id} belongs to another owner; owner "${this.id}" cannot reach it.`, 'ERR_CORDON_NOT_OWNER');
+    }
+    throw ownerError(`Owner "${this.id}" has no tree ${id}.`, 'ERR_CORDON_UNKNOWN_TREE');
+  }
+
+  /**
+   * Terminate one tree by id, or every tree of the given kinds (all kinds when
+   * none are named). Resolves at quiescence of those trees.
+   */
+  async stop(target: string | { kinds?: string[]; grace?: number }): Promise<void> {
+    if (typeof target === 'string') {
+      await this.get(target).terminate({ grace: this.registry.grace });
+      return;
+    }
+    if (typeof target !== 'object' || target === null) {
+      throw ownerError('stop() takes a tree id or { kinds }.', 'ERR_INVALID_ARG_TYPE');
+    }
+    const kinds = target.kinds;
+    if (kinds !== undefined) for (const k of kinds) this.registry.kind(k);
+    const grace = target.grace ?? this.registry.grace;
+    const chosen = [...this.trees.values()].filter((e) => kinds === undefined || kinds.includes(e.kind));
+    await settleAll(chosen.map((e) => e.proc.terminate({ grace })));
+  }
+
+  /**
+   * The one predicate for every teardown path: true while a tree of an
+   * unfinished-work kind is live, or while any tree is live and the owner is
+   * detached within its keep-alive.
+   */
+  hasLiveWork(): boolean {
+    for (const e of this.trees.values()) {
+      if (!isLive(e.proc)) continue;
+      if (this.registry.kind(e.kind).unfinishedWork) return true;
+      if (this.detached) return true;
+    }
+    return false;
+  }
+
+  /** Session deleted, replaced or resumed away: every tree of every kind is terminated gracefully. */
+  release(options: { grace?: number } = {}): Promise<void> {
+    if (this.releasing) return this.releasing;
+    clearTimeout(this.detachTimer);
+    const grace = options.grace ?? this.registry.grace;
+    const procs = [...this.trees.values()].map((e) => e.proc);
+    this.releasing = settleAll(procs.map((p) => p.terminate({ grace }))).finally(() => {
+      for (const id of this.trees.keys()) this.registry.untrack(id);
+      this.trees.clear();
+      this.registry.dropOwner(this);
+      this.registry.emit('release', this.id);
+    });
+    return this.releasing;
+  }
+
+  /**
+   * The view went away: trees keep running. registry.owner(id) within
+   * `keepAlive` re-attaches; after it, the owner is released. An owner with no
+   * live tree is released at once.
+   */
+  detach(options: { keepAlive?: number } = {}): void {
+    this.assertUsable();
+    const keepAlive = options.keepAlive ?? 0;
+    if (typeof keepAlive !== 'number' || !Number.isFinite(keepAlive) || keepAlive < 0) {
+      throw ownerError('keepAlive must be a finite number of milliseconds >= 0.', 'ERR_INVALID_ARG_VALUE');
+    }
+    if (![...this.trees.values()].some((e) => isLive(e.proc))) {
+      void this.release();
+      return;
+    }
+    clearTimeout(this.detachTimer);
+    this.detachedUntil = Date.now() + keepAlive;
+    this.detachTimer = setTimeout(() => {
+      debug('owner %s: keep-alive of %d ms over, releasing', this.id, keepAlive);
+      void this.release();
+    }, keepAlive);
+    this.detachTimer.unref();
+  }
+
+  /** @internal registry.owner(id) on a detached owner. */
+  reattach(): void {
+    clearTimeout(this.detachTimer);
+    this.detachTimer = undefined;
+    this.detachedUntil = undefined;
+  }
+
+  /** A new owner with no trees; this one keeps its trees running. */
+  fork(newId: string): Owner {
+    this.assertUsable();
+    return this.registry.createOwner(newId);
+  }
+}
+
+function isLive(proc: ContainedProcess): boolean {
+  const s = proc.state;
+  return s === 'starting' || s === 'running' || s === 'leftovers';
+}
+
+/** Wait for every promise; then rethrow the first failure (never swallowed). */
+async function settleAll(promises: Promise<void>[]): Promise<void> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+export class Registry extends EventEmitter {
+  readonly logDir: string;
+  readonly grace: number;
+  private readonly owners = new Map<string, Owner>();
+  private readonly kinds = new Map<string, KindSpec>(Object.entries(BUILT_IN_KINDS));
+  private readonly treeOwners = new Map<string, string>();
+
+  constructor(options: RegistryOptions = {}) {
+    super();
+    this.logDir = options.logDir ?? join(tmpdir(), 'cordon-logs');
+    this.grace = options.grace ?? DEFAULT_GRACE_MS;
+  }
+
+  /** The owner with this id: created, or re-attached if it was detached. */
+  owner(id: string): Owner {
+    if (typeof id !== 'string' || id.length === 0) throw ownerError('An owner id is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
+    const existing = this.owners.get(id);
+    if (existing) {
+      existing.reattach();
+      return existing;
+    }
+    return this.createOwner(id);
+  }
+
+  /** @internal */
+  createOwner(id: string): Owner {
+    if (typeof id !== 'string' || id.length === 0) throw ownerError('An owner id is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
+    if (this.owners.has(id)) throw ownerError(`Owner "${id}" already exists.`, 'ERR_CORDON_OWNER_EXISTS');
+    const owner = new Owner(this, id);
+    this.owners.set(id, owner);
+    return owner;
+  }
+
+  /** @internal */
+  dropOwner(owner: Owner): void {
+    if (this.owners.get(owner.id) === owner) this.owners.delete(owner.id);
+  }
+
+  /** Declare a kind, saying whether its live trees count as unfinished work. */
+  defineKind(name: string, spec: KindSpec): void {
+    if (typeof name !== 'string' || name.length === 0) throw ownerError('A kind name is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
+    if (typeof spec !== 'object' || spec === null || typeof spec.unfinishedWork !== 'boolean') {
+      throw ownerError('defineKind(name, { unfinishedWork: boolean })', 'ERR_INVALID_ARG_TYPE');
+    }
+    if (name in BUILT_IN_KINDS) throw ownerError(`The kind "${name}" is built in and cannot be redefined.`, 'ERR_INVALID_ARG_VALUE');
+    this.kinds.set(name, { unfinishedWork: spec.unfinishedWork });
+  }
+
+  /** @internal */
+  kind(name: string): KindSpec {
+    const spec = this.kinds.get(name);
+    if (!spec) {
+      throw ownerError(`Unknown kind "${name}". Known: ${[...this.kinds.keys()].join(', ')}; add one with registry.defineKind().`, 'ERR_INVALID_ARG_VALUE');
+    }
+    return spec;
+  }
+
+  /** @internal */
+  ownerOfTree(treeId: string): string | undefined {
+    return this.treeOwners.get(treeId);
+  }
+
+  /** @internal */
+  track(owner: Owner, entry: Entry): void {
+    const { proc } = entry;
+    this.treeOwners.set(proc.id, owner.id);
+    const info = { owner: owner.id, id: proc.id, kind: entry.kind, label: entry.label };
+    proc.once('spawn', (pid: number) => this.emit('spawn', { ...info, pid }));
+    proc.once('exit', (exitCode: number | null, signal: NodeJS.Signals | null) => this.emit('exit', { ...info, exitCode, signal }));
+    proc.on('leftovers', (leftovers: Leftover[], fate: string) => this.emit('leftovers', { ...info, leftovers, fate }));
+    proc.result.then(
+      (result: ContainedResult) => this.emit('settled', { ...info, result }),
+      (error: unknown) => this.emit('settled', { ...info, error }),
+    );
+  }
+
+  /** @internal */
+  untrack(treeId: string): void {
+    this.treeOwners.delete(treeId);
+  }
+
+  /** "Is this owner still doing something?" for a host's teardown paths. */
+  hasLiveWork(ownerId: string): boolean {
+    return this.owners.get(ownerId)?.hasLiveWork() ?? false;
+  }
+
+  /** Alias of hasLiveWork(ownerId). */
+  isUnfinishedWork(ownerId: string): boolean {
+    return this.hasLiveWork(ownerId);
+  }
+
+  /** Ids of the owners that exist now. */
+  ownerIds(): string[] {
+    return [...this.owners.keys()];
+  }
+
+  /** A JSON-able picture of owners, their trees and the live members of each tree. */
+  snapshot(): Snapshot {
+    return {
+      owners: [...this.owners.values()].map((o) => ({
+        id: o.id,
+        detached: o.detached,
+        hasLiveWork: o.hasLiveWork(),
+        trees: o.snapshotTrees(),
+      })),
+    };
+  }
+
+  /** Release every owner (e.g. on an orderly host shutdown). */
+  releaseAll(options: { grace?: number } = {}): Promise<void> {
+    return settleAll([...this.owners.values()].map((o) => o.release(options)));
+  }
+}
+
+/** The registry most hosts need: one per process. */
+export const registry = new Registry();
