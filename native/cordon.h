@@ -20,6 +20,10 @@ struct Member {
   uint64_t start_time = 0;  // clock ticks since boot (Linux), or a platform stamp
   char state = '?';         // 'R', 'S', 'D', 'Z', 'T' ... as the OS reports it
   bool holds_output = false;  // holds the write end of the captured stdout/stderr
+  // Known only from an earlier snapshot (it left the tree's ancestry, e.g. a
+  // setsid'd orphan in the process-group tier): its identity is checked by
+  // start time alone before it is signalled.
+  bool from_snapshot = false;
   std::string command;      // command line, arguments joined by spaces
 };
 
@@ -49,8 +53,8 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
 
 // Signal one member through a pinned identity: open a handle on the pid
 // (pidfd), then verify the handle's process is still the one enumerated (same
-// start time) and still a descendant of `anchor` (or of `group`), then signal
-// through the handle. Returns -ESRCH when the process is gone or is no longer
+// start time) and still a descendant of `anchor` (or of `group`; a
+// from_snapshot member: same start time only), then signal through the handle. Returns -ESRCH when the process is gone or is no longer
 // the one we listed: a recycled pid is never signalled.
 int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
                   bool use_pidfd);

@@ -233,6 +233,7 @@ int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
     Stat st;
     if (!read_stat(member.pid, st)) return false;
     if (st.start != member.start_time) return false;  // recycled pid
+    if (member.from_snapshot) return true;  // seen as ours before; same process
     if (st.ppid == anchor) return true;
     if (group > 0 && st.pgid == group) return true;
     return descends_from(member.pid, anchor);

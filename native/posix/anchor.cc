@@ -315,10 +315,15 @@ class Anchor {
           it = remembered_.erase(it);
           continue;
         }
-        if (!have.count(it->first)) out.push_back(it->second);
+        if (!have.count(it->first)) {
+          out.push_back(it->second);
+          out.back().from_snapshot = true;
+        }
         ++it;
       }
-      for (auto& m : out) remembered_[m.pid] = m;
+      for (auto& m : out) {
+        if (!m.from_snapshot) remembered_[m.pid] = m;
+      }
     }
     return out;
   }
