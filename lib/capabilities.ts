@@ -59,6 +59,57 @@ export function defaultTier(): Tier {
   return tiers[0]!;
 }
 
+/**
+ * What a tier guarantees on a platform: a pure function, so the README's
+ * table is generated from the same source as capabilities().
+ */
+export function tierGuarantees(
+  platform: NodeJS.Platform,
+  tier: Tier,
+  pidfd: boolean,
+): { guarantees: Guarantees; notes: string[] } {
+  const notes: string[] = [];
+  if (tier === 'subreaper') {
+    if (!pidfd) notes.push("This kernel has no pidfd: members that are not the anchor's own children are signalled by a verified pid, with a small reuse window.");
+    notes.push('No delegated cgroup is used: memory and pid limits are not enforced.');
+    return {
+      guarantees: {
+        containedBeforeExec: true,
+        catchesEscapees: 'always',
+        pidReuseSafe: pidfd,
+        survivesHostSigkill: true,
+        gracefulStop: true,
+        waitDelay: true,
+        reapsOrphans: true,
+        limits: false,
+      },
+      notes,
+    };
+  }
+  notes.push('A member that leaves the process group (setsid) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes.');
+  notes.push('Orphans are reparented to init, not to the anchor: init reaps them.');
+  if (!pidfd) {
+    notes.push(
+      platform === 'darwin'
+        ? 'macOS has no pidfd: members are signalled by pid after their start time is verified, with a small reuse window (the group id itself is pinned by the live anchor).'
+        : 'Members are signalled by pid after their start time is verified, with a small reuse window.',
+    );
+  }
+  return {
+    guarantees: {
+      containedBeforeExec: true,
+      catchesEscapees: 'while-parented',
+      pidReuseSafe: pidfd,
+      survivesHostSigkill: true,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: false,
+      limits: false,
+    },
+    notes,
+  };
+}
+
 export function capabilities(options: { tier?: Tier } = {}): Capabilities {
   const tiers = tiersHere();
   const tier = options.tier ?? defaultTier();
@@ -68,37 +119,7 @@ export function capabilities(options: { tier?: Tier } = {}): Capabilities {
       stage: 'input',
     });
   }
-  const linux = process.platform === 'linux';
-  const pidfd = linux && probe().pidfd;
-  const notes: string[] = [];
-  let guarantees: Guarantees;
-  if (tier === 'subreaper') {
-    guarantees = {
-      containedBeforeExec: true,
-      catchesEscapees: 'always',
-      pidReuseSafe: pidfd,
-      survivesHostSigkill: true,
-      gracefulStop: true,
-      waitDelay: true,
-      reapsOrphans: true,
-      limits: false,
-    };
-    if (!pidfd) notes.push('This kernel has no pidfd: members that are not the anchor\'s own children are signalled by a verified pid, with a small reuse window.');
-    notes.push('No delegated cgroup is used: memory and pid limits are not enforced.');
-  } else {
-    guarantees = {
-      containedBeforeExec: true,
-      catchesEscapees: 'while-parented',
-      pidReuseSafe: pidfd,
-      survivesHostSigkill: true,
-      gracefulStop: true,
-      waitDelay: true,
-      reapsOrphans: false,
-      limits: false,
-    };
-    notes.push('A member that leaves the process group (setsid) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes.');
-    notes.push('Orphans are reparented to init, not to the anchor: init reaps them.');
-    if (!pidfd) notes.push('Members outside the pinned group are signalled by a verified pid, with a small reuse window.');
-  }
+  const pidfd = process.platform === 'linux' && probe().pidfd;
+  const { guarantees, notes } = tierGuarantees(process.platform, tier, pidfd);
   return { platform: process.platform, tier, tiers, pidfd, guarantees, notes };
 }

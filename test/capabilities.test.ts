@@ -1,0 +1,49 @@
+// C11: capabilities are reported, not assumed; the README's table is the
+// code's table.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { capabilities } from '../lib/index.js';
+import { guaranteeTable } from '../lib/guarantee-table.js';
+import { repoRoot } from './helpers/fixtures.js';
+
+describe('capabilities', () => {
+  it('the README guarantee table is generated from the code', () => {
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const m = /<!-- guarantee-table:start -->\n([\s\S]*?)\n<!-- guarantee-table:end -->/.exec(readme);
+    expect(m, 'README.md has the guarantee-table markers').not.toBeNull();
+    expect(m![1]).toBe(guaranteeTable());
+  });
+
+  it('reports the tiers this Linux host has, strongest first', () => {
+    const caps = capabilities();
+    expect(caps.platform).toBe('linux');
+    expect(caps.tiers).toContain('process-group');
+    expect(caps.tiers).toContain('subreaper');
+    expect(caps.tiers[0]).toBe('subreaper');
+    expect(typeof caps.pidfd).toBe('boolean');
+  });
+
+  it('the subreaper tier catches every escapee and reaps orphans', () => {
+    const g = capabilities({ tier: 'subreaper' }).guarantees;
+    expect(g.catchesEscapees).toBe('always');
+    expect(g.reapsOrphans).toBe(true);
+    expect(g.survivesHostSigkill).toBe(true);
+    expect(g.pidReuseSafe).toBe(capabilities().pidfd);
+  });
+
+  it('the process-group tier says what it cannot do', () => {
+    const caps = capabilities({ tier: 'process-group' });
+    expect(caps.guarantees.catchesEscapees).toBe('while-parented');
+    expect(caps.guarantees.reapsOrphans).toBe(false);
+    expect(caps.notes.join(' ')).toMatch(/setsid/);
+  });
+
+  it('no tier claims resource limits it does not enforce', () => {
+    for (const tier of capabilities().tiers) expect(capabilities({ tier }).guarantees.limits).toBe(false);
+  });
+
+  it('an unavailable tier is a typed error', () => {
+    expect(() => capabilities({ tier: 'bogus' as never })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_CONTAINMENT' }));
+  });
+});
