@@ -59,9 +59,12 @@ function environHas(pid: number, needle: string): boolean {
   }
 }
 
-/** Every live process carrying the tag (or, with no tag, any test tag). */
+/** This run's id: every tag of this run starts with it (set by the global setup). */
+export const RUN_VAR = 'CORDON_TEST_RUN';
+
+/** Every live process carrying the tag (or, with no tag, any tag of this run). */
 export function findTagged(tag?: string): ProcInfo[] {
-  const needle = tag === undefined ? `${TAG_VAR}=` : `${TAG_VAR}=${tag}\0`;
+  const needle = tag === undefined ? `${TAG_VAR}=${process.env[RUN_VAR] ?? ''}` : `${TAG_VAR}=${tag}\0`;
   const out: ProcInfo[] = [];
   for (const pid of allPids()) {
     if (pid === process.pid) continue;
@@ -119,7 +122,7 @@ export interface Tagged {
  * and, if the test had passed, that leak fails it.
  */
 export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
-  const tag = `t${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+  const tag = `${process.env[RUN_VAR] ?? 'run'}-t${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
   onTestFinished(() => {
     const leaked = killTagged(tag);
     if (leaked.length > 0) {
