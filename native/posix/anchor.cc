@@ -120,7 +120,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "--grace" && i + 1 < argc) {
       o.grace_ms = atoi(argv[++i]);
     } else if (a == "--trace" && i + 1 < argc) {
-      g_trace = fopen(argv[++i], "ae");
+      g_trace = fopen(argv[++i], "a");
+      if (g_trace) fcntl(fileno(g_trace), F_SETFD, FD_CLOEXEC);
     } else {
       usage("unknown option");
     }
@@ -140,6 +141,8 @@ class Anchor {
     if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
     fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
     install_signals();
+    // Probe first, while fds 1 and 2 are still the host's output pipes: on
+    // macOS probe() records the identity of our own sockets for list_tree().
     cordon::Probe probe;
     cordon::probe(probe);
     pidfd_ = probe.pidfd;

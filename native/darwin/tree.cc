@@ -1,0 +1,521 @@
+// macOS enumeration and verified signalling: libproc + sysctl, no pidfd.
+//
+// Only documented userland interfaces: <libproc.h> (proc_listpids,
+// proc_pidinfo, proc_pidfdinfo), <sys/proc_info.h> (their structs and
+// flavors), <sys/sysctl.h> (kern.proc.pid, kern.procargs2, kern.argmax) and
+// <sys/proc.h> (the S* status values and kinfo_proc's extern_proc).
+//
+// Process identity is the kernel's start stamp, p_start (microtime at fork,
+// kept across exec), as PROC_PIDTBSDINFO and kern.proc.pid both report it:
+// start_time = tv_sec * 1e6 + tv_usec.
+//
+// Output holders. The watched FileIds come from fstat() in the anchor, and
+// fstat() and proc_pidfdinfo() do not describe a descriptor alike (xnu):
+//   - vnodes (named FIFOs): both go through vn_stat(), and proc_pidfdinfo
+//     copies st_dev/st_ino into vst_dev (32 bits)/vst_ino: compare directly.
+//   - pipes: pipe_stat() sets st_dev = 0, st_ino = VM_KERNEL_ADDRHASH(pipe);
+//     fill_pipeinfo() leaves vst_dev/vst_ino at 0 but sets pipe_handle to
+//     the same VM_KERNEL_ADDRHASH(pipe): compare st_ino with pipe_handle.
+//   - sockets (what Node's stdio 'pipe' is on macOS: a socketpair): fstat()
+//     gives st_dev = NODEV and a lazily numbered fake inode (uipc_sense),
+//     while proc_pidfdinfo() never fills soi_stat (all zero) and names the
+//     socket only by soi_so, a hash of its address. No documented call maps
+//     one onto the other for another process's descriptor. So this file
+//     remembers, for the sockets the *calling* process holds, which fstat()
+//     identity goes with which soi_so (remember_own_sockets). probe() does
+//     that, and the anchor calls probe() first thing, while fds 1 and 2 are
+//     still the captured output. A socket watch that was never seen that way
+//     is answered conservatively: any member holding an AF_UNIX socket counts
+//     as holding it (never a false "released").
+#include "../cordon.h"
+
+#include <libproc.h>
+#include <sys/proc.h>
+#include <sys/proc_info.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysctl.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+#include <utility>
+
+namespace cordon {
+namespace {
+
+constexpr size_t kCommandLimit = 4096;  // as much as the Linux side reads
+constexpr uint32_t kNoDev32 = 0xffffffffu;  // NODEV, (dev_t)-1, in 32 bits
+
+struct Info {
+  int64_t pid = 0, ppid = 0, pgid = 0;
+  uint64_t start = 0;
+  uint32_t status = 0;   // SIDL, SRUN, SSLEEP, SSTOP, SZOMB
+  bool traced = false;   // reparented to a debugger (p_oppid is the real parent)
+  std::string name;      // pbi_name (or pbi_comm / p_comm)
+};
+
+uint64_t stamp(uint64_t sec, uint64_t usec) { return sec * 1000000ull + usec; }
+
+bool valid_pid(int64_t pid) { return pid > 0 && pid <= INT_MAX; }
+
+// kern.proc.pid: not limited to the caller's uid (PROC_PIDTBSDINFO is), and
+// it reports the same p_start. Zombies are included (p_stat == SZOMB).
+bool read_kinfo(int64_t pid, bool include_zombies, Info& out) {
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+  struct kinfo_proc kp;
+  std::memset(&kp, 0, sizeof kp);
+  size_t len = sizeof kp;
+  if (sysctl(mib, 4, &kp, &len, nullptr, 0) != 0) return false;
+  if (len != sizeof kp || kp.kp_proc.p_pid != static_cast<pid_t>(pid)) return false;  // gone
+  uint32_t status = static_cast<uint32_t>(static_cast<unsigned char>(kp.kp_proc.p_stat));
+  if (status == SZOMB && !include_zombies) return false;
+  out.pid = pid;
+  out.ppid = kp.kp_eproc.e_ppid;
+  out.pgid = kp.kp_eproc.e_pgid;
+  out.start = stamp(static_cast<uint64_t>(kp.kp_proc.p_starttime.tv_sec),
+                    static_cast<uint64_t>(kp.kp_proc.p_starttime.tv_usec));
+  out.status = status;
+  out.traced = (kp.kp_proc.p_flag & P_TRACED) != 0;
+  char comm[sizeof kp.kp_proc.p_comm + 1];
+  std::memcpy(comm, kp.kp_proc.p_comm, sizeof kp.kp_proc.p_comm);
+  comm[sizeof kp.kp_proc.p_comm] = '\0';
+  out.name = comm;
+  return true;
+}
+
+// PROC_PIDTBSDINFO. With arg 0 the kernel does not look at zombies (ESRCH);
+// with arg 1 it does (proc_find_zombref) and reports pbi_status == SZOMB.
+bool read_info(int64_t pid, bool include_zombies, Info& out) {
+  if (!valid_pid(pid)) return false;
+  struct proc_bsdinfo bi;
+  std::memset(&bi, 0, sizeof bi);
+  errno = 0;
+  int n = proc_pidinfo(static_cast<int>(pid), PROC_PIDTBSDINFO, include_zombies ? 1 : 0, &bi,
+                       static_cast<int>(sizeof bi));
+  if (n == static_cast<int>(sizeof bi)) {
+    if (bi.pbi_status == SZOMB && !include_zombies) return false;
+    out.pid = pid;
+    out.ppid = bi.pbi_ppid;
+    out.pgid = bi.pbi_pgid;
+    out.start = stamp(bi.pbi_start_tvsec, bi.pbi_start_tvusec);
+    out.status = bi.pbi_status;
+    out.traced = (bi.pbi_flags & PROC_FLAG_TRACED) != 0;
+    char name[sizeof bi.pbi_name + 1];
+    std::memcpy(name, bi.pbi_name, sizeof bi.pbi_name);
+    name[sizeof bi.pbi_name] = '\0';
+    if (name[0] == '\0') {
+      std::memcpy(name, bi.pbi_comm, sizeof bi.pbi_comm);
+      name[sizeof bi.pbi_comm] = '\0';
+    }
+    out.name = name;
+    return true;
+  }
+  if (errno == ESRCH) return false;  // no such process (or a zombie, without arg 1)
+  // EPERM: another uid's process (a setuid program in the tree), or a
+  // sandbox refusal. kern.proc.pid still answers, with the same stamp.
+  return read_kinfo(pid, include_zombies, out);
+}
+
+// proc_listpids(type, typeinfo): returns bytes (0 with errno set on failure,
+// 0 with errno untouched when nothing matches). Returns 0 or an errno value.
+int list_pids(uint32_t type, uint32_t typeinfo, std::vector<int>& out) {
+  out.clear();
+  for (size_t attempt = 0; attempt < 4; attempt++) {
+    errno = 0;
+    int need = proc_listpids(type, typeinfo, nullptr, 0);  // (nprocs + 20) ints, in bytes
+    if (need <= 0) return errno != 0 ? errno : EIO;
+    size_t cap = static_cast<size_t>(need) / sizeof(int) + 64 * (attempt + 1);
+    out.assign(cap, 0);
+    errno = 0;
+    int got = proc_listpids(type, typeinfo, out.data(), static_cast<int>(cap * sizeof(int)));
+    if (got <= 0) {
+      out.clear();
+      return errno;  // 0: nothing matched
+    }
+    size_t n = static_cast<size_t>(got) / sizeof(int);
+    if (n < cap) {
+      out.resize(n);
+      return 0;
+    }
+    // The buffer filled up: the table grew between the two calls. Again.
+  }
+  out.clear();
+  return ENOMEM;
+}
+
+// The descriptors of `pid` (PROC_PIDLISTFDS). Returns 0 or an errno value.
+int list_fds(int64_t pid, std::vector<proc_fdinfo>& out) {
+  out.clear();
+  if (!valid_pid(pid)) return ESRCH;
+  for (size_t attempt = 0; attempt < 4; attempt++) {
+    errno = 0;
+    int need = proc_pidinfo(static_cast<int>(pid), PROC_PIDLISTFDS, 0, nullptr, 0);
+    if (need <= 0) return errno != 0 ? errno : EIO;
+    size_t cap = static_cast<size_t>(need) / sizeof(proc_fdinfo) + 16 * (attempt + 1);
+    out.resize(cap);
+    errno = 0;
+    int got = proc_pidinfo(static_cast<int>(pid), PROC_PIDLISTFDS, 0, out.data(),
+                           static_cast<int>(cap * sizeof(proc_fdinfo)));
+    if (got <= 0) {
+      out.clear();
+      return errno;  // 0: no descriptors
+    }
+    size_t n = static_cast<size_t>(got) / sizeof(proc_fdinfo);
+    if (n < cap) {
+      out.resize(n);
+      return 0;
+    }
+  }
+  out.clear();
+  return ENOMEM;
+}
+
+// ---- socket identities of the caller's own descriptors ---------------------
+
+struct OwnSocket {
+  FileId id;        // as fstat() gives it (the same casts as anchor.cc)
+  uint64_t handle;  // soi_so
+};
+
+std::mutex& own_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::vector<OwnSocket>& own_sockets() {
+  static std::vector<OwnSocket> v;
+  return v;
+}
+
+bool fstat_id(int fd, FileId& id) {
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISSOCK(sb.st_mode)) return false;
+  // A unix socket gets its fake inode number on its first stat; the very
+  // first one numbered since boot is 0 and is renumbered on the next stat.
+  if (sb.st_ino == 0 && (fstat(fd, &sb) != 0 || !S_ISSOCK(sb.st_mode))) return false;
+  id = FileId{static_cast<uint64_t>(sb.st_dev), static_cast<uint64_t>(sb.st_ino)};
+  return true;
+}
+
+void remember_own_sockets() {
+  const int self = static_cast<int>(getpid());
+  std::vector<proc_fdinfo> fds;
+  if (list_fds(self, fds) != 0) return;
+  std::lock_guard<std::mutex> lock(own_mutex());
+  std::vector<OwnSocket>& known = own_sockets();
+  for (const proc_fdinfo& f : fds) {
+    if (f.proc_fdtype != PROX_FDTYPE_SOCKET) continue;
+    FileId before, after;
+    if (!fstat_id(f.proc_fd, before)) continue;
+    struct socket_fdinfo si;
+    std::memset(&si, 0, sizeof si);
+    if (proc_pidfdinfo(self, f.proc_fd, PROC_PIDFDSOCKETINFO, &si, static_cast<int>(sizeof si)) !=
+        static_cast<int>(sizeof si)) {
+      continue;
+    }
+    if (si.psi.soi_family != AF_UNIX) continue;
+    // Another thread may have closed and reused the fd in between: keep the
+    // pair only if fstat() names the same socket on both sides of the query.
+    if (!fstat_id(f.proc_fd, after) || after.dev != before.dev || after.ino != before.ino) continue;
+    bool have = false;
+    for (const OwnSocket& k : known) {
+      if (k.id.dev == before.dev && k.id.ino == before.ino && k.handle == si.psi.soi_so) {
+        have = true;
+        break;
+      }
+    }
+    if (!have) known.push_back(OwnSocket{before, si.psi.soi_so});
+  }
+  constexpr size_t kKeep = 256;
+  if (known.size() > kKeep) known.erase(known.begin(), known.end() - kKeep);
+}
+
+// ---- matching a member's descriptors against the watched FileIds ----------
+
+struct Watch {
+  std::vector<FileId> files;          // every watched id (vnode and pipe comparisons)
+  std::vector<uint64_t> sockets;      // soi_so of the watched sockets we could resolve
+  bool unresolved_socket = false;     // a NODEV (socket) watch we could not resolve
+  bool empty() const { return files.empty(); }
+};
+
+Watch resolve(const std::vector<FileId>& watched) {
+  Watch w;
+  w.files = watched;
+  if (watched.empty()) return w;
+  remember_own_sockets();  // finds them if the caller still holds them
+  std::lock_guard<std::mutex> lock(own_mutex());
+  for (const FileId& id : watched) {
+    bool found = false;
+    for (const OwnSocket& k : own_sockets()) {
+      if (k.id.dev == id.dev && k.id.ino == id.ino) {
+        w.sockets.push_back(k.handle);
+        found = true;
+      }
+    }
+    if (!found && static_cast<uint32_t>(id.dev) == kNoDev32) w.unresolved_socket = true;
+  }
+  return w;
+}
+
+bool holds_any(int64_t pid, const Watch& w) {
+  if (w.empty()) return false;
+  std::vector<proc_fdinfo> fds;
+  if (list_fds(pid, fds) != 0) return false;
+  const int p = static_cast<int>(pid);
+  for (const proc_fdinfo& f : fds) {
+    if (f.proc_fdtype == PROX_FDTYPE_VNODE) {
+      struct vnode_fdinfo vi;
+      std::memset(&vi, 0, sizeof vi);
+      if (proc_pidfdinfo(p, f.proc_fd, PROC_PIDFDVNODEINFO, &vi, static_cast<int>(sizeof vi)) !=
+          static_cast<int>(sizeof vi)) {
+        continue;
+      }
+      for (const FileId& id : w.files) {
+        if (static_cast<uint32_t>(id.dev) == vi.pvi.vi_stat.vst_dev && id.ino == vi.pvi.vi_stat.vst_ino)
+          return true;
+      }
+    } else if (f.proc_fdtype == PROX_FDTYPE_PIPE) {
+      struct pipe_fdinfo pi;
+      std::memset(&pi, 0, sizeof pi);
+      if (proc_pidfdinfo(p, f.proc_fd, PROC_PIDFDPIPEINFO, &pi, static_cast<int>(sizeof pi)) !=
+          static_cast<int>(sizeof pi)) {
+        continue;
+      }
+      for (const FileId& id : w.files) {
+        if (static_cast<uint32_t>(id.dev) == 0 && id.ino != 0 && id.ino == pi.pipeinfo.pipe_handle)
+          return true;
+      }
+    } else if (f.proc_fdtype == PROX_FDTYPE_SOCKET) {
+      if (w.sockets.empty() && !w.unresolved_socket) continue;
+      struct socket_fdinfo si;
+      std::memset(&si, 0, sizeof si);
+      if (proc_pidfdinfo(p, f.proc_fd, PROC_PIDFDSOCKETINFO, &si, static_cast<int>(sizeof si)) !=
+          static_cast<int>(sizeof si)) {
+        continue;
+      }
+      for (uint64_t h : w.sockets) {
+        if (h == si.psi.soi_so) return true;
+      }
+      if (w.unresolved_socket && si.psi.soi_family == AF_UNIX) return true;
+    }
+  }
+  return false;
+}
+
+// ---- command lines ----------------------------------------------------------
+
+size_t arg_max() {
+  static const size_t value = [] {
+    int mib[2] = {CTL_KERN, KERN_ARGMAX};
+    int argmax = 0;
+    size_t len = sizeof argmax;
+    if (sysctl(mib, 2, &argmax, &len, nullptr, 0) != 0 || argmax <= 0) return size_t{0};
+    return static_cast<size_t>(argmax);
+  }();
+  return value;
+}
+
+// kern.procargs2: int argc, the exec path, NUL padding, argv[0..argc-1], env.
+// The buffer must hold the whole area (a short one gets its tail), hence
+// kern.argmax. Another uid's process answers EINVAL: the caller falls back.
+bool read_args(int64_t pid, std::string& out) {
+  size_t cap = arg_max();
+  if (cap < sizeof(int)) return false;
+  thread_local std::vector<char> buf;
+  if (buf.size() < cap) buf.resize(cap);
+  int mib[3] = {CTL_KERN, KERN_PROCARGS2, static_cast<int>(pid)};
+  size_t len = cap;
+  if (sysctl(mib, 3, buf.data(), &len, nullptr, 0) != 0) return false;
+  if (len <= sizeof(int) || len > cap) return false;
+  int argc = 0;
+  std::memcpy(&argc, buf.data(), sizeof argc);
+  const char* p = buf.data() + sizeof(int);
+  const char* end = buf.data() + len;
+  while (p < end && *p != '\0') p++;  // the exec path
+  while (p < end && *p == '\0') p++;  // its padding
+  out.clear();
+  for (int i = 0; i < argc && p < end; i++) {
+    const char* arg = p;
+    while (p < end && *p != '\0') p++;
+    if (!out.empty()) out += ' ';
+    out.append(arg, static_cast<size_t>(p - arg));
+    if (p < end) p++;  // the NUL
+    if (out.size() >= kCommandLimit) {
+      out.resize(kCommandLimit);
+      break;
+    }
+  }
+  return !out.empty();
+}
+
+std::string command_of(const Info& in) {
+  std::string cmd;
+  if (read_args(in.pid, cmd)) return cmd;
+  return in.name.empty() ? std::string() : "[" + in.name + "]";
+}
+
+char state_of(uint32_t status) {
+  switch (status) {
+    case SZOMB: return 'Z';
+    case SRUN: return 'R';
+    case SSTOP: return 'T';
+    default: return 'S';  // SIDL, SSLEEP; p_stat is coarse on macOS (mostly SRUN)
+  }
+}
+
+// Does `pid` still name the process stamped `start`? Different: some other
+// process now has the number. Gone (reaped, not reused): still "the same" for
+// the caller's purpose, nothing else can have used the number meanwhile.
+bool not_replaced(int64_t pid, uint64_t start) {
+  Info now;
+  if (!read_info(pid, true, now)) return true;
+  return now.start == start;
+}
+
+// Is `pid` a descendant of `anchor`? Walks the live parent chain.
+bool descends_from(int64_t pid, int64_t anchor) {
+  int64_t cur = pid;
+  for (int depth = 0; depth < 4096; depth++) {
+    Info in;
+    if (!read_info(cur, false, in)) return false;
+    if (in.ppid == anchor) return true;
+    if (in.ppid <= 1) return false;
+    cur = in.ppid;
+  }
+  return false;
+}
+
+}  // namespace
+
+int probe(Probe& out) {
+  out = Probe{};
+  std::vector<int> pids;
+  out.proc_scan = list_pids(PROC_ALL_PIDS, 0, pids) == 0 && !pids.empty();
+  // See the top of this file: the anchor calls probe() while fds 1 and 2 are
+  // still the captured output, which is when their sockets can be named.
+  remember_own_sockets();
+  return 0;
+}
+
+int become_subreaper() { return -ENOSYS; }
+
+// Descendants by a breadth-first walk with proc_listpids(PROC_PPID_ONLY): one
+// kernel-side scan per parent, done under the proc list lock, so each
+// parent's children are listed atomically, and no other user's process has
+// to be readable (a full proc_listallpids + PROC_PIDTBSDINFO pass would read
+// every process on the system, fail with EPERM on most of them, and build its
+// ppid map from reads spread over the whole pass). Each listing is accepted
+// only if the parent's pid still names the process stamped before the
+// listing, and each child only if it still reports that parent.
+int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
+              std::vector<Member>& out) {
+  out.clear();
+  std::vector<Info> found;
+  std::unordered_set<int64_t> seen;
+  seen.insert(anchor);
+  int err = 0;
+  std::vector<int> pids;
+
+  Info root;
+  if (valid_pid(anchor) && read_info(anchor, true, root)) {
+    std::vector<std::pair<int64_t, uint64_t>> queue{{anchor, root.start}};
+    for (size_t head = 0; head < queue.size(); head++) {
+      const int64_t parent = queue[head].first;
+      const uint64_t parent_start = queue[head].second;
+      int e = list_pids(PROC_PPID_ONLY, static_cast<uint32_t>(parent), pids);
+      if (e != 0) {
+        if (parent == anchor) err = e;
+        continue;
+      }
+      if (pids.empty() || !not_replaced(parent, parent_start)) continue;
+      for (int kid : pids) {
+        if (kid <= 0 || seen.count(kid)) continue;
+        Info in;
+        if (!read_info(kid, true, in)) continue;
+        // PROC_PPID_ONLY also matches a traced child by its original parent.
+        if (in.ppid != parent && !in.traced) continue;
+        seen.insert(kid);
+        if (in.status == SZOMB) continue;
+        queue.emplace_back(kid, in.start);
+        found.push_back(std::move(in));
+      }
+    }
+  }
+
+  if (group > 0 && group <= INT_MAX) {
+    int e = list_pids(PROC_PGRP_ONLY, static_cast<uint32_t>(group), pids);
+    if (e != 0) {
+      if (err == 0) err = e;
+    } else {
+      for (int pid : pids) {
+        if (pid <= 0 || seen.count(pid)) continue;
+        Info in;
+        if (!read_info(pid, true, in) || in.pgid != group) continue;
+        seen.insert(pid);
+        if (in.status == SZOMB) continue;
+        found.push_back(std::move(in));
+      }
+    }
+  }
+  if (found.empty() && err != 0) return -err;
+
+  Watch w = resolve(watched);
+  for (const Info& in : found) {
+    Member m;
+    m.pid = in.pid;
+    m.ppid = in.ppid;
+    m.pgid = in.pgid;
+    m.start_time = in.start;
+    m.state = state_of(in.status);
+    m.command = command_of(in);
+    m.holds_output = holds_any(in.pid, w);
+    out.push_back(std::move(m));
+  }
+  return static_cast<int>(out.size());
+}
+
+bool same_process_alive(int64_t pid, uint64_t start_time) {
+  Info in;
+  if (!read_info(pid, false, in)) return false;
+  return in.start == start_time && in.status != SZOMB;
+}
+
+// macOS has no pidfd (use_pidfd is ignored): the member is verified, then
+// signalled by pid. Residual race: between the verification below and kill()
+// the process can exit, be reaped by its parent, and its pid be handed to a
+// new process, which would then get the signal. macOS allocates pids
+// sequentially up to 99999 before wrapping, so the number must be recycled
+// within those few microseconds; capabilities() reports this tier as not
+// pid-reuse safe on macOS. The process group id is pinned (the anchor leads
+// the group and stays alive); the individual pid is not, hence kill(pid), not
+// killpg(). A direct, unreaped child of the calling anchor is pinned too: only
+// the anchor reaps it, and not concurrently with this call.
+int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
+                  bool use_pidfd) {
+  (void)use_pidfd;
+  if (!valid_pid(member.pid)) return -ESRCH;
+  Info in;
+  if (!read_info(member.pid, false, in)) return -ESRCH;  // gone, or a zombie
+  if (in.start != member.start_time) return -ESRCH;      // recycled pid
+  bool ours = member.from_snapshot  // seen as ours before; same process
+              || in.ppid == anchor || (group > 0 && in.pgid == group) ||
+              descends_from(member.pid, anchor);
+  if (!ours) return -ESRCH;
+  return kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
+}
+
+int count_open_fds() {
+  std::vector<proc_fdinfo> fds;
+  int e = list_fds(static_cast<int64_t>(getpid()), fds);
+  if (e != 0) return -e;
+  return static_cast<int>(fds.size());
+}
+
+}  // namespace cordon
