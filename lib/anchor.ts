@@ -47,6 +47,17 @@ function installExitHook(): void {
   });
 }
 
+function helperFailure(cause: unknown, helper: string): CordonError {
+  const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_HELPER_MISSING';
+  return new CordonError(`The anchor helper could not be started (${code}); nothing ran.`, {
+    code,
+    cause,
+    syscall: 'spawn',
+    path: helper,
+    stage: 'launch',
+  });
+}
+
 function unescape(s: string): string {
   return s.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\'));
 }
@@ -56,34 +67,61 @@ export class AnchorChannel {
   private readonly socket: Socket;
   private readonly hostFd: number;
   private readonly exitGrace: number;
+  /** Windows: the host's handle on the tree's Job Object (closed when the anchor is gone). */
+  private job: number | undefined;
+  /** Windows: the host -> anchor pipe (POSIX writes on `socket`). */
+  private writer: Socket | undefined;
   private inbox = '';
   private open = true;
 
   constructor(spec: AnchorSpawn, private readonly on: AnchorHandlers) {
-    const [hostFd, anchorFd] = binding().controlPair();
-    this.hostFd = hostFd;
     this.exitGrace = spec.exitGrace;
-    try {
-      this.child = spawnChild(spec.helper, spec.args, {
-        cwd: spec.cwd,
-        env: spec.env,
-        stdio: [...spec.stdio, anchorFd],
-        windowsHide: true,
-      });
-    } catch (cause) {
-      closeSync(hostFd);
-      const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_HELPER_MISSING';
-      throw new CordonError(`The anchor helper could not be started (${code}); nothing ran.`, {
-        code,
-        cause,
-        syscall: 'spawn',
-        path: spec.helper,
-        stage: 'launch',
-      });
-    } finally {
-      closeSync(anchorFd);
+    if (process.platform === 'win32') {
+      // Windows: no socketpair to hand down. The control channel is two
+      // overlapped pipes Node creates at stdio indexes 3 (anchor -> host) and
+      // 4 (host -> anchor); libuv passes them in the CRT's lpReserved2 block.
+      // Two pipes, so that a write failing as the anchor exits (Node then
+      // destroys that socket) cannot discard lines not yet read. The tree's Job
+      // Object is created here first, so the host holds a handle on it before
+      // anything runs; the helper opens it by name.
+      this.hostFd = -1;
+      const b = binding();
+      const job = b.jobCreate!();
+      this.job = job.handle;
+      try {
+        this.child = spawnChild(spec.helper, ['--job-name', job.name, ...spec.args], {
+          cwd: spec.cwd,
+          env: spec.env,
+          stdio: [...spec.stdio, 'overlapped', 'overlapped'],
+          windowsHide: true,
+        });
+      } catch (cause) {
+        this.closeJob();
+        throw helperFailure(cause, spec.helper);
+      }
+      if (this.child.pid !== undefined) b.jobAttach!(job.handle, this.child.pid);
+      // (Node sets up the pipe's socket even when the spawn fails; 'error' follows.)
+      this.socket = (this.child.stdio[3] as Socket | null) ?? new Socket();
+      this.writer = (this.child.stdio[4] as Socket | null) ?? undefined;
+      this.writer?.on('error', (err) => debug('control channel write error: %s', err.message));
+    } else {
+      const [hostFd, anchorFd] = binding().controlPair();
+      this.hostFd = hostFd;
+      try {
+        this.child = spawnChild(spec.helper, spec.args, {
+          cwd: spec.cwd,
+          env: spec.env,
+          stdio: [...spec.stdio, anchorFd],
+          windowsHide: true,
+        });
+      } catch (cause) {
+        closeSync(hostFd);
+        throw helperFailure(cause, spec.helper);
+      } finally {
+        closeSync(anchorFd);
+      }
+      this.socket = new Socket({ fd: hostFd, readable: true, writable: true });
     }
-    this.socket = new Socket({ fd: hostFd, readable: true, writable: true });
     this.socket.setEncoding('utf8');
     this.socket.on('data', (chunk: string) => this.receive(chunk));
     this.socket.on('error', (err) => debug('control channel error: %s', err.message));
@@ -188,12 +226,24 @@ export class AnchorChannel {
   }
 
   private send(line: string): void {
-    if (!this.open || this.socket.destroyed) return;
-    this.socket.write(line);
+    const out = this.writer ?? this.socket;
+    if (!this.open || out.destroyed) return;
+    out.write(line);
   }
 
   /** For the host's 'exit' listener: no event loop left, so write directly. */
   terminateSync(): void {
+    if (this.job !== undefined) {
+      // Windows: a pipe cannot be written synchronously here, and Node's own
+      // kill-on-close job ends the helper with the host anyway (so no grace
+      // is possible): end the tree now through the host's job handle.
+      try {
+        binding().jobTerminate!(this.job);
+      } catch (err) {
+        debug('exit-time TerminateJobObject failed: %s', (err as Error).message);
+      }
+      return;
+    }
     if (!this.open || this.socket.destroyed) return;
     try {
       writeSync(this.hostFd, `TERM ${this.exitGrace}\n`);
@@ -205,16 +255,44 @@ export class AnchorChannel {
   ref(): void {
     this.child.ref();
     this.socket.ref();
+    this.writer?.ref();
   }
 
   unref(): void {
     this.child.unref();
     this.socket.unref();
+    this.writer?.unref();
   }
 
   private close(): void {
     live.delete(this);
     this.open = false;
     if (!this.socket.destroyed) this.socket.destroy();
+    if (this.writer && !this.writer.destroyed) this.writer.destroy();
+    this.closeJob();
+  }
+
+  /**
+   * Windows: the anchor is gone. If it left members behind (it died before
+   * quiescence), the host's handle decides: terminate the job, then close it.
+   */
+  private closeJob(): void {
+    if (this.job === undefined) return;
+    const job = this.job;
+    this.job = undefined;
+    const b = binding();
+    try {
+      if (b.jobActive!(job) > 0) {
+        debug('anchor gone with members left: TerminateJobObject through the host handle');
+        b.jobTerminate!(job);
+      }
+    } catch (err) {
+      debug('job cleanup failed: %s', (err as Error).message);
+    }
+    try {
+      b.jobClose!(job);
+    } catch (err) {
+      debug('job close failed: %s', (err as Error).message);
+    }
   }
 }

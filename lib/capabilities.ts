@@ -43,13 +43,14 @@ function tiersHere(): Tier[] {
     return p.subreaper ? ['subreaper', 'process-group'] : ['process-group'];
   }
   if (process.platform === 'darwin') return ['process-group'];
+  if (process.platform === 'win32') return probe().jobObjects ? ['job-object'] : [];
   return [];
 }
 
 export function defaultTier(): Tier {
   const env = process.env.CORDON_TIER;
   const tiers = tiersHere();
-  if ((env === 'subreaper' || env === 'process-group') && tiers.includes(env)) return env;
+  if ((env === 'subreaper' || env === 'process-group' || env === 'job-object') && tiers.includes(env)) return env;
   if (tiers.length === 0) {
     throw new CordonError(`cordon has no containment tier for ${process.platform} in this build.`, {
       code: 'ERR_CORDON_UNSUPPORTED',
@@ -69,6 +70,44 @@ export function tierGuarantees(
   pidfd: boolean,
 ): { guarantees: Guarantees; notes: string[] } {
   const notes: string[] = [];
+  if (tier === 'job-object') {
+    notes.push('Each tree runs in its own Job Object with kill-on-close and no breakaway: the command is created suspended and assigned before it runs; every descendant (detached or not) stays in the job.');
+    notes.push('Identity is held by handles (the job, the root process), never by a pid number.');
+    notes.push('The polite stop is CTRL_BREAK_EVENT to the root\'s console process group (members that left the console or the group are reached only by the forced TerminateJobObject); without a shared console the forced stop follows at once.');
+    notes.push('When the host exits, Node\'s own kill-on-close job ends the anchor helper with it, so the tree is ended at once (no grace).');
+    notes.push('Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).');
+    notes.push('Whether anyone still holds the captured output is read from the pipe\'s handle count; which member holds it is not determined (leftovers report heldOutput false).');
+    notes.push('No job limits are set: memory and process-count limits are not enforced.');
+    return {
+      guarantees: {
+        containedBeforeExec: true,
+        catchesEscapees: 'always',
+        pidReuseSafe: true,
+        survivesHostSigkill: true,
+        gracefulStop: true,
+        waitDelay: true,
+        reapsOrphans: true,
+        limits: false,
+      },
+      notes,
+    };
+  }
+  if (tier === 'process-handle') {
+    notes.push('Best-effort fallback: the job could not be assigned, so only the root (by its handle) is contained; descendants are not.');
+    return {
+      guarantees: {
+        containedBeforeExec: false,
+        catchesEscapees: 'never',
+        pidReuseSafe: true,
+        survivesHostSigkill: false,
+        gracefulStop: true,
+        waitDelay: true,
+        reapsOrphans: true,
+        limits: false,
+      },
+      notes,
+    };
+  }
   if (tier === 'subreaper') {
     if (!pidfd) notes.push("This kernel has no pidfd: members that are not the anchor's own children are signalled by a verified pid, with a small reuse window.");
     notes.push('No delegated cgroup is used: memory and pid limits are not enforced.');
@@ -121,5 +160,13 @@ export function capabilities(options: { tier?: Tier } = {}): Capabilities {
   }
   const pidfd = process.platform === 'linux' && probe().pidfd;
   const { guarantees, notes } = tierGuarantees(process.platform, tier, pidfd);
+  if (process.platform === 'win32' && probe().ctrlBreak === false) {
+    guarantees.gracefulStop = false;
+    notes.push(
+      probe().wine
+        ? 'Under Wine, GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) is not implemented: terminate() is the forced TerminateJobObject at once.'
+        : 'CTRL_BREAK_EVENT cannot be delivered here: terminate() is the forced TerminateJobObject at once.',
+    );
+  }
   return { platform: process.platform, tier, tiers, pidfd, guarantees, notes };
 }

@@ -79,7 +79,12 @@ export function errnoName(errno: number): string {
   return errnoNames.get(Math.abs(errno)) ?? `E${Math.abs(errno)}`;
 }
 
-export function invalidArg(name: string, value: unknown, expected: string): CordonError {
+export function invalidArg(
+  name: string,
+  value: unknown,
+  expected: string,
+  code: 'ERR_INVALID_ARG_VALUE' | 'ERR_INVALID_ARG_TYPE' = 'ERR_INVALID_ARG_VALUE',
+): CordonError {
   let shown: string;
   try {
     shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
@@ -88,7 +93,7 @@ export function invalidArg(name: string, value: unknown, expected: string): Cord
   }
   if (shown.length > 80) shown = shown.slice(0, 77) + '...';
   return new CordonError(`The option "${name}" must be ${expected}. Received ${shown}.`, {
-    code: typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE',
+    code,
     stage: 'input',
   });
 }

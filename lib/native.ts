@@ -12,6 +12,12 @@ export interface RawProbe {
   pidfd: boolean;
   subreaper: boolean;
   procScan: boolean;
+  /** Windows: Job Objects are available. */
+  jobObjects?: boolean;
+  /** Windows: CTRL_BREAK_EVENT can be delivered (false under Wine 8). */
+  ctrlBreak?: boolean;
+  /** Running under Wine. */
+  wine?: boolean;
 }
 
 export interface RawMember {
@@ -28,6 +34,16 @@ export interface RawBinding {
   controlPair(): [number, number];
   listTree(anchorPid: number, groupId: number): RawMember[];
   countOpenFds(): number;
+  /** Windows only: a named Job Object (kill-on-close, no breakaway) held by the host. */
+  jobCreate?(): { handle: number; name: string };
+  /** Windows only: lets listTree(anchorPid) find the job. */
+  jobAttach?(handle: number, anchorPid: number): void;
+  /** Windows only: TerminateJobObject through the host's handle. */
+  jobTerminate?(handle: number): void;
+  /** Windows only: live processes in the job. */
+  jobActive?(handle: number): number;
+  /** Windows only: closes the host's handle. */
+  jobClose?(handle: number): void;
 }
 
 const require = createRequire(import.meta.url);

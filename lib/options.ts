@@ -5,7 +5,14 @@ import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { CordonError, errnoName, invalidArg } from './errors.js';
 
-export type Tier = 'subreaper' | 'process-group';
+/**
+ * Containment tiers. 'job-object' is Windows; 'process-handle' is only ever
+ * reported (Windows best-effort when the job could not be assigned: the root's
+ * handle is the only identity, descendants are not contained).
+ */
+export type Tier = 'subreaper' | 'process-group' | 'job-object' | 'process-handle';
+// The tiers this platform's anchor implements (availability on this host is capabilities()' business).
+const SELECTABLE_TIERS: readonly Tier[] = process.platform === 'win32' ? ['job-object'] : ['subreaper', 'process-group'];
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
 export type StdioOption = 'pipe' | 'ignore' | 'inherit' | number | Stream;
 
@@ -66,7 +73,10 @@ const KNOWN = new Set([
 
 function duration(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) {
+  if (typeof value !== 'number') {
+    throw invalidArg(name, value, 'a number of milliseconds', 'ERR_INVALID_ARG_TYPE');
+  }
+  if (!Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) {
     throw invalidArg(name, value, 'a finite number of milliseconds from 0 to 2147483647');
   }
   return Math.floor(value);
@@ -74,7 +84,10 @@ function duration(name: string, value: unknown, fallback: number): number {
 
 function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T | undefined): T | undefined {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+  if (typeof value !== 'string') {
+    throw invalidArg(name, value, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`, 'ERR_INVALID_ARG_TYPE');
+  }
+  if (!(allowed as readonly string[]).includes(value)) {
     throw invalidArg(name, value, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
   }
   return value as T;
@@ -93,18 +106,18 @@ function stdioEntry(name: string, value: unknown): StdioOption {
   if (value === 'pipe' || value === 'ignore' || value === 'inherit') return value;
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
   if (value instanceof Stream) return value;
-  throw invalidArg(name, value, "'pipe', 'ignore', 'inherit', a file descriptor or a stream with a descriptor");
+  throw invalidArg(name, value, "'pipe', 'ignore', 'inherit', a file descriptor or a stream with a descriptor", typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
 }
 
 export function validateCommand(command: unknown, args: unknown): { command: string; args: string[] } {
   if (typeof command !== 'string' || command.length === 0) {
-    throw invalidArg('command', command, 'a non-empty string');
+    throw invalidArg('command', command, 'a non-empty string', typeof command === 'string' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
   }
   noNul('The command', command);
   if (args === undefined) args = [];
-  if (!Array.isArray(args)) throw invalidArg('args', args, 'an array of strings');
+  if (!Array.isArray(args)) throw invalidArg('args', args, 'an array of strings', 'ERR_INVALID_ARG_TYPE');
   args.forEach((arg, i) => {
-    if (typeof arg !== 'string') throw invalidArg(`args[${i}]`, arg, 'a string');
+    if (typeof arg !== 'string') throw invalidArg(`args[${i}]`, arg, 'a string', 'ERR_INVALID_ARG_TYPE');
     noNul(`args[${i}]`, arg);
   });
   return { command, args: args as string[] };
@@ -112,7 +125,7 @@ export function validateCommand(command: unknown, args: unknown): { command: str
 
 export function normalizeOptions(options: unknown): NormalizedOptions {
   if (options === undefined || options === null) options = {};
-  if (typeof options !== 'object') throw invalidArg('options', options, 'an object');
+  if (typeof options !== 'object') throw invalidArg('options', options, 'an object', 'ERR_INVALID_ARG_TYPE');
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
     if (!KNOWN.has(key) && o[key] !== undefined) {
@@ -127,7 +140,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (o.cwd !== undefined) {
     if (o.cwd instanceof URL) cwd = fileURLToPath(o.cwd);
     else if (typeof o.cwd === 'string' && o.cwd.length > 0) cwd = o.cwd;
-    else throw invalidArg('cwd', o.cwd, 'a non-empty path string or file URL');
+    else throw invalidArg('cwd', o.cwd, 'a non-empty path string or file URL', o.cwd === '' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
     noNul('cwd', cwd);
     cwd = resolvePath(cwd);
     let isDir: boolean;
@@ -156,7 +169,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
 
   let env: NodeJS.ProcessEnv = process.env;
   if (o.env !== undefined) {
-    if (typeof o.env !== 'object' || o.env === null) throw invalidArg('env', o.env, 'an object of strings');
+    if (typeof o.env !== 'object' || o.env === null) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
     env = o.env as NodeJS.ProcessEnv;
   }
   for (const [key, value] of Object.entries(env)) {
@@ -175,18 +188,18 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   }
 
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
-    throw invalidArg('signal', o.signal, 'an AbortSignal');
+    throw invalidArg('signal', o.signal, 'an AbortSignal', 'ERR_INVALID_ARG_TYPE');
   }
   if (o.log !== undefined && (typeof o.log !== 'string' || o.log.length === 0)) {
-    throw invalidArg('log', o.log, 'a file path');
+    throw invalidArg('log', o.log, 'a file path', o.log === '' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
   }
   if (typeof o.log === 'string') noNul('log', o.log);
-  if (o.argv0 !== undefined && typeof o.argv0 !== 'string') throw invalidArg('argv0', o.argv0, 'a string');
+  if (o.argv0 !== undefined && typeof o.argv0 !== 'string') throw invalidArg('argv0', o.argv0, 'a string', 'ERR_INVALID_ARG_TYPE');
   if (typeof o.argv0 === 'string') noNul('argv0', o.argv0);
 
   const envTier = process.env.CORDON_TIER;
-  let tier = oneOf<Tier>('tier', o.tier, ['subreaper', 'process-group'], undefined);
-  if (tier === undefined && envTier) tier = oneOf<Tier>('CORDON_TIER', envTier, ['subreaper', 'process-group'], undefined);
+  let tier = oneOf<Tier>('tier', o.tier, SELECTABLE_TIERS, undefined);
+  if (tier === undefined && envTier) tier = oneOf<Tier>('CORDON_TIER', envTier, SELECTABLE_TIERS, undefined);
 
   return {
     cwd,

@@ -80,6 +80,9 @@ function deferred<T>() {
 
 type StreamRole = 'stdout' | 'stderr';
 
+/** Unread bytes a log-backed stdout/stderr view buffers before it drops output. */
+const VIEW_BUFFER_LIMIT = 16 * 1024 * 1024;
+
 export type TreeState = 'starting' | 'running' | 'leftovers' | 'ended' | 'failed';
 
 let treeCounter = 0;
@@ -123,6 +126,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private cancelReason: 'canceled' | 'timeout' | undefined;
   private waitDelayExceeded = false;
   private drainDone = false;
+  /** The wait-delay deadline passed: stop waiting for readers to reach EOF. */
+  private drainDeadlinePassed = false;
   private policyApplied = false;
   private kept = false;
   private settled = false;
@@ -249,6 +254,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     raw.once('close', () => {
       this.openOutputs--;
       if (this.openOutputs === 0) this.log?.end();
+      this.advance();
     });
   }
 
@@ -256,8 +262,19 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.trackOutput(raw);
     raw.on('data', (chunk: Buffer) => this.log!.write(chunk));
     if (target === 'pipe') {
+      // The log is the reader that never stops; this stream is a view of the
+      // same output. A view nobody reads must not stall the command through
+      // backpressure: past VIEW_BUFFER_LIMIT unread bytes it drops chunks
+      // (the log still has everything).
       const pass = new PassThrough();
-      raw.pipe(pass);
+      let dropped = 0;
+      raw.on('data', (chunk: Buffer) => {
+        if (pass.readableLength + chunk.length > VIEW_BUFFER_LIMIT) {
+          if (dropped++ === 0) debug('%s of %s: unread view over %d bytes, dropping (the log keeps all)', role, this.command, VIEW_BUFFER_LIMIT);
+          return;
+        }
+        pass.write(chunk);
+      });
       raw.once('close', () => pass.end());
       return pass;
     }
@@ -309,7 +326,11 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private onWaitDelay(): void {
-    if (this.drainDone) return;
+    this.drainDeadlinePassed = true;
+    if (this.drainDone) {
+      this.advance();
+      return;
+    }
     // WaitDelay: descendants still hold our pipes. Close our ends, keep what
     // was read, and say so in the result.
     this.waitDelayExceeded = true;
@@ -372,6 +393,12 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       if (!this.released && !this.quiet) return;
       this.drainDone = true;
     }
+    // No writer is left, so a stream that is being read reaches EOF as soon
+    // as its reader has taken everything: settle after that, so code that
+    // awaits the result then looks at what it read sees all of it. A stream
+    // nobody reads is not waited for (its data stays readable), and the
+    // wait-delay deadline bounds the rest.
+    if (!this.drainDeadlinePassed && this.rawOutputs.some((raw) => !raw.closed && raw.readableFlowing === true)) return;
     if (!this.policyApplied) {
       this.policyApplied = true;
       if (!this.quiet && !this.terminateSent) {
@@ -392,8 +419,29 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (this.quiet && this.anchorGone) this.settle();
   }
 
+  /**
+   * Everything the command wrote is in the log before the result settles:
+   * its pipes have no writers left (or were closed at the wait delay), so
+   * this waits only on our own reading and writing, bounded all the same.
+   */
   private settle(error?: CordonError): void {
     this.settled = true;
+    const log = this.log;
+    if (!log || log.closed || this.kept) {
+      this.finish(error);
+      return;
+    }
+    const bound = setTimeout(() => {
+      debug('log %s not flushed within 2 s', this.opts.log);
+      this.finish(error);
+    }, 2000);
+    log.once('close', () => {
+      clearTimeout(bound);
+      this.finish(error);
+    });
+  }
+
+  private finish(error?: CordonError): void {
     clearTimeout(this.waitDelayTimer);
     clearTimeout(this.timeoutTimer);
     this.opts.signal?.removeEventListener('abort', this.onAbort);

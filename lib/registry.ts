@@ -217,13 +217,29 @@ export class Owner {
     clearTimeout(this.detachTimer);
     const grace = options.grace ?? this.registry.grace;
     const procs = [...this.trees.values()].map((e) => e.proc);
+    // The id is free at once: registry.owner(id) from here on is a new owner,
+    // never this released one.
+    this.registry.dropOwner(this);
     this.releasing = settleAll(procs.map((p) => p.terminate({ grace }))).finally(() => {
       for (const id of this.trees.keys()) this.registry.untrack(id);
       this.trees.clear();
-      this.registry.dropOwner(this);
       this.registry.emit('release', this.id);
     });
     return this.releasing;
+  }
+
+  /**
+   * Release started by cordon itself (detach, keep-alive expiry): nobody
+   * awaits it, so a cleanup failure is reported as a 'cleanup-failed' event
+   * and a process warning instead of crashing the host as an unhandled
+   * rejection. It is never reported as success.
+   */
+  private releaseInBackground(why: string): void {
+    this.release().catch((error: unknown) => {
+      debug('owner %s: release after %s failed: %s', this.id, why, (error as Error).message);
+      this.registry.emit('cleanup-failed', { owner: this.id, error });
+      process.emitWarning(error as Error);
+    });
   }
 
   /**
@@ -238,14 +254,14 @@ export class Owner {
       throw ownerError('keepAlive must be a finite number of milliseconds >= 0.', 'ERR_INVALID_ARG_VALUE');
     }
     if (![...this.trees.values()].some((e) => isLive(e.proc))) {
-      void this.release();
+      this.releaseInBackground('detach');
       return;
     }
     clearTimeout(this.detachTimer);
     this.detachedUntil = Date.now() + keepAlive;
     this.detachTimer = setTimeout(() => {
       debug('owner %s: keep-alive of %d ms over, releasing', this.id, keepAlive);
-      void this.release();
+      this.releaseInBackground('keep-alive expiry');
     }, keepAlive);
     this.detachTimer.unref();
   }

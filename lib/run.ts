@@ -47,6 +47,12 @@ function collect(stream: Readable | null, max: number, onOverflow: () => void) {
 }
 
 export async function run(command: string, args: string[] = [], options: RunOptions = {}): Promise<RunResult<string | Buffer>> {
+  if (options !== null && typeof options === 'object' && 'stdio' in options && (options as { stdio?: unknown }).stdio !== undefined) {
+    throw new CordonError('The option "stdio" must be left out of run(): it collects stdout and stderr itself. Use "input" for stdin and "stderr" for where stderr goes, or spawn() for full control.', {
+      code: 'ERR_INVALID_ARG_VALUE',
+      stage: 'input',
+    });
+  }
   const { input, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stderr = 'pipe', ...spawnOptions } = options;
   if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) {
     throw new CordonError(`The option "maxBuffer" must be a positive number. Received ${String(maxBuffer)}.`, {

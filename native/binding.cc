@@ -22,6 +22,7 @@ const char* errno_name(int err) {
     case EAGAIN: return "EAGAIN";
     case ENOMEM: return "ENOMEM";
     case ENOTDIR: return "ENOTDIR";
+    case EEXIST: return "EEXIST";
     default: return "EIO";
   }
 }
@@ -46,6 +47,9 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   out.Set("pidfd", Napi::Boolean::New(env, p.pidfd));
   out.Set("subreaper", Napi::Boolean::New(env, p.subreaper));
   out.Set("procScan", Napi::Boolean::New(env, p.proc_scan));
+  out.Set("jobObjects", Napi::Boolean::New(env, p.job_objects));
+  out.Set("ctrlBreak", Napi::Boolean::New(env, p.ctrl_break));
+  out.Set("wine", Napi::Boolean::New(env, p.wine));
   return out;
 }
 
@@ -93,11 +97,77 @@ Napi::Value CountOpenFds(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), n);
 }
 
+#ifdef _WIN32
+// Windows only: the host's handle on each tree's Job Object (native/win/job.cc).
+// Handles cross as numbers (handle values are small integers).
+uint64_t HandleArg(const Napi::CallbackInfo& info, size_t i) {
+  return static_cast<uint64_t>(info[i].As<Napi::Number>().Int64Value());
+}
+
+bool NumberArgs(const Napi::CallbackInfo& info, size_t n, const char* usage) {
+  for (size_t i = 0; i < n; i++) {
+    if (info.Length() <= i || !info[i].IsNumber()) {
+      Napi::TypeError::New(info.Env(), usage).ThrowAsJavaScriptException();
+      return false;
+    }
+  }
+  return true;
+}
+
+// jobCreate() -> { handle, name }: a named job with kill-on-close, no breakaway.
+Napi::Value JobCreate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string name;
+  uint64_t handle = 0;
+  int rc = cordon::job_create(name, handle);
+  if (rc < 0) return Fail(env, rc, "CreateJobObject");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("handle", Napi::Number::New(env, static_cast<double>(handle)));
+  out.Set("name", Napi::String::New(env, name));
+  return out;
+}
+
+Napi::Value JobAttach(const Napi::CallbackInfo& info) {
+  if (!NumberArgs(info, 2, "jobAttach(handle, anchorPid) takes two numbers")) return info.Env().Undefined();
+  int rc = cordon::job_attach(HandleArg(info, 0), info[1].As<Napi::Number>().Int64Value());
+  if (rc < 0) return Fail(info.Env(), rc, "jobAttach");
+  return info.Env().Undefined();
+}
+
+Napi::Value JobTerminate(const Napi::CallbackInfo& info) {
+  if (!NumberArgs(info, 1, "jobTerminate(handle) takes a number")) return info.Env().Undefined();
+  int rc = cordon::job_terminate(HandleArg(info, 0), 1);
+  if (rc < 0) return Fail(info.Env(), rc, "TerminateJobObject");
+  return info.Env().Undefined();
+}
+
+Napi::Value JobActive(const Napi::CallbackInfo& info) {
+  if (!NumberArgs(info, 1, "jobActive(handle) takes a number")) return info.Env().Undefined();
+  int n = cordon::job_active_count(HandleArg(info, 0));
+  if (n < 0) return Fail(info.Env(), n, "QueryInformationJobObject");
+  return Napi::Number::New(info.Env(), n);
+}
+
+Napi::Value JobClose(const Napi::CallbackInfo& info) {
+  if (!NumberArgs(info, 1, "jobClose(handle) takes a number")) return info.Env().Undefined();
+  int rc = cordon::job_close(HandleArg(info, 0));
+  if (rc < 0) return Fail(info.Env(), rc, "CloseHandle");
+  return info.Env().Undefined();
+}
+#endif
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probe", Napi::Function::New(env, Probe, "probe"));
   exports.Set("controlPair", Napi::Function::New(env, ControlPair, "controlPair"));
   exports.Set("listTree", Napi::Function::New(env, ListTree, "listTree"));
   exports.Set("countOpenFds", Napi::Function::New(env, CountOpenFds, "countOpenFds"));
+#ifdef _WIN32
+  exports.Set("jobCreate", Napi::Function::New(env, JobCreate, "jobCreate"));
+  exports.Set("jobAttach", Napi::Function::New(env, JobAttach, "jobAttach"));
+  exports.Set("jobTerminate", Napi::Function::New(env, JobTerminate, "jobTerminate"));
+  exports.Set("jobActive", Napi::Function::New(env, JobActive, "jobActive"));
+  exports.Set("jobClose", Napi::Function::New(env, JobClose, "jobClose"));
+#endif
   return exports;
 }
 

@@ -32,6 +32,9 @@ struct Probe {
   bool pidfd = false;        // pidfd_open + pidfd_send_signal (Linux >= 5.3)
   bool subreaper = false;    // PR_SET_CHILD_SUBREAPER (Linux >= 3.4)
   bool proc_scan = false;    // a descendant walk is possible (/proc or libproc)
+  bool job_objects = false;  // Windows Job Objects (kill-on-close, nesting)
+  bool ctrl_break = false;   // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) works (not under Wine 8)
+  bool wine = false;         // running under Wine, not Windows
 };
 
 int probe(Probe& out);
@@ -72,5 +75,32 @@ namespace cordon {
 // A connected, close-on-exec stream pair for the host <-> anchor control
 // channel (POSIX). fds[0] stays with the host, fds[1] becomes the anchor's fd 3.
 int control_pair(int fds[2]);
+
+}  // namespace cordon
+
+namespace cordon {
+
+// Windows: the host's own handle on a tree's Job Object (native/win/job.cc).
+// The host creates a uniquely named job with kill-on-close and no breakaway
+// *before* the anchor helper starts; the helper opens it by name and assigns
+// the suspended command to it. Handles cross this contract as integers.
+int job_create(std::string& name_out, uint64_t& handle_out);
+// Record which anchor helper fills the job, so list_tree(anchor pid) finds it.
+int job_attach(uint64_t handle, int64_t anchor_pid);
+// TerminateJobObject: every member ends now.
+int job_terminate(uint64_t handle, uint32_t exit_code);
+// Live processes in the job (a count), or a negative errno.
+int job_active_count(uint64_t handle);
+// Close the host's handle (kill-on-close fires once no other handle is left).
+int job_close(uint64_t handle);
+
+}  // namespace cordon
+
+namespace cordon {
+
+// In a freshly forked child, before exec: close every descriptor >= `lowest`
+// except `keep` (what the host leaked without close-on-exec must not reach
+// the command).
+void close_fds_from(int lowest, int keep);
 
 }  // namespace cordon

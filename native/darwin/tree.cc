@@ -518,4 +518,19 @@ int count_open_fds() {
   return static_cast<int>(fds.size());
 }
 
+// The anchor is single-threaded, so allocating in the forked child is safe.
+void close_fds_from(int lowest, int keep) {
+  std::vector<proc_fdinfo> fds;
+  if (list_fds(static_cast<int64_t>(getpid()), fds) == 0) {
+    for (const proc_fdinfo& f : fds) {
+      if (f.proc_fd >= lowest && f.proc_fd != keep) close(f.proc_fd);
+    }
+    return;
+  }
+  int top = getdtablesize();
+  for (int fd = lowest; fd < top; fd++) {
+    if (fd != keep) close(fd);
+  }
+}
+
 }  // namespace cordon

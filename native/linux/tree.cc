@@ -272,3 +272,36 @@ int count_open_fds() {
 }
 
 }  // namespace cordon
+
+namespace cordon {
+
+void close_fds_from(int lowest, int keep) {
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+  auto range = [](unsigned from, unsigned to) {
+    return from > to || syscall(SYS_close_range, from, to, 0) == 0;
+  };
+  if (keep < lowest) keep = -1;
+  bool ok = keep < 0 ? range(lowest, ~0U)
+                     : range(lowest, static_cast<unsigned>(keep) - 1) && range(static_cast<unsigned>(keep) + 1, ~0U);
+  if (ok) return;
+  // Kernels before 5.9: close what /proc lists (opendir's own fd is skipped).
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) {
+    for (int fd = lowest; fd < 65536; fd++) {
+      if (fd != keep) close(fd);
+    }
+    return;
+  }
+  int own = dirfd(d);
+  std::vector<int> fds;
+  while (dirent* e = readdir(d)) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] != '.' && fd >= lowest && fd != own && fd != keep) fds.push_back(fd);
+  }
+  closedir(d);
+  for (int fd : fds) close(fd);
+}
+
+}  // namespace cordon

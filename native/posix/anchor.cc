@@ -218,6 +218,9 @@ class Anchor {
       close(g_signal_pipe[1]);
       close(status_pipe[0]);
       if (g_trace) fclose(g_trace);
+      // Only fds 0-2 reach the command (whatever the host leaked without
+      // close-on-exec included); the close-on-exec status pipe stays until exec.
+      cordon::close_fds_from(3, status_pipe[1]);
       execve(opts_.path.c_str(), argv.data(), environ);
       int err = errno;
       ssize_t ignored = write(status_pipe[1], &err, sizeof err);
@@ -456,7 +459,10 @@ class Anchor {
       check_released();
       int timeout = -1;
       if (terminating_) {
-        timeout = forcing_ ? 5 : 20;
+        // SIGCHLD wakes the loop at once; the timeout only paces re-scans for
+        // members forked meanwhile, and meets the grace deadline exactly.
+        int64_t left = deadline_ - now_ms();
+        timeout = forcing_ ? 10 : static_cast<int>(left < 0 ? 0 : (left < 100 ? left : 100));
       } else if (root_exited_ && !released_sent_) {
         timeout = 50;
       } else if (opts_.tier == "process-group") {

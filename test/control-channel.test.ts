@@ -1,0 +1,84 @@
+// The control channel (design; CONTRACT C1): the anchor talks to the host over
+// a socket on its fd 3, which it must not hand down. The command, and any
+// process it starts, sees only its stdin, stdout and stderr.
+import { describe, expect, it } from 'vitest';
+import { spawn } from '../lib/index.js';
+import { useTag, within } from './helpers/procs.js';
+import { collect, fdTable, parseLsFd } from './helpers/trees.js';
+
+/** `ls -l` of a descriptor directory, between two marker lines, parsed. */
+function listing(text: string, name: string): Map<number, string> {
+  const m = new RegExp(`^${name}-FDS(?: \\d+)?\\n([\\s\\S]*?)^END-${name}-FDS$`, 'm').exec(text);
+  if (!m) throw new Error(`no ${name} listing in:\n${text}`);
+  const fds = parseLsFd(m[1]!);
+  // The descriptor `ls` opened to read the directory is not the listed process's.
+  for (const [fd, target] of fds) if (fd > 2 && /^\/proc\/\d+\/fd$/.test(target)) fds.delete(fd);
+  return fds;
+}
+
+function sockets(fds: Map<number, string>): string[] {
+  return [...fds].filter(([, target]) => target.startsWith('socket:')).map(([fd, target]) => `${fd} -> ${target}`);
+}
+
+function describeFds(fds: Map<number, string>): string {
+  return [...fds].map(([fd, target]) => `${fd} -> ${target}`).join(', ') || '(none)';
+}
+
+function keys(fds: Map<number, string>): number[] {
+  return [...fds.keys()].sort((a, b) => a - b);
+}
+
+describe('the control channel is not handed down', () => {
+  it("neither the root nor a grandchild holds the anchor's control socket", async () => {
+    const t = useTag();
+    // The root lists its own table, a grandchild (a shell inside a shell)
+    // lists its own (/proc/self/fd), then both stay alive to be read from outside.
+    const inner = 'echo "PID grandchild $$"; echo "GC-FDS $$"; ls -l /proc/self/fd; echo "END-GC-FDS"; echo READY; exec sleep 300';
+    const script = [
+      'echo "PID root $$"',
+      'echo "ROOT-FDS $$"; ls -l /proc/$$/fd; echo "END-ROOT-FDS"',
+      'sh -c \'sh -c "$INNER" & wait\' &',
+      'wait',
+    ].join('\n');
+    const proc = spawn('sh', ['-c', script], { env: { ...t.env, INNER: inner } });
+    const { root, pids, out } = await collect(proc, t.tag);
+    const grandchild = pids.grandchild!;
+    // Read from outside while the tree runs.
+    const anchorFds = fdTable(proc.anchorPid!);
+    const now = { root: fdTable(root), grandchild: fdTable(grandchild) };
+    await within(proc.kill(), 10_000, 'kill() to resolve', t.tag);
+
+    // Precondition: the anchor's fd 3 is the control socket, which could leak.
+    const control = anchorFds.get(3);
+    expect(control, `anchor fds: ${describeFds(anchorFds)}`).toMatch(/^socket:\[\d+\]$/);
+    const seen = { root: listing(out.text, 'ROOT'), grandchild: listing(out.text, 'GC') };
+    for (const [name, fds] of [
+      ['root (its listing)', seen.root],
+      ['grandchild (its listing)', seen.grandchild],
+      ['root (from outside)', now.root],
+      ['grandchild (from outside)', now.grandchild],
+    ] as const) {
+      expect([...fds.values()], `${name} holds the control socket: ${describeFds(fds)}`).not.toContain(control);
+      // Beyond stdio (the host's pipes, which libuv makes from socketpairs), no socket at all.
+      expect(sockets(new Map([...fds].filter(([fd]) => fd > 2))), `${name}: sockets beyond stdio`).toEqual([]);
+    }
+  });
+
+  it('the root, a child and a grandchild see only fds 0, 1 and 2', async () => {
+    const t = useTag();
+    const script = [
+      'echo "ROOT-FDS $$"; ls -l /proc/$$/fd; echo "END-ROOT-FDS"',
+      'echo "CHILD-FDS"; ls -l /proc/self/fd; echo "END-CHILD-FDS"',
+      'sh -c \'echo "GC-FDS"; ls -l /proc/self/fd; echo "END-GC-FDS"; :\'',
+    ].join('\n');
+    const proc = spawn('sh', ['-c', script], { env: t.env });
+    const { out } = await collect(proc, t.tag, /^END-GC-FDS$/m);
+    const result = await within(proc.result, 10_000, 'the listings to finish', t.tag);
+    expect(result.exitCode).toBe(0);
+    for (const name of ['ROOT', 'CHILD', 'GC']) {
+      const fds = listing(out.text, name);
+      expect(keys(fds), `${name} fds: ${describeFds(fds)}`).toEqual([0, 1, 2]);
+    }
+    expect(t.procs()).toEqual([]);
+  });
+});

@@ -1,0 +1,53 @@
+// CONTRACT C3: termination is complete even while the tree forks as fast as
+// it can. A bounded fork storm (test/fixtures/fork-storm.sh: a doubling fork
+// bomb of depth 6 and a loop starting up to 1000 `sh -c 'sleep 300 & sleep
+// 300'` children) is stopped mid-storm: no process carrying the tag survives.
+import { describe, expect, it } from 'vitest';
+import { spawn, type ContainedProcess } from '../lib/index.js';
+import { capture, fixture } from './helpers/fixtures.js';
+import { describeProcs, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+
+const DEPTH = '6';
+const LOOP_MAX = '1000';
+/** Stop it once the storm is this big (counted by tag, from outside). */
+const MID_STORM = 50;
+
+async function startStorm(t: Tagged, signal?: AbortSignal): Promise<{ proc: ContainedProcess; out: ReturnType<typeof capture> }> {
+  const proc = spawn(fixture('fork-storm.sh'), [DEPTH, LOOP_MAX], { env: t.env, signal });
+  const out = capture(proc.stdout);
+  proc.stderr?.resume();
+  await within(proc.started, 10_000, 'the storm to start', t.tag);
+  await waitFor(() => t.procs().length > MID_STORM, { timeout: 10_000, what: `the storm to grow past ${MID_STORM} processes` });
+  return { proc, out };
+}
+
+function expectNoSurvivors(t: Tagged, when: string): void {
+  const survivors = t.procs();
+  expect(survivors.length, `survivors ${when}:\n${describeProcs(survivors.slice(0, 20))}`).toBe(0);
+}
+
+describe('C3: a fork storm', () => {
+  it('an AbortSignal mid-storm leaves no survivor', async () => {
+    const t = useTag();
+    const ac = new AbortController();
+    const { proc, out } = await startStorm(t, ac.signal);
+    // Mid-storm: the loop has not finished starting its children.
+    expect(out.text).not.toMatch(/LOOP DONE/);
+
+    ac.abort();
+    const result = await within(proc.result, 20_000, 'the storm to be ended after abort()', t.tag);
+    expectNoSurvivors(t, 'after the result settled');
+    expect(result.reason).toBe('canceled');
+  });
+
+  it('kill() mid-storm leaves no survivor', async () => {
+    const t = useTag();
+    const { proc, out } = await startStorm(t);
+    expect(out.text).not.toMatch(/LOOP DONE/);
+
+    await within(proc.kill(), 20_000, 'kill() of the storm to resolve', t.tag);
+    expectNoSurvivors(t, 'after kill() resolved');
+    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+    expect(result.signal).toBe('SIGKILL');
+  });
+});

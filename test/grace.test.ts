@@ -1,0 +1,84 @@
+// CONTRACT C3: terminate({ grace }) sends the polite signal to every member,
+// waits up to `grace` for quiescence, then kills what remains; a `trap … TERM`
+// handler (of the root or of any descendant) gets its window.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { spawn } from '../lib/index.js';
+import { fixture } from './helpers/fixtures.js';
+import { useTag, waitFor, within } from './helpers/procs.js';
+import { tempDir } from './helpers/registry.js';
+import { catchesTerm, collect, expectAlive, expectGone, ignoresTerm } from './helpers/trees.js';
+
+const GRACE = 1000;
+/** Slack for a loaded two-core machine. */
+const SLACK = 1500;
+
+describe('C3: the grace window', () => {
+  it('a whole tree ignoring SIGTERM is killed after the grace, not before, not much later', async () => {
+    const t = useTag();
+    const proc = spawn(fixture('term-ignoring-tree.sh'), [], { env: t.env });
+    const { pids, all } = await collect(proc, t.tag);
+    expect(Object.keys(pids).sort()).toEqual(['c1', 'c2', 'gc', 'root', 'sub']);
+    // Precondition: SIG_IGN was inherited by every member.
+    for (const pid of all) expect(ignoresTerm(pid), `pid ${pid} ignores SIGTERM`).toBe(true);
+
+    const t0 = Date.now();
+    await within(proc.terminate({ grace: GRACE }), GRACE + 10_000, 'terminate() to resolve', t.tag);
+    const elapsed = Date.now() - t0;
+    expectGone(all, t.tag, 'after terminate() resolved');
+    expect(elapsed, 'the forced kill came before the grace was over').toBeGreaterThanOrEqual(GRACE);
+    expect(elapsed, 'the forced kill came long after the grace').toBeLessThanOrEqual(GRACE + SLACK);
+    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+    expect(result.signal).toBe('SIGKILL');
+  });
+
+  it("the root's TERM trap gets its window: it runs, and its exit is the result", async () => {
+    const t = useTag();
+    const dir = tempDir('cordon-grace-');
+    const file = join(dir, 'cleanup');
+    const proc = spawn(
+      'sh',
+      ['-c', 'trap \'echo cleanup > "$FILE"; exit 7\' TERM; echo "PID root $$"; echo READY; sleep 300 & wait'],
+      { env: { ...t.env, FILE: file } },
+    );
+    const { root } = await collect(proc, t.tag);
+    await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+    expect(existsSync(file)).toBe(false);
+
+    const t0 = Date.now();
+    await within(proc.terminate({ grace: 3000 }), 10_000, 'terminate() to resolve', t.tag);
+    const elapsed = Date.now() - t0;
+    expect(readFileSync(file, 'utf8')).toBe('cleanup\n');
+    // The trap exits at once: quiescence came well before the grace ran out (no SIGKILL wait).
+    expect(elapsed, 'terminate() waited out the grace although the trap had exited').toBeLessThan(2000);
+    expectGone([root], t.tag, 'after terminate() resolved');
+    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+    expect(result.reason).toBe('exit');
+    expect(result.signal).toBe(null);
+    expect(result.exitCode).toBe(7);
+  });
+
+  it("a descendant's TERM trap gets its window too", async () => {
+    const t = useTag();
+    const dir = tempDir('cordon-grace-');
+    const file = join(dir, 'cleanup');
+    // The root dies of SIGTERM at once; its grandchild (inside a nested shell) traps it.
+    const inner = 'trap \'echo cleanup > "$FILE"; exit 0\' TERM; echo "PID trapper $$"; echo READY; while :; do sleep 0.1; done';
+    const proc = spawn('sh', ['-c', 'echo "PID root $$"; sh -c \'sh -c "$INNER" & wait\' & wait'], {
+      env: { ...t.env, FILE: file, INNER: inner },
+    });
+    const { pids, all } = await collect(proc, t.tag);
+    const trapper = pids.trapper!;
+    expect(trapper).not.toBe(pids.root);
+    await waitFor(() => catchesTerm(trapper), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+    expectAlive(all, 'before terminate()');
+    expect(existsSync(file)).toBe(false);
+
+    await within(proc.terminate({ grace: 3000 }), 10_000, 'terminate() to resolve', t.tag);
+    expect(readFileSync(file, 'utf8')).toBe('cleanup\n');
+    expectGone(all, t.tag, 'after terminate() resolved');
+    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+    expect(result.signal).toBe('SIGTERM');
+  });
+});

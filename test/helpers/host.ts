@@ -1,0 +1,114 @@
+// A host process of our own: test/fixtures/host.mjs imports the built package
+// (dist/) and runs trees the way an application would. Tests start it with
+// plain child_process, read the pids it prints and end it in a chosen way.
+import { execFileSync, spawn as spawnChild, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { capture, fixture, repoRoot } from './fixtures.js';
+import { sleep } from './procs.js';
+
+function newestMtime(dir: string, ext: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(path, ext));
+    else if (entry.name.endsWith(ext)) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+function distFresh(): boolean {
+  const lib = join(repoRoot, 'lib');
+  const dist = join(repoRoot, 'dist');
+  for (const entry of readdirSync(lib)) {
+    if (!entry.endsWith('.ts')) continue;
+    const js = join(dist, entry.replace(/\.ts$/, '.js'));
+    let built: number;
+    try {
+      built = statSync(js).mtimeMs;
+    } catch {
+      return false;
+    }
+    if (built < statSync(join(lib, entry)).mtimeMs) return false;
+  }
+  return newestMtime(lib, '.ts') > 0;
+}
+
+/**
+ * Builds dist/ with tsc when it is missing or older than lib/. Serialized
+ * across test workers by a lock directory (bounded wait, stale locks broken).
+ */
+export async function ensureDist(): Promise<void> {
+  const lock = join(tmpdir(), 'cordon-test-dist.lock');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 120_000) rmdirSync(lock);
+      } catch {
+        // gone meanwhile
+      }
+      if (Date.now() > deadline) throw new Error(`watchdog: the dist build lock ${lock} was not released within 120 s`);
+      await sleep(100);
+    }
+  }
+  try {
+    if (distFresh()) return;
+    try {
+      execFileSync(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+        cwd: repoRoot,
+        timeout: 120_000,
+        stdio: 'pipe',
+      });
+    } catch (err) {
+      const e = err as { stdout?: Buffer; stderr?: Buffer; message: string };
+      throw new Error(`building dist/ with tsc failed: ${e.message}\n${e.stdout?.toString() ?? ''}${e.stderr?.toString() ?? ''}`);
+    }
+  } finally {
+    rmdirSync(lock);
+  }
+}
+
+export interface Host {
+  child: ChildProcess;
+  out: ReturnType<typeof capture>;
+  err: ReturnType<typeof capture>;
+  /** Resolves with how the host ended, at the moment node saw it exit. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+  /** Tells a host waiting on stdin (endings exit, throw, natural) to end now. */
+  go(): void;
+  /** Waits (bounded) for the host's READY; fails early, with its stderr, if it ends first. */
+  ready(timeout?: number): Promise<void>;
+}
+
+/** Starts test/fixtures/host.mjs with `args` (see that file for the words it takes). */
+export function startHost(args: string[], env: NodeJS.ProcessEnv): Host {
+  const child = spawnChild(process.execPath, [fixture('host.mjs'), ...args], {
+    env,
+    cwd: repoRoot,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
+  });
+  child.stdin!.on('error', () => {}); // a host that is gone already
+  const out = capture(child.stdout);
+  const err = capture(child.stderr);
+  let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void exited.then((e) => (ended = e));
+  const ready = async (timeout = 15_000) => {
+    const deadline = Date.now() + timeout;
+    while (!/^READY$/m.test(out.text)) {
+      if (ended || Date.now() > deadline) {
+        const why = ended ? `ended (code ${ended.code}, signal ${ended.signal})` : `printed no READY within ${timeout} ms`;
+        throw new Error(`host.mjs ${args.join(' ')} ${why}\nstdout:\n${out.text}\nstderr:\n${err.text}`);
+      }
+      await sleep(10);
+    }
+  };
+  return { child, out, err, exited, go: () => child.stdin!.write('go\n'), ready };
+}

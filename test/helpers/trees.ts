@@ -1,0 +1,123 @@
+// Helpers for the termination, grace, cancellation, launch-failure and
+// control-channel tests: starting a tree and collecting the pids it printed,
+// and reading what /proc says about a process (signal dispositions, open
+// descriptors). Everything is observed from outside, never through cordon's
+// bookkeeping.
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { expect } from 'vitest';
+import type { ContainedProcess } from '../../lib/index.js';
+import { capture } from './fixtures.js';
+import { alive, cmdline, describeProcs, findTagged, waitFor, within } from './procs.js';
+
+export interface Collected {
+  out: ReturnType<typeof capture>;
+  err: ReturnType<typeof capture>;
+  /** The root's pid (from `proc.started`). */
+  root: number;
+  /** What the tree printed as `PID <name> <pid>`. */
+  pids: Record<string, number>;
+  /** The root and every printed pid, deduplicated. */
+  all: number[];
+}
+
+/**
+ * Waits (bounded) for the root to run and for the tree to print `ready`
+ * (default: a READY line), then collects the pids it printed.
+ */
+export async function collect(proc: ContainedProcess, tag: string, ready: RegExp = /^READY$/m, timeout = 10_000): Promise<Collected> {
+  const out = capture(proc.stdout);
+  const err = capture(proc.stderr);
+  const root = await within(proc.started, timeout, `${proc.command} to start`, tag);
+  await out.until(ready, timeout);
+  const pids = out.pids();
+  const all = [...new Set([root, ...Object.values(pids)])];
+  return { out, err, root, pids, all };
+}
+
+/** Every pid named is alive now (fails with the dead ones). */
+export function expectAlive(pids: number[], when: string): void {
+  const dead = pids.filter((pid) => !alive(pid));
+  expect(dead, `pids not alive ${when}`).toEqual([]);
+}
+
+/** Every pid named, and every process carrying the tag, is gone now (no waiting). */
+export function expectGone(pids: number[], tag: string, when: string): void {
+  const living = pids.filter(alive).map((pid) => `${pid} ${cmdline(pid)}`);
+  expect(living, `pids still alive ${when}`).toEqual([]);
+  const tagged = findTagged(tag);
+  expect(tagged, `tagged processes still alive ${when}:\n${describeProcs(tagged)}`).toEqual([]);
+}
+
+/** Bounded wait for every pid named to be gone. */
+export function waitPidsGone(pids: number[], timeout: number, what: string, tag?: string): Promise<void> {
+  return waitFor(() => pids.every((pid) => !alive(pid)), { timeout, what, tag, pids });
+}
+
+function sigMask(pid: number, field: 'SigIgn' | 'SigCgt' | 'SigBlk'): bigint | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const m = new RegExp(`^${field}:\\s*([0-9a-f]+)$`, 'm').exec(status);
+  return m ? BigInt(`0x${m[1]}`) : undefined;
+}
+
+const SIGTERM_BIT = 1n << 14n; // signal 15
+
+/** The process ignores SIGTERM (SIG_IGN), as /proc/<pid>/status says. */
+export function ignoresTerm(pid: number): boolean {
+  const ign = sigMask(pid, 'SigIgn');
+  return ign !== undefined && (ign & SIGTERM_BIT) !== 0n;
+}
+
+/** The process has a handler for SIGTERM installed (a shell `trap ... TERM`). */
+export function catchesTerm(pid: number): boolean {
+  const cgt = sigMask(pid, 'SigCgt');
+  return cgt !== undefined && (cgt & SIGTERM_BIT) !== 0n;
+}
+
+/** The open descriptors of a process as /proc shows them: fd -> link target. */
+export function fdTable(pid: number | 'self'): Map<number, string> {
+  const dir = `/proc/${pid}/fd`;
+  const out = new Map<number, string>();
+  for (const name of readdirSync(dir)) {
+    let target: string;
+    try {
+      target = readlinkSync(`${dir}/${name}`);
+    } catch {
+      continue; // closed meanwhile
+    }
+    out.set(Number(name), target);
+  }
+  return out;
+}
+
+/**
+ * Parses `ls -l /proc/<pid>/fd` output into fd -> link target
+ * (lines like `lrwx------ 1 root root 64 Nov 29 08:00 3 -> socket:[1234]`).
+ */
+export function parseLsFd(text: string): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const m of text.matchAll(/ (\d+) -> (.*)$/gm)) out.set(Number(m[1]), m[2]!);
+  return out;
+}
+
+/** Settles (bounded) and returns how: the value or the error, never throws the error. */
+export async function outcome<T>(
+  promise: Promise<T>,
+  timeout: number,
+  what: string,
+  tag?: string,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return within(
+    promise.then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    ),
+    timeout,
+    what,
+    tag,
+  );
+}

@@ -1,0 +1,103 @@
+// CONTRACT C8 (rows "host exits normally, throws, or gets SIGINT/SIGTERM" and
+// "host is SIGKILLed or crashes"): the trees of a host that goes away are
+// terminated within 1 s, by the anchor alone when the host could run no code.
+// The host is test/fixtures/host.mjs, a real application using the built
+// package; we observe its trees from outside through the pids it printed.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { ensureDist, startHost } from './helpers/host.js';
+import { alive, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+
+const TREE_NAMES = [
+  'tree.root', 'tree.anchor', 'tree.bg', 'tree.setsid', 'tree.double', 'tree.nohup',
+  'daemon.root', 'daemon.anchor', 'daemon.daemon',
+  'plain.root', 'plain.anchor',
+];
+
+type Ending = 'SIGKILL' | 'SIGTERM' | 'exit' | 'throw';
+
+describe('host death (C8)', () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  for (const ending of ['SIGKILL', 'SIGTERM', 'exit', 'throw'] as Ending[]) {
+    const how = {
+      SIGKILL: 'is SIGKILLed',
+      SIGTERM: 'gets SIGTERM (no handler)',
+      exit: 'exits normally (process.exit(0))',
+      throw: 'throws an uncaught exception',
+    }[ending];
+    it(`every tree of a host that ${how} is gone within 1 s`, async () => {
+      const t = useTag();
+      const signalled = ending === 'SIGKILL' || ending === 'SIGTERM';
+      const host = startHost([signalled ? 'wait' : ending], t.env);
+      await host.ready();
+      const pids = host.out.pids();
+      expect(Object.keys(pids).sort(), host.out.text).toEqual([...TREE_NAMES].sort());
+      const treePids = TREE_NAMES.map((name) => pids[name]!);
+      for (const name of TREE_NAMES) expect(alive(pids[name]!), `${name} ${pids[name]} before`).toBe(true);
+
+      if (signalled) host.child.kill(ending);
+      else host.go();
+      const exit = await within(host.exited, 10_000, 'the host to end', t.tag);
+      if (signalled) {
+        expect(exit.signal).toBe(ending);
+      } else if (ending === 'exit') {
+        expect(exit.code, host.err.text).toBe(0);
+      } else {
+        expect(exit.code).toBe(1);
+        expect(host.err.text).toContain('uncaught on purpose');
+      }
+      // The trees (roots and every descendant) within 1 s; the anchors, which
+      // are cordon's machinery rather than tree members, right after.
+      const members = TREE_NAMES.filter((name) => !name.endsWith('.anchor')).map((name) => pids[name]!);
+      await waitFor(() => members.every((pid) => !alive(pid)), {
+        timeout: 1000,
+        what: `every process of the host's trees to be gone after the host ${how}`,
+        tag: t.tag,
+        pids: members,
+      });
+      await waitFor(() => treePids.every((pid) => !alive(pid)), { timeout: 2000, what: 'the anchors to exit', tag: t.tag, pids: treePids });
+      await waitGone(t.tag, 1000);
+    });
+  }
+
+  it('a SIGKILLed host: the anchor alone gives a TERM trap its grace, then forces the kill', async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-host-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const trapFile = join(dir, 'trapped');
+    const grace = 1000;
+    const host = startHost(['wait', '--trees', 'trap', '--grace', String(grace), '--trap', trapFile], t.env);
+    await host.ready();
+    const pids = host.out.pids();
+    const root = pids['trap.root']!;
+    const anchor = pids['trap.anchor']!;
+    for (const pid of [root, anchor]) expect(alive(pid), `${pid} before`).toBe(true);
+    // Give the shell a moment to be inside its loop with the trap set.
+    await sleep(100);
+    expect(existsSync(trapFile)).toBe(false);
+
+    const killedAt = Date.now();
+    host.child.kill('SIGKILL');
+    // The trap ran: the polite signal came from the anchor (the host was gone).
+    await waitFor(() => existsSync(trapFile) && readFileSync(trapFile, 'utf8').includes('trapped'), {
+      timeout: 1000,
+      what: 'the TERM trap to write its file',
+      tag: t.tag,
+    });
+    // The trap does not exit: only the anchor's forced kill after the grace ends it.
+    await waitFor(() => !alive(root), {
+      timeout: grace + 1500,
+      what: 'the trapping root to be gone after the grace',
+      tag: t.tag,
+      pids: [root],
+    });
+    const elapsed = Date.now() - killedAt;
+    expect(elapsed, 'the trap got its grace window (ms)').toBeGreaterThanOrEqual(grace);
+    await waitGone(t.tag, 2000);
+  });
+});

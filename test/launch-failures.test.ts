@@ -1,0 +1,206 @@
+// CONTRACT C1 (nothing runs outside containment; a launch that cannot happen
+// is a typed error before anything ran) and C6 (launch failures are
+// classified): bad commands, bad working directories, NUL bytes and invalid
+// option values are thrown synchronously by spawn() as CordonErrors with the
+// right code and a message saying what to do, rejected (asynchronously) by
+// run() with the same code, and leave nothing running. A failure the
+// pre-check cannot see (exec of a script whose interpreter is missing) rejects
+// `started` and `result`.
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { run, spawn, type CordonError, type SpawnOptions } from '../lib/index.js';
+import { useTag, within, type Tagged } from './helpers/procs.js';
+import { tempDir } from './helpers/registry.js';
+import { outcome } from './helpers/trees.js';
+
+interface Case {
+  name: string;
+  /** The command, args and options, built with this test's tag env. */
+  make: (t: Tagged, dir: string) => { command: string; args: string[]; options: SpawnOptions };
+  code: string;
+  syscall?: string;
+  /** The message says what to do. */
+  message: RegExp;
+}
+
+const cases: Case[] = [
+  {
+    name: 'missing command',
+    make: (t) => ({ command: 'cordon-no-such-command-here', args: [], options: { env: t.env } }),
+    code: 'ENOENT',
+    message: /not found.*(check|pass)/i,
+  },
+  {
+    name: 'missing command by path',
+    make: (t, dir) => ({ command: join(dir, 'missing'), args: [], options: { env: t.env } }),
+    code: 'ENOENT',
+    message: /not found.*(check|pass)/i,
+  },
+  {
+    name: 'non-executable file (mode 0644)',
+    make: (t, dir) => {
+      const path = join(dir, 'not-executable.sh');
+      writeFileSync(path, '#!/bin/sh\nsleep 300\n');
+      chmodSync(path, 0o644);
+      return { command: path, args: [], options: { env: t.env } };
+    },
+    code: 'EACCES',
+    message: /not executable.*(chmod|permission)/i,
+  },
+  {
+    name: 'a directory as the command',
+    make: (t, dir) => {
+      const path = join(dir, 'a-directory');
+      mkdirSync(path, { recursive: true });
+      return { command: path, args: [], options: { env: t.env } };
+    },
+    code: 'EACCES',
+    message: /(directory|permission)/i,
+  },
+  {
+    name: 'missing cwd',
+    make: (t, dir) => ({ command: 'sh', args: ['-c', 'sleep 300'], options: { env: t.env, cwd: join(dir, 'no-such-dir') } }),
+    code: 'ENOENT',
+    syscall: 'chdir',
+    message: /pass an existing directory/i,
+  },
+  {
+    name: 'cwd that is a file',
+    make: (t, dir) => {
+      const path = join(dir, 'a-file');
+      writeFileSync(path, 'x');
+      return { command: 'sh', args: ['-c', 'sleep 300'], options: { env: t.env, cwd: path } };
+    },
+    code: 'ENOTDIR',
+    syscall: 'chdir',
+    message: /pass an existing directory/i,
+  },
+  {
+    name: 'NUL byte in an argument',
+    make: (t) => ({ command: 'sh', args: ['-c', 'sleep 300\0; echo hi'], options: { env: t.env } }),
+    code: 'ERR_INVALID_ARG_VALUE',
+    message: /NUL/,
+  },
+  {
+    name: 'NUL byte in the command',
+    make: (t) => ({ command: 'sh\0x', args: ['-c', 'sleep 300'], options: { env: t.env } }),
+    code: 'ERR_INVALID_ARG_VALUE',
+    message: /NUL/,
+  },
+  {
+    name: 'NUL byte in an env value',
+    make: (t) => ({ command: 'sh', args: ['-c', 'sleep 300'], options: { env: { ...t.env, BAD: 'a\0b' } } }),
+    code: 'ERR_INVALID_ARG_VALUE',
+    message: /NUL/,
+  },
+  ...(
+    [
+      ['grace: -1', { grace: -1 }, 'ERR_INVALID_ARG_VALUE', /"grace" must be/],
+      ["grace: 'x'", { grace: 'x' }, 'ERR_INVALID_ARG_TYPE', /"grace" must be/],
+      ["leftovers: 'maybe'", { leftovers: 'maybe' }, 'ERR_INVALID_ARG_VALUE', /"leftovers" must be one of/],
+      ['waitDelay: NaN', { waitDelay: NaN }, 'ERR_INVALID_ARG_VALUE', /"waitDelay" must be/],
+      ['timeout: Infinity', { timeout: Infinity }, 'ERR_INVALID_ARG_VALUE', /"timeout" must be/],
+      ["stdio: 'bogus'", { stdio: 'bogus' }, 'ERR_INVALID_ARG_VALUE', /"stdio" must be/],
+      ['an unknown option', { gracePeriod: 1000 }, 'ERR_INVALID_ARG_VALUE', /unknown option.*gracePeriod.*known options/i],
+      ["containment: 'sometimes'", { containment: 'sometimes' }, 'ERR_INVALID_ARG_VALUE', /"containment" must be one of/],
+      ["tier: 'cgroup-x'", { tier: 'cgroup-x' }, 'ERR_INVALID_ARG_VALUE', /"tier" must be one of/],
+    ] as const
+  ).map(([name, bad, code, message]) => ({
+    name,
+    make: (t: Tagged) => ({ command: 'sh', args: ['-c', 'sleep 300'], options: { env: t.env, ...bad } as unknown as SpawnOptions }),
+    code,
+    message,
+  })),
+];
+
+function expectLaunchFailure(err: unknown, c: Case): void {
+  const e = err as CordonError;
+  expect(e, 'a CordonError').toBeDefined();
+  expect(e.isCordonError).toBe(true);
+  expect(e.name).toBe('CordonError');
+  expect(e.code).toBe(c.code);
+  expect(e.isLaunchFailure).toBe(true);
+  expect(e.isCleanupFailure).toBe(false);
+  if (c.syscall) expect(e.syscall).toBe(c.syscall);
+  expect(e.message).toMatch(c.message);
+}
+
+describe('C1/C6: launch failures before anything runs', () => {
+  for (const c of cases) {
+    it(`spawn(): ${c.name} -> ${c.code}, thrown synchronously, nothing runs`, () => {
+      const t = useTag();
+      const { command, args, options } = c.make(t, tempDir('cordon-launch-'));
+      let caught: unknown;
+      let proc: unknown;
+      try {
+        proc = spawn(command, args, options);
+      } catch (err) {
+        caught = err;
+      }
+      expect(proc, 'spawn() returned a process instead of throwing').toBeUndefined();
+      expectLaunchFailure(caught, c);
+      expect(t.procs()).toEqual([]);
+    });
+
+    it(`run(): ${c.name} -> rejects with ${c.code}, nothing runs`, async () => {
+      const t = useTag();
+      const { command, args, options } = c.make(t, tempDir('cordon-launch-'));
+      let promise: Promise<unknown> | undefined;
+      expect(() => {
+        promise = run(command, args, options as Parameters<typeof run>[2]);
+      }, 'run() threw synchronously instead of rejecting').not.toThrow();
+      // It fails before anything runs: the rejection is immediate.
+      const how = await outcome(promise!, 5000, 'run() to reject', t.tag);
+      expect(how.ok, 'run() resolved').toBe(false);
+      expectLaunchFailure((how as { error: unknown }).error, c);
+      expect(t.procs()).toEqual([]);
+    });
+  }
+});
+
+describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
+  function missingInterpreterScript(dir: string): string {
+    // Passes the pre-check (an executable file), but execve() fails with
+    // ENOENT: the interpreter named on the #! line does not exist.
+    const path = join(dir, 'bad-interpreter.sh');
+    writeFileSync(path, '#!/nonexistent/interp\nsleep 300\n');
+    chmodSync(path, 0o755);
+    return path;
+  }
+
+  it('spawn(): `started` and `result` reject with ENOENT, a launch failure; nothing runs', async () => {
+    const t = useTag();
+    const path = missingInterpreterScript(tempDir('cordon-launch-'));
+    const proc = spawn(path, [], { env: t.env });
+    const started = await outcome(proc.started, 10_000, '`started` to settle', t.tag);
+    const result = await outcome(proc.result, 10_000, '`result` to settle', t.tag);
+    expect(started.ok, '`started` resolved').toBe(false);
+    expect(result.ok, '`result` resolved').toBe(false);
+    for (const how of [started, result]) {
+      const e = (how as { error: CordonError }).error;
+      expect(e.isCordonError).toBe(true);
+      expect(e.code).toBe('ENOENT');
+      expect(e.isLaunchFailure).toBe(true);
+      expect(e.isCleanupFailure).toBe(false);
+      expect(e.message).toMatch(/check/i);
+    }
+    expect(proc.pid).toBeUndefined();
+    // Nothing is left: no anchor, no command.
+    expect(t.procs()).toEqual([]);
+    // terminate() after a launch failure resolves at once.
+    await within(proc.terminate(), 2000, 'terminate() after the launch failure', t.tag);
+  });
+
+  it('run(): rejects with ENOENT, a launch failure; nothing runs', async () => {
+    const t = useTag();
+    const path = missingInterpreterScript(tempDir('cordon-launch-'));
+    const how = await outcome(run(path, [], { env: t.env }), 10_000, 'run() to settle', t.tag);
+    expect(how.ok, 'run() resolved').toBe(false);
+    const e = (how as { error: CordonError }).error;
+    expect(e.isCordonError).toBe(true);
+    expect(e.code).toBe('ENOENT');
+    expect(e.isLaunchFailure).toBe(true);
+    expect(t.procs()).toEqual([]);
+  });
+});

@@ -1,0 +1,125 @@
+// CONTRACT C5: when the root exits and descendants remain, `leftovers`
+// decides: 'kill' terminates them; 'kill-on-failure' keeps them only after a
+// clean exit (code 0, pipes released) and kills them after a nonzero exit or a
+// cancellation; 'keep' leaves them running until the owner is released or
+// the host exits. The result lists what it saw, like a leak report.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type LeftoversPolicy } from '../lib/index.js';
+import { capture } from './helpers/fixtures.js';
+import { ensureDist, startHost } from './helpers/host.js';
+import { alive, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+
+// The leftover redirected its output away: it does not hold the captured pipes.
+const leaveOne = (exit: number) => `sleep 300 >/dev/null 2>&1 & echo "PID s $!"; exit ${exit}`;
+
+async function runLeaving(exit: number, leftovers: LeftoversPolicy, env: NodeJS.ProcessEnv, tag: string) {
+  const proc = spawn('sh', ['-c', leaveOne(exit)], { env, leftovers });
+  const out = capture(proc.stdout);
+  // The pid line first: that the result may settle before the stream has
+  // delivered it is checked in wait-delay.test.ts (drain), not here.
+  await out.until(/^PID s \d+$/m, 10_000);
+  const s = out.pids().s!;
+  const result = await within(proc.result, 10_000, 'result to settle', tag);
+  return { proc, result, s };
+}
+
+describe('leftovers policy (C5)', () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  it("'kill-on-failure' keeps a leftover after exit 0 and reports it", async () => {
+    const t = useTag();
+    const { proc, result, s } = await runLeaving(0, 'kill-on-failure', t.env, t.tag);
+    expect(result.exitCode).toBe(0);
+    expect(result.waitDelayExceeded).toBe(false);
+    expect(alive(s), `leftover ${s} alive after settle`).toBe(true);
+    expect(result.leftoversKept).toBe(true);
+    const reported = result.leftovers.find((l) => l.pid === s);
+    expect(reported, JSON.stringify(result.leftovers)).toBeDefined();
+    expect(reported!.command).toContain('sleep 300');
+    expect(reported!.heldOutput).toBe(false);
+    // Still under the handle: terminate() reaches it.
+    await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() of the kept tree', t.tag);
+    expect(alive(s)).toBe(false);
+  });
+
+  it("'kill' terminates a leftover after exit 0", async () => {
+    const t = useTag();
+    const { result, s } = await runLeaving(0, 'kill', t.env, t.tag);
+    expect(result.exitCode).toBe(0);
+    // Under 'kill' the result settles once the leftovers are gone.
+    expect(alive(s), `leftover ${s} after settle`).toBe(false);
+    expect(result.leftoversKept).toBe(false);
+    expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    await waitGone(t.tag, 2000);
+  });
+
+  it("'kill-on-failure' terminates a leftover after a nonzero exit", async () => {
+    const t = useTag();
+    const { result, s } = await runLeaving(3, 'kill-on-failure', t.env, t.tag);
+    expect(result.exitCode).toBe(3);
+    expect(alive(s), `leftover ${s} after settle`).toBe(false);
+    expect(result.leftoversKept).toBe(false);
+    expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    await waitGone(t.tag, 2000);
+  });
+
+  it("'keep' keeps a leftover even after a nonzero exit", async () => {
+    const t = useTag();
+    const { proc, result, s } = await runLeaving(3, 'keep', t.env, t.tag);
+    expect(result.exitCode).toBe(3);
+    expect(alive(s), `leftover ${s} alive after settle`).toBe(true);
+    expect(result.leftoversKept).toBe(true);
+    expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() of the kept tree', t.tag);
+    expect(alive(s)).toBe(false);
+  });
+
+  it("'kill-on-failure' kills leftovers of a cancelled run, even one that ignores SIGTERM", async () => {
+    const t = useTag();
+    const ac = new AbortController();
+    const proc = spawn(
+      'sh',
+      ['-c', `trap '' TERM; sleep 300 >/dev/null 2>&1 & echo "PID s $!"; trap - TERM; echo "PID root $$"; exec sleep 300`],
+      { env: t.env, leftovers: 'kill-on-failure', signal: ac.signal, interruptGrace: 500 },
+    );
+    const out = capture(proc.stdout);
+    await out.until(/^PID root \d+$/m, 10_000);
+    const { s, root } = out.pids() as { s: number; root: number };
+    expect(alive(s)).toBe(true);
+    expect(alive(root)).toBe(true);
+    ac.abort();
+    const result = await within(proc.result, 500 + 1500 + 3000, 'result of the cancelled run', t.tag);
+    expect(result.reason).toBe('canceled');
+    expect(alive(root), `root ${root}`).toBe(false);
+    expect(alive(s), `leftover ${s} (ignores SIGTERM)`).toBe(false);
+    expect(result.leftoversKept).toBe(false);
+    await waitGone(t.tag, 2000);
+  });
+
+  for (const ending of ['natural', 'exit'] as const) {
+    it(`kept leftovers end when the host exits (${ending === 'natural' ? 'event loop drains' : 'process.exit(0)'})`, async () => {
+      const t = useTag();
+      const host = startHost([ending, '--trees', 'keep'], t.env);
+      await host.ready();
+      const pids = host.out.pids();
+      const left = pids['keep.left'];
+      expect(left, host.out.text).toBeTypeOf('number');
+      // The host printed READY after the result settled with the leftover kept.
+      expect(alive(left!), `kept leftover ${left} before the host exits`).toBe(true);
+      host.go();
+      const { code } = await within(host.exited, 10_000, 'the host to exit', t.tag);
+      expect(code, host.err.text).toBe(0);
+      // It ends once the host is gone: 1 s plus a grace bound.
+      await waitFor(() => !alive(left!), {
+        timeout: 1000 + 1500,
+        what: 'the kept leftover to end after the host exited',
+        tag: t.tag,
+        pids: [left!],
+      });
+      // Then the anchor (cordon's machinery, not a tree member) exits too.
+      await waitGone(t.tag, 2000);
+    });
+  }
+});

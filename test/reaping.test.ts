@@ -1,0 +1,124 @@
+// CONTRACT C9: every process of a tree is reaped (the anchor reaps orphans
+// reparented to it), and the host's open descriptors return to baseline after
+// many spawns. Observed in /proc: zombie states, parents, /proc/self/fd.
+import { describe, expect, it } from 'vitest';
+import { spawn } from '../lib/index.js';
+import { capture, fixture } from './helpers/fixtures.js';
+import {
+  alive,
+  isZombie,
+  openFdCount,
+  readStat,
+  sleep,
+  useTag,
+  waitFor,
+  waitGone,
+  within,
+  zombieChildren,
+} from './helpers/procs.js';
+
+/** Gone from /proc, or the pid now belongs to another process: either way, reaped. */
+function reaped(pid: number, start: string): boolean {
+  const st = readStat(pid);
+  return st === undefined || st.start !== start;
+}
+
+function describeState(pid: number): string {
+  const st = readStat(pid);
+  return st ? `pid ${pid} state ${st.state} ppid ${st.ppid}` : `pid ${pid} gone`;
+}
+
+describe('reaping (C9)', () => {
+  it('no zombies after a tree with double-forked orphans is terminated', async () => {
+    const t = useTag();
+    const proc = spawn(fixture('tree.sh'), [], { env: t.env, tier: 'subreaper' });
+    const out = capture(proc.stdout);
+    await out.until(/READY/, 10_000);
+    const pids: Record<string, number> = { ...out.pids(), root: proc.pid!, anchor: proc.anchorPid! };
+    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(true);
+    // The double-forked child is an orphan already: reparented to the anchor.
+    expect(readStat(pids.double!)?.ppid, 'parent of the double-forked orphan').toBe(proc.anchorPid);
+
+    await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
+    await within(proc.result, 5000, 'result to settle', t.tag);
+    for (const [name, pid] of Object.entries(pids)) {
+      expect(isZombie(pid), `${name} ${describeState(pid)}`).toBe(false);
+      expect(alive(pid), `${name} ${describeState(pid)}`).toBe(false);
+    }
+    // The anchor itself was reaped by the host (this process).
+    expect(zombieChildren()).toEqual([]);
+    expect(t.procs()).toEqual([]);
+  });
+
+  it('an orphan that exits while the root still runs is reaped by the anchor', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', '(sleep 0.5 & echo "PID o $!"); echo "PID root $$"; exec sleep 300'], {
+      env: t.env,
+      tier: 'subreaper',
+    });
+    const out = capture(proc.stdout);
+    await out.until(/^PID root \d+$/m, 10_000);
+    const { o, root } = out.pids() as { o: number; root: number };
+    const start = readStat(o)?.start;
+    expect(start, `orphan ${o} alive when printed`).toBeDefined();
+    // Its parent (the subshell) is gone: the anchor adopted it.
+    await waitFor(() => readStat(o)?.ppid === proc.anchorPid || reaped(o, start!), {
+      timeout: 2000,
+      what: `orphan ${o} to be reparented to the anchor ${proc.anchorPid}`,
+      pids: [o],
+    });
+    await waitFor(() => reaped(o, start!), { timeout: 3000, what: `orphan ${o} to exit and be reaped`, tag: t.tag });
+    expect(alive(root), 'the root still runs').toBe(true);
+    await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
+    expect(zombieChildren()).toEqual([]);
+  });
+
+  it('a kept leftover that exits after the root is reaped by the anchor', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'sleep 300 >/dev/null 2>&1 & echo "PID s $!"; sleep 0.5 >/dev/null 2>&1 & echo "PID o $!"'], {
+      env: t.env,
+      tier: 'subreaper',
+      leftovers: 'keep',
+    });
+    const out = capture(proc.stdout);
+    await out.until(/^PID o \d+$/m, 10_000);
+    const { s, o } = out.pids() as { s: number; o: number };
+    const start = readStat(o)?.start;
+    expect(start, `leftover ${o} alive when printed`).toBeDefined();
+    const result = await within(proc.result, 10_000, 'result to settle', t.tag);
+    expect(result.leftoversKept).toBe(true);
+    await waitFor(() => reaped(o, start!), {
+      timeout: 3000,
+      what: `kept leftover ${o} to exit and be reaped`,
+      tag: t.tag,
+    });
+    expect(alive(s), 'the other kept leftover still runs').toBe(true);
+    await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
+    expect(alive(s)).toBe(false);
+    expect(zombieChildren()).toEqual([]);
+  });
+
+  it("the host's open descriptors return to baseline after 200 spawns", async () => {
+    const t = useTag();
+    const once = () => within(spawn('true', [], { env: t.env }).result, 10_000, 'a `true` run to settle', t.tag);
+    // Warm-up: lazily created handles (the addon, stdio machinery).
+    for (let i = 0; i < 2; i++) await once();
+    await sleep(100);
+    const before = openFdCount();
+
+    const total = 200;
+    const parallel = 8;
+    for (let done = 0; done < total; done += parallel) {
+      const results = await Promise.all(Array.from({ length: Math.min(parallel, total - done) }, once));
+      for (const r of results) expect(r.exitCode).toBe(0);
+    }
+    // Closing is asynchronous for a moment after the last result: bounded wait.
+    const slack = 3;
+    const deadline = Date.now() + 2000;
+    while (openFdCount() > before + slack && Date.now() < deadline) await sleep(20);
+    const after = openFdCount();
+    expect(after, `open fds: ${before} before, ${after} after ${total} spawns`).toBeLessThanOrEqual(before + slack);
+    expect(zombieChildren()).toEqual([]);
+    await waitGone(t.tag, 1000);
+  });
+});

@@ -1,0 +1,360 @@
+// CONTRACT C7 (owners and kinds) and the registry's reporting: an owner lists
+// and stops only its own trees, even when handed another owner's pid; one
+// predicate, hasLiveWork(), over kinds x states x attached/detached; many
+// owners released leave nothing behind; snapshot() and events. Trees are real
+// processes observed from outside (/proc, the test tag, printed pids).
+import { readFileSync, statSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { Owner } from '../lib/index.js';
+import {
+  ESCAPEES,
+  LEAVES,
+  PLAIN,
+  WITH_CHILD,
+  expectRejectsCode,
+  expectThrowsCode,
+  newRegistry,
+  shuffle,
+  startTree,
+  type Started,
+} from './helpers/registry.js';
+import {
+  alive,
+  findTagged,
+  openFdCount,
+  readStat,
+  sleep,
+  useTag,
+  waitFor,
+  waitGone,
+  within,
+  zombieChildren,
+} from './helpers/procs.js';
+
+function expectAllAlive(trees: Started[], when: string): void {
+  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(true);
+}
+
+function expectAllGone(trees: Started[], when: string): void {
+  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(false);
+}
+
+describe('C7: an owner reaches only its own trees', () => {
+  it('owner A cannot list, get, stop or forget owner B\'s tree, by tree id or by pid', async () => {
+    const t = useTag();
+    const registry = newRegistry({ grace: 2000 });
+    const a = registry.owner('A');
+    const b = registry.owner('B');
+    const mine = await startTree(a, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    const theirs = await startTree(b, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    const bId = b.list()[0]!.id;
+    const bPid = theirs.root;
+
+    // Listing: only A's own tree, by id and by pid.
+    expect(a.list().map((i) => i.id)).not.toContain(bId);
+    expect(a.list().map((i) => i.pid)).toEqual([mine.root]);
+    expect(a.list().every((i) => i.owner === 'A')).toBe(true);
+
+    // By B's tree id: a typed error, nothing happens to B's tree.
+    expectThrowsCode(() => a.get(bId), 'ERR_CORDON_NOT_OWNER');
+    await expectRejectsCode(a.stop(bId), 'ERR_CORDON_NOT_OWNER', t.tag);
+    expectThrowsCode(() => a.forget(bId), 'ERR_CORDON_NOT_OWNER');
+
+    // By pid: there is no API taking a pid; B's root pid (and its anchor's) as a
+    // tree id reaches nothing.
+    for (const pid of [bPid, theirs.proc.anchorPid!]) {
+      expectThrowsCode(() => a.get(String(pid)), 'ERR_CORDON_UNKNOWN_TREE');
+      await expectRejectsCode(a.stop(String(pid)), 'ERR_CORDON_UNKNOWN_TREE', t.tag);
+    }
+    await expectRejectsCode(a.stop(bPid as unknown as string), 'ERR_INVALID_ARG_TYPE', t.tag);
+    await sleep(200);
+    expectAllAlive([theirs], "B's tree after A's attempts");
+
+    // Stopping every tree of A, then releasing A, leaves B's tree running.
+    await within(a.stop({}), 10_000, 'A.stop({})', t.tag);
+    expectAllGone([mine], "after A.stop({})");
+    await within(a.release(), 10_000, 'A.release()', t.tag);
+    expectAllAlive([theirs], "B's tree after A stopped and released everything");
+    expect(b.list().map((i) => i.state)).toEqual(['running']);
+
+    await within(b.release(), 10_000, 'B.release()', t.tag);
+    expectAllGone([theirs], 'after B.release()');
+    await waitGone(t.tag, 1000);
+  });
+
+  it("stop({ kinds: ['command'] }) stops the command tree and leaves a subagent tree of the same owner running", async () => {
+    const t = useTag();
+    const registry = newRegistry({ grace: 2000 });
+    const owner = registry.owner('session');
+    const command = await startTree(owner, ESCAPEES, { kind: 'command', env: t.env }, t.tag);
+    const agent = await startTree(owner, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+
+    await within(owner.stop({ kinds: ['command'] }), 10_000, "stop({ kinds: ['command'] })", t.tag);
+    expectAllGone([command], 'the command tree (escapees included) after stop');
+    expectAllAlive([agent], 'the subagent tree after stopping commands');
+    expect(owner.hasLiveWork()).toBe(true);
+
+    await within(owner.release(), 10_000, 'release()', t.tag);
+    expectAllGone([agent], 'after release');
+    await waitGone(t.tag, 1000);
+  });
+});
+
+describe('C7: kinds', () => {
+  it('an unknown kind is a typed error before anything runs; built-in kinds cannot be redefined', async () => {
+    const t = useTag();
+    const registry = newRegistry();
+    const owner = registry.owner('k');
+    expectThrowsCode(() => owner.spawn('sh', ['-c', 'sleep 300'], { kind: 'no-such-kind', env: t.env }), 'ERR_INVALID_ARG_VALUE');
+    expect(t.procs()).toEqual([]);
+    expect(owner.list()).toEqual([]);
+    expectThrowsCode(() => registry.defineKind('subagent', { unfinishedWork: false }), 'ERR_INVALID_ARG_VALUE');
+    expectThrowsCode(() => registry.defineKind('x', {} as never), 'ERR_INVALID_ARG_TYPE');
+  });
+
+  // Expected by kind: does a live tree of this kind count as unfinished work?
+  const UNFINISHED: Record<string, boolean> = { command: false, subagent: true, workflow: true, review: true, preview: false };
+
+  for (const kind of Object.keys(UNFINISHED)) {
+    it(`hasLiveWork truth table, kind '${kind}': running / ended / leftovers kept x attached / detached`, async () => {
+      const t = useTag();
+      const registry = newRegistry({ grace: 2000 });
+      registry.defineKind('review', { unfinishedWork: true });
+      registry.defineKind('preview', { unfinishedWork: false });
+      const owners: Record<string, Owner> = {};
+      for (const id of ['running', 'ended', 'kept']) owners[id] = registry.owner(id);
+      const check = (id: string, expected: boolean, cell: string) => {
+        const where = `${kind} ${cell}`;
+        expect(registry.hasLiveWork(id), `registry.hasLiveWork ${where}`).toBe(expected);
+        expect(registry.isUnfinishedWork(id), `registry.isUnfinishedWork ${where}`).toBe(expected);
+        if (owners[id]) expect(owners[id].hasLiveWork(), `owner.hasLiveWork ${where}`).toBe(expected);
+      };
+
+      // running: a live root.
+      const running = await startTree(owners.running!, PLAIN, { kind, env: t.env }, t.tag);
+      // ended: the root exited, nothing left.
+      const ended = owners.ended!.spawn('sh', ['-c', 'echo "PID root $$"'], { kind, env: t.env });
+      const endedOut = { text: '' };
+      ended.stdout!.setEncoding('utf8').on('data', (c: string) => (endedOut.text += c));
+      await within(ended.result, 10_000, 'the short tree to settle', t.tag);
+      const endedRoot = Number(/^PID root (\d+)$/m.exec(endedOut.text)![1]);
+      expect(alive(endedRoot)).toBe(false);
+      // leftovers kept: the root exited 0, its child runs on under the owner.
+      const kept = await startTree(owners.kept!, LEAVES, { kind, leftovers: 'keep', env: t.env }, t.tag);
+      const keptResult = await within(kept.proc.result, 10_000, 'the keep tree to settle', t.tag);
+      expect(keptResult.leftoversKept).toBe(true);
+      expect(alive(kept.pids.left!)).toBe(true);
+      expect(alive(running.root)).toBe(true);
+
+      const unfinished = UNFINISHED[kind]!;
+      check('running', unfinished, 'running, attached');
+      check('ended', false, 'ended, attached');
+      check('kept', unfinished, 'leftovers kept, attached');
+      check('nobody', false, 'no such owner');
+
+      for (const id of ['running', 'ended', 'kept']) owners[id]!.detach({ keepAlive: 60_000 });
+      expect(owners.running!.detached && owners.kept!.detached).toBe(true);
+      // Detached within the keep-alive, any live tree counts, whatever its kind.
+      check('running', true, 'running, detached');
+      check('kept', true, 'leftovers kept, detached');
+      check('ended', false, 'ended, detached');
+      await waitFor(() => !registry.ownerIds().includes('ended'), { timeout: 1000, what: 'the ended owner to be released', tag: t.tag });
+      check('ended', false, 'ended, detached and released');
+      // Still running, as observed from outside.
+      expect(alive(running.root)).toBe(true);
+      expect(alive(kept.pids.left!)).toBe(true);
+
+      // Re-attached: back to the kind's own answer.
+      expect(registry.owner('running')).toBe(owners.running);
+      expect(registry.owner('kept')).toBe(owners.kept);
+      check('running', unfinished, 'running, re-attached');
+      check('kept', unfinished, 'leftovers kept, re-attached');
+
+      await within(registry.releaseAll(), 10_000, 'releaseAll()', t.tag);
+      expect(alive(running.root)).toBe(false);
+      expect(alive(kept.pids.left!)).toBe(false);
+      for (const id of ['running', 'kept']) check(id, false, 'after release');
+      await waitGone(t.tag, 1000);
+    });
+  }
+});
+
+describe('C7/C9: many owners', () => {
+  it('200 trees across 20 owners, released in random order: no survivor, no zombie, no owner, fds back to baseline', { timeout: 90_000 }, async () => {
+    const t = useTag();
+    const registry = newRegistry({ grace: 2000 });
+    registry.defineKind('review', { unfinishedWork: true });
+    const kinds = ['command', 'subagent', 'workflow', 'review'];
+    // Warm up, so what node opens once (signal pipes, ...) is in the baseline.
+    const warm = registry.owner('warm-up');
+    await startTree(warm, PLAIN, { env: t.env }, t.tag);
+    await within(warm.release(), 10_000, 'the warm-up release', t.tag);
+    await waitFor(() => zombieChildren().length === 0, { timeout: 2000, what: 'no zombie after warm-up' });
+    const baseline = openFdCount();
+
+    const owners: Owner[] = Array.from({ length: 20 }, (_, i) => registry.owner(`owner-${i}`));
+    const roots: number[] = [];
+    const batch = 20; // bounded concurrency
+    for (let n = 0; n < 200; n += batch) {
+      const started = Array.from({ length: batch }, (_, i) => {
+        const k = n + i;
+        const proc = owners[k % 20]!.spawn('sleep', ['300'], { kind: kinds[k % kinds.length], env: t.env });
+        return within(proc.started, 20_000, `tree ${k} to start`, t.tag);
+      });
+      roots.push(...(await Promise.all(started)));
+    }
+    expect(new Set(roots).size).toBe(200);
+    expect(roots.filter(alive).length).toBe(200);
+    for (const o of owners) expect(o.list().length).toBe(10);
+    // Every root and every anchor carries the tag.
+    expect(t.procs().length).toBe(400);
+
+    const released: string[] = [];
+    registry.on('release', (id: string) => released.push(id));
+    const order = shuffle(owners);
+    await within(Promise.all(order.map((o) => o.release())), 40_000, 'every owner to be released', t.tag);
+
+    expect(findTagged(t.tag)).toEqual([]);
+    expect(roots.filter(alive)).toEqual([]);
+    expect(zombieChildren()).toEqual([]);
+    expect(registry.ownerIds()).toEqual([]);
+    expect(registry.snapshot()).toEqual({ owners: [] });
+    expect(released.sort()).toEqual(owners.map((o) => o.id).sort());
+    await waitFor(() => openFdCount() <= baseline + 3, { timeout: 2000, what: `the host's fd count back to ${baseline} (+3)` });
+    expect(openFdCount()).toBeLessThanOrEqual(baseline + 3);
+  });
+});
+
+describe('registry reporting', () => {
+  it('snapshot(): JSON-serialisable owners, trees and live members whose pids match what the trees printed', async () => {
+    const t = useTag();
+    const registry = newRegistry({ grace: 2000 });
+    const a = registry.owner('snap-a');
+    const b = registry.owner('snap-b');
+    const esc = await startTree(a, ESCAPEES, { kind: 'command', log: true, label: 'escapees', env: t.env }, t.tag);
+    const agent = await startTree(b, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    b.detach({ keepAlive: 60_000 });
+
+    const snap = registry.snapshot();
+    const json = JSON.stringify(snap);
+    expect(JSON.parse(json)).toEqual(snap);
+
+    expect(snap.owners.map((o) => o.id).sort()).toEqual(['snap-a', 'snap-b']);
+    const sa = snap.owners.find((o) => o.id === 'snap-a')!;
+    const sb = snap.owners.find((o) => o.id === 'snap-b')!;
+    expect(sa).toMatchObject({ detached: false, hasLiveWork: false });
+    expect(sb).toMatchObject({ detached: true, hasLiveWork: true });
+    expect(sa.trees.length).toBe(1);
+    expect(sb.trees.length).toBe(1);
+    expect(sa.trees[0]).toMatchObject({ id: esc.proc.id, owner: 'snap-a', kind: 'command', label: 'escapees', pid: esc.root, state: 'running' });
+    expect(sb.trees[0]).toMatchObject({ id: agent.proc.id, owner: 'snap-b', kind: 'subagent', pid: agent.root, state: 'running' });
+    expect(statSync(sa.trees[0]!.logPath!).isFile()).toBe(true);
+
+    // Members: exactly the processes the trees printed (and their roots), each
+    // alive, each with the parent /proc gives it.
+    expect(sa.trees[0]!.members.map((m) => m.pid).sort()).toEqual([...esc.all].sort());
+    expect(sb.trees[0]!.members.map((m) => m.pid).sort()).toEqual([...agent.all].sort());
+    for (const m of [...sa.trees[0]!.members, ...sb.trees[0]!.members]) {
+      expect(alive(m.pid), `member ${m.pid}`).toBe(true);
+      expect(m.ppid, `ppid of member ${m.pid}`).toBe(readStat(m.pid)!.ppid);
+      expect(m.command.length).toBeGreaterThan(0);
+    }
+
+    await within(a.stop(esc.proc.id), 10_000, 'stop(id)', t.tag);
+    const after = registry.snapshot();
+    const ta = after.owners.find((o) => o.id === 'snap-a')!.trees[0]!;
+    expect(ta.state).toBe('ended');
+    expect(ta.members).toEqual([]);
+    expectAllGone([esc], 'after stop');
+
+    await within(registry.releaseAll(), 10_000, 'releaseAll()', t.tag);
+    expect(registry.snapshot()).toEqual({ owners: [] });
+    await waitGone(t.tag, 1000);
+  });
+
+  it("events 'spawn', 'exit', 'leftovers', 'settled' and 'release' carry the owner id", async () => {
+    const t = useTag();
+    const registry = newRegistry({ grace: 2000 });
+    const events: Array<{ event: string; data: Record<string, unknown> | string }> = [];
+    for (const event of ['spawn', 'exit', 'leftovers', 'settled', 'release']) {
+      registry.on(event, (data: Record<string, unknown> | string) => events.push({ event, data }));
+    }
+    const of = (event: string) => events.filter((e) => e.event === event).map((e) => e.data as Record<string, unknown>);
+
+    const keeper = registry.owner('ev-keep');
+    const killer = registry.owner('ev-kill');
+    const worker = registry.owner('ev-work');
+    const kept = await startTree(keeper, LEAVES, { kind: 'command', leftovers: 'keep', env: t.env }, t.tag);
+    const killed = await startTree(killer, LEAVES, { kind: 'workflow', env: t.env }, t.tag);
+    const work = await startTree(worker, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    await within(Promise.all([kept.proc.result, killed.proc.result]), 10_000, 'the leaving trees to settle', t.tag);
+    await waitFor(() => !alive(killed.pids.left!), { timeout: 3000, what: 'the killed leftover to be gone', tag: t.tag });
+    expect(alive(kept.pids.left!)).toBe(true);
+
+    const spawns = of('spawn');
+    expect(spawns.map((e) => [e.owner, e.pid, e.kind]).sort()).toEqual(
+      [
+        ['ev-keep', kept.root, 'command'],
+        ['ev-kill', killed.root, 'workflow'],
+        ['ev-work', work.root, 'subagent'],
+      ].sort(),
+    );
+    expect(spawns.find((e) => e.owner === 'ev-kill')!.id).toBe(killed.proc.id);
+
+    const exits = of('exit');
+    expect(exits.map((e) => [e.owner, e.exitCode, e.signal]).sort()).toEqual([
+      ['ev-keep', 0, null],
+      ['ev-kill', 0, null],
+    ]);
+
+    const leftovers = of('leftovers');
+    expect(leftovers.map((e) => [e.owner, e.fate]).sort()).toEqual([
+      ['ev-keep', 'kept'],
+      ['ev-kill', 'killing'],
+    ]);
+    const leftPids = (owner: string) =>
+      (leftovers.find((e) => e.owner === owner)!.leftovers as Array<{ pid: number }>).map((l) => l.pid);
+    expect(leftPids('ev-keep')).toEqual([kept.pids.left]);
+    expect(leftPids('ev-kill')).toEqual([killed.pids.left]);
+
+    await waitFor(() => of('settled').length === 2, { timeout: 3000, what: "two 'settled' events", tag: t.tag });
+    expect(of('settled').map((e) => e.owner).sort()).toEqual(['ev-keep', 'ev-kill']);
+
+    await within(worker.release(), 10_000, 'release()', t.tag);
+    await within(keeper.release(), 10_000, 'release()', t.tag);
+    expect(alive(kept.pids.left!)).toBe(false);
+    expect(alive(work.root)).toBe(false);
+    expect(events.filter((e) => e.event === 'release').map((e) => e.data)).toEqual(['ev-work', 'ev-keep']);
+    // The released worker's tree: its exit by signal was reported with its owner.
+    expect(of('exit').find((e) => e.owner === 'ev-work')).toMatchObject({ id: work.proc.id, signal: 'SIGTERM' });
+    await within(killer.release(), 10_000, 'release()', t.tag);
+    await waitGone(t.tag, 1000);
+  });
+
+  it('a log: true tree writes all its output to the log even though the host never reads its stdout', async () => {
+    const t = useTag();
+    const registry = newRegistry({ grace: 2000 });
+    const owner = registry.owner('logger');
+    // 200 KB then a last line; nobody reads proc.stdout (a host that only keeps the log).
+    const proc = owner.spawn('sh', ['-c', 'head -c 200000 /dev/zero | tr "\\0" x; echo; echo "PID root $$"; echo END'], {
+      kind: 'command',
+      log: true,
+      env: t.env,
+    });
+    const root = await within(proc.started, 10_000, 'the tree to start', t.tag);
+    const logPath = owner.list()[0]!.logPath!;
+    await waitFor(() => readFileSync(logPath, 'utf8').includes('\nEND\n'), {
+      timeout: 10_000,
+      what: 'the whole output in the log (200 KB, then END)',
+      tag: t.tag,
+      pids: [root],
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\nthe log has ${statSync(logPath).size} bytes; the tree is ${proc.state}`);
+    });
+    const result = await within(proc.result, 10_000, 'the result', t.tag);
+    expect(result.exitCode).toBe(0);
+    expect(readFileSync(logPath, 'utf8')).toContain(`PID root ${root}\n`);
+    await within(owner.release(), 10_000, 'release()', t.tag);
+    await waitGone(t.tag, 1000);
+  });
+});

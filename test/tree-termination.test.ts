@@ -1,0 +1,95 @@
+// CONTRACT C3: whole-tree termination is complete (every member, found by the
+// pids the tree printed and by the test tag), kill() is the immediate forced
+// kill, terminate() is idempotent and safe concurrently, and it reaches
+// leftovers kept after the root exited, resolving only once they are gone.
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_GRACE_MS, spawn } from '../lib/index.js';
+import { capture, fixture } from './helpers/fixtures.js';
+import { alive, useTag, waitFor, within } from './helpers/procs.js';
+import { catchesTerm, collect, expectAlive, expectGone, ignoresTerm } from './helpers/trees.js';
+
+describe('C3: whole-tree termination', () => {
+  it('an AbortSignal ends a tree with several background children and a nested shell', async () => {
+    const t = useTag();
+    const ac = new AbortController();
+    const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, signal: ac.signal });
+    const { pids, all } = await collect(proc, t.tag);
+    expect(Object.keys(pids).sort()).toEqual(['nested', 'nestedbg', 'root', 's1', 's2', 's3']);
+    expect(all).toHaveLength(6);
+    expectAlive(all, 'before the abort');
+
+    ac.abort();
+    const result = await within(proc.result, 10_000, 'the result to settle after abort()', t.tag);
+    // The result settles at quiescence: nothing of the tree is left now.
+    expectGone(all, t.tag, 'after the result settled');
+    expect(result.reason).toBe('canceled');
+  });
+
+  it('kill() is immediate: a tree ignoring SIGTERM is gone well under the default grace', async () => {
+    const t = useTag();
+    const proc = spawn(fixture('term-ignoring-tree.sh'), [], { env: t.env });
+    const { pids, all } = await collect(proc, t.tag);
+    expect(Object.keys(pids).sort()).toEqual(['c1', 'c2', 'gc', 'root', 'sub']);
+    // Precondition: every member really ignores SIGTERM, so only SIGKILL ends it.
+    for (const pid of all) expect(ignoresTerm(pid), `pid ${pid} ignores SIGTERM`).toBe(true);
+
+    const t0 = Date.now();
+    await within(proc.kill(), 10_000, 'kill() to resolve', t.tag);
+    const elapsed = Date.now() - t0;
+    expectGone(all, t.tag, 'after kill() resolved');
+    expect(elapsed, 'kill() took the grace instead of killing at once').toBeLessThan(DEFAULT_GRACE_MS - 1000);
+    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+    expect(result.signal).toBe('SIGKILL');
+  });
+
+  it('terminate() is idempotent and safe concurrently: three concurrent calls and one after quiescence', async () => {
+    const t = useTag();
+    const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env });
+    const { all } = await collect(proc, t.tag);
+    expectAlive(all, 'before terminate()');
+
+    const calls = [proc.terminate({ grace: 2000 }), proc.terminate({ grace: 2000 }), proc.terminate()];
+    const settled = await within(Promise.allSettled(calls), 10_000, 'three concurrent terminate() calls to settle', t.tag);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    expectGone(all, t.tag, 'after the concurrent terminate() calls resolved');
+
+    // Once more after quiescence, and a kill() for good measure: both resolve at once.
+    await within(proc.terminate({ grace: 2000 }), 2000, 'terminate() after quiescence to resolve', t.tag);
+    await within(proc.kill(), 2000, 'kill() after quiescence to resolve', t.tag);
+    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+    expect(result.signal).toBe('SIGTERM');
+    expectGone(all, t.tag, 'at the end');
+  });
+
+  it("terminate() after the root exited reaches leftovers kept by leftovers: 'keep', and resolves only once they are gone", async () => {
+    const t = useTag();
+    // Two leftovers: `slow` exits 1 s after SIGTERM (its TERM trap ignores
+    // further TERMs while it sleeps), `stubborn` ignores SIGTERM altogether.
+    const script = [
+      `sh -c 'echo "PID slow $$"; exec >/dev/null 2>&1; trap "trap \\"\\" TERM; sleep 1; exit 0" TERM; while :; do sleep 0.1; done' &`,
+      `sh -c 'trap "" TERM; exec sleep 300' >/dev/null 2>&1 &`,
+      'echo "PID stubborn $!"',
+      'echo "PID root $$"',
+    ].join('\n');
+    const proc = spawn('sh', ['-c', script], { env: t.env, leftovers: 'keep' });
+    const out = capture(proc.stdout);
+    proc.stderr?.resume();
+    const result = await within(proc.result, 10_000, 'the result to settle (root exits at once)', t.tag);
+    await out.until(/^PID slow \d+$/m, 5000);
+    const { slow, stubborn, root } = out.pids();
+    expect(result.exitCode).toBe(0);
+    expect(result.leftoversKept).toBe(true);
+    expect(alive(root!)).toBe(false);
+    expectAlive([slow!, stubborn!], 'after the result settled (kept)');
+    // Preconditions: the traps are in place.
+    await waitFor(() => catchesTerm(slow!) && ignoresTerm(stubborn!), {
+      timeout: 5000,
+      what: 'the leftovers to install their TERM dispositions',
+      tag: t.tag,
+    });
+
+    await within(proc.terminate({ grace: 1500 }), 10_000, 'terminate() of the kept leftovers to resolve', t.tag);
+    // Resolved at quiescence: `slow` finished its 1 s trap, `stubborn` was killed after the grace.
+    expectGone([slow!, stubborn!], t.tag, 'after terminate() resolved');
+  });
+});

@@ -1,0 +1,213 @@
+// CONTRACT C4: when the root exits while a descendant still holds the
+// captured stdout/stderr, the result settles no later than `waitDelay` after
+// the root exit, our ends of the pipes are closed, output read so far is kept
+// and the result says `waitDelayExceeded: true`. The leftovers policy then
+// applies (C5: a wait-delay overrun counts as a failure for 'kill-on-failure').
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { spawn, type LeftoversPolicy } from '../lib/index.js';
+import { capture } from './helpers/fixtures.js';
+import { alive, useTag, within } from './helpers/procs.js';
+
+const WAIT_DELAY = 500;
+const BOUND = 1500;
+
+/** What a process's fd refers to, from /proc (`pipe:[inode]` or `socket:[inode]`). */
+function fdTarget(pid: number, fd: number): string {
+  return readlinkSync(`/proc/${pid}/fd/${fd}`);
+}
+
+/**
+ * The other end of a pipe or socket pair, as /proc names it. A pipe's ends
+ * share one inode; node's stdio pipes are socket pairs, whose peer inode the
+ * kernel reports through sock_diag (`ss -x`).
+ */
+function otherEnd(target: string): string {
+  const socket = /^socket:\[(\d+)\]$/.exec(target);
+  if (!socket) return target;
+  const table = execFileSync('ss', ['-xH'], { encoding: 'utf8' });
+  for (const line of table.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    // Netid State Recv-Q Send-Q Local Port Peer Port
+    if (f[5] === socket[1]) return `socket:[${f[7]}]`;
+  }
+  throw new Error(`no peer found for ${target} in ss -x`);
+}
+
+/** Whether this (test) process still holds an fd on `target`. */
+function weHold(target: string): boolean {
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) === target) return true;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return false;
+}
+
+describe('wait delay (C4)', () => {
+  for (const leftovers of ['kill', 'kill-on-failure', 'keep'] as LeftoversPolicy[]) {
+    it(`a grandchild holding stdout: settles within waitDelay, output kept, leftovers '${leftovers}'`, async () => {
+      const t = useTag();
+      const proc = spawn('sh', ['-c', 'echo before-exit; sleep 300 & echo "PID g $!"; exit 0'], {
+        env: t.env,
+        waitDelay: WAIT_DELAY,
+        leftovers,
+      });
+      const settledAt = proc.result.then(
+        () => Date.now(),
+        () => Date.now(),
+      );
+      const out = capture(proc.stdout);
+      // The root exits right after this line: the clock starts no later than its exit.
+      await out.until(/^PID g \d+$/m, 10_000);
+      const seenAt = Date.now();
+      const g = out.pids().g!;
+      expect(alive(g)).toBe(true);
+      const pipe = fdTarget(g, 1);
+      expect(pipe).toMatch(/^(pipe|socket):/);
+      const ours = otherEnd(pipe);
+      expect(weHold(ours), `the test process holds ${ours} (the reading end) before the root exits`).toBe(true);
+
+      const result = await within(proc.result, WAIT_DELAY + BOUND + 3000, 'result to settle', t.tag);
+      const elapsed = (await settledAt) - seenAt;
+      expect(elapsed, 'settled after the root exit (ms)').toBeLessThanOrEqual(WAIT_DELAY + BOUND);
+      expect(elapsed, 'waited for the wait delay before giving up (ms)').toBeGreaterThanOrEqual(WAIT_DELAY - 100);
+      expect(result.exitCode).toBe(0);
+      expect(result.waitDelayExceeded).toBe(true);
+      // Output printed before the overrun is kept.
+      expect(out.text).toContain('before-exit\n');
+      // Our end of the pipe is closed although the grandchild still has its end.
+      expect(weHold(ours), `the test process still holds ${ours}`).toBe(false);
+
+      if (leftovers === 'keep') {
+        expect(alive(g), 'kept grandchild alive after settle').toBe(true);
+        expect(result.leftoversKept).toBe(true);
+        // The handle still reaches what it kept.
+        await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() of the kept tree', t.tag);
+        expect(alive(g), 'grandchild after terminate()').toBe(false);
+      } else {
+        // 'kill', and 'kill-on-failure' (it held the pipe past the wait delay):
+        // the result settles once the leftovers are gone.
+        expect(alive(g), 'grandchild after settle').toBe(false);
+        expect(result.leftoversKept).toBe(false);
+        expect(t.procs()).toEqual([]);
+      }
+    });
+  }
+
+  for (const leftovers of ['kill', 'kill-on-failure'] as LeftoversPolicy[]) {
+    it(`a grandchild holding stderr only: the same bound, leftovers '${leftovers}'`, async () => {
+      const t = useTag();
+      const proc = spawn('sh', ['-c', 'echo before-exit >&2; sleep 300 >/dev/null & echo "PID g $!"; exit 0'], {
+        env: t.env,
+        waitDelay: WAIT_DELAY,
+        leftovers,
+      });
+      const settledAt = proc.result.then(
+        () => Date.now(),
+        () => Date.now(),
+      );
+      const out = capture(proc.stdout);
+      const err = capture(proc.stderr);
+      await out.until(/^PID g \d+$/m, 10_000);
+      const seenAt = Date.now();
+      const g = out.pids().g!;
+      expect(alive(g)).toBe(true);
+      const pipe = fdTarget(g, 2);
+      expect(pipe).toMatch(/^(pipe|socket):/);
+      const ours = otherEnd(pipe);
+      expect(weHold(ours), `the test process holds ${ours} (the reading end) before the root exits`).toBe(true);
+
+      const result = await within(proc.result, WAIT_DELAY + BOUND + 3000, 'result to settle', t.tag);
+      const elapsed = (await settledAt) - seenAt;
+      expect(elapsed, 'settled after the root exit (ms)').toBeLessThanOrEqual(WAIT_DELAY + BOUND);
+      expect(elapsed, 'waited for the wait delay before giving up (ms)').toBeGreaterThanOrEqual(WAIT_DELAY - 100);
+      expect(result.waitDelayExceeded).toBe(true);
+      expect(err.text).toContain('before-exit\n');
+      expect(weHold(ours), `the test process still holds ${ours}`).toBe(false);
+      expect(alive(g), 'grandchild after settle').toBe(false);
+      expect(result.leftoversKept).toBe(false);
+    });
+  }
+
+  for (const leftovers of ['keep', 'kill-on-failure'] as LeftoversPolicy[]) {
+    it(`when no descendant holds the output, the result settles only after it is drained (kept leftover, '${leftovers}')`, async () => {
+      // The root prints and exits; a kept leftover redirected its output away,
+      // so the pipes are released at once. The result must not settle before
+      // what the root printed has been read (the drain that `waitDelay`
+      // bounds). The host is busy for a moment when the root exits, as real
+      // hosts are; repeated because the window is a race.
+      const t = useTag();
+      const early: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const proc = spawn('sh', ['-c', 'sleep 300 >/dev/null 2>&1 & echo "PID s $!"; echo last-line; exit 0'], {
+          env: t.env,
+          leftovers,
+        });
+        const out = capture(proc.stdout);
+        await within(proc.started, 10_000, 'the root to start', t.tag);
+        const busyUntil = Date.now() + 100;
+        while (Date.now() < busyUntil) {
+          // a busy host: the root exits meanwhile
+        }
+        const result = await within(proc.result, 10_000, 'result to settle', t.tag);
+        const atSettle = out.text;
+        const ended = proc.stdout!.readableEnded;
+        expect(result.waitDelayExceeded).toBe(false);
+        expect(result.leftoversKept).toBe(true);
+        await out.until(/^last-line$/m, 5000);
+        const s = out.pids().s!;
+        await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() of the kept tree', t.tag);
+        expect(alive(s)).toBe(false);
+        if (!atSettle.includes('last-line\n')) early.push(`run ${i}: settled with stdout ${JSON.stringify(atSettle)} (stream ended: ${ended})`);
+      }
+      expect(early, 'results that settled before the output was drained').toEqual([]);
+    });
+  }
+
+  for (const where of ['a file descriptor', "'inherit'"] as const) {
+    it(`a grandchild holding an output cordon did not capture (${where}) is no overrun`, async () => {
+      const t = useTag();
+      let stderr: number | 'inherit' = 'inherit';
+      if (where === 'a file descriptor') {
+        const dir = mkdtempSync(join(tmpdir(), 'cordon-wd-'));
+        stderr = openSync(join(dir, 'stderr'), 'w');
+        const fd = stderr;
+        onTestFinished(() => {
+          closeSync(fd);
+          rmSync(dir, { recursive: true, force: true });
+        });
+      }
+      const waitDelay = 2000;
+      const proc = spawn('sh', ['-c', 'sleep 300 >/dev/null & echo "PID g $!"; exit 0'], {
+        env: t.env,
+        stdio: ['ignore', 'pipe', stderr],
+        waitDelay,
+        leftovers: 'kill-on-failure',
+      });
+      const settledAt = proc.result.then(
+        () => Date.now(),
+        () => Date.now(),
+      );
+      const out = capture(proc.stdout);
+      await out.until(/^PID g \d+$/m, 10_000);
+      const seenAt = Date.now();
+      const g = out.pids().g!;
+      expect(alive(g)).toBe(true);
+
+      const result = await within(proc.result, waitDelay + BOUND + 3000, 'result to settle', t.tag);
+      expect((await settledAt) - seenAt, 'settled before the wait delay could run out (ms)').toBeLessThan(waitDelay);
+      expect(result.waitDelayExceeded).toBe(false);
+      // Not an overrun, root exited 0: 'kill-on-failure' keeps the grandchild.
+      expect(result.leftoversKept).toBe(true);
+      expect(alive(g), 'kept grandchild alive after settle').toBe(true);
+      await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() of the kept tree', t.tag);
+      expect(alive(g), 'grandchild after terminate()').toBe(false);
+    });
+  }
+});
