@@ -11,19 +11,29 @@
         ["OS=='mac'", {
           "sources": ["native/posix/control.cc", "native/darwin/tree.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
+        }],
+        ["OS=='win'", {
+          "sources": ["native/win/job.cc", "native/win/tree.cc"],
+          "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
+          "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}
         }]
       ]
     },
     {
       "target_name": "cordon-anchor",
       "type": "executable",
-      "sources": ["native/posix/anchor.cc"],
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"],
       "conditions": [
-        ["OS=='linux'", {"sources": ["native/linux/tree.cc"]}],
+        ["OS=='linux'", {"sources": ["native/posix/anchor.cc", "native/linux/tree.cc"]}],
         ["OS=='mac'", {
-          "sources": ["native/darwin/tree.cc"],
+          "sources": ["native/posix/anchor.cc", "native/darwin/tree.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
+        }],
+        ["OS=='win'", {
+          "sources": ["native/win/anchor.cc", "native/win/tree.cc"],
+          "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
+          "libraries": ["shell32.lib"],
+          "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}
         }]
       ]
     }

@@ -17,6 +17,7 @@ const COLUMNS = [
   { title: 'Linux, subreaper tier (default)', platform: 'linux', tier: 'subreaper', pidfd: true },
   { title: 'Linux, process-group tier', platform: 'linux', tier: 'process-group', pidfd: true },
   { title: 'macOS, process-group tier', platform: 'darwin', tier: 'process-group', pidfd: false },
+  { title: 'Windows, Job Object tier', platform: 'win32', tier: 'job-object', pidfd: false },
 ] as const;
 
 function cell(value: boolean | string): string {
@@ -26,9 +27,9 @@ function cell(value: boolean | string): string {
 }
 
 export function guaranteeTable(): string {
-  const header = `| guarantee | ${COLUMNS.map((c) => c.title).join(' | ')} | Windows (Job Object) |`;
-  const rule = `| --- | ${COLUMNS.map(() => '---').join(' | ')} | --- |`;
+  const header = `| guarantee | ${COLUMNS.map((c) => c.title).join(' | ')} |`;
+  const rule = `| --- | ${COLUMNS.map(() => '---').join(' | ')} |`;
   const data = COLUMNS.map((c) => tierGuarantees(c.platform, c.tier, c.pidfd).guarantees);
-  const lines = ROWS.map(([key, title]) => `| ${title} | ${data.map((g) => cell(g[key])).join(' | ')} | not yet |`);
+  const lines = ROWS.map(([key, title]) => `| ${title} | ${data.map((g) => cell(g[key])).join(' | ')} |`);
   return [header, rule, ...lines].join('\n');
 }

@@ -1,0 +1,140 @@
+// Windows, addon side of the contract (cordon.h): the host's handle on each
+// tree's Job Object, member listing through that handle, and the probe.
+//
+// Which handle decides (see also native/win/anchor.cc):
+// - The host creates the job here, named, with kill-on-close and no
+//   breakaway, before the anchor helper exists; the helper opens it by name.
+// - While host and helper live, the helper carries out TERM/KILL with
+//   TerminateJobObject and reports QUIET from the job's completion port.
+// - If the helper dies first, the host still holds this handle: lib/anchor.ts
+//   terminates the job through it (job_terminate) before reporting the loss.
+// - If the host dies by any means, the kernel closes this handle; Node's own
+//   kill-on-close job ends the helper with it, and the helper's handle was the
+//   last one: KILL_ON_JOB_CLOSE kills the tree. A helper that outlives the host
+//   (not in Node's job) sees control EOF and terminates the job itself.
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <mutex>
+
+#include "win.h"
+
+namespace cordon {
+
+namespace {
+
+std::mutex g_mu;
+std::map<int64_t, HANDLE> g_by_anchor;  // anchor helper pid -> job handle
+
+HANDLE as_handle(uint64_t h) { return reinterpret_cast<HANDLE>(static_cast<uintptr_t>(h)); }
+
+}  // namespace
+
+int probe(Probe& out) {
+  out = Probe();
+  out.job_objects = true;
+  out.wine = win::under_wine();
+  // Wine 8 answers GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) with
+  // ERROR_CALL_NOT_IMPLEMENTED: no graceful stop there.
+  out.ctrl_break = !out.wine;
+  out.proc_scan = true;
+  return 0;
+}
+
+int become_subreaper() { return -ENOSYS; }
+
+int control_pair(int fds[2]) {
+  // Windows uses a pipe Node creates at stdio index 3 (lib/anchor.ts).
+  fds[0] = fds[1] = -1;
+  return -ENOSYS;
+}
+
+int job_create(std::string& name_out, uint64_t& handle_out) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0; attempt < 8; attempt++) {
+    LARGE_INTEGER now;
+    QueryPerformanceCounter(&now);
+    wchar_t name[128];
+    // The session namespace: the helper runs as the same user in the same session.
+    _snwprintf(name, 128, L"Local\\cordon-%lu-%u-%llx", GetCurrentProcessId(), counter.fetch_add(1),
+               static_cast<unsigned long long>(now.QuadPart) ^ (static_cast<unsigned long long>(GetTickCount64()) << 20));
+    name[127] = L'\0';
+    SECURITY_ATTRIBUTES sa = {sizeof sa, nullptr, FALSE};  // never inherited by other children of the host
+    HANDLE job = CreateJobObjectW(&sa, name);
+    if (!job) return -win::errno_from(GetLastError());
+    if (GetLastError() == ERROR_ALREADY_EXISTS) {
+      // Someone else made this name: not ours to trust. Try another.
+      CloseHandle(job);
+      continue;
+    }
+    if (!win::set_tree_limits(job)) {
+      int err = win::errno_from(GetLastError());
+      CloseHandle(job);
+      return -err;
+    }
+    name_out = win::utf8(name);
+    handle_out = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(job));
+    return 0;
+  }
+  return -EEXIST;
+}
+
+int job_attach(uint64_t handle, int64_t anchor_pid) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_by_anchor[anchor_pid] = as_handle(handle);
+  return 0;
+}
+
+int job_terminate(uint64_t handle, uint32_t exit_code) {
+  if (!TerminateJobObject(as_handle(handle), exit_code)) return -win::errno_from(GetLastError());
+  return 0;
+}
+
+int job_active_count(uint64_t handle) { return win::job_active(as_handle(handle)); }
+
+int job_close(uint64_t handle) {
+  HANDLE job = as_handle(handle);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (auto it = g_by_anchor.begin(); it != g_by_anchor.end();) {
+      if (it->second == job) it = g_by_anchor.erase(it);
+      else ++it;
+    }
+  }
+  if (!CloseHandle(job)) return -win::errno_from(GetLastError());
+  return 0;
+}
+
+int list_tree(int64_t anchor, int64_t /*group*/, const std::vector<FileId>& /*watched*/, std::vector<Member>& out) {
+  out.clear();
+  HANDLE job = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_by_anchor.find(anchor);
+    if (it != g_by_anchor.end()) job = it->second;
+  }
+  if (!job) return 0;  // no job known for this anchor (already released)
+  return win::list_job(job, out);
+}
+
+int signal_member(int64_t, int64_t, const Member&, int, bool) { return -ENOSYS; }
+
+bool same_process_alive(int64_t pid, uint64_t start_time) {
+  HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid));
+  if (!h) return false;
+  bool alive = WaitForSingleObject(h, 0) == WAIT_TIMEOUT;
+  FILETIME created, exited, kernel, user;
+  if (alive && start_time != 0 && GetProcessTimes(h, &created, &exited, &kernel, &user)) {
+    alive = ((static_cast<uint64_t>(created.dwHighDateTime) << 32) | created.dwLowDateTime) == start_time;
+  }
+  CloseHandle(h);
+  return alive;
+}
+
+int count_open_fds() {
+  DWORD count = 0;
+  if (!GetProcessHandleCount(GetCurrentProcess(), &count)) return -win::errno_from(GetLastError());
+  return static_cast<int>(count);
+}
+
+}  // namespace cordon

@@ -1,0 +1,180 @@
+// Windows: what both the addon and the anchor helper need to know about a
+// tree's Job Object: its limits, its members (JobObjectBasicProcessIdList,
+// never a pid walk), their command lines, and GetLastError() as errno names.
+#include "win.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace cordon {
+namespace win {
+
+int errno_from(DWORD error) {
+  switch (error) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_NAME:
+    case ERROR_BAD_PATHNAME:
+    case ERROR_MOD_NOT_FOUND:
+      return ENOENT;
+    case ERROR_DIRECTORY:
+      return ENOTDIR;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION:
+    case ERROR_BAD_EXE_FORMAT:
+    case ERROR_EXE_MACHINE_TYPE_MISMATCH:
+      return EACCES;
+    case ERROR_PRIVILEGE_NOT_HELD:
+    case ERROR_NOT_SUPPORTED:
+      return EPERM;
+    case ERROR_INVALID_HANDLE:
+    case ERROR_INVALID_PARAMETER:
+      return EINVAL;
+    case ERROR_NOT_ENOUGH_MEMORY:
+    case ERROR_OUTOFMEMORY:
+      return ENOMEM;
+    case ERROR_TOO_MANY_OPEN_FILES:
+      return EMFILE;
+    case ERROR_CALL_NOT_IMPLEMENTED:
+      return ENOSYS;
+    case ERROR_ALREADY_EXISTS:
+      return EEXIST;
+    default:
+      return EIO;
+  }
+}
+
+std::string utf8(const std::wstring& w) {
+  if (w.empty()) return std::string();
+  int n = WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), nullptr, 0, nullptr, nullptr);
+  std::string out(static_cast<size_t>(n > 0 ? n : 0), '\0');
+  if (n > 0) WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), &out[0], n, nullptr, nullptr);
+  return out;
+}
+
+std::wstring wide(const std::string& s) {
+  if (s.empty()) return std::wstring();
+  int n = MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), nullptr, 0);
+  std::wstring out(static_cast<size_t>(n > 0 ? n : 0), L'\0');
+  if (n > 0) MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), &out[0], n);
+  return out;
+}
+
+BOOL set_tree_limits(HANDLE job) {
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION info;
+  ZeroMemory(&info, sizeof info);
+  info.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+  return SetInformationJobObject(job, JobObjectExtendedLimitInformation, &info, sizeof info);
+}
+
+bool has_tree_limits(HANDLE job) {
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION info;
+  ZeroMemory(&info, sizeof info);
+  if (!QueryInformationJobObject(job, JobObjectExtendedLimitInformation, &info, sizeof info, nullptr)) return false;
+  DWORD flags = info.BasicLimitInformation.LimitFlags;
+  return (flags & JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE) &&
+         !(flags & (JOB_OBJECT_LIMIT_BREAKAWAY_OK | JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK));
+}
+
+int job_pids(HANDLE job, std::vector<DWORD>& out) {
+  out.clear();
+  size_t capacity = 64;
+  for (int attempt = 0; attempt < 8; attempt++) {
+    size_t bytes = sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) + capacity * sizeof(ULONG_PTR);
+    std::vector<unsigned char> buf(bytes);
+    auto* list = reinterpret_cast<JOBOBJECT_BASIC_PROCESS_ID_LIST*>(buf.data());
+    BOOL ok = QueryInformationJobObject(job, JobObjectBasicProcessIdList, list, static_cast<DWORD>(bytes), nullptr);
+    if (!ok && GetLastError() != ERROR_MORE_DATA) return -errno_from(GetLastError());
+    if (ok && list->NumberOfProcessIdsInList >= list->NumberOfAssignedProcesses) {
+      for (DWORD i = 0; i < list->NumberOfProcessIdsInList; i++) out.push_back(static_cast<DWORD>(list->ProcessIdList[i]));
+      return 0;
+    }
+    capacity = (list->NumberOfAssignedProcesses > capacity ? list->NumberOfAssignedProcesses : capacity) * 2;
+  }
+  return -EAGAIN;
+}
+
+namespace {
+
+// NtQueryInformationProcess(ProcessCommandLineInformation): Windows 8.1+,
+// and Wine. Looked up at run time; the image path is the fallback.
+typedef LONG(WINAPI* NtQueryInformationProcessFn)(HANDLE, ULONG, PVOID, ULONG, PULONG);
+constexpr ULONG kProcessCommandLineInformation = 60;
+
+struct UnicodeString {
+  USHORT Length;
+  USHORT MaximumLength;
+  PWSTR Buffer;
+};
+
+std::wstring command_line(HANDLE process) {
+  static NtQueryInformationProcessFn query = reinterpret_cast<NtQueryInformationProcessFn>(
+      reinterpret_cast<void*>(GetProcAddress(GetModuleHandleW(L"ntdll.dll"), "NtQueryInformationProcess")));
+  if (query) {
+    ULONG needed = 0;
+    std::vector<unsigned char> buf(4096);
+    LONG status = query(process, kProcessCommandLineInformation, buf.data(), static_cast<ULONG>(buf.size()), &needed);
+    if (status != 0 && needed > buf.size() && needed < (1u << 20)) {
+      buf.resize(needed);
+      status = query(process, kProcessCommandLineInformation, buf.data(), static_cast<ULONG>(buf.size()), &needed);
+    }
+    if (status == 0) {
+      auto* us = reinterpret_cast<UnicodeString*>(buf.data());
+      if (us->Buffer && us->Length > 0) return std::wstring(us->Buffer, us->Length / sizeof(wchar_t));
+    }
+  }
+  wchar_t image[MAX_PATH * 2];
+  DWORD size = sizeof image / sizeof image[0];
+  if (QueryFullProcessImageNameW(process, 0, image, &size)) return std::wstring(image, size);
+  return std::wstring();
+}
+
+}  // namespace
+
+int list_job(HANDLE job, std::vector<Member>& out) {
+  out.clear();
+  std::vector<DWORD> pids;
+  int rc = job_pids(job, pids);
+  if (rc < 0) return rc;
+  for (DWORD pid : pids) {
+    // IsProcessInJob needs PROCESS_QUERY_INFORMATION under Wine; Windows
+    // accepts the limited right, which protected processes still grant.
+    HANDLE h = OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, pid);
+    if (!h) h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, pid);
+    if (!h) continue;
+    BOOL in_job = FALSE;
+    // The handle pins the process: if it is (still) in the job it is a member,
+    // not a process that took over a recycled pid.
+    if (IsProcessInJob(h, job, &in_job) && in_job && WaitForSingleObject(h, 0) == WAIT_TIMEOUT) {
+      Member m;
+      m.pid = pid;
+      m.state = 'R';
+      FILETIME created, exited, kernel, user;
+      if (GetProcessTimes(h, &created, &exited, &kernel, &user)) {
+        m.start_time = (static_cast<uint64_t>(created.dwHighDateTime) << 32) | created.dwLowDateTime;
+      }
+      m.command = utf8(command_line(h));
+      out.push_back(std::move(m));
+    }
+    CloseHandle(h);
+  }
+  return 0;
+}
+
+int job_active(HANDLE job) {
+  JOBOBJECT_BASIC_ACCOUNTING_INFORMATION info;
+  ZeroMemory(&info, sizeof info);
+  if (!QueryInformationJobObject(job, JobObjectBasicAccountingInformation, &info, sizeof info, nullptr)) {
+    return -errno_from(GetLastError());
+  }
+  return static_cast<int>(info.ActiveProcesses);
+}
+
+bool under_wine() {
+  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+  return ntdll && GetProcAddress(ntdll, "wine_get_version") != nullptr;
+}
+
+}  // namespace win
+}  // namespace cordon

@@ -1,0 +1,55 @@
+// C8 on Windows: the host dies with no code of its own running (kill -9 of its
+// Wine process from Linux, or TerminateProcess on Windows) and its tree ends
+// through kill-on-close; and a host that itself runs inside a cordon job
+// (nested jobs) contains and terminates its own tree.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { alive, cordon, fixtures, hardKill, join, pkgDir, readPids, spawnChild, track, waitGone, within } from './helpers.mjs';
+
+const hostEnv = () => ({ ...process.env, CORDON_PKG: pkgDir });
+
+test('host killed hard: the tree dies through kill-on-close', async (ctx) => {
+  const t = track(ctx);
+  const token = `host-${randomBytes(6).toString('hex')}`;
+  const host = spawnChild(process.execPath, [join(fixtures, 'host.mjs'), 'wait', token], {
+    env: hostEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.add(host.pid);
+  const pids = await readPids(host.stdout, t);
+  const tree = [pids['tree.root'], pids['tree.gc0'], pids['tree.gc1']];
+  assert.ok(tree.every(alive), 'the tree runs under the host');
+  const how = await hardKill(host.pid, token);
+  ctx.diagnostic(`host ended by ${how}`);
+  await waitGone([host.pid], 5000);
+  // C8: within 1 s of the host's death (bounded generously for Wine).
+  await waitGone([...tree, pids.anchor], 5000);
+});
+
+test('nested job: a host inside a cordon job contains and ends its own tree', async (ctx) => {
+  const t = track(ctx);
+  const outer = t.proc(
+    cordon.spawn(process.execPath, [join(fixtures, 'host.mjs'), 'terminate'], { env: hostEnv(), stdio: ['pipe', 'pipe', 'inherit'] }),
+  );
+  const pids = await readPids(outer.stdout, t);
+  const tree = [pids['tree.root'], pids['tree.gc0'], pids['tree.gc1']];
+  assert.ok(tree.every(alive), 'the inner tree runs');
+  // The inner cordon got its job inside the outer one.
+  outer.stdin.write('go\n');
+  const done = new Promise((resolve) => outer.stdout.on('data', (d) => String(d).includes('DONE') && resolve()));
+  await within(done, 15000, 'the inner host to terminate its tree', tree);
+  await waitGone(tree, 2000);
+  const result = await within(outer.result, 15000, 'the outer result');
+  assert.equal(result.exitCode, 0);
+});
+
+test('nested job: ending the outer tree ends the inner host and its tree', async (ctx) => {
+  const t = track(ctx);
+  const outer = t.proc(cordon.spawn(process.execPath, [join(fixtures, 'host.mjs'), 'wait'], { env: hostEnv(), stdio: ['ignore', 'pipe', 'inherit'] }));
+  const pids = await readPids(outer.stdout, t);
+  const all = [outer.pid, pids.anchor, pids['tree.root'], pids['tree.gc0'], pids['tree.gc1']];
+  assert.ok(all.every(alive));
+  await within(outer.kill(), 15000, 'outer kill()', all);
+  await waitGone(all, 3000);
+});

@@ -1,0 +1,45 @@
+// C1-C3 on Windows: a tree whose grandchildren are detached (they left the
+// root's console group and Node's own job) is ended whole by terminate() and
+// kill(), and the result is classified.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { alive, cordon, readPids, track, treeArgs, waitGone, within } from './helpers.mjs';
+
+test('terminate() ends the root and its detached grandchildren', async (ctx) => {
+  const t = track(ctx);
+  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '2'), { stdio: ['ignore', 'pipe', 'ignore'] }));
+  const pids = await readPids(proc.stdout, t);
+  assert.equal(await within(proc.started, 10000, 'started'), pids.root);
+  assert.equal(proc.tier, 'job-object');
+  const all = [pids.root, pids.gc0, pids.gc1];
+  assert.ok(all.every(alive), 'the whole tree runs before terminate()');
+  await within(proc.terminate({ grace: 1000 }), 15000, 'terminate()', all);
+  await waitGone(all, 2000);
+  const result = await within(proc.result, 10000, 'result', all);
+  assert.ok(['signal', 'exit'].includes(result.reason));
+  assert.ok(result.signal === 'SIGKILL' || result.signal === 'SIGBREAK', `signal ${result.signal}`);
+});
+
+test('kill() ends a tree whose root already exited, leftovers reported', async (ctx) => {
+  const t = track(ctx);
+  const proc = t.proc(
+    cordon.spawn(process.execPath, treeArgs('--detached', '1', '--exit'), {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      leftovers: 'keep',
+    }),
+  );
+  const pids = await readPids(proc.stdout, t);
+  const result = await within(proc.result, 15000, 'result', [pids.gc0]);
+  assert.equal(result.exitCode, 0);
+  assert.equal(result.leftoversKept, true);
+  // (No assertion on waitDelayExceeded: on Windows a Node grandchild inherits
+  // every inheritable handle of its parent, the root's stdout included, so
+  // even a grandchild spawned with stdio 'ignore' really holds the pipe.)
+  assert.ok(result.leftovers.some((l) => l.pid === pids.gc0), JSON.stringify(result.leftovers));
+  assert.ok(alive(pids.gc0), 'the kept leftover still runs');
+  assert.ok(!alive(pids.root), 'the root exited');
+  await within(proc.kill(), 10000, 'kill()', [pids.gc0]);
+  await waitGone([pids.gc0], 2000);
+  // Repeated and concurrent calls after quiescence are no-ops.
+  await within(Promise.all([proc.kill(), proc.terminate()]), 5000, 'repeated kill()');
+});

@@ -1,0 +1,35 @@
+// C4/C5 on Windows: the root exits while a detached grandchild still holds
+// stdout. The result settles within waitDelay (+ a bound), says
+// waitDelayExceeded, keeps the output read so far, and the holder is killed.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { alive, cordon, readPids, track, treeArgs, waitGone, within } from './helpers.mjs';
+
+test('root exits, grandchild holds stdout: waitDelayExceeded, grandchild killed', async (ctx) => {
+  const t = track(ctx);
+  const waitDelay = 1500;
+  const proc = t.proc(
+    cordon.spawn(process.execPath, treeArgs('--holder', '--exit'), { stdio: ['ignore', 'pipe', 'ignore'], waitDelay }),
+  );
+  const pids = await readPids(proc.stdout, t);
+  assert.ok(pids.holder, 'the holder was started');
+  const rootExit = new Promise((resolve) => proc.once('exit', () => resolve(Date.now())));
+  const result = await within(proc.result, 20000, 'result', [pids.holder]);
+  const exitedAt = await rootExit;
+  assert.equal(result.exitCode, 0);
+  assert.equal(result.waitDelayExceeded, true);
+  assert.ok(result.settledAt - exitedAt >= waitDelay - 50, `settled ${result.settledAt - exitedAt} ms after root exit`);
+  assert.ok(result.settledAt - exitedAt <= waitDelay + 5000, `settled ${result.settledAt - exitedAt} ms after root exit`);
+  assert.ok(result.leftovers.some((l) => l.pid === pids.holder), JSON.stringify(result.leftovers));
+  await waitGone([pids.holder], 5000);
+  assert.ok(!alive(pids.root));
+});
+
+test('root exits, nothing holds stdout: no wait-delay overrun', async (ctx) => {
+  const t = track(ctx);
+  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--exit'), { stdio: ['ignore', 'pipe', 'ignore'], waitDelay: 10000 }));
+  await readPids(proc.stdout, t);
+  const result = await within(proc.result, 8000, 'result');
+  assert.equal(result.waitDelayExceeded, false);
+  assert.deepEqual(result.leftovers, []);
+});
