@@ -1,8 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
+// One suite, every tier: each behavioural test file runs once per containment
+// tier this machine has (on Linux the subreaper tier and the process-group
+// tier, which is the macOS strategy). Tier-independent files run once.
+const tierIndependent = ['test/build-backends.test.ts', 'test/capabilities.test.ts'];
+const tiers = process.platform === 'linux' ? ['subreaper', 'process-group'] : ['process-group'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     pool: 'forks',
     // Timing assertions (grace windows, wait delays) need the CPU: two
     // workers on a two-core machine.
@@ -10,5 +15,17 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ['test/helpers/global-setup.ts'],
+    projects: [
+      { extends: true, test: { name: 'tier-independent', include: tierIndependent } },
+      ...tiers.map((tier) => ({
+        extends: true,
+        test: {
+          name: tier,
+          include: ['test/**/*.test.ts'],
+          exclude: [...tierIndependent, 'test/win/**'],
+          env: { CORDON_TIER: tier },
+        },
+      })),
+    ],
   },
 });

@@ -385,16 +385,22 @@ class Anchor {
       trace("grace over: SIGKILL");
     }
     auto list = members();
-    for (auto& m : list) {
+    // Deepest first (the walk lists parents before children): a member is
+    // signalled while its parent still lives, so where orphans go to init
+    // (process-group tier) its ancestry still checks out at that moment.
+    for (auto it = list.rbegin(); it != list.rend(); ++it) {
+      Member& m = *it;
       if (forcing_) {
-        cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
+        int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
+        trace("SIGKILL %lld (%s): %d", static_cast<long long>(m.pid), m.command.c_str(), rc);
         continue;
       }
       auto key = std::make_pair(m.pid, m.start_time);
       if (termed_.count(key)) continue;
       termed_.insert(key);
-      cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
+      int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
       cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
+      trace("SIGTERM %lld (%s): %d", static_cast<long long>(m.pid), m.command.c_str(), rc);
     }
     if (forcing_ && !stuck_reported_ && !list.empty() && t - force_started_ > kStuckReportMs) {
       stuck_reported_ = true;

@@ -114,6 +114,13 @@ export interface Tagged {
   env: NodeJS.ProcessEnv;
   /** Live processes carrying this test's tag. */
   procs(): ProcInfo[];
+  /** Live processes carrying this test's tag, less the ones the tier does not promise to catch. */
+  promised(): ProcInfo[];
+  /**
+   * A process this tier does not promise to catch (capabilities() says so and
+   * the test asserted it): the cleanup still SIGKILLs it, without failing.
+   */
+  notPromised(pid: number): void;
 }
 
 /**
@@ -123,15 +130,24 @@ export interface Tagged {
  */
 export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
   const tag = `${process.env[RUN_VAR] ?? 'run'}-t${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+  const excused = new Set<number>();
   onTestFinished(() => {
-    const leaked = killTagged(tag);
+    const leaked = killTagged(tag).filter((p) => !excused.has(p.pid));
     if (leaked.length > 0) {
       // Let the test's own assertion stand if it failed; otherwise this is a leak.
       throw new Error(`test left processes behind (now SIGKILLed):\n${describeProcs(leaked)}`);
     }
   });
   const env = { ...process.env, ...extraEnv, [TAG_VAR]: tag };
-  return { tag, env, procs: () => findTagged(tag) };
+  return {
+    tag,
+    env,
+    procs: () => findTagged(tag),
+    promised: () => findTagged(tag).filter((p) => !excused.has(p.pid)),
+    notPromised: (pid: number) => {
+      excused.add(pid);
+    },
+  };
 }
 
 export function sleep(ms: number): Promise<void> {
@@ -158,9 +174,11 @@ export async function waitFor(
   );
 }
 
-/** Wait until no process carries the tag. */
-export function waitGone(tag: string, timeout: number, what = 'every tagged process to be gone'): Promise<void> {
-  return waitFor(() => findTagged(tag).length === 0, { timeout, what, tag });
+/** Wait until no process carries the tag (less the ones marked notPromised when a Tagged is given). */
+export function waitGone(tag: string | Tagged, timeout: number, what = 'every tagged process to be gone'): Promise<void> {
+  if (typeof tag === 'string') return waitFor(() => findTagged(tag).length === 0, { timeout, what, tag });
+  const t = tag;
+  return waitFor(() => t.promised().length === 0, { timeout, what, tag: t.tag });
 }
 
 /** Race a promise against a watchdog that fails with the tag's survivors. */

@@ -1,0 +1,26 @@
+// One suite, every tier: vitest runs every test file once per containment tier
+// this machine has (CORDON_TIER, see vitest.config.ts). Where a tier does not
+// promise a guarantee, the test asserts that capabilities() says so and checks
+// what the tier does promise.
+import { expect } from 'vitest';
+import { capabilities } from '../../lib/index.js';
+import type { Tagged } from './procs.js';
+
+export const caps = capabilities();
+export const tier = caps.tier;
+
+/** Whether an escapee orphaned before any snapshot saw it is still caught. */
+export const catchesOrphanedEscapees = caps.guarantees.catchesEscapees === 'always';
+
+/**
+ * An escapee that was orphaned at once (setsid + its parent exited): caught
+ * only by a tier whose catchesEscapees is 'always'. Elsewhere assert the tier
+ * says so, and let the test's cleanup kill it by pid without failing.
+ * Returns whether the test may expect it gone.
+ */
+export function orphanedEscapee(t: Tagged, pid: number | undefined): boolean {
+  if (catchesOrphanedEscapees) return true;
+  expect(caps.guarantees.catchesEscapees, `the ${tier} tier reports that it cannot promise this escapee`).toBe('while-parented');
+  if (pid !== undefined) t.notPromised(pid);
+  return false;
+}
