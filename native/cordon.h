@@ -51,8 +51,10 @@ struct FileId {
   uint64_t dev = 0;
   uint64_t ino = 0;
 };
+// `commands` false skips reading command lines (the anchor's frequent
+// snapshots and termination rounds need identities only).
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
-              std::vector<Member>& out);
+              std::vector<Member>& out, bool commands = true);
 
 // Signal one member through a pinned identity: open a handle on the pid
 // (pidfd), then verify the handle's process is still the one enumerated (same
@@ -61,6 +63,12 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
 // the one we listed: a recycled pid is never signalled.
 int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
                   bool use_pidfd);
+
+// Whether the enumerated member is still that process (same start time) and
+// still ours: a descendant of `anchor`, in `group`, or from_snapshot. The
+// anchor verifies a whole round of members with this before it signals any of
+// them, so signalling a parent cannot orphan a child out of its ancestry.
+bool is_member(int64_t anchor, int64_t group, const Member& member);
 
 // Whether `pid` (with `start_time`) is still alive and is still that process.
 bool same_process_alive(int64_t pid, uint64_t start_time);

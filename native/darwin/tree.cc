@@ -415,7 +415,7 @@ int become_subreaper() { return -ENOSYS; }
 // only if the parent's pid still names the process stamped before the
 // listing, and each child only if it still reports that parent.
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
-              std::vector<Member>& out) {
+              std::vector<Member>& out, bool commands) {
   out.clear();
   std::vector<Info> found;
   std::unordered_set<int64_t> seen;
@@ -474,7 +474,7 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
     m.pgid = in.pgid;
     m.start_time = in.start;
     m.state = state_of(in.status);
-    m.command = command_of(in);
+    if (commands) m.command = command_of(in);
     m.holds_output = holds_any(in.pid, w);
     out.push_back(std::move(m));
   }
@@ -497,17 +497,20 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
 // the group and stays alive); the individual pid is not, hence kill(pid), not
 // killpg(). A direct, unreaped child of the calling anchor is pinned too: only
 // the anchor reaps it, and not concurrently with this call.
+bool is_member(int64_t anchor, int64_t group, const Member& member) {
+  if (!valid_pid(member.pid)) return false;
+  Info in;
+  if (!read_info(member.pid, false, in)) return false;  // gone, or a zombie
+  if (in.start != member.start_time) return false;      // recycled pid
+  return member.from_snapshot  // verified as ours before; same process
+         || in.ppid == anchor || (group > 0 && in.pgid == group) ||
+         descends_from(member.pid, anchor);
+}
+
 int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
                   bool use_pidfd) {
   (void)use_pidfd;
-  if (!valid_pid(member.pid)) return -ESRCH;
-  Info in;
-  if (!read_info(member.pid, false, in)) return -ESRCH;  // gone, or a zombie
-  if (in.start != member.start_time) return -ESRCH;      // recycled pid
-  bool ours = member.from_snapshot  // seen as ours before; same process
-              || in.ppid == anchor || (group > 0 && in.pgid == group) ||
-              descends_from(member.pid, anchor);
-  if (!ours) return -ESRCH;
+  if (!is_member(anchor, group, member)) return -ESRCH;
   return kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
 }
 

@@ -79,7 +79,15 @@ std::string read_cmdline(int64_t pid) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%lld/cmdline", static_cast<long long>(pid));
   std::string s;
-  if (!read_file(path, s, 4096) || s.empty()) {
+  // A process in the middle of exec briefly has an empty command line: give
+  // it a few milliseconds before falling back to its name.
+  for (int attempt = 0; attempt < 4; attempt++) {
+    if (read_file(path, s, 4096) && !s.empty()) break;
+    Stat st;
+    if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X') break;
+    usleep(2000);
+  }
+  if (s.empty()) {
     snprintf(path, sizeof path, "/proc/%lld/comm", static_cast<long long>(pid));
     if (read_file(path, s, 256)) {
       while (!s.empty() && s.back() == '\n') s.pop_back();
@@ -175,7 +183,7 @@ int become_subreaper() {
 }
 
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
-              std::vector<Member>& out) {
+              std::vector<Member>& out, bool commands) {
   out.clear();
   std::vector<Stat> all;
   scan_all(all);
@@ -214,7 +222,7 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
     m.pgid = st->pgid;
     m.start_time = st->start;
     m.state = st->state;
-    m.command = read_cmdline(st->pid);
+    if (commands) m.command = read_cmdline(st->pid);
     m.holds_output = holds_any(st->pid, watched);
     out.push_back(std::move(m));
   }
@@ -227,17 +235,20 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return st.start == start_time && st.state != 'Z' && st.state != 'X';
 }
 
+bool is_member(int64_t anchor, int64_t group, const Member& member) {
+  Stat st;
+  if (!read_stat(member.pid, st)) return false;
+  if (st.start != member.start_time) return false;  // recycled pid
+  if (st.state == 'Z' || st.state == 'X') return false;
+  if (member.from_snapshot) return true;  // verified as ours before; same process
+  if (st.ppid == anchor) return true;
+  if (group > 0 && st.pgid == group) return true;
+  return descends_from(member.pid, anchor);
+}
+
 int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
                   bool use_pidfd) {
-  auto still_ours = [&]() {
-    Stat st;
-    if (!read_stat(member.pid, st)) return false;
-    if (st.start != member.start_time) return false;  // recycled pid
-    if (member.from_snapshot) return true;  // seen as ours before; same process
-    if (st.ppid == anchor) return true;
-    if (group > 0 && st.pgid == group) return true;
-    return descends_from(member.pid, anchor);
-  };
+  auto still_ours = [&]() { return is_member(anchor, group, member); };
   if (use_pidfd) {
     int fd = sys_pidfd_open(member.pid);
     if (fd < 0) return -errno;

@@ -51,7 +51,7 @@ using cordon::Member;
 
 constexpr int kControlFd = 3;
 constexpr int kStuckReportMs = 5000;
-constexpr int kGroupSnapshotMs = 200;
+constexpr int kGroupSnapshotMs = 1000;
 
 int g_signal_pipe[2] = {-1, -1};
 FILE* g_trace = nullptr;
@@ -310,9 +310,10 @@ class Anchor {
 
   // Current members: descendants (and, in the process-group tier, the group
   // and every member a snapshot saw that is still the same live process).
-  std::vector<Member> members() {
+  std::vector<Member> members(bool commands = false, bool holds = false) {
     std::vector<Member> out;
-    cordon::list_tree(getpid(), group_, watched_, out);
+    static const std::vector<FileId> kNone;
+    cordon::list_tree(getpid(), group_, holds ? watched_ : kNone, out, commands);
     if (opts_.tier == "process-group") {
       std::set<int64_t> have;
       for (auto& m : out) have.insert(m.pid);
@@ -350,7 +351,7 @@ class Anchor {
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         trace("root exited code=%d signal=%d", code, sig);
         send("EXIT %d %d", code, sig);
-        auto left = members();
+        auto left = members(true, true);
         for (auto& m : left) {
           send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
                escape(m.command).c_str());
@@ -385,22 +386,27 @@ class Anchor {
       trace("grace over: SIGKILL");
     }
     auto list = members();
-    // Deepest first (the walk lists parents before children): a member is
-    // signalled while its parent still lives, so where orphans go to init
-    // (process-group tier) its ancestry still checks out at that moment.
-    for (auto it = list.rbegin(); it != list.rend(); ++it) {
-      Member& m = *it;
+    // Verify the whole round before signalling any of it: where orphans go to
+    // init (process-group tier), signalling a parent first would take its
+    // children out of the ancestry that proves they are ours. Verified
+    // members are then checked by identity (start time, pinned by a pidfd
+    // where there is one) when they are signalled, root first.
+    for (auto& m : list) {
+      if (!m.from_snapshot && cordon::is_member(getpid(), group_, m)) m.from_snapshot = true;
+    }
+    for (auto& m : list) {
+      if (!m.from_snapshot) continue;  // no longer ours: never signalled
       if (forcing_) {
         int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
-        trace("SIGKILL %lld (%s): %d", static_cast<long long>(m.pid), m.command.c_str(), rc);
+        trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
         continue;
       }
       auto key = std::make_pair(m.pid, m.start_time);
       if (termed_.count(key)) continue;
-      termed_.insert(key);
       int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
+      if (rc == 0) termed_.insert(key);  // a failed TERM is retried next round
       cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
-      trace("SIGTERM %lld (%s): %d", static_cast<long long>(m.pid), m.command.c_str(), rc);
+      trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
     }
     if (forcing_ && !stuck_reported_ && !list.empty() && t - force_started_ > kStuckReportMs) {
       stuck_reported_ = true;
@@ -414,7 +420,7 @@ class Anchor {
     if (released_sent_ || !root_exited_) return;
     bool held = false;
     if (!watched_.empty()) {
-      for (auto& m : members()) {
+      for (auto& m : members(false, true)) {
         if (m.holds_output) {
           held = true;
           break;

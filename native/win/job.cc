@@ -105,7 +105,8 @@ int job_close(uint64_t handle) {
   return 0;
 }
 
-int list_tree(int64_t anchor, int64_t /*group*/, const std::vector<FileId>& /*watched*/, std::vector<Member>& out) {
+int list_tree(int64_t anchor, int64_t /*group*/, const std::vector<FileId>& /*watched*/, std::vector<Member>& out,
+              bool /*commands: always read*/) {
   out.clear();
   HANDLE job = nullptr;
   {
