@@ -85,9 +85,9 @@ export interface Host {
   ready(timeout?: number): Promise<void>;
 }
 
-/** Starts test/fixtures/host.mjs with `args` (see that file for the words it takes). */
-export function startHost(args: string[], env: NodeJS.ProcessEnv): Host {
-  const child = spawnChild(process.execPath, [fixture('host.mjs'), ...args], {
+/** Starts a host fixture (default test/fixtures/host.mjs) with `args` (see that file for the words it takes). */
+export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host.mjs'): Host {
+  const child = spawnChild(process.execPath, [fixture(script), ...args], {
     env,
     cwd: repoRoot,
     stdio: ['pipe', 'pipe', 'pipe'],

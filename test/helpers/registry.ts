@@ -2,13 +2,13 @@
 // that print the pids of what they started, a host application of our own
 // (test/fixtures/registry-host.mjs) and small utilities. Processes are still
 // observed from outside, through /proc and the pids the trees print.
-import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, onTestFinished } from 'vitest';
 import { Registry, type ContainedProcess, type Owner, type RegistryOptions } from '../../lib/index.js';
-import { capture, fixture, repoRoot } from './fixtures.js';
+import { capture, fixture } from './fixtures.js';
+import { startHost, type Host } from './host.js';
 import { within } from './procs.js';
 
 /** `sleep 300` as the root itself: one process. */
@@ -120,26 +120,9 @@ export async function expectRejectsCode(promise: Promise<unknown>, code: string,
   }
 }
 
-export interface RegistryHost {
-  child: ChildProcess;
-  out: ReturnType<typeof capture>;
-  err: ReturnType<typeof capture>;
-  /** Resolves with how the host ended, at the moment node saw it exit. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
-  /** Tells a host waiting on stdin to carry out its ending now. */
-  go(): void;
-}
+export type RegistryHost = Host;
 
 /** Starts test/fixtures/registry-host.mjs (see that file for the endings it takes). */
 export function startRegistryHost(args: string[], env: NodeJS.ProcessEnv): RegistryHost {
-  const child = spawnChild(process.execPath, [fixture('registry-host.mjs'), ...args], {
-    env,
-    cwd: repoRoot,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
-  });
-  child.stdin!.on('error', () => {}); // a host that is gone already
-  return { child, out: capture(child.stdout), err: capture(child.stderr), exited, go: () => child.stdin!.write('go\n') };
+  return startHost(args, env, 'registry-host.mjs');
 }
