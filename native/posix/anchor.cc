@@ -337,28 +337,38 @@ class Anchor {
 
   // Reaps every exited child; returns true when the anchor has no children.
   bool reap() {
+    bool root_just_exited = false;
+    bool no_children = false;
     for (;;) {
       int st = 0;
       pid_t pid = waitpid(-1, &st, WNOHANG);
-      if (pid == 0) return false;
+      if (pid == 0) break;
       if (pid < 0) {
         if (errno == EINTR) continue;
-        return errno == ECHILD;
+        no_children = errno == ECHILD;
+        break;
       }
       if (pid == root_ && !root_exited_) {
         root_exited_ = true;
+        root_just_exited = true;
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         trace("root exited code=%d signal=%d", code, sig);
         send("EXIT %d %d", code, sig);
-        auto left = members(true, true);
-        for (auto& m : left) {
+      }
+    }
+    if (root_just_exited) {
+      // A subreaper with no children has no descendants at all (every orphan
+      // is reparented to it): the common case needs no /proc scan.
+      if (!(no_children && opts_.tier == "subreaper")) {
+        for (auto& m : members(true, true)) {
           send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
                escape(m.command).c_str());
         }
-        send("LEFTEND");
       }
+      send("LEFTEND");
     }
+    return no_children;
   }
 
   bool tree_empty(bool no_children) {
