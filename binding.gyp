@@ -24,7 +24,10 @@
       "type": "executable",
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"],
       "conditions": [
-        ["OS=='linux'", {"sources": ["native/posix/anchor.cc", "native/linux/tree.cc"]}],
+        ["OS=='linux'", {
+          "sources": ["native/posix/anchor.cc", "native/linux/tree.cc"],
+          "ldflags": ["<!@(node -p \"process.env.CORDON_ANCHOR_DYNAMIC ? '' : '-static'\")"]
+        }],
         ["OS=='mac'", {
           "sources": ["native/posix/anchor.cc", "native/darwin/tree.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
