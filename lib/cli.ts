@@ -11,6 +11,7 @@ import { spawn, type ContainedResult } from './process.js';
 
 const USAGE = `Usage:
   cordon run [options] -- <command> [args...]   run a command contained
+  cordon leaks [options] -- <command> [args...] run it and report every process it leaves behind
   cordon capabilities                            what this host guarantees (JSON)
 
 Options for run:
@@ -26,7 +27,14 @@ Options for run:
 
 Durations: 500ms, 3s, 2m, 1h (a bare number is seconds).
 Exit status: the command's; 128+N if it died by signal N; 124 on timeout; 130 when
-interrupted; 126/127 when it could not run; 70 when the tree could not be cleaned up.`;
+interrupted; 126/127 when it could not run; 70 when the tree could not be cleaned up.
+
+leaks takes the options of run except --leftovers (--report is implied). It captures the
+command's stdout and stderr through pipes (forwarded as they come), keeps every
+process still alive when the command's root exits, lists each one on stderr (pid,
+whether it held the output pipes, command line), then terminates them with the grace.
+Exit status of leaks: 1 when anything was left behind; otherwise as for run (the
+command's status, 124, 130, ...).`;
 
 function fail(message: string, status = 2): never {
   process.stderr.write(`cordon: ${message}\n`);
@@ -141,6 +149,75 @@ async function runCommand(argv: string[]): Promise<number> {
   }
 }
 
+async function leaksCommand(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[argv.length - 1] === '--') fail(`leaks needs a command\n\n${USAGE}`);
+  const { options, command, args } = parseRun(argv);
+  if (options.leftovers !== undefined) fail(`leaks keeps the leftovers to report them: --leftovers does not apply\n\n${USAGE}`);
+  options.leftovers = 'keep';
+  // Pipes, so that "held the output" means something; forwarded as they come.
+  options.stdio = ['inherit', 'pipe', 'pipe'];
+  const controller = new AbortController();
+  options.signal = controller.signal;
+  let proc;
+  try {
+    proc = spawn(command, args, options);
+  } catch (err) {
+    return launchFailure(err);
+  }
+  for (const [from, to] of [[proc.stdout, process.stdout], [proc.stderr, process.stderr]] as const) {
+    to.on('error', () => {}); // a reader that went away must not end the report
+    from?.pipe(to, { end: false });
+  }
+  let interrupts = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupts++;
+    if (interrupts === 1) controller.abort(new Error(`received ${signal}`));
+    else void proc.kill().catch(() => {});
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+  let result: ContainedResult;
+  try {
+    result = await proc.result;
+  } catch (err) {
+    if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
+    const e = err as CordonError;
+    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    return 70;
+  }
+  const lines: string[] = [];
+  const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+  lines.push(`cordon: ${result.command} (pid ${result.pid}) ${how} after ${formatDuration(result.rootExitedAt - result.startedAt)}; reason: ${result.reason}`);
+  const leaked = result.leftovers;
+  if (leaked.length === 0) {
+    lines.push('cordon: no leaks: nothing outlived the command');
+    process.stderr.write(lines.join('\n') + '\n');
+    return exitStatus(result);
+  }
+  const stopped = !result.leftoversKept; // canceled or timed out: the whole tree was terminated
+  lines.push(
+    stopped
+      ? `cordon: ${leaked.length} process(es) were still running when the command was stopped (terminated with it):`
+      : `cordon: ${leaked.length} process(es) leaked: still running when the command exited:`,
+  );
+  for (const l of leaked) {
+    lines.push(`cordon:   pid ${l.pid}${l.heldOutput ? ' (held the output pipes)' : ''}: ${l.command}`);
+  }
+  if (result.waitDelayExceeded) lines.push('cordon: they held the output past the wait delay; what they wrote after it is not shown');
+  process.stderr.write(lines.join('\n') + '\n');
+  if (stopped) return exitStatus(result);
+  try {
+    await proc.terminate();
+  } catch (err) {
+    const e = err as CordonError;
+    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    return 70;
+  }
+  process.stderr.write(`cordon: the leaked processes were terminated\n`);
+  return 1;
+}
+
 function launchFailure(err: unknown): number {
   const e = err as CordonError;
   process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
@@ -156,6 +233,8 @@ async function main(argv: string[]): Promise<number> {
   switch (sub) {
     case 'run':
       return runCommand(rest);
+    case 'leaks':
+      return leaksCommand(rest);
     case 'capabilities':
       process.stdout.write(JSON.stringify(capabilities(), null, 2) + '\n');
       return 0;

@@ -1,0 +1,226 @@
+// Markdown and a hand-written SVG chart from one benchmark run's JSON.
+
+export function fmtMs(ms) {
+  if (ms === null || ms === undefined) return 'never';
+  if (ms < 1) return `${ms.toFixed(2)} ms`;
+  if (ms < 10) return `${ms.toFixed(1)} ms`;
+  if (ms < 10_000) return `${Math.round(ms)} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function cell(t) {
+  if (t.error) return `error: ${t.error}`;
+  const settled = t.settledMs === undefined ? 'n/a' : fmtMs(t.settledMs);
+  const quiet = fmtMs(t.quiescentMs);
+  return `${t.leftBehind} / ${settled} / ${quiet}${t.note ? ` (${t.note})` : ''}`;
+}
+
+function median(values) {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  return s[(s.length - 1) >> 1];
+}
+
+export function summarize(run) {
+  return run.libraries.map((lib) => {
+    const ts = run.trials.filter((t) => t.library === lib.name);
+    const withSettle = ts.filter((t) => t.settledMs !== undefined);
+    return {
+      library: lib.name,
+      leftBehind: ts.reduce((n, t) => n + (t.leftBehind ?? 0), 0),
+      scenariosLeaking: ts.filter((t) => t.leftBehind > 0 || t.error).length,
+      scenarios: ts.length,
+      neverSettled: withSettle.filter((t) => t.settledMs === null).length,
+      settleScenarios: withSettle.length,
+      neverQuiet: ts.filter((t) => t.quiescentMs === null).length,
+      medianQuietMs: median(ts.filter((t) => t.quiescentMs !== null).map((t) => t.quiescentMs)),
+    };
+  });
+}
+
+export function markdown(run) {
+  const libs = run.libraries.map((l) => l.name);
+  const m = run.machine;
+  const lines = [];
+  lines.push(`# cordon benchmark, ${run.date}`);
+  lines.push('');
+  lines.push(
+    `Machine: ${m.cpus} CPUs (${m.model}), Linux ${m.kernel}, Node ${m.node} (${m.platform}); ` +
+      `cordon tier: ${run.cordonTier}; execa ${run.versions.execa}, tree-kill ${run.versions['tree-kill']}. ` +
+      `Bound: ${run.options.bound / 1000} s per trial. Whole run: ${(run.durationMs / 1000).toFixed(0)} s. ` +
+      `Load average (1/5/15 min) at start ${run.loadavgAtStart?.join(' / ')}, at end ${run.loadavgAtEnd?.join(' / ')}.`,
+  );
+  if (run.trials.length > 0) {
+    lines.push('');
+    lines.push('## Stopping a tree');
+    lines.push('');
+    lines.push(
+      'Each cell: **processes left behind** (tagged processes still alive when the bound ran out; the benchmark then ' +
+        'SIGKILLed them) / **completion settled** (what a caller awaits: cordon `proc.result`, child_process `close`, the ' +
+        "execa promise; time from t0, `never` = not within the bound) / **quiescent** (time from t0 until no tagged " +
+        'process was alive). t0 is the stop call, the root\'s exit (no stop call) or the host\'s SIGKILL.',
+    );
+    lines.push('');
+    lines.push(`| scenario | ${libs.join(' | ')} |`);
+    lines.push(`| --- | ${libs.map(() => '---').join(' | ')} |`);
+    for (const sc of run.scenarios) {
+      const row = libs.map((name) => {
+        const t = run.trials.find((x) => x.library === name && x.scenario === sc.id);
+        return t ? cell(t) : '–';
+      });
+      lines.push(`| ${sc.title} | ${row.join(' | ')} |`);
+    }
+    lines.push('');
+    lines.push('| library | stopped with | left behind (total) | scenarios with leftovers | completion never settled | never quiescent | median time to quiescence, where reached |');
+    lines.push('| --- | --- | --- | --- | --- | --- | --- |');
+    for (const s of summarize(run)) {
+      const how = run.libraries.find((l) => l.name === s.library).how;
+      lines.push(
+        `| ${s.library} | ${how} | ${s.leftBehind} | ${s.scenariosLeaking} of ${s.scenarios} | ${s.neverSettled} of ${s.settleScenarios} | ` +
+          `${s.neverQuiet} of ${s.scenarios} | ${fmtMs(s.medianQuietMs)} |`,
+      );
+    }
+    lines.push('');
+    lines.push('Scenarios:');
+    lines.push('');
+    for (const sc of run.scenarios) lines.push(`- **${sc.title}**: ${sc.detail}.`);
+  }
+  const o = run.overhead;
+  if (o) {
+    lines.push('');
+    lines.push('## Overhead: spawn to exit of `/bin/true`');
+    lines.push('');
+    lines.push(
+      `${o.sequentialRuns} sequential runs and ${o.concurrentRuns} runs 8 at a time per library, interleaved, after ` +
+        `${o.warmup} warm-up runs; default options (stdio pipes), awaiting cordon \`proc.result\`, child_process \`close\`, ` +
+        'the execa promise. Ratios are to plain child_process in the same run.',
+    );
+    lines.push('');
+    lines.push('| mode | library | median | p95 | median ratio | p95 ratio |');
+    lines.push('| --- | --- | --- | --- | --- | --- |');
+    for (const mode of ['sequential', 'concurrent']) {
+      for (const row of o[mode]) {
+        lines.push(
+          `| ${mode === 'sequential' ? 'sequential' : '8-way concurrent'} | ${row.library} | ${fmtMs(row.median)} | ${fmtMs(row.p95)} | ` +
+            `${row.medianRatio.toFixed(2)}x | ${row.p95Ratio.toFixed(2)}x |`,
+        );
+      }
+    }
+    const seq = o.sequential.find((r) => r.library === 'cordon');
+    if (seq) {
+      lines.push('');
+      lines.push(
+        `Target (cordon at most 1.25x plain child_process, sequential, median): ` +
+          `${seq.medianRatio <= 1.25 ? '**met**' : '**not met**'} (${seq.medianRatio.toFixed(2)}x).`,
+      );
+    }
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- SVG chart
+
+const COLORS = ['#1b7f3b', '#c0392b', '#d68910', '#2e86c1', '#7d3c98', '#566573'];
+
+function esc(s) {
+  return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/**
+ * Two panels: processes left behind per library (all scenarios), and time to
+ * quiescence per scenario and library on a log scale (a hatched full-height
+ * bar = never quiescent within the bound).
+ */
+export function svg(run) {
+  const libs = run.libraries.map((l) => l.name);
+  const color = (name) => COLORS[libs.indexOf(name) % COLORS.length];
+  const sums = summarize(run);
+  const W = 960;
+  const parts = [];
+  const text = (x, y, s, attrs = '') => parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attrs}>${esc(s)}</text>`);
+  const rect = (x, y, w, h, fill, attrs = '') =>
+    parts.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${Math.max(0, w).toFixed(1)}" height="${Math.max(0, h).toFixed(1)}" fill="${fill}" ${attrs}/>`);
+
+  // Panel 1: processes left behind, horizontal bars.
+  let y = 30;
+  text(20, y, 'Processes left behind, all scenarios (found by tag in /proc)', 'font-size="16" font-weight="bold"');
+  y += 16;
+  const maxLeft = Math.max(1, ...sums.map((s) => s.leftBehind));
+  const barX = 200;
+  const barW = W - barX - 160;
+  for (const s of sums) {
+    y += 26;
+    text(barX - 10, y + 13, s.library, 'font-size="13" text-anchor="end"');
+    const w = (s.leftBehind / maxLeft) * barW;
+    rect(barX, y, s.leftBehind === 0 ? 2 : w, 18, color(s.library));
+    text(barX + (s.leftBehind === 0 ? 2 : w) + 8, y + 13, `${s.leftBehind} (${s.scenariosLeaking} of ${s.scenarios} scenarios)`, 'font-size="12"');
+  }
+
+  // Panel 2: time to quiescence, grouped bars, log scale.
+  y += 60;
+  text(20, y, 'Time from t0 to quiescence (log scale; hatched = never, within the bound)', 'font-size="16" font-weight="bold"');
+  y += 20;
+  const top = y;
+  const plotH = 260;
+  const left = 70;
+  const right = W - 20;
+  const bound = run.options.bound;
+  const lo = 1;
+  const hi = bound;
+  const scale = (ms) => {
+    const v = Math.min(Math.max(ms, lo), hi);
+    return (Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo));
+  };
+  // Axis and grid.
+  for (let v = 1; v <= hi; v *= 10) {
+    const gy = top + plotH - scale(v) * plotH;
+    parts.push(`<line x1="${left}" x2="${right}" y1="${gy.toFixed(1)}" y2="${gy.toFixed(1)}" stroke="#ddd"/>`);
+    text(left - 6, gy + 4, v >= 1000 ? `${v / 1000} s` : `${v} ms`, 'font-size="11" text-anchor="end"');
+  }
+  parts.push(`<line x1="${left}" x2="${left}" y1="${top}" y2="${top + plotH}" stroke="#333"/>`);
+  parts.push(`<line x1="${left}" x2="${right}" y1="${top + plotH}" y2="${top + plotH}" stroke="#333"/>`);
+  const groupW = (right - left) / Math.max(1, run.scenarios.length);
+  const bw = Math.min(18, (groupW - 10) / libs.length);
+  run.scenarios.forEach((sc, i) => {
+    const gx = left + i * groupW + (groupW - bw * libs.length) / 2;
+    libs.forEach((name, j) => {
+      const t = run.trials.find((x) => x.library === name && x.scenario === sc.id);
+      if (!t) return;
+      const x = gx + j * bw;
+      if (t.quiescentMs === null || t.quiescentMs === undefined) {
+        rect(x, top, bw - 2, plotH, 'url(#never)', `stroke="${color(name)}" stroke-width="1"`);
+      } else {
+        const h = scale(t.quiescentMs) * plotH;
+        rect(x, top + plotH - h, bw - 2, h, color(name));
+      }
+    });
+    const label = sc.title.length > 30 ? sc.title.slice(0, 29) + '…' : sc.title;
+    const lx = left + i * groupW + groupW / 2;
+    const ly = top + plotH + 14;
+    parts.push(`<text x="${lx.toFixed(1)}" y="${ly.toFixed(1)}" font-size="11" text-anchor="end" transform="rotate(-30 ${lx.toFixed(1)} ${ly.toFixed(1)})">${esc(label)}</text>`);
+  });
+  y = top + plotH + 110;
+  // Legend.
+  let lx = left;
+  for (const name of libs) {
+    rect(lx, y - 11, 14, 14, color(name));
+    text(lx + 20, y, name, 'font-size="12"');
+    lx += 40 + name.length * 7.5;
+  }
+  rect(lx, y - 11, 14, 14, 'url(#never)', 'stroke="#333"');
+  text(lx + 20, y, 'never quiescent', 'font-size="12"');
+  y += 30;
+  const m = run.machine;
+  text(20, y, `${run.date} · ${m.cpus} CPUs ${m.model} · Linux ${m.kernel} · Node ${m.node}`, 'font-size="11" fill="#555"');
+  const H = y + 20;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">`,
+    '<defs><pattern id="never" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">' +
+      '<rect width="6" height="6" fill="#fbeaea"/><line x1="0" y1="0" x2="0" y2="6" stroke="#c0392b" stroke-width="2"/></pattern></defs>',
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    ...parts,
+    '</svg>',
+    '',
+  ].join('\n');
+}

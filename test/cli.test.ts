@@ -1,0 +1,124 @@
+// The cordon CLI, run as users run it (`node dist/cli.js`): `cordon run`
+// forwards the command's status, ends the whole tree on --timeout and on
+// Ctrl-C, and reports leftovers; `cordon leaks` lists every process a command
+// left behind, terminates them, and says so in its exit status. Processes
+// are observed from outside, through /proc, by the pids the commands print.
+import { spawn as spawnChild } from 'node:child_process';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { capture, fixture, repoRoot } from './helpers/fixtures.js';
+import { ensureDist } from './helpers/host.js';
+import { alive, describeProcs, useTag, within } from './helpers/procs.js';
+
+const CLI = join(repoRoot, 'dist', 'cli.js');
+
+function cli(args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawnChild(process.execPath, [CLI, ...args], { env, cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  return { child, out: capture(child.stdout), err: capture(child.stderr), exited };
+}
+
+const TREE_PIDS = ['bg', 'setsid', 'double', 'nohup'];
+
+describe('cordon run', () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  it('exits with the command status, and 128+N when it dies by signal N', async () => {
+    const t = useTag();
+    const code = cli(['run', '--', 'sh', '-c', 'exit 7'], t.env);
+    expect(await within(code.exited, 15_000, 'cordon run (exit 7) to exit', t.tag), code.err.text).toEqual({ code: 7, signal: null });
+    const killed = cli(['run', '--', 'sh', '-c', 'kill -TERM $$'], t.env);
+    expect(await within(killed.exited, 15_000, 'cordon run (SIGTERM) to exit', t.tag), killed.err.text).toEqual({
+      code: 128 + 15,
+      signal: null,
+    });
+  });
+
+  it('--timeout: exit 124, and the whole tree is gone when cordon exits', async () => {
+    const t = useTag();
+    const run = cli(['run', '--timeout', '1s', '--', fixture('tree.sh')], t.env);
+    await run.out.until(/^READY$/m, 15_000);
+    const pids = run.out.pids();
+    expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
+    for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
+    const exit = await within(run.exited, 15_000, 'cordon run --timeout to exit', t.tag);
+    expect(exit, run.err.text).toEqual({ code: 124, signal: null });
+    // cordon run exits once the tree is quiescent: nothing may be left now.
+    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(false);
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+
+  it('SIGINT to cordon: exit 130, and the whole tree is gone when cordon exits', async () => {
+    const t = useTag();
+    const run = cli(['run', '--', fixture('tree.sh')], t.env);
+    await run.out.until(/^READY$/m, 15_000);
+    const pids = run.out.pids();
+    expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
+    run.child.kill('SIGINT');
+    const exit = await within(run.exited, 15_000, 'cordon run to exit after SIGINT', t.tag);
+    expect(exit, run.err.text).toEqual({ code: 130, signal: null });
+    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(false);
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+
+  it('--report names the leftovers it terminated', async () => {
+    const t = useTag();
+    const run = cli(['run', '--report', '--', fixture('leaky.sh')], t.env);
+    const exit = await within(run.exited, 15_000, 'cordon run --report to exit', t.tag);
+    expect(exit, run.err.text).toEqual({ code: 0, signal: null });
+    const { held, free } = run.out.pids();
+    expect(held).toBeGreaterThan(0);
+    expect(free).toBeGreaterThan(0);
+    expect(run.err.text).toMatch(/cordon: \S*leaky\.sh \(pid \d+, [\w-]+ tier\) exited with code 0 after \S+; reason: exit/);
+    expect(run.err.text).toContain('cordon: 2 leftover process(es) terminated:');
+    expect(run.err.text).toContain(`cordon:   pid ${held}: sleep 300`);
+    expect(run.err.text).toContain(`cordon:   pid ${free}: sleep 300`);
+    expect(run.err.text).toMatch(/cordon: cleanup took \S+ after the root exited/);
+    // Terminated before cordon exited.
+    expect(alive(held), `held ${held}`).toBe(false);
+    expect(alive(free), `free ${free}`).toBe(false);
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+});
+
+describe('cordon leaks', () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  it('a leaky command: exit 1, every leaked pid listed, and gone afterwards', async () => {
+    const t = useTag();
+    const leaks = cli(['leaks', '--wait-delay', '300ms', '--', fixture('leaky.sh')], t.env);
+    const exit = await within(leaks.exited, 15_000, 'cordon leaks to exit', t.tag);
+    expect(exit, leaks.err.text).toEqual({ code: 1, signal: null });
+    // The command's output was forwarded.
+    expect(leaks.out.text).toMatch(/^out$/m);
+    expect(leaks.err.text).toMatch(/^err$/m);
+    const { held, free } = leaks.out.pids();
+    expect(held).toBeGreaterThan(0);
+    expect(free).toBeGreaterThan(0);
+    expect(leaks.err.text).toContain('cordon: 2 process(es) leaked: still running when the command exited:');
+    expect(leaks.err.text).toContain(`cordon:   pid ${held} (held the output pipes): sleep 300`);
+    expect(leaks.err.text).toContain(`cordon:   pid ${free}: sleep 300`);
+    expect(leaks.err.text).toContain('cordon: the leaked processes were terminated');
+    // Terminated before cordon exited.
+    expect(alive(held), `held ${held}`).toBe(false);
+    expect(alive(free), `free ${free}`).toBe(false);
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+
+  it('a clean command: its own exit status, and no leaks reported', async () => {
+    const t = useTag();
+    const leaks = cli(['leaks', '--', 'sh', '-c', 'echo hi; exit 3'], t.env);
+    const exit = await within(leaks.exited, 15_000, 'cordon leaks to exit', t.tag);
+    expect(exit, leaks.err.text).toEqual({ code: 3, signal: null });
+    expect(leaks.out.text).toBe('hi\n');
+    expect(leaks.err.text).toContain('cordon: no leaks: nothing outlived the command');
+    expect(leaks.err.text).not.toContain('leaked');
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+});
