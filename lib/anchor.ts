@@ -151,9 +151,13 @@ export class AnchorChannel {
       // Everything the anchor wrote is read before its exit is reported: its
       // end of the channel closes as it exits. Bounded in case a stray copy
       // of that end lives on somewhere.
+      // setImmediate: a stalled event loop must first get to read what is
+      // already waiting on the channel (QUIET) before this verdict.
       setTimeout(() => {
-        channelClosed = true;
-        report();
+        setImmediate(() => {
+          channelClosed = true;
+          report();
+        });
       }, 1000).unref();
       report();
     });
@@ -226,9 +230,20 @@ export class AnchorChannel {
   }
 
   private send(line: string): void {
-    const out = this.writer ?? this.socket;
-    if (!this.open || out.destroyed) return;
-    out.write(line);
+    if (this.writer) {
+      // Windows: the host -> anchor pipe.
+      if (this.open && !this.writer.destroyed) this.writer.write(line);
+      return;
+    }
+    if (!this.open || this.socket.destroyed) return;
+    // POSIX: written directly, so a write that fails because the anchor has
+    // just exited (EPIPE) cannot make the socket destroy itself before the
+    // lines the anchor sent last (QUIET) are read.
+    try {
+      writeSync(this.hostFd, line);
+    } catch (err) {
+      debug('control write failed (the anchor is exiting): %s', (err as Error).message);
+    }
   }
 
   /** For the host's 'exit' listener: no event loop left, so write directly. */

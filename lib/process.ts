@@ -321,6 +321,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private onRootExit(code: number | null, signal: number | null): void {
     this.rootExit = { code, signal: signal === null ? null : signalNames.get(signal) ?? null, at: Date.now() };
     this.emit('exit', this.rootExit.code, this.rootExit.signal);
+    // The timeout bounds the command's run; after it, waitDelay bounds the drain.
+    clearTimeout(this.timeoutTimer);
     this.waitDelayTimer = setTimeout(() => this.onWaitDelay(), this.opts.waitDelay);
     this.advance();
   }
@@ -481,6 +483,13 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
   private cancel(reason: 'canceled' | 'timeout'): void {
     if (this.settled || this.cancelReason || this.launchError) return;
+    if (this.rootExit) {
+      // The root already ended on its own: its result stays what it was; what
+      // is left of the tree is stopped all the same.
+      debug('%s: %s after the root exited: terminating the rest', this.command, reason);
+      this.sendTerminate(this.opts.interruptGrace);
+      return;
+    }
     this.cancelReason = reason;
     debug('%s: %s, interrupt grace %d ms', this.command, reason, this.opts.interruptGrace);
     this.sendTerminate(this.opts.interruptGrace);

@@ -70,6 +70,10 @@ int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
 // them, so signalling a parent cannot orphan a child out of its ancestry.
 bool is_member(int64_t anchor, int64_t group, const Member& member);
 
+// The command line of `pid` (arguments joined by spaces), or its name in
+// brackets when the command line cannot be read.
+std::string command_line(int64_t pid);
+
 // Whether `pid` (with `start_time`) is still alive and is still that process.
 bool same_process_alive(int64_t pid, uint64_t start_time);
 

@@ -481,6 +481,12 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
   return static_cast<int>(out.size());
 }
 
+std::string command_line(int64_t pid) {
+  Info in;
+  if (!read_info(pid, false, in)) return "";
+  return command_of(in);
+}
+
 bool same_process_alive(int64_t pid, uint64_t start_time) {
   Info in;
   if (!read_info(pid, false, in)) return false;

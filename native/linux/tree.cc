@@ -229,6 +229,10 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
   return static_cast<int>(out.size());
 }
 
+std::string command_line(int64_t pid) {
+  return read_cmdline(pid);
+}
+
 bool same_process_alive(int64_t pid, uint64_t start_time) {
   Stat st;
   if (!read_stat(pid, st)) return false;

@@ -362,6 +362,7 @@ class Anchor {
       // is reparented to it): the common case needs no /proc scan.
       if (!(no_children && opts_.tier == "subreaper")) {
         for (auto& m : members(true, true)) {
+          if (m.command.empty()) m.command = cordon::command_line(m.pid);  // known from a snapshot
           send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
                escape(m.command).c_str());
         }
