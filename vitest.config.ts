@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 // One suite, every tier: each behavioural test file runs once per containment
 // tier this machine has (on Linux the subreaper tier and the process-group
 // tier, which is the macOS strategy). Tier-independent files run once.
-const tierIndependent = ['test/build-backends.test.ts', 'test/capabilities.test.ts', 'test/process-group.test.ts'];
+const tierIndependent = ['test/build-backends.test.ts', 'test/capabilities.test.ts', 'test/process-group.test.ts', 'test/broken-install.test.ts'];
 const tiers = process.platform === 'linux' ? ['subreaper', 'process-group'] : ['process-group'];
 
 export default defineConfig({

@@ -74,8 +74,15 @@ export function binding(): RawBinding {
   }
 }
 
-/** Absolute path of the anchor helper that sits beside the loaded addon. */
+let helperChecked: string | undefined;
+
+/**
+ * Absolute path of the anchor helper that sits beside the loaded addon,
+ * checked once; a helper removed later fails its spawn, which is reported as
+ * ERR_CORDON_HELPER_MISSING as well.
+ */
 export function helperPath(): string {
+  if (helperChecked !== undefined) return helperChecked;
   binding();
   const name = process.platform === 'win32' ? 'cordon-anchor.exe' : 'cordon-anchor';
   const path = join(dirname(loaded!.path), name);
@@ -90,6 +97,7 @@ export function helperPath(): string {
       stage: 'launch',
     });
   }
+  helperChecked = path;
   return path;
 }
 

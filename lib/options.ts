@@ -172,7 +172,9 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     if (typeof o.env !== 'object' || o.env === null) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
     env = o.env as NodeJS.ProcessEnv;
   }
-  for (const [key, value] of Object.entries(env)) {
+  // process.env comes from the OS environment (no NUL can be in it); a
+  // caller's own object is checked here, before anything runs.
+  if (env !== process.env) for (const [key, value] of Object.entries(env)) {
     if (value === undefined) continue;
     noNul(`env.${key}`, key);
     noNul(`env.${key}`, String(value));

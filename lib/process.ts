@@ -353,6 +353,15 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private onAnchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
+    if (error && this.pid === undefined && !this.launchError) {
+      // The helper itself could not be started (removed or broken install): nothing ran.
+      this.launchError = new CordonError(
+        `cordon's anchor helper could not be started (${(error as NodeJS.ErrnoException).code ?? error.message}); nothing ran. ` +
+          'Reinstall or rebuild cordon (`npm rebuild cordon`).',
+        { code: 'ERR_CORDON_HELPER_MISSING', cause: error, stage: 'launch' },
+      );
+      this.startedD.reject(this.launchError);
+    }
     this.anchorGone = true;
     queueMicrotask(() => this.emit('quiescent'));
     if (!this.quiet && !this.launchError) {
