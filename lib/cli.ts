@@ -7,7 +7,7 @@ import { capabilities } from './capabilities.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
 import type { LeftoversPolicy, SpawnOptions, Tier } from './options.js';
-import { spawn, type ContainedResult } from './process.js';
+import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
 
 const USAGE = `Usage:
   cordon run [options] -- <command> [args...]   run a command contained
@@ -118,6 +118,22 @@ function printReport(result: ContainedResult): void {
   process.stderr.write(lines.join('\n') + '\n');
 }
 
+/**
+ * Ctrl-C, SIGTERM and SIGHUP abort the run (interrupt grace, then SIGKILL);
+ * a second one kills the whole tree at once.
+ */
+function stopOnSignals(proc: ContainedProcess, controller: AbortController): void {
+  let interrupts = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupts++;
+    if (interrupts === 1) controller.abort(new Error(`received ${signal}`));
+    else void proc.kill().catch(() => {});
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+}
+
 async function runCommand(argv: string[]): Promise<number> {
   const { options, report, command, args } = parseRun(argv);
   const controller = new AbortController();
@@ -128,15 +144,7 @@ async function runCommand(argv: string[]): Promise<number> {
   } catch (err) {
     return launchFailure(err);
   }
-  let interrupts = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    interrupts++;
-    if (interrupts === 1) controller.abort(new Error(`received ${signal}`));
-    else void proc.kill().catch(() => {});
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onSignal);
+  stopOnSignals(proc, controller);
   try {
     const result = await proc.result;
     if (report) printReport(result);
@@ -168,15 +176,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
     to.on('error', () => {}); // a reader that went away must not end the report
     from?.pipe(to, { end: false });
   }
-  let interrupts = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    interrupts++;
-    if (interrupts === 1) controller.abort(new Error(`received ${signal}`));
-    else void proc.kill().catch(() => {});
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onSignal);
+  stopOnSignals(proc, controller);
   let result: ContainedResult;
   try {
     result = await proc.result;
