@@ -134,17 +134,24 @@ function stopOnSignals(proc: ContainedProcess, controller: AbortController): voi
   process.on('SIGHUP', onSignal);
 }
 
-async function runCommand(argv: string[]): Promise<number> {
-  const { options, report, command, args } = parseRun(argv);
+/** Spawns contained and interruptible; a launch failure becomes the exit status. */
+function startContained(command: string, args: string[], options: SpawnOptions): ContainedProcess | number {
   const controller = new AbortController();
   options.signal = controller.signal;
-  let proc;
+  let proc: ContainedProcess;
   try {
     proc = spawn(command, args, options);
   } catch (err) {
     return launchFailure(err);
   }
   stopOnSignals(proc, controller);
+  return proc;
+}
+
+async function runCommand(argv: string[]): Promise<number> {
+  const { options, report, command, args } = parseRun(argv);
+  const proc = startContained(command, args, options);
+  if (typeof proc === 'number') return proc;
   try {
     const result = await proc.result;
     if (report) printReport(result);
@@ -164,19 +171,12 @@ async function leaksCommand(argv: string[]): Promise<number> {
   options.leftovers = 'keep';
   // Pipes, so that "held the output" means something; forwarded as they come.
   options.stdio = ['inherit', 'pipe', 'pipe'];
-  const controller = new AbortController();
-  options.signal = controller.signal;
-  let proc;
-  try {
-    proc = spawn(command, args, options);
-  } catch (err) {
-    return launchFailure(err);
-  }
+  const proc = startContained(command, args, options);
+  if (typeof proc === 'number') return proc;
   for (const [from, to] of [[proc.stdout, process.stdout], [proc.stderr, process.stderr]] as const) {
     to.on('error', () => {}); // a reader that went away must not end the report
     from?.pipe(to, { end: false });
   }
-  stopOnSignals(proc, controller);
   let result: ContainedResult;
   try {
     result = await proc.result;
