@@ -12,7 +12,7 @@
 //   -> EXIT         the root runs and exits; the anchor reaps it and reports
 //   -> LEFTEND      the anchor's /proc scan for leftovers at root exit
 //   -> QUIET        the anchor sees no member left
-//   -> anchor exit  the anchor process exits and Node reaps it (child 'exit')
+//   -> anchor exit  the anchor process exits, Node reaps it and its channel is closed
 //   -> settled      the channel and output pipes close; proc.result resolves
 import { spawn as spawnChild } from 'node:child_process';
 import { spawn } from '../dist/index.js';
@@ -39,7 +39,11 @@ async function cordonOnce() {
     t[verb] ??= performance.now();
     dispatch(line);
   };
-  anchor.child.once('exit', () => (t.anchorExit = performance.now()));
+  const anchorExit = anchor.on.anchorExit;
+  anchor.on.anchorExit = (...a) => {
+    t.anchorExit ??= performance.now();
+    anchorExit(...a);
+  };
   await proc.result;
   t.settled = performance.now();
   return t;

@@ -3,17 +3,21 @@
 // few commands the host may give (TERM with a grace, KILL). The host never
 // signals a tree pid itself: only the anchor does, through pinned identities.
 import { spawn as spawnChild, type ChildProcess, type IOType } from 'node:child_process';
-import type { Stream } from 'node:stream';
+import type { Readable, Stream, Writable } from 'node:stream';
 import { closeSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { constants as osConstants } from 'node:os';
 import { debug } from './debug.js';
-import { CordonError } from './errors.js';
+import { CordonError, invalidArg } from './errors.js';
 import { binding } from './native.js';
+import { streamFd } from './options.js';
 
 export interface AnchorHandlers {
   ready(pid: number, tier: string, pidfd: boolean): void;
   noContain(errno: number, what: string): void;
   execFail(errno: number): void;
+  /** The anchor could not enter the command's working directory (POSIX; nothing ran). */
+  noCwd(errno: number): void;
   rootExit(code: number | null, signal: number | null): void;
   left(pid: number, heldOutput: boolean, command: string): void;
   leftEnd(): void;
@@ -31,6 +35,16 @@ export interface AnchorSpawn {
   stdio: Array<IOType | number | Stream>;
   /** Teardown grace the host asks for if it exits while the tree lives. */
   exitGrace: number;
+}
+
+/** The helper process as the host sees it (a ChildProcess on Windows). */
+export interface HelperProcess {
+  readonly pid?: number | undefined;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  ref(): void;
+  unref(): void;
 }
 
 const live = new Set<AnchorChannel>();
@@ -58,13 +72,58 @@ function helperFailure(cause: unknown, helper: string): CordonError {
   });
 }
 
+/** POSIX: what spawnHelper() takes for one stdio entry (-1 a pipe, -2 /dev/null, else a descriptor). */
+function stdioFd(entry: IOType | number | Stream, index: number): number {
+  if (entry === 'pipe') return -1;
+  if (entry === 'ignore') return -2;
+  if (entry === 'inherit') return index;
+  if (typeof entry === 'number') return entry;
+  const fd = streamFd(entry as Stream);
+  if (fd === undefined) throw invalidArg(`stdio[${index}]`, entry, 'a stream with an open file descriptor');
+  return fd;
+}
+
+const signalNames = new Map<number, NodeJS.Signals>(
+  Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
+);
+
+// POSIX: the helpers are children of the host that libuv does not know
+// about, so they are reaped here, by pid (an unreaped child's pid is pinned):
+// when its end of the channel closes (it exits), and on every SIGCHLD (in
+// case a stray copy of that end delays the EOF).
+type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
+const unreaped = new Map<number, ExitListener>();
+
+function reap(pid: number): boolean {
+  const listener = unreaped.get(pid);
+  if (!listener) return true;
+  const r = binding().reapHelper!(pid);
+  if (r === null) return false;
+  unreaped.delete(pid);
+  if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
+  listener(r.code >= 0 ? r.code : null, r.signal > 0 ? (signalNames.get(r.signal) ?? null) : null);
+  return true;
+}
+
+function reapAll(): void {
+  for (const pid of [...unreaped.keys()]) reap(pid);
+}
+
+function watchExit(pid: number, listener: ExitListener): void {
+  if (unreaped.size === 0) process.on('SIGCHLD', reapAll);
+  unreaped.set(pid, listener);
+}
+
 function unescape(s: string): string {
   return s.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\'));
 }
 
 export class AnchorChannel {
-  readonly child: ChildProcess;
+  readonly child: HelperProcess;
   private readonly socket: Socket;
+  /** POSIX: retries of reaping the helper after its end of the channel closed. */
+  private reapTimer: NodeJS.Timeout | undefined;
+  private reapRef = true;
   private readonly hostFd: number;
   private readonly exitGrace: number;
   /** Windows: the host's handle on the tree's Job Object (closed when the anchor is gone). */
@@ -76,6 +135,7 @@ export class AnchorChannel {
 
   constructor(spec: AnchorSpawn, private readonly on: AnchorHandlers) {
     this.exitGrace = spec.exitGrace;
+    let winChild: ChildProcess | undefined;
     if (process.platform === 'win32') {
       // Windows: no socketpair to hand down. The control channel is two
       // overlapped pipes Node creates at stdio indexes 3 (anchor -> host) and
@@ -89,7 +149,7 @@ export class AnchorChannel {
       const job = b.jobCreate!();
       this.job = job.handle;
       try {
-        this.child = spawnChild(spec.helper, ['--job-name', job.name, ...spec.args], {
+        this.child = winChild = spawnChild(spec.helper, ['--job-name', job.name, ...spec.args], {
           cwd: spec.cwd,
           env: spec.env,
           stdio: [...spec.stdio, 'overlapped', 'overlapped'],
@@ -101,25 +161,45 @@ export class AnchorChannel {
       }
       if (this.child.pid !== undefined) b.jobAttach!(job.handle, this.child.pid);
       // (Node sets up the pipe's socket even when the spawn fails; 'error' follows.)
-      this.socket = (this.child.stdio[3] as Socket | null) ?? new Socket();
-      this.writer = (this.child.stdio[4] as Socket | null) ?? undefined;
+      this.socket = (winChild.stdio[3] as Socket | null) ?? new Socket();
+      this.writer = (winChild.stdio[4] as Socket | null) ?? undefined;
       this.writer?.on('error', (err) => debug('control channel write error: %s', err.message));
     } else {
-      const [hostFd, anchorFd] = binding().controlPair();
+      // POSIX: the helper is started with posix_spawn (no copy of the host's
+      // address space, unlike child_process's fork), with the command's stdio
+      // on fds 0-2 and its end of a socket pair on fd 3.
+      const b = binding();
+      const stdio = spec.stdio.map(stdioFd);
+      const env: string[] = [];
+      for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
+      const [hostFd, anchorFd] = b.controlPair();
       this.hostFd = hostFd;
+      let started: { pid: number; fds: number[] };
       try {
-        this.child = spawnChild(spec.helper, spec.args, {
-          cwd: spec.cwd,
-          env: spec.env,
-          stdio: [...spec.stdio, anchorFd],
-          windowsHide: true,
-        });
+        // The anchor enters the command's working directory itself (glibc's
+        // posix_spawn can do it only from 2.29 on).
+        started = b.spawnHelper!(spec.helper, [spec.helper, '--cwd', spec.cwd, ...spec.args], env, stdio, anchorFd);
       } catch (cause) {
         closeSync(hostFd);
         throw helperFailure(cause, spec.helper);
       } finally {
         closeSync(anchorFd);
       }
+      const [inFd, outFd, errFd] = started.fds;
+      this.child = {
+        pid: started.pid,
+        stdin: inFd >= 0 ? new Socket({ fd: inFd, readable: false, writable: true }) : null,
+        stdout: outFd >= 0 ? new Socket({ fd: outFd, readable: true, writable: false }) : null,
+        stderr: errFd >= 0 ? new Socket({ fd: errFd, readable: true, writable: false }) : null,
+        ref: () => {
+          this.reapRef = true;
+          this.reapTimer?.ref();
+        },
+        unref: () => {
+          this.reapRef = false;
+          this.reapTimer?.unref();
+        },
+      };
       this.socket = new Socket({ fd: hostFd, readable: true, writable: true });
     }
     this.socket.setEncoding('utf8');
@@ -134,20 +214,12 @@ export class AnchorChannel {
       this.close();
       this.on.anchorExit(exitInfo.code, exitInfo.signal);
     };
-    this.socket.on('close', () => {
-      this.open = false;
-      channelClosed = true;
-      report();
-    });
-    this.child.on('error', (err) => {
-      if (exited) return;
-      exited = true;
-      this.close();
-      this.on.anchorExit(null, null, err);
-    });
-    this.child.on('exit', (code, signal) => {
+    const helperExit = (code: number | null, signal: NodeJS.Signals | null) => {
       debug('anchor %d exited code=%s signal=%s', this.child.pid, code, signal);
+      clearTimeout(this.reapTimer);
       exitInfo = { code, signal };
+      // As child_process does at exit: nobody is left to read stdin.
+      if (!winChild) this.child.stdin?.destroy();
       // Everything the anchor wrote is read before its exit is reported: its
       // end of the channel closes as it exits. Bounded in case a stray copy
       // of that end lives on somewhere.
@@ -160,13 +232,42 @@ export class AnchorChannel {
         });
       }, 1000).unref();
       report();
+    };
+    this.socket.on('close', () => {
+      this.open = false;
+      channelClosed = true;
+      if (!winChild && !exitInfo) this.reapSoon(this.child.pid!, 0);
+      report();
     });
+    if (winChild) {
+      winChild.on('error', (err) => {
+        if (exited) return;
+        exited = true;
+        this.close();
+        this.on.anchorExit(null, null, err);
+      });
+      winChild.on('exit', helperExit);
+    } else {
+      watchExit(this.child.pid!, helperExit);
+    }
     live.add(this);
     installExitHook();
   }
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /**
+   * POSIX: the helper closed its end of the channel, so it is exiting; it
+   * becomes reapable a moment later (SIGCHLD usually gets there first).
+   */
+  private reapSoon(pid: number, attempt: number): void {
+    this.reapTimer = undefined;
+    if (reap(pid)) return;
+    const delay = Math.min(2 ** attempt, 100);
+    this.reapTimer = setTimeout(() => this.reapSoon(pid, attempt + 1), delay);
+    if (!this.reapRef) this.reapTimer.unref();
   }
 
   private receive(chunk: string): void {
@@ -194,6 +295,9 @@ export class AnchorChannel {
         break;
       case 'EXECFAIL':
         this.on.execFail(Number(words[0]));
+        break;
+      case 'NOCWD':
+        this.on.noCwd(Number(words[0]));
         break;
       case 'EXIT': {
         const code = Number(words[0]);

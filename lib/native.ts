@@ -34,6 +34,14 @@ export interface RawBinding {
   controlPair(): [number, number];
   listTree(anchorPid: number, groupId: number): RawMember[];
   countOpenFds(): number;
+  /**
+   * POSIX only: posix_spawn the anchor helper with fds 0-2 (-1: a new pipe, -2:
+   * /dev/null, else a host descriptor) and `controlFd` as its fd 3. `fds`: the
+   * host's end of each new pipe, else -1.
+   */
+  spawnHelper?(path: string, argv: string[], env: string[], stdio: number[], controlFd: number): { pid: number; fds: number[] };
+  /** POSIX only: reaps the helper if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
+  reapHelper?(pid: number): { code: number; signal: number } | null;
   /** Windows only: a named Job Object (kill-on-close, no breakaway) held by the host. */
   jobCreate?(): { handle: number; name: string };
   /** Windows only: lets listTree(anchorPid) find the job. */

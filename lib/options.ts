@@ -105,8 +105,31 @@ export function noNul(name: string, value: string): void {
 function stdioEntry(name: string, value: unknown): StdioOption {
   if (value === 'pipe' || value === 'ignore' || value === 'inherit') return value;
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
-  if (value instanceof Stream) return value;
+  if (value instanceof Stream) {
+    if (streamFd(value) === undefined) {
+      throw invalidArg(name, value, "a stream with an open file descriptor (an opened file stream, a socket, process.stdout), a descriptor number or 'pipe'");
+    }
+    return value;
+  }
   throw invalidArg(name, value, "'pipe', 'ignore', 'inherit', a file descriptor or a stream with a descriptor", typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
+}
+
+/** A working directory that cannot be entered: checked here, and by the anchor as it enters it. */
+export function cwdError(cwd: string, code: string, extra: { cause?: unknown; errno?: number } = {}): CordonError {
+  return new CordonError(`The working directory ${cwd} cannot be used (${code}). Pass an existing directory as cwd.`, {
+    code,
+    ...extra,
+    syscall: 'chdir',
+    path: cwd,
+    stage: 'launch',
+  });
+}
+
+/** The descriptor under a stream (a file stream's fd, a socket's or TTY's handle), if it has one. */
+export function streamFd(stream: Stream): number | undefined {
+  const s = stream as Stream & { fd?: unknown; _handle?: { fd?: unknown } | null };
+  const fd = typeof s.fd === 'number' ? s.fd : s._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
 export function validateCommand(command: unknown, args: unknown): { command: string; args: string[] } {
@@ -147,14 +170,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     try {
       isDir = statSync(cwd).isDirectory();
     } catch (cause) {
-      const code = (cause as NodeJS.ErrnoException).code ?? 'ENOENT';
-      throw new CordonError(`The working directory ${cwd} cannot be used (${code}). Pass an existing directory as cwd.`, {
-        code,
-        cause,
-        syscall: 'chdir',
-        path: cwd,
-        stage: 'launch',
-      });
+      throw cwdError(cwd, (cause as NodeJS.ErrnoException).code ?? 'ENOENT', { cause });
     }
     if (!isDir) {
       throw new CordonError(`The working directory ${cwd} is not a directory. Pass an existing directory as cwd.`, {

@@ -12,6 +12,7 @@ import { debug } from './debug.js';
 import { CordonError, errnoName, invalidArg } from './errors.js';
 import { binding, helperPath } from './native.js';
 import {
+  cwdError,
   normalizeOptions,
   validateCommand,
   type LeftoversPolicy,
@@ -202,6 +203,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
           ready: (pid, tier) => this.onReady(pid, tier),
           noContain: (errno, what) => this.onLaunchFailure(this.containmentError(errno, what)),
           execFail: (errno) => this.onLaunchFailure(this.execError(errno, path)),
+          noCwd: (errno) => this.onLaunchFailure(cwdError(opts.cwd, errnoName(errno), { errno: -Math.abs(errno) })),
           rootExit: (code, signal) => this.onRootExit(code, signal),
           left: (pid, heldOutput, cmd) => this.leftovers.push({ pid, command: cmd, heldOutput }),
           leftEnd: () => {

@@ -23,6 +23,12 @@ const char* errno_name(int err) {
     case ENOMEM: return "ENOMEM";
     case ENOTDIR: return "ENOTDIR";
     case EEXIST: return "EEXIST";
+    case EBADF: return "EBADF";
+    case ECHILD: return "ECHILD";
+    case ENOEXEC: return "ENOEXEC";
+    case ELOOP: return "ELOOP";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    case E2BIG: return "E2BIG";
     default: return "EIO";
   }
 }
@@ -63,6 +69,74 @@ Napi::Value ControlPair(const Napi::CallbackInfo& info) {
   out.Set(1u, Napi::Number::New(env, fds[1]));
   return out;
 }
+
+#ifndef _WIN32
+bool StringArray(const Napi::Value& v, std::vector<std::string>& out) {
+  if (!v.IsArray()) return false;
+  Napi::Array a = v.As<Napi::Array>();
+  out.reserve(a.Length());
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    Napi::Value e = a.Get(i);
+    if (!e.IsString()) return false;
+    out.push_back(e.As<Napi::String>().Utf8Value());
+  }
+  return true;
+}
+
+// spawnHelper(path, argv, env, [stdin, stdout, stderr], controlFd)
+//   -> { pid, fds: [stdin, stdout, stderr] }; stdio entries: -1 a pipe, -2
+//   /dev/null, else a host descriptor; fds: the host's pipe ends, -1 if none.
+Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cordon::HelperSpawn spec;
+  bool ok = info.Length() >= 5 && info[0].IsString() && StringArray(info[1], spec.argv) &&
+            StringArray(info[2], spec.env) && info[3].IsArray() &&
+            info[3].As<Napi::Array>().Length() == 3 && info[4].IsNumber();
+  if (ok) {
+    Napi::Array stdio = info[3].As<Napi::Array>();
+    for (uint32_t i = 0; i < 3; i++) {
+      Napi::Value e = stdio.Get(i);
+      if (!e.IsNumber()) ok = false;
+      else spec.stdio[i] = e.As<Napi::Number>().Int32Value();
+    }
+  }
+  if (!ok) {
+    Napi::TypeError::New(env, "spawnHelper(path, argv[], env[], stdio[3], controlFd)")
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  spec.path = info[0].As<Napi::String>().Utf8Value();
+  spec.control = info[4].As<Napi::Number>().Int32Value();
+  cordon::HelperProcess proc;
+  int rc = cordon::spawn_helper(spec, proc);
+  if (rc < 0) return Fail(env, rc, "posix_spawn");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("pid", Napi::Number::New(env, static_cast<double>(proc.pid)));
+  Napi::Array fds = Napi::Array::New(env, 3);
+  for (uint32_t i = 0; i < 3; i++) fds.Set(i, Napi::Number::New(env, proc.host_fds[i]));
+  out.Set("fds", fds);
+  return out;
+}
+
+// reapHelper(pid) -> null while it runs, else { code, signal } (-1 / 0 when
+// not applicable; both -1 when someone else reaped it).
+Napi::Value ReapHelper(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "reapHelper(pid) takes a number").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int code = -1, signal = 0;
+  int rc = cordon::reap_helper(info[0].As<Napi::Number>().Int64Value(), code, signal);
+  if (rc == 0) return env.Null();
+  if (rc == -ECHILD) code = -1, signal = -1;
+  else if (rc < 0) return Fail(env, rc, "waitpid");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("code", Napi::Number::New(env, code));
+  out.Set("signal", Napi::Number::New(env, signal));
+  return out;
+}
+#endif
 
 // listTree(anchorPid, groupId): the live members as the OS sees them now.
 Napi::Value ListTree(const Napi::CallbackInfo& info) {
@@ -161,6 +235,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("controlPair", Napi::Function::New(env, ControlPair, "controlPair"));
   exports.Set("listTree", Napi::Function::New(env, ListTree, "listTree"));
   exports.Set("countOpenFds", Napi::Function::New(env, CountOpenFds, "countOpenFds"));
+#ifndef _WIN32
+  exports.Set("spawnHelper", Napi::Function::New(env, SpawnHelper, "spawnHelper"));
+  exports.Set("reapHelper", Napi::Function::New(env, ReapHelper, "reapHelper"));
+#endif
 #ifdef _WIN32
   exports.Set("jobCreate", Napi::Function::New(env, JobCreate, "jobCreate"));
   exports.Set("jobAttach", Napi::Function::New(env, JobAttach, "jobAttach"));

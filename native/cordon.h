@@ -88,6 +88,29 @@ namespace cordon {
 // channel (POSIX). fds[0] stays with the host, fds[1] becomes the anchor's fd 3.
 int control_pair(int fds[2]);
 
+// Starting the anchor helper (POSIX, native/posix/spawn.cc) with posix_spawn,
+// which does not copy the host's address space as fork() does.
+constexpr int kStdioPipe = -1;  // a new pipe; the host keeps the other end
+constexpr int kStdioNull = -2;  // /dev/null
+struct HelperSpawn {
+  std::string path;               // absolute, never searched in PATH
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // "NAME=value"
+  int stdio[3] = {kStdioPipe, kStdioPipe, kStdioPipe};  // or a host descriptor
+  int control = -1;               // becomes the helper's fd 3
+};
+struct HelperProcess {
+  int64_t pid = 0;
+  int host_fds[3] = {-1, -1, -1};  // the host's end of each kStdioPipe, else -1
+};
+// The helper gets fds 0-3 (it closes any other itself), an empty signal mask
+// and default dispositions, and the host's working directory (the command's
+// is an argument of the helper). Exec failures are reported here (a negative errno).
+int spawn_helper(const HelperSpawn& spec, HelperProcess& out);
+// Reap the helper if it has exited: 1 (code, or -1 and the signal), 0 while
+// it runs, a negative errno (-ECHILD: reaped by someone else).
+int reap_helper(int64_t pid, int& code, int& signal);
+
 }  // namespace cordon
 
 namespace cordon {

@@ -59,7 +59,7 @@ describe('the control channel is not handed down', () => {
       ['grandchild (from outside)', now.grandchild],
     ] as const) {
       expect([...fds.values()], `${name} holds the control socket: ${describeFds(fds)}`).not.toContain(control);
-      // Beyond stdio (the host's pipes, which libuv makes from socketpairs), no socket at all.
+      // Beyond stdio (the host's pipes), no socket at all.
       expect(sockets(new Map([...fds].filter(([fd]) => fd > 2))), `${name}: sockets beyond stdio`).toEqual([]);
     }
   });

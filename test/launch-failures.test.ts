@@ -6,10 +6,15 @@
 // run() with the same code, and leave nothing running. A failure the
 // pre-check cannot see (exec of a script whose interpreter is missing) rejects
 // `started` and `result`.
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawn as spawnChild } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { PassThrough, type Readable } from 'node:stream';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { run, spawn, type CordonError, type SpawnOptions } from '../lib/index.js';
+import { helperPath } from '../lib/native.js';
 import { useTag, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { outcome } from './helpers/trees.js';
@@ -102,6 +107,7 @@ const cases: Case[] = [
       ['waitDelay: NaN', { waitDelay: NaN }, 'ERR_INVALID_ARG_VALUE', /"waitDelay" must be/],
       ['timeout: Infinity', { timeout: Infinity }, 'ERR_INVALID_ARG_VALUE', /"timeout" must be/],
       ["stdio: 'bogus'", { stdio: 'bogus' }, 'ERR_INVALID_ARG_VALUE', /"stdio" must be/],
+      ['a stream without a descriptor in stdio', { stdio: ['pipe', new PassThrough(), 'pipe'] }, 'ERR_INVALID_ARG_VALUE', /"stdio(\[1\]" must be a stream with an open file descriptor|" must be left out of run)/],
       ['an unknown option', { gracePeriod: 1000 }, 'ERR_INVALID_ARG_VALUE', /unknown option.*gracePeriod.*known options/i],
       ["containment: 'sometimes'", { containment: 'sometimes' }, 'ERR_INVALID_ARG_VALUE', /"containment" must be one of/],
       ["tier: 'cgroup-x'", { tier: 'cgroup-x' }, 'ERR_INVALID_ARG_VALUE', /"tier" must be one of/],
@@ -201,6 +207,31 @@ describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
     expect(e.isCordonError).toBe(true);
     expect(e.code).toBe('ENOENT');
     expect(e.isLaunchFailure).toBe(true);
+    expect(t.procs()).toEqual([]);
+  });
+});
+
+// The library checks cwd before anything runs; the anchor enters it itself
+// (POSIX), so a directory removed in between is still a launch failure,
+// reported on the control channel before the command could run.
+describe.runIf(process.platform !== 'win32')('C1: the anchor cannot enter the working directory', () => {
+  it('it reports NOCWD with the errno and runs nothing', async () => {
+    const t = useTag();
+    const dir = tempDir('cordon-launch-');
+    const marker = join(dir, 'ran');
+    const child = spawnChild(helperPath(), ['--cwd', join(dir, 'gone'), '--', '/bin/sh', 'sh', '-c', `echo ran > ${marker}`], {
+      env: t.env,
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    });
+    onTestFinished(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    let control = '';
+    (child.stdio[3] as Readable).setEncoding('utf8').on('data', (chunk: string) => (control += chunk));
+    const [code] = (await within(once(child, 'close'), 10_000, 'the anchor to exit', t.tag)) as [number | null];
+    expect(control).toBe(`NOCWD ${osConstants.errno.ENOENT}\n`);
+    expect(code).toBe(0);
+    expect(existsSync(marker), 'the command ran').toBe(false);
     expect(t.procs()).toEqual([]);
   });
 });

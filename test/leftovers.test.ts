@@ -10,7 +10,11 @@ import { ensureDist, startHost } from './helpers/host.js';
 import { alive, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 
 // The leftover redirected its output away: it does not hold the captured pipes.
-const leaveOne = (exit: number) => `sleep 300 >/dev/null 2>&1 & echo "PID s $!"; exit ${exit}`;
+// The root exits only once the redirection is in place (a shell's child holds
+// the pipe between its fork and its redirection, and a root that exits in
+// that window rightly gets it reported as holding the output).
+const leaveOne = (exit: number) =>
+  `sleep 300 >/dev/null 2>&1 & s=$!; while [ "$(readlink /proc/$s/fd/2)" != /dev/null ]; do :; done; echo "PID s $s"; exit ${exit}`;
 
 async function runLeaving(exit: number, leftovers: LeftoversPolicy, env: NodeJS.ProcessEnv, tag: string) {
   const proc = spawn('sh', ['-c', leaveOne(exit)], { env, leftovers });

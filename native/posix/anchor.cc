@@ -1,7 +1,7 @@
 // cordon-anchor: the per-tree anchor process (POSIX).
 //
-// Node spawns this helper with the command's stdio on fds 0-2 and the control
-// channel on fd 3. The anchor establishes containment *before* it forks and
+// The host spawns this helper (posix_spawn) with the command's stdio on fds
+// 0-2 and the control channel on fd 3. The anchor establishes containment *before* it forks and
 // execs the command (C1), holds the tree's identity for as long as anything
 // may signal it (C2), carries out graceful escalation by itself (C3), reaps
 // every orphan (C9) and terminates the tree when the host goes away, even by
@@ -11,6 +11,7 @@
 //   READY <root pid> <tier> <pidfd 0|1>
 //   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
 //   EXECFAIL <errno>                exec of the command failed; nothing ran
+//   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
 //   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
 //   LEFT <pid> <holds 0|1> <cmd>    a member still alive when the root exited
 //   LEFTEND
@@ -32,6 +33,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include <cstdarg>
 #include <cstdio>
@@ -85,11 +89,30 @@ void on_signal(int sig) {
 // the host to decide on, never a reason to lose the tree's identity.
 const int kIgnored[] = {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
 
+// In the command's child, before exec: every disposition back to its
+// default. Handled signals reset themselves at exec; ignored ones would not.
+// The host starts this helper with glibc's posix_spawn, which leaves glibc's
+// own internal signals (SIGCANCEL, SIGSETXID: 32 and 33) ignored, and glibc's
+// sigaction() refuses to touch those: the raw system call resets them (an
+// all-zero kernel sigaction is SIG_DFL, whatever the architecture's layout).
+void default_dispositions() {
+  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+#ifdef __linux__
+  unsigned char zeros[64] = {};
+  for (int sig = 32; sig < 35; sig++) {
+    if (syscall(SYS_rt_sigaction, sig, zeros, nullptr, 8) != 0 && errno == EINVAL) {
+      syscall(SYS_rt_sigaction, sig, zeros, nullptr, 16);  // a wider sigset_t (MIPS)
+    }
+  }
+#endif
+}
+
 struct Options {
   std::string tier = "subreaper";
   bool best_effort = false;
   int grace_ms = 3000;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
+  std::string cwd;             // the command's working directory (else the anchor's)
   std::string path;
   std::vector<std::string> argv;
 };
@@ -98,7 +121,7 @@ struct Options {
   fprintf(stderr, "cordon-anchor: %s\n", why);
   fprintf(stderr,
           "usage: cordon-anchor [--tier subreaper|process-group] [--best-effort] "
-          "[--grace MS] [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
+          "[--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
           "It is started by the cordon library with a control channel on fd 3.\n");
   _exit(64);
 }
@@ -115,6 +138,8 @@ Options parse(int argc, char** argv) {
       o.tier = argv[++i];
     } else if (a == "--watch-fd" && i + 1 < argc) {
       o.watch_fds.push_back(atoi(argv[++i]));
+    } else if (a == "--cwd" && i + 1 < argc) {
+      o.cwd = argv[++i];
     } else if (a == "--best-effort") {
       o.best_effort = true;
     } else if (a == "--grace" && i + 1 < argc) {
@@ -147,6 +172,10 @@ class Anchor {
     cordon::probe(probe);
     pidfd_ = probe.pidfd;
 
+    if (!opts_.cwd.empty() && chdir(opts_.cwd.c_str()) != 0) {
+      send("NOCWD %d", errno);
+      return 0;
+    }
     if (!contain()) return 0;
     watch_output();
     if (!launch()) return 0;
@@ -207,9 +236,7 @@ class Anchor {
     }
     if (pid == 0) {
       // The command starts with the dispositions and mask a shell would give it.
-      for (int sig : kIgnored) signal(sig, SIG_DFL);
-      signal(SIGCHLD, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
+      default_dispositions();
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -544,6 +571,9 @@ class Anchor {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Only fds 0-3 are the anchor's: whatever the host leaked without
+  // close-on-exec must not be held for the life of the tree.
+  cordon::close_fds_from(4, -1);
   Options opts = parse(argc, argv);
   Anchor anchor(std::move(opts));
   return anchor.run();

@@ -1,0 +1,152 @@
+// Starting the anchor helper without forking the host (POSIX).
+//
+// libuv (child_process) starts a process with fork(): the kernel copies the
+// page tables of the whole Node process, which costs milliseconds for a host
+// with a big heap. posix_spawn() starts the helper from a vfork-like clone
+// (glibc: CLONE_VM | CLONE_VFORK; macOS: a system call) instead, so the cost
+// no longer grows with the host. The helper is the anchor: it is an unreaped
+// child of the host, reaped here by pid (its identity is pinned until then).
+#include "../cordon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace cordon {
+
+namespace {
+
+// Descriptors to close once the spawn is over, whatever its outcome.
+struct Closer {
+  std::vector<int> fds;
+  ~Closer() {
+    for (int fd : fds) close(fd);
+  }
+  int keep(int fd) {
+    fds.push_back(fd);
+    return fd;
+  }
+};
+
+int copy_high(int fd, Closer& closer) {
+  // A source in 0..3 could be overwritten by an earlier dup2 of the file
+  // actions (or be its own target, whose close-on-exec flag dup2 would not
+  // clear): hand the helper a close-on-exec copy above the targets instead.
+  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 4);
+  if (copy < 0) return -errno;
+  return closer.keep(copy);
+}
+
+}  // namespace
+
+int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
+  Closer child_side;  // the helper's ends, closed in the host after the spawn
+  Closer host_side;   // the host's ends, closed on failure only
+  int sources[4];
+  for (int i = 0; i < 3; i++) {
+    out.host_fds[i] = -1;
+    int s = spec.stdio[i];
+    if (s == kStdioPipe) {
+      int p[2];
+#if defined(__linux__)
+      if (pipe2(p, O_CLOEXEC) != 0) return -errno;
+#else
+      // No pipe2 on macOS: the addon runs on the host's JS thread, the only
+      // thread Node starts processes from, so no fork slips in between.
+      if (pipe(p) != 0) return -errno;
+      fcntl(p[0], F_SETFD, FD_CLOEXEC);
+      fcntl(p[1], F_SETFD, FD_CLOEXEC);
+#endif
+      // stdin: the helper reads; stdout/stderr: the helper writes.
+      int helper_end = i == 0 ? p[0] : p[1];
+      int host_end = i == 0 ? p[1] : p[0];
+      child_side.keep(helper_end);
+      host_side.keep(host_end);
+      out.host_fds[i] = host_end;
+      sources[i] = helper_end;
+    } else if (s == kStdioNull) {
+      int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (fd < 0) return -errno;
+      sources[i] = child_side.keep(fd);
+    } else if (s >= 0) {
+      if (fcntl(s, F_GETFD) < 0) return -errno;  // EBADF: not an open descriptor
+      sources[i] = s;
+    } else {
+      return -EINVAL;
+    }
+  }
+  sources[3] = spec.control;
+  for (int i = 0; i < 4; i++) {
+    if (sources[i] <= 3) {
+      int copy = copy_high(sources[i], child_side);
+      if (copy < 0) return copy;
+      sources[i] = copy;
+    }
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  int rc = posix_spawn_file_actions_init(&actions);
+  if (rc != 0) return -rc;
+  rc = posix_spawnattr_init(&attr);
+  if (rc != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    return -rc;
+  }
+  for (int i = 0; i < 4 && rc == 0; i++) rc = posix_spawn_file_actions_adddup2(&actions, sources[i], i);
+  // Only fds 0-3 reach the helper: macOS closes the rest here, on Linux the
+  // helper closes them first thing (what glibc offers for it here, like
+  // addchdir_np, would raise the glibc version a prebuilt addon needs).
+#if defined(__APPLE__)
+  short flags = POSIX_SPAWN_CLOEXEC_DEFAULT;
+#else
+  short flags = 0;
+#endif
+  // The helper starts as a process started by a shell would: no signal
+  // blocked, every disposition at its default (Node ignores SIGPIPE, and an
+  // ignored disposition would otherwise survive exec).
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (rc == 0) rc = posix_spawnattr_setsigmask(&attr, &none);
+  if (rc == 0) rc = posix_spawnattr_setsigdefault(&attr, &all);
+  if (rc == 0) rc = posix_spawnattr_setflags(&attr, flags);
+
+  std::vector<char*> argv;
+  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  pid_t pid = -1;
+  if (rc == 0) rc = posix_spawn(&pid, spec.path.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    for (int i = 0; i < 3; i++) out.host_fds[i] = -1;
+    return -rc;
+  }
+  host_side.fds.clear();  // the host's ends now belong to the caller
+  out.pid = pid;
+  return 0;
+}
+
+int reap_helper(int64_t pid, int& code, int& signal) {
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(static_cast<pid_t>(pid), &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return -errno;
+  if (r == 0) return 0;
+  code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  return 1;
+}
+
+}  // namespace cordon

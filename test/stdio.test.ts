@@ -1,0 +1,136 @@
+// The command's stdio (design; CONTRACT C1, C10): every stdio form a host can
+// pass ('pipe', 'ignore', 'inherit', a descriptor number, a stream with a
+// descriptor) reaches the command's fds 0-2 exactly, and the command starts
+// with no signal ignored or blocked (Node itself ignores SIGPIPE). Observed
+// from outside: the root prints what /proc says about its own descriptors,
+// and the test reads the same links for the host.
+import { spawnSync } from 'node:child_process';
+import { closeSync, createWriteStream, openSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { spawn, type SpawnOptions } from '../lib/index.js';
+import { capture, repoRoot } from './helpers/fixtures.js';
+import { ensureDist } from './helpers/host.js';
+import { useTag, within } from './helpers/procs.js';
+import { tempDir } from './helpers/registry.js';
+
+/** The root prints `FD<n> <link target>` for each of its fds 0-2, then runs `rest`. */
+const SHOW_FDS = 'for n in 0 1 2; do echo "FD$n $(readlink /proc/$$/fd/$n)"; done';
+
+function fdsIn(text: string): Record<number, string> {
+  const out: Record<number, string> = {};
+  for (const m of text.matchAll(/^FD(\d) (.*)$/gm)) out[Number(m[1])] = m[2]!;
+  return out;
+}
+
+async function runShown(options: SpawnOptions, tag: string, script = SHOW_FDS) {
+  const proc = spawn('sh', ['-c', script], options);
+  const out = capture(proc.stdout);
+  const err = capture(proc.stderr);
+  const result = await within(proc.result, 10_000, 'the command to finish', tag);
+  return { proc, result, out: out.text, err: err.text };
+}
+
+describe('stdio reaches the command as asked', () => {
+  it("'pipe': stdin reaches the command, stdout and stderr come back, all three are pipes", async () => {
+    const t = useTag();
+    // (Printed on stderr, each echo redirected after its readlink ran.)
+    const showOnStderr = 'for n in 0 1 2; do echo "FD$n $(readlink /proc/$$/fd/$n)" >&2; done';
+    const proc = spawn('sh', ['-c', `${showOnStderr}; read line; echo "got $line"; echo "err $line" >&2`], { env: t.env });
+    const out = capture(proc.stdout);
+    const err = capture(proc.stderr);
+    proc.stdin!.end('hello\n');
+    const result = await within(proc.result, 10_000, 'the command to finish', t.tag);
+    expect(result.exitCode).toBe(0);
+    expect(out.text).toBe('got hello\n');
+    expect(err.text).toMatch(/^err hello$/m);
+    const fds = fdsIn(err.text);
+    for (const n of [0, 1, 2]) expect(fds[n], `fd ${n}: ${err.text}`).toMatch(/^pipe:\[\d+\]$/);
+    expect(new Set([fds[0], fds[1], fds[2]]).size, 'three distinct pipes').toBe(3);
+  });
+
+  it("'ignore' gives the command /dev/null", async () => {
+    const t = useTag();
+    const { result, out } = await runShown({ env: t.env, stdio: ['ignore', 'pipe', 'ignore'] }, t.tag);
+    expect(result.exitCode).toBe(0);
+    const fds = fdsIn(out);
+    expect(fds[0]).toBe('/dev/null');
+    expect(fds[2]).toBe('/dev/null');
+  });
+
+  it("'inherit' gives the command the host's own descriptors", async () => {
+    const t = useTag();
+    const { result, out } = await runShown({ env: t.env, stdio: ['inherit', 'pipe', 'inherit'] }, t.tag);
+    expect(result.exitCode).toBe(0);
+    const fds = fdsIn(out);
+    expect(fds[0]).toBe(readlinkSync('/proc/self/fd/0'));
+    expect(fds[2]).toBe(readlinkSync('/proc/self/fd/2'));
+  });
+
+  it('a descriptor number: the command writes into the host\'s file', async () => {
+    const t = useTag();
+    const file = join(tempDir('cordon-stdio-'), 'out.txt');
+    const fd = openSync(file, 'w');
+    try {
+      const { result, out } = await runShown({ env: t.env, stdio: ['ignore', 'pipe', fd] }, t.tag, `${SHOW_FDS}; echo to-stderr >&2`);
+      expect(result.exitCode).toBe(0);
+      expect(fdsIn(out)[2]).toBe(file);
+    } finally {
+      closeSync(fd);
+    }
+    expect(readFileSync(file, 'utf8')).toBe('to-stderr\n');
+  });
+
+  it('an opened file stream: the command writes into it', async () => {
+    const t = useTag();
+    const file = join(tempDir('cordon-stdio-'), 'stream.txt');
+    const stream = createWriteStream(file);
+    await once(stream, 'open');
+    try {
+      const { result } = await runShown({ env: t.env, stdio: ['ignore', stream, 'pipe'] }, t.tag, `${SHOW_FDS}; echo done`);
+      expect(result.exitCode).toBe(0);
+    } finally {
+      stream.end();
+      await once(stream, 'close');
+    }
+    const text = readFileSync(file, 'utf8');
+    expect(fdsIn(text)[1]).toBe(file);
+    expect(text).toMatch(/^done$/m);
+  });
+
+  it("the host's own fds 1 and 2, swapped: each lands where asked", async () => {
+    const t = useTag();
+    await ensureDist();
+    const dir = tempDir('cordon-stdio-');
+    // A host whose stdout is a.txt and stderr b.txt gives the command its fd 2
+    // as stdout and its fd 1 as stderr: sources among the target slots 0-3.
+    const a = openSync(join(dir, 'a.txt'), 'w');
+    const b = openSync(join(dir, 'b.txt'), 'w');
+    const index = pathToFileURL(join(repoRoot, 'dist', 'index.js')).href;
+    const script = `import(${JSON.stringify(index)}).then(async ({ spawn }) => {
+      const r = await spawn('sh', ['-c', 'echo to-stdout; echo to-stderr >&2'], { stdio: ['ignore', 2, 1] }).result;
+      process.exitCode = r.exitCode ?? 99;
+    });`;
+    let status: number | null;
+    try {
+      status = spawnSync(process.execPath, ['-e', script], { env: t.env, stdio: ['ignore', a, b], timeout: 10_000 }).status;
+    } finally {
+      closeSync(a);
+      closeSync(b);
+    }
+    const [outA, outB] = [readFileSync(join(dir, 'a.txt'), 'utf8'), readFileSync(join(dir, 'b.txt'), 'utf8')];
+    expect(status, `host stdout: ${outA}\nhost stderr: ${outB}`).toBe(0);
+    expect(outA).toBe('to-stderr\n');
+    expect(outB).toBe('to-stdout\n');
+  });
+
+  it('the command starts with no signal ignored or blocked, though the host ignores SIGPIPE', async () => {
+    const t = useTag();
+    const { result, out } = await runShown({ env: t.env }, t.tag, "grep -E '^Sig(Ign|Blk):' /proc/$$/status");
+    expect(result.exitCode).toBe(0);
+    expect(out).toMatch(/^SigIgn:\s+0+$/m);
+    expect(out).toMatch(/^SigBlk:\s+0+$/m);
+  });
+});
