@@ -4,7 +4,7 @@
 // signals a tree pid itself: only the anchor does, through pinned identities.
 import { spawn as spawnChild, type ChildProcess, type IOType } from 'node:child_process';
 import type { Readable, Stream, Writable } from 'node:stream';
-import { closeSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { debug } from './debug.js';
@@ -172,19 +172,15 @@ export class AnchorChannel {
       const stdio = spec.stdio.map(stdioFd);
       const env: string[] = [];
       for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
-      const [hostFd, anchorFd] = b.controlPair();
-      this.hostFd = hostFd;
-      let started: { pid: number; fds: number[] };
+      let started: { pid: number; control: number; fds: number[] };
       try {
         // The anchor enters the command's working directory itself (glibc's
         // posix_spawn can do it only from 2.29 on).
-        started = b.spawnHelper!(spec.helper, [spec.helper, '--cwd', spec.cwd, ...spec.args], env, stdio, anchorFd);
+        started = b.spawnHelper!(spec.helper, [spec.helper, '--cwd', spec.cwd, ...spec.args], env, stdio);
       } catch (cause) {
-        closeSync(hostFd);
         throw helperFailure(cause, spec.helper);
-      } finally {
-        closeSync(anchorFd);
       }
+      this.hostFd = started.control;
       const [inFd, outFd, errFd] = started.fds;
       this.child = {
         pid: started.pid,
@@ -200,7 +196,7 @@ export class AnchorChannel {
           this.reapTimer?.unref();
         },
       };
-      this.socket = new Socket({ fd: hostFd, readable: true, writable: true });
+      this.socket = new Socket({ fd: started.control, readable: true, writable: true });
     }
     this.socket.setEncoding('utf8');
     this.socket.on('data', (chunk: string) => this.receive(chunk));

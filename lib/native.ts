@@ -30,16 +30,15 @@ export interface RawMember {
 
 export interface RawBinding {
   probe(): RawProbe;
-  /** [hostFd, anchorFd]: a close-on-exec socket pair for the control channel. */
-  controlPair(): [number, number];
   listTree(anchorPid: number, groupId: number): RawMember[];
   countOpenFds(): number;
   /**
    * POSIX only: posix_spawn the anchor helper with fds 0-2 (-1: a new pipe, -2:
-   * /dev/null, else a host descriptor) and `controlFd` as its fd 3. `fds`: the
-   * host's end of each new pipe, else -1.
+   * /dev/null, else a host descriptor) and a new control socket pair's end as
+   * its fd 3. `control`: the host's end; `fds`: the host's end of each new
+   * pipe, else -1. Creates every descriptor it returns (none to close on throw).
    */
-  spawnHelper?(path: string, argv: string[], env: string[], stdio: number[], controlFd: number): { pid: number; fds: number[] };
+  spawnHelper?(path: string, argv: string[], env: string[], stdio: number[]): { pid: number; control: number; fds: number[] };
   /** POSIX only: reaps the helper if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
   reapHelper?(pid: number): { code: number; signal: number } | null;
   /** Windows only: a named Job Object (kill-on-close, no breakaway) held by the host. */

@@ -1,5 +1,5 @@
 // Validation and defaults: bad input is a typed error before anything runs.
-import { statSync } from 'node:fs';
+import { fstatSync, statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -104,7 +104,19 @@ export function noNul(name: string, value: string): void {
 
 function stdioEntry(name: string, value: unknown): StdioOption {
   if (value === 'pipe' || value === 'ignore' || value === 'inherit') return value;
-  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) {
+    try {
+      fstatSync(value);
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code ?? 'EBADF';
+      throw new CordonError(`The option "${name}" is ${value}, which is not an open file descriptor (${code}); nothing ran. Pass an open descriptor, 'pipe', 'ignore' or 'inherit'.`, {
+        code,
+        cause,
+        stage: 'input',
+      });
+    }
+    return value;
+  }
   if (value instanceof Stream) {
     if (streamFd(value) === undefined) {
       throw invalidArg(name, value, "a stream with an open file descriptor (an opened file stream, a socket, process.stdout), a descriptor number or 'pipe'");

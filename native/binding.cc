@@ -59,17 +59,6 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   return out;
 }
 
-Napi::Value ControlPair(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  int fds[2];
-  int rc = cordon::control_pair(fds);
-  if (rc < 0) return Fail(env, rc, "socketpair");
-  Napi::Array out = Napi::Array::New(env, 2);
-  out.Set(0u, Napi::Number::New(env, fds[0]));
-  out.Set(1u, Napi::Number::New(env, fds[1]));
-  return out;
-}
-
 #ifndef _WIN32
 bool StringArray(const Napi::Value& v, std::vector<std::string>& out) {
   if (!v.IsArray()) return false;
@@ -83,15 +72,17 @@ bool StringArray(const Napi::Value& v, std::vector<std::string>& out) {
   return true;
 }
 
-// spawnHelper(path, argv, env, [stdin, stdout, stderr], controlFd)
-//   -> { pid, fds: [stdin, stdout, stderr] }; stdio entries: -1 a pipe, -2
-//   /dev/null, else a host descriptor; fds: the host's pipe ends, -1 if none.
+// spawnHelper(path, argv, env, [stdin, stdout, stderr])
+//   -> { pid, control, fds: [stdin, stdout, stderr] }; stdio entries: -1 a
+//   pipe, -2 /dev/null, else a host descriptor; control: the host's end of the
+//   control channel; fds: the host's pipe ends, -1 if none. Every descriptor
+//   is made here, so none needs closing by the caller when it throws.
 Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   cordon::HelperSpawn spec;
-  bool ok = info.Length() >= 5 && info[0].IsString() && StringArray(info[1], spec.argv) &&
+  bool ok = info.Length() >= 4 && info[0].IsString() && StringArray(info[1], spec.argv) &&
             StringArray(info[2], spec.env) && info[3].IsArray() &&
-            info[3].As<Napi::Array>().Length() == 3 && info[4].IsNumber();
+            info[3].As<Napi::Array>().Length() == 3;
   if (ok) {
     Napi::Array stdio = info[3].As<Napi::Array>();
     for (uint32_t i = 0; i < 3; i++) {
@@ -101,17 +92,17 @@ Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
     }
   }
   if (!ok) {
-    Napi::TypeError::New(env, "spawnHelper(path, argv[], env[], stdio[3], controlFd)")
+    Napi::TypeError::New(env, "spawnHelper(path, argv[], env[], stdio[3])")
         .ThrowAsJavaScriptException();
     return env.Undefined();
   }
   spec.path = info[0].As<Napi::String>().Utf8Value();
-  spec.control = info[4].As<Napi::Number>().Int32Value();
   cordon::HelperProcess proc;
   int rc = cordon::spawn_helper(spec, proc);
   if (rc < 0) return Fail(env, rc, "posix_spawn");
   Napi::Object out = Napi::Object::New(env);
   out.Set("pid", Napi::Number::New(env, static_cast<double>(proc.pid)));
+  out.Set("control", Napi::Number::New(env, proc.control_fd));
   Napi::Array fds = Napi::Array::New(env, 3);
   for (uint32_t i = 0; i < 3; i++) fds.Set(i, Napi::Number::New(env, proc.host_fds[i]));
   out.Set("fds", fds);
@@ -232,7 +223,6 @@ Napi::Value JobClose(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probe", Napi::Function::New(env, Probe, "probe"));
-  exports.Set("controlPair", Napi::Function::New(env, ControlPair, "controlPair"));
   exports.Set("listTree", Napi::Function::New(env, ListTree, "listTree"));
   exports.Set("countOpenFds", Napi::Function::New(env, CountOpenFds, "countOpenFds"));
 #ifndef _WIN32

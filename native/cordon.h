@@ -97,13 +97,14 @@ struct HelperSpawn {
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // "NAME=value"
   int stdio[3] = {kStdioPipe, kStdioPipe, kStdioPipe};  // or a host descriptor
-  int control = -1;               // becomes the helper's fd 3
 };
 struct HelperProcess {
   int64_t pid = 0;
   int host_fds[3] = {-1, -1, -1};  // the host's end of each kStdioPipe, else -1
+  int control_fd = -1;             // the host's end of the control pair (the helper's fd 3)
 };
-// The helper gets fds 0-3 (it closes any other itself), an empty signal mask
+// The helper gets fds 0-2 and its end of a new control pair as fd 3 (it
+// closes any other itself), an empty signal mask
 // and default dispositions, and the host's working directory (the command's
 // is an argument of the helper). Exec failures are reported here (a negative errno).
 int spawn_helper(const HelperSpawn& spec, HelperProcess& out);

@@ -24,6 +24,8 @@ interface Case {
   /** The command, args and options, built with this test's tag env. */
   make: (t: Tagged, dir: string) => { command: string; args: string[]; options: SpawnOptions };
   code: string;
+  /** run() takes no stdio option: where the case is about stdio, the code it rejects with. */
+  runCode?: string;
   syscall?: string;
   /** The message says what to do. */
   message: RegExp;
@@ -118,14 +120,21 @@ const cases: Case[] = [
     code,
     message,
   })),
+  {
+    name: 'a closed descriptor in stdio',
+    make: (t) => ({ command: 'sh', args: ['-c', 'sleep 300'], options: { env: t.env, stdio: ['pipe', 'pipe', 987654] } }),
+    code: 'EBADF',
+    runCode: 'ERR_INVALID_ARG_VALUE',
+    message: /"stdio(\[2\]" is 987654, which is not an open file descriptor.*Pass an open descriptor|" must be left out of run)/,
+  },
 ];
 
-function expectLaunchFailure(err: unknown, c: Case): void {
+function expectLaunchFailure(err: unknown, c: Case, code = c.code): void {
   const e = err as CordonError;
   expect(e, 'a CordonError').toBeDefined();
   expect(e.isCordonError).toBe(true);
   expect(e.name).toBe('CordonError');
-  expect(e.code).toBe(c.code);
+  expect(e.code).toBe(code);
   expect(e.isLaunchFailure).toBe(true);
   expect(e.isCleanupFailure).toBe(false);
   if (c.syscall) expect(e.syscall).toBe(c.syscall);
@@ -149,7 +158,7 @@ describe('C1/C6: launch failures before anything runs', () => {
       expect(t.procs()).toEqual([]);
     });
 
-    it(`run(): ${c.name} -> rejects with ${c.code}, nothing runs`, async () => {
+    it(`run(): ${c.name} -> rejects with ${c.runCode ?? c.code}, nothing runs`, async () => {
       const t = useTag();
       const { command, args, options } = c.make(t, tempDir('cordon-launch-'));
       let promise: Promise<unknown> | undefined;
@@ -159,7 +168,7 @@ describe('C1/C6: launch failures before anything runs', () => {
       // It fails before anything runs: the rejection is immediate.
       const how = await outcome(promise!, 5000, 'run() to reject', t.tag);
       expect(how.ok, 'run() resolved').toBe(false);
-      expectLaunchFailure((how as { error: unknown }).error, c);
+      expectLaunchFailure((how as { error: unknown }).error, c, c.runCode ?? c.code);
       expect(t.procs()).toEqual([]);
     });
   }

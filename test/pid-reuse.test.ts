@@ -10,7 +10,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn, type ContainedProcess } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { occupyPid, PidTakenError, stillOccupied, type Occupant } from './helpers/pids.js';
-import { alive, killPids, readStat, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { alive, killPids, readStat, sameAlive, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { caps, tier } from './helpers/tier.js';
 
 type Method = 'terminate' | 'kill';
@@ -56,6 +56,7 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
   for (const method of ['terminate', 'kill'] as Method[]) {
     it(`${method}() after the root's pid was reused reaches the leftover, never the new process`, { timeout: 60_000 }, async () => {
       const t = useTag();
+      let sStart = '';
       const { proc, s, target: root, occ } = await withOccupant(t, async () => {
         const proc = spawn('sh', ['-c', 'sleep 300 >/dev/null 2>&1 & echo "PID s $!"; echo "PID root $$"'], {
           env: t.env,
@@ -68,13 +69,14 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
         const result = await within(proc.result, 10_000, 'result to settle', t.tag);
         expect(result.leftoversKept).toBe(true);
         expect(alive(s)).toBe(true);
+        sStart = readStat(s)!.start;
         await waitFor(() => readStat(root) === undefined, { timeout: 5000, what: `root pid ${root} to be freed`, pids: [root] });
         return { proc, s, target: root };
       });
       expect(stillOccupied(occ)).toBe(true);
 
       await within(proc[method](), 10_000, `${method}() on the old handle`, t.tag);
-      expect(alive(s), `leftover ${s} after ${method}()`).toBe(false);
+      expect(sameAlive(s, sStart), `leftover ${s} after ${method}()`).toBe(false);
       expect(stillOccupied(occ), `the unrelated process on the root's old pid ${root} (${occ.how})`).toBe(true);
       // Repeated cleanup on the same handle is idempotent and still harmless.
       await within(proc[other(method)](), 10_000, `${other(method)}() after ${method}()`, t.tag);
@@ -90,6 +92,7 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
     for (const method of ['terminate', 'kill'] as Method[]) {
       it(`${method}() after a leftover exited and its pid was reused never signals the new process`, { timeout: 60_000 }, async () => {
         const t = useTag();
+        let sStart = '';
         const { proc, s, target: b, occ } = await withOccupant(t, async () => {
           const proc = spawn(
             'sh',
@@ -102,6 +105,7 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
           const result = await within(proc.result, 10_000, 'result to settle', t.tag);
           expect(result.leftoversKept).toBe(true);
           expect(result.leftovers.map((l) => l.pid).sort()).toEqual([s, b].sort());
+          sStart = readStat(s)!.start;
           // b exits on its own and is reaped (by the anchor): its pid is free.
           await waitFor(() => readStat(b) === undefined, { timeout: 5000, what: `leftover ${b} to exit and be reaped`, pids: [b] });
           return { proc, s, target: b };
@@ -109,7 +113,7 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
         expect(stillOccupied(occ)).toBe(true);
 
         await within(proc[method](), 10_000, `${method}() on the old handle`, t.tag);
-        expect(alive(s), `leftover ${s} after ${method}()`).toBe(false);
+        expect(sameAlive(s, sStart), `leftover ${s} after ${method}()`).toBe(false);
         expect(stillOccupied(occ), `the unrelated process on the leftover's old pid ${b} (${occ.how})`).toBe(true);
         await within(proc[other(method)](), 10_000, `${other(method)}() after ${method}()`, t.tag);
         expect(stillOccupied(occ)).toBe(true);

@@ -78,7 +78,12 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
       return -EINVAL;
     }
   }
-  sources[3] = spec.control;
+  int control[2];
+  int crc = control_pair(control);
+  if (crc < 0) return crc;
+  child_side.keep(control[1]);
+  host_side.keep(control[0]);
+  sources[3] = control[1];
   for (int i = 0; i < 4; i++) {
     if (sources[i] <= 3) {
       int copy = copy_high(sources[i], child_side);
@@ -133,6 +138,7 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
   }
   host_side.fds.clear();  // the host's ends now belong to the caller
   out.pid = pid;
+  out.control_fd = control[0];
   return 0;
 }
 

@@ -40,6 +40,16 @@ export function alive(pid: number): boolean {
   return st !== undefined && st.state !== 'Z' && st.state !== 'X';
 }
 
+/**
+ * The process first seen as `pid` with /proc start time `start` is alive (not
+ * a zombie): where a test sets the pid counter back (pid-reuse.test.ts), a
+ * freed pid can be handed to another test's process at once.
+ */
+export function sameAlive(pid: number, start: string): boolean {
+  const st = readStat(pid);
+  return st !== undefined && st.start === start && st.state !== 'Z' && st.state !== 'X';
+}
+
 export function isZombie(pid: number): boolean {
   return readStat(pid)?.state === 'Z';
 }
