@@ -1,9 +1,14 @@
 // CONTRACT C9: every process of a tree is reaped (the anchor reaps orphans
 // reparented to it), and the host's open descriptors return to baseline after
 // many spawns. Observed in /proc: zombie states, parents, /proc/self/fd.
-import { describe, expect, it } from 'vitest';
+import { once as onceEvent } from 'node:events';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn } from '../lib/index.js';
-import { capture, fixture } from './helpers/fixtures.js';
+import { capture, fixture, repoRoot } from './helpers/fixtures.js';
+import { ensureDist } from './helpers/host.js';
 import {
   alive,
   isZombie,
@@ -133,4 +138,35 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(zombieChildren()).toEqual([]);
     await waitGone(t.tag, 1000);
   });
+
+  // The host reaps each anchor itself (it is started with posix_spawn, not
+  // through child_process): on SIGCHLD, and when its channel closes. A worker
+  // thread gets no signals, so there only the second path exists.
+  it.runIf(process.platform !== 'win32')('anchors started from a worker thread are reaped too, without warnings', async () => {
+    const t = useTag();
+    await ensureDist();
+    const index = pathToFileURL(join(repoRoot, 'dist', 'index.js')).href;
+    const worker = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+       const warnings = [];
+       process.on('warning', (w) => warnings.push(w.message));
+       import(workerData.index).then(async ({ spawn }) => {
+         const codes = [];
+         for (let i = 0; i < 20; i++) codes.push((await spawn('true', [], { env: workerData.env }).result).exitCode);
+         const left = await spawn('sh', ['-c', 'sleep 300 >/dev/null 2>&1 & exit 0'], { env: workerData.env, leftovers: 'kill' }).result;
+         parentPort.postMessage({ codes, left: left.leftovers.length, warnings });
+       });`,
+      { eval: true, workerData: { index, env: t.env } },
+    );
+    onTestFinished(() => void worker.terminate());
+    const [report] = (await within(onceEvent(worker, 'message'), 20_000, 'the worker to finish its trees', t.tag)) as [
+      { codes: number[]; left: number; warnings: string[] },
+    ];
+    expect(report.codes).toEqual(Array(20).fill(0));
+    expect(report.left).toBe(1);
+    expect(report.warnings).toEqual([]);
+    await waitFor(() => zombieChildren().length === 0, { timeout: 2000, what: 'no zombie child of the host', tag: t.tag });
+    await waitGone(t.tag, 2000);
+  });
 });
+
