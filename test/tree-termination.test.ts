@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_GRACE_MS, spawn } from '../lib/index.js';
 import { capture, fixture } from './helpers/fixtures.js';
 import { alive, useTag, waitFor, within } from './helpers/procs.js';
-import { catchesTerm, collect, expectAlive, expectGone, ignoresTerm } from './helpers/trees.js';
+import { catchesTerm, collect, expectAlive, expectGone, ignoresTerm, startTermIgnoringTree } from './helpers/trees.js';
 
 describe('C3: whole-tree termination', () => {
   it('an AbortSignal ends a tree with several background children and a nested shell', async () => {
@@ -27,11 +27,8 @@ describe('C3: whole-tree termination', () => {
 
   it('kill() is immediate: a tree ignoring SIGTERM is gone well under the default grace', async () => {
     const t = useTag();
-    const proc = spawn(fixture('term-ignoring-tree.sh'), [], { env: t.env });
-    const { pids, all } = await collect(proc, t.tag);
-    expect(Object.keys(pids).sort()).toEqual(['c1', 'c2', 'gc', 'root', 'sub']);
-    // Precondition: every member really ignores SIGTERM, so only SIGKILL ends it.
-    for (const pid of all) expect(ignoresTerm(pid), `pid ${pid} ignores SIGTERM`).toBe(true);
+    // Precondition (checked there): every member ignores SIGTERM, so only SIGKILL ends it.
+    const { proc, all } = await startTermIgnoringTree(t);
 
     const t0 = Date.now();
     await within(proc.kill(), 10_000, 'kill() to resolve', t.tag);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn, type LeftoversPolicy } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
-import { alive, useTag, within } from './helpers/procs.js';
+import { alive, useTag, within, type Tagged } from './helpers/procs.js';
 
 const WAIT_DELAY = 500;
 const BOUND = 1500;
@@ -49,40 +49,48 @@ function weHold(target: string): boolean {
   return false;
 }
 
+/**
+ * Runs `script` (it prints `PID g <pid>` for a grandchild that keeps the
+ * root's `fd` and exits at once), checks that the test process holds the
+ * reading end of that pipe before the root exits, and that the result then
+ * settles after the wait delay and within the bound, as an overrun, with our
+ * end of the pipe closed although the grandchild still holds its own.
+ */
+async function overrun(t: Tagged, script: string, fd: 1 | 2, leftovers: LeftoversPolicy) {
+  const proc = spawn('sh', ['-c', script], { env: t.env, waitDelay: WAIT_DELAY, leftovers });
+  const settledAt = proc.result.then(
+    () => Date.now(),
+    () => Date.now(),
+  );
+  const out = capture(proc.stdout);
+  const err = capture(proc.stderr);
+  // The root exits right after this line: the clock starts no later than its exit.
+  await out.until(/^PID g \d+$/m, 10_000);
+  const seenAt = Date.now();
+  const g = out.pids().g!;
+  expect(alive(g)).toBe(true);
+  const pipe = fdTarget(g, fd);
+  expect(pipe).toMatch(/^(pipe|socket):/);
+  const ours = otherEnd(pipe);
+  expect(weHold(ours), `the test process holds ${ours} (the reading end) before the root exits`).toBe(true);
+
+  const result = await within(proc.result, WAIT_DELAY + BOUND + 3000, 'result to settle', t.tag);
+  const elapsed = (await settledAt) - seenAt;
+  expect(elapsed, 'settled after the root exit (ms)').toBeLessThanOrEqual(WAIT_DELAY + BOUND);
+  expect(elapsed, 'waited for the wait delay before giving up (ms)').toBeGreaterThanOrEqual(WAIT_DELAY - 100);
+  expect(result.waitDelayExceeded).toBe(true);
+  expect(weHold(ours), `the test process still holds ${ours}`).toBe(false);
+  return { proc, result, out, err, g };
+}
+
 describe('wait delay (C4)', () => {
   for (const leftovers of ['kill', 'kill-on-failure', 'keep'] as LeftoversPolicy[]) {
     it(`a grandchild holding stdout: settles within waitDelay, output kept, leftovers '${leftovers}'`, async () => {
       const t = useTag();
-      const proc = spawn('sh', ['-c', 'echo before-exit; sleep 300 & echo "PID g $!"; exit 0'], {
-        env: t.env,
-        waitDelay: WAIT_DELAY,
-        leftovers,
-      });
-      const settledAt = proc.result.then(
-        () => Date.now(),
-        () => Date.now(),
-      );
-      const out = capture(proc.stdout);
-      // The root exits right after this line: the clock starts no later than its exit.
-      await out.until(/^PID g \d+$/m, 10_000);
-      const seenAt = Date.now();
-      const g = out.pids().g!;
-      expect(alive(g)).toBe(true);
-      const pipe = fdTarget(g, 1);
-      expect(pipe).toMatch(/^(pipe|socket):/);
-      const ours = otherEnd(pipe);
-      expect(weHold(ours), `the test process holds ${ours} (the reading end) before the root exits`).toBe(true);
-
-      const result = await within(proc.result, WAIT_DELAY + BOUND + 3000, 'result to settle', t.tag);
-      const elapsed = (await settledAt) - seenAt;
-      expect(elapsed, 'settled after the root exit (ms)').toBeLessThanOrEqual(WAIT_DELAY + BOUND);
-      expect(elapsed, 'waited for the wait delay before giving up (ms)').toBeGreaterThanOrEqual(WAIT_DELAY - 100);
+      const { proc, result, out, g } = await overrun(t, 'echo before-exit; sleep 300 & echo "PID g $!"; exit 0', 1, leftovers);
       expect(result.exitCode).toBe(0);
-      expect(result.waitDelayExceeded).toBe(true);
       // Output printed before the overrun is kept.
       expect(out.text).toContain('before-exit\n');
-      // Our end of the pipe is closed although the grandchild still has its end.
-      expect(weHold(ours), `the test process still holds ${ours}`).toBe(false);
 
       if (leftovers === 'keep') {
         expect(alive(g), 'kept grandchild alive after settle').toBe(true);
@@ -103,33 +111,9 @@ describe('wait delay (C4)', () => {
   for (const leftovers of ['kill', 'kill-on-failure'] as LeftoversPolicy[]) {
     it(`a grandchild holding stderr only: the same bound, leftovers '${leftovers}'`, async () => {
       const t = useTag();
-      const proc = spawn('sh', ['-c', 'echo before-exit >&2; sleep 300 >/dev/null & echo "PID g $!"; exit 0'], {
-        env: t.env,
-        waitDelay: WAIT_DELAY,
-        leftovers,
-      });
-      const settledAt = proc.result.then(
-        () => Date.now(),
-        () => Date.now(),
-      );
-      const out = capture(proc.stdout);
-      const err = capture(proc.stderr);
-      await out.until(/^PID g \d+$/m, 10_000);
-      const seenAt = Date.now();
-      const g = out.pids().g!;
-      expect(alive(g)).toBe(true);
-      const pipe = fdTarget(g, 2);
-      expect(pipe).toMatch(/^(pipe|socket):/);
-      const ours = otherEnd(pipe);
-      expect(weHold(ours), `the test process holds ${ours} (the reading end) before the root exits`).toBe(true);
-
-      const result = await within(proc.result, WAIT_DELAY + BOUND + 3000, 'result to settle', t.tag);
-      const elapsed = (await settledAt) - seenAt;
-      expect(elapsed, 'settled after the root exit (ms)').toBeLessThanOrEqual(WAIT_DELAY + BOUND);
-      expect(elapsed, 'waited for the wait delay before giving up (ms)').toBeGreaterThanOrEqual(WAIT_DELAY - 100);
-      expect(result.waitDelayExceeded).toBe(true);
+      const script = 'echo before-exit >&2; sleep 300 >/dev/null & echo "PID g $!"; exit 0';
+      const { result, err, g } = await overrun(t, script, 2, leftovers);
       expect(err.text).toContain('before-exit\n');
-      expect(weHold(ours), `the test process still holds ${ours}`).toBe(false);
       expect(alive(g), 'grandchild after settle').toBe(false);
       expect(result.leftoversKept).toBe(false);
     });

@@ -5,9 +5,9 @@
 // bookkeeping.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { expect } from 'vitest';
-import type { ContainedProcess } from '../../lib/index.js';
-import { capture } from './fixtures.js';
-import { alive, cmdline, describeProcs, findTagged, waitFor, within } from './procs.js';
+import { spawn, type ContainedProcess, type SpawnOptions } from '../../lib/index.js';
+import { capture, fixture } from './fixtures.js';
+import { alive, cmdline, describeProcs, findTagged, waitFor, within, type Tagged } from './procs.js';
 
 export interface Collected {
   out: ReturnType<typeof capture>;
@@ -32,6 +32,19 @@ export async function collect(proc: ContainedProcess, tag: string, ready: RegExp
   const pids = out.pids();
   const all = [...new Set([root, ...Object.values(pids)])];
   return { out, err, root, pids, all };
+}
+
+/**
+ * fixtures/term-ignoring-tree.sh started and collected: five members (root,
+ * two children, a subshell, a grandchild), each checked to ignore SIGTERM
+ * (inherited SIG_IGN), so that only the forced kill can end them.
+ */
+export async function startTermIgnoringTree(t: Tagged, options: SpawnOptions = {}) {
+  const proc = spawn(fixture('term-ignoring-tree.sh'), [], { env: t.env, ...options });
+  const collected = await collect(proc, t.tag);
+  expect(Object.keys(collected.pids).sort()).toEqual(['c1', 'c2', 'gc', 'root', 'sub']);
+  for (const pid of collected.all) expect(ignoresTerm(pid), `pid ${pid} ignores SIGTERM`).toBe(true);
+  return { proc, ...collected };
 }
 
 /** Every pid named is alive now (fails with the dead ones). */
