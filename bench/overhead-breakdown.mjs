@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-// node bench/overhead-breakdown.mjs [--runs 200]
+// node bench/overhead-breakdown.mjs [--runs 200] [--ballast <MB>]
+//
+// --ballast: the host first fills that many MB of its heap (touched, kept
+// alive), to show how each library's spawn cost depends on the host's size.
 //
 // Where the time of a contained /bin/true goes, phase by phase, next to plain
 // child_process (interleaved runs, medians). A profiling aid: it reads
@@ -20,11 +23,16 @@ import { newTag, taggedEnv, killTagged } from './lib/procs.mjs';
 import { quantile } from './lib/overhead.mjs';
 
 let runs = 200;
+let ballastMb = 0;
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === '--runs') runs = Number(argv[++i]);
+  else if (argv[i] === '--ballast') ballastMb = Number(argv[++i]);
   else throw new Error(`unknown argument ${argv[i]}`);
 }
+// Many small objects (a heap a real host would have), not one big buffer.
+const ballast = [];
+for (let i = 0; i < ballastMb * 160; i++) ballast.push(Array.from({ length: 120 }, (_, j) => ({ i, j })));
 const tag = newTag('breakdown');
 const env = taggedEnv(tag);
 
@@ -98,6 +106,7 @@ const rows = [
   ['child_process', 'total', phase(P, 'start', 'close')],
 ];
 const f = (x) => (Number.isFinite(x) ? x.toFixed(2).padStart(7) : '     -');
-process.stdout.write(`${runs} runs each, interleaved (ms)\n\n| library | phase | median | p95 |\n| --- | --- | --- | --- |\n`);
+const rssMb = Math.round(process.memoryUsage().rss / 2 ** 20);
+process.stdout.write(`${runs} runs each, interleaved (ms); host RSS ${rssMb} MB${ballast.length ? ` with ${ballastMb} MB of ballast` : ''}\n\n| library | phase | median | p95 |\n| --- | --- | --- | --- |\n`);
 for (const [lib, name, p] of rows) process.stdout.write(`| ${lib} | ${name} | ${f(p.median)} | ${f(p.p95)} |\n`);
 process.exit(0);
