@@ -4,7 +4,7 @@
 // signals a tree pid itself: only the anchor does, through pinned identities.
 import { spawn as spawnChild, type ChildProcess, type IOType } from 'node:child_process';
 import type { Readable, Stream, Writable } from 'node:stream';
-import { writeSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmdirSync, writeFileSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { debug } from './debug.js';
@@ -114,6 +114,18 @@ function watchExit(pid: number, listener: ExitListener): void {
   unreaped.set(pid, listener);
 }
 
+/** A tree's cgroup and any sub-cgroups (nested cordon trees), bottom-up; the kernel refuses any with a process in it. */
+function removeCgroupDir(dir: string, depth: number): void {
+  try {
+    if (depth < 32) {
+      for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroupDir(`${dir}/${e.name}`, depth + 1);
+    }
+    rmdirSync(dir);
+  } catch (err) {
+    debug('removing the cgroup %s: %s', dir, (err as Error).message);
+  }
+}
+
 function unescape(s: string): string {
   return s.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\'));
 }
@@ -132,6 +144,9 @@ export class AnchorChannel {
   private writer: Socket | undefined;
   private inbox = '';
   private open = true;
+  /** The cgroup tier: the tree's cgroup, as READY named it. */
+  private cgroup: string | undefined;
+  private quietSeen = false;
 
   constructor(spec: AnchorSpawn, private readonly on: AnchorHandlers) {
     this.exitGrace = spec.exitGrace;
@@ -207,8 +222,13 @@ export class AnchorChannel {
     const report = () => {
       if (exited || !exitInfo || !channelClosed) return;
       exited = true;
-      this.close();
-      this.on.anchorExit(exitInfo.code, exitInfo.signal);
+      const info = exitInfo;
+      const done = () => {
+        this.close();
+        this.on.anchorExit(info.code, info.signal);
+      };
+      if (this.cgroup !== undefined && !this.quietSeen) void this.killCgroup(this.cgroup).then(done);
+      else done();
     };
     const helperExit = (code: number | null, signal: NodeJS.Signals | null) => {
       debug('anchor %d exited code=%s signal=%s', this.child.pid, code, signal);
@@ -284,6 +304,7 @@ export class AnchorChannel {
     const words = rest.split(' ');
     switch (verb) {
       case 'READY':
+        if (words.length > 3) this.cgroup = words.slice(3).join(' ');
         this.on.ready(Number(words[0]), words[1] ?? '', words[2] === '1');
         break;
       case 'NOCONTAIN':
@@ -317,11 +338,38 @@ export class AnchorChannel {
         this.on.stuck(words.filter(Boolean).map(Number));
         break;
       case 'QUIET':
+        this.quietSeen = true;
         this.on.quiet();
         break;
       default:
         debug('unknown anchor line: %s', line);
     }
+  }
+
+  /**
+   * The cgroup tier, the anchor gone before its tree was quiescent: SIGKILL
+   * to everything in the tree's cgroup (a directory that exists until it is
+   * removed, so no recycled identity), then, once the kernel says it is
+   * empty (bounded), the cgroup goes too.
+   */
+  private async killCgroup(dir: string): Promise<void> {
+    const populated = () => {
+      try {
+        return /^populated 1$/m.test(readFileSync(`${dir}/cgroup.events`, 'utf8'));
+      } catch {
+        return false; // gone
+      }
+    };
+    try {
+      if (existsSync(`${dir}/cgroup.kill`)) writeFileSync(`${dir}/cgroup.kill`, '1');
+      debug('anchor gone with members left: cgroup.kill of %s', dir);
+    } catch (err) {
+      debug('cgroup.kill of %s failed: %s', dir, (err as Error).message);
+    }
+    for (const deadline = Date.now() + 2000; populated() && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    removeCgroupDir(dir, 0);
   }
 
   /** Polite signal to every member now, the forced kill after `graceMs`. */

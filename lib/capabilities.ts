@@ -15,6 +15,8 @@ export interface Guarantees {
   pidReuseSafe: boolean;
   /** C8: the tree is terminated when the host is SIGKILLed, with no host code. */
   survivesHostSigkill: boolean;
+  /** C2: if the anchor itself dies, the host still ends the tree through a handle it holds (a cgroup, a job). */
+  survivesAnchorDeath: boolean;
   /** C3: polite signal, grace, then forced kill, to every member. */
   gracefulStop: boolean;
   /** C4: output reading is bounded after the root exits. */
@@ -40,7 +42,8 @@ export interface Capabilities {
 function tiersHere(): Tier[] {
   if (process.platform === 'linux') {
     const p = probe();
-    return p.subreaper ? ['subreaper', 'process-group'] : ['process-group'];
+    if (!p.subreaper) return ['process-group'];
+    return p.cgroup ? ['cgroup', 'subreaper', 'process-group'] : ['subreaper', 'process-group'];
   }
   if (process.platform === 'darwin') return ['process-group'];
   if (process.platform === 'win32') return probe().jobObjects ? ['job-object'] : [];
@@ -50,7 +53,7 @@ function tiersHere(): Tier[] {
 export function defaultTier(): Tier {
   const env = process.env.CORDON_TIER;
   const tiers = tiersHere();
-  if ((env === 'subreaper' || env === 'process-group' || env === 'job-object') && tiers.includes(env)) return env;
+  if ((env === 'cgroup' || env === 'subreaper' || env === 'process-group' || env === 'job-object') && tiers.includes(env)) return env;
   if (tiers.length === 0) {
     throw new CordonError(`cordon has no containment tier for ${process.platform} in this build.`, {
       code: 'ERR_CORDON_UNSUPPORTED',
@@ -84,6 +87,7 @@ export function tierGuarantees(
         catchesEscapees: 'always',
         pidReuseSafe: true,
         survivesHostSigkill: true,
+        survivesAnchorDeath: true,
         gracefulStop: true,
         waitDelay: true,
         reapsOrphans: true,
@@ -100,6 +104,7 @@ export function tierGuarantees(
         catchesEscapees: 'never',
         pidReuseSafe: true,
         survivesHostSigkill: false,
+        survivesAnchorDeath: false,
         gracefulStop: true,
         waitDelay: true,
         reapsOrphans: true,
@@ -108,15 +113,22 @@ export function tierGuarantees(
       notes,
     };
   }
-  if (tier === 'subreaper') {
+  if (tier === 'subreaper' || tier === 'cgroup') {
     if (!pidfd) notes.push("This kernel has no pidfd: members that are not the anchor's own children are signalled by a verified pid, with a small reuse window.");
-    notes.push('No delegated cgroup is used: memory and pid limits are not enforced.');
+    if (tier === 'cgroup') {
+      notes.push("Each tree's command is born in a cgroup of its own (clone3 into the cgroup), below this process's cgroup; the forced stop is cgroup.kill, which reaches every member at once, new forks included.");
+      notes.push('If the anchor itself dies, the host kills the tree through its cgroup.');
+      notes.push('No cgroup controllers are enabled for the tree: memory and pid limits are not enforced.');
+    } else {
+      notes.push('No cgroup is used (none is writable here, or the subreaper tier was asked for): memory and pid limits are not enforced, and a tree whose anchor is killed is not ended.');
+    }
     return {
       guarantees: {
         containedBeforeExec: true,
         catchesEscapees: 'always',
         pidReuseSafe: pidfd,
         survivesHostSigkill: true,
+        survivesAnchorDeath: tier === 'cgroup',
         gracefulStop: true,
         waitDelay: true,
         reapsOrphans: true,
@@ -140,6 +152,7 @@ export function tierGuarantees(
       catchesEscapees: 'while-parented',
       pidReuseSafe: pidfd,
       survivesHostSigkill: true,
+      survivesAnchorDeath: false,
       gracefulStop: true,
       waitDelay: true,
       reapsOrphans: false,

@@ -9,12 +9,14 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['gracefulStop', 'C3 graceful stop of the whole tree'],
   ['waitDelay', 'C4 bounded output drain (waitDelay)'],
   ['survivesHostSigkill', 'C8 tree ends when the host is SIGKILLed'],
+  ['survivesAnchorDeath', 'tree ends when its anchor is killed'],
   ['reapsOrphans', 'C9 orphans reaped by the anchor'],
   ['limits', 'memory / pid limits'],
 ];
 
 const COLUMNS = [
-  { title: 'Linux, subreaper tier (default)', platform: 'linux', tier: 'subreaper', pidfd: true },
+  { title: 'Linux, cgroup tier (default where a cgroup is writable)', platform: 'linux', tier: 'cgroup', pidfd: true },
+  { title: 'Linux, subreaper tier (default otherwise)', platform: 'linux', tier: 'subreaper', pidfd: true },
   { title: 'Linux, process-group tier', platform: 'linux', tier: 'process-group', pidfd: true },
   { title: 'macOS, process-group tier', platform: 'darwin', tier: 'process-group', pidfd: false },
   { title: 'Windows, Job Object tier', platform: 'win32', tier: 'job-object', pidfd: false },

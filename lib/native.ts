@@ -12,6 +12,8 @@ export interface RawProbe {
   pidfd: boolean;
   subreaper: boolean;
   procScan: boolean;
+  /** Linux: cgroup v2 is mounted and this process's own cgroup is writable. */
+  cgroup?: boolean;
   /** Windows: Job Objects are available. */
   jobObjects?: boolean;
   /** Windows: CTRL_BREAK_EVENT can be delivered (false under Wine 8). */

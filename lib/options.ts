@@ -6,13 +6,16 @@ import { fileURLToPath } from 'node:url';
 import { CordonError, errnoName, invalidArg } from './errors.js';
 
 /**
- * Containment tiers. 'job-object' is Windows; 'process-handle' is only ever
+ * Containment tiers. 'cgroup' and 'subreaper' are Linux ('cgroup' where a
+ * cgroup v2 directory is writable); 'process-group' is the macOS strategy
+ * (available on Linux too); 'job-object' is Windows; 'process-handle' is only ever
  * reported (Windows best-effort when the job could not be assigned: the root's
  * handle is the only identity, descendants are not contained).
  */
-export type Tier = 'subreaper' | 'process-group' | 'job-object' | 'process-handle';
+export type Tier = 'cgroup' | 'subreaper' | 'process-group' | 'job-object' | 'process-handle';
 // The tiers this platform's anchor implements (availability on this host is capabilities()' business).
-const SELECTABLE_TIERS: readonly Tier[] = process.platform === 'win32' ? ['job-object'] : ['subreaper', 'process-group'];
+const SELECTABLE_TIERS: readonly Tier[] =
+  process.platform === 'win32' ? ['job-object'] : process.platform === 'linux' ? ['cgroup', 'subreaper', 'process-group'] : ['process-group'];
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
 export type StdioOption = 'pipe' | 'ignore' | 'inherit' | number | Stream;
 

@@ -56,6 +56,7 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   out.Set("jobObjects", Napi::Boolean::New(env, p.job_objects));
   out.Set("ctrlBreak", Napi::Boolean::New(env, p.ctrl_break));
   out.Set("wine", Napi::Boolean::New(env, p.wine));
+  out.Set("cgroup", Napi::Boolean::New(env, p.cgroup));
   return out;
 }
 

@@ -35,6 +35,7 @@ struct Probe {
   bool job_objects = false;  // Windows Job Objects (kill-on-close, nesting)
   bool ctrl_break = false;   // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) works (not under Wine 8)
   bool wine = false;         // running under Wine, not Windows
+  bool cgroup = false;       // Linux: cgroup v2 is mounted and our own cgroup is writable
 };
 
 int probe(Probe& out);
@@ -42,6 +43,16 @@ int probe(Probe& out);
 // Make the calling process a child subreaper: orphaned descendants are
 // reparented to it instead of to init. -ENOSYS where the OS has no such thing.
 int become_subreaper();
+
+// Linux, the cgroup tier: a new cgroup v2 directory for one tree, below the
+// calling process's own cgroup (which must be writable: a delegated cgroup, or
+// root's). `path` gets its absolute path, `dir_fd` an O_PATH|O_DIRECTORY fd on
+// it (for clone3's CLONE_INTO_CGROUP), `kill_fd` its cgroup.kill opened for
+// writing (-1 before Linux 5.14).
+int cgroup_create(const std::string& name, std::string& path, int& dir_fd, int& kill_fd);
+// fork(), the child born inside the cgroup (clone3 with CLONE_INTO_CGROUP,
+// Linux 5.7+): no instruction of it runs outside. Returns what fork() does.
+int64_t fork_into_cgroup(int dir_fd);
 
 // Descendants of `anchor` (not the anchor itself). With `group` also every
 // process whose process group is `group` (the process-group tier). Zombies are

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { capabilities } from '../lib/index.js';
 import { guaranteeTable } from '../lib/guarantee-table.js';
+import { cgroupWritable } from './helpers/cgroup.js';
 import { repoRoot } from './helpers/fixtures.js';
 
 describe('capabilities', () => {
@@ -20,8 +21,17 @@ describe('capabilities', () => {
     expect(caps.platform).toBe('linux');
     expect(caps.tiers).toContain('process-group');
     expect(caps.tiers).toContain('subreaper');
-    expect(caps.tiers[0]).toBe('subreaper');
+    // The cgroup tier exactly where cgroup v2 is mounted and this process's
+    // own cgroup is writable (read here from /proc, not from cordon).
+    expect(caps.tiers[0]).toBe(cgroupWritable() ? 'cgroup' : 'subreaper');
+    expect(caps.tier).toBe(caps.tiers[0]);
     expect(typeof caps.pidfd).toBe('boolean');
+  });
+
+  it('only a tier with a second handle on the tree claims to end it when the anchor dies', () => {
+    for (const tier of capabilities().tiers) {
+      expect(capabilities({ tier }).guarantees.survivesAnchorDeath, tier).toBe(tier === 'cgroup');
+    }
   });
 
   it('the subreaper tier catches every escapee and reaps orphans', () => {

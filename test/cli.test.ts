@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
-import { alive, describeProcs, useTag, within } from './helpers/procs.js';
+import { alive, cmdline, describeProcs, readStat, useTag, within } from './helpers/procs.js';
 
 const CLI = join(repoRoot, 'dist', 'cli.js');
 
@@ -48,7 +48,7 @@ describe('cordon run', () => {
     const exit = await within(run.exited, 15_000, 'cordon run --timeout to exit', t.tag);
     expect(exit, run.err.text).toEqual({ code: 124, signal: null });
     // cordon run exits once the tree is quiescent: nothing may be left now.
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(false);
+    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
@@ -61,7 +61,7 @@ describe('cordon run', () => {
     run.child.kill('SIGINT');
     const exit = await within(run.exited, 15_000, 'cordon run to exit after SIGINT', t.tag);
     expect(exit, run.err.text).toEqual({ code: 130, signal: null });
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(false);
+    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 

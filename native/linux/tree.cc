@@ -163,6 +163,41 @@ int sys_pidfd_send_signal(int fd, int sig) {
   return static_cast<int>(syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0));
 }
 
+// The cgroup v2 mount point (from /proc/self/mountinfo) joined with our own
+// cgroup's path (the "0::" line of /proc/self/cgroup).
+int own_cgroup_dir(std::string& out) {
+  std::string mount;
+  if (FILE* f = fopen("/proc/self/mountinfo", "re")) {
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+      // ... <mount point> <options> [optional fields] - <fstype> <source> ...
+      const char* dash = strstr(line, " - ");
+      if (!dash || strncmp(dash + 3, "cgroup2 ", 8) != 0) continue;
+      char point[4096];
+      if (sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1) {
+        mount = point;
+        break;
+      }
+    }
+    fclose(f);
+  }
+  if (mount.empty()) return -ENOENT;
+  std::string rel;
+  if (FILE* f = fopen("/proc/self/cgroup", "re")) {
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+      if (strncmp(line, "0::", 3) != 0) continue;
+      rel = line + 3;
+      while (!rel.empty() && (rel.back() == '\n' || rel.back() == '\r')) rel.pop_back();
+      break;
+    }
+    fclose(f);
+  }
+  if (rel.empty() || rel[0] != '/') return -ENOENT;
+  out = rel == "/" ? mount : mount + rel;
+  return 0;
+}
+
 }  // namespace
 
 int probe(Probe& out) {
@@ -175,7 +210,39 @@ int probe(Probe& out) {
   int current = 0;
   out.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &current, 0, 0, 0) == 0;
   out.proc_scan = access("/proc/self/stat", R_OK) == 0;
+  std::string own;
+  out.cgroup = own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
   return 0;
+}
+
+int cgroup_create(const std::string& name, std::string& path, int& dir_fd, int& kill_fd) {
+  std::string own;
+  int rc = own_cgroup_dir(own);
+  if (rc < 0) return rc;
+  path = own + (own.back() == '/' ? "" : "/") + name;
+  if (mkdir(path.c_str(), 0755) != 0) return -errno;
+  dir_fd = open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    int err = errno;
+    rmdir(path.c_str());
+    return -err;
+  }
+  kill_fd = open((path + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
+  return 0;
+}
+
+int64_t fork_into_cgroup(int dir_fd) {
+  // struct clone_args as of Linux 5.7 (CLONE_INTO_CGROUP): 11 u64 fields.
+  uint64_t args[11] = {};
+  const uint64_t kCloneIntoCgroup = 0x200000000ULL;
+  args[0] = kCloneIntoCgroup;             // flags
+  args[4] = SIGCHLD;                      // exit_signal
+  args[10] = static_cast<uint64_t>(dir_fd);  // cgroup
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+  long pid = syscall(SYS_clone3, args, sizeof args);
+  return pid < 0 ? -errno : pid;
 }
 
 int become_subreaper() {

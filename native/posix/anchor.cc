@@ -8,7 +8,7 @@
 // SIGKILL (control channel EOF).
 //
 // Protocol (lines, anchor -> host):
-//   READY <root pid> <tier> <pidfd 0|1>
+//   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
 //   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
 //   EXECFAIL <errno>                exec of the command failed; nothing ran
 //   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
@@ -24,6 +24,7 @@
 // EOF on the control channel (the host is gone) = TERM <teardown grace>.
 #include "../cordon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -120,7 +121,7 @@ struct Options {
 [[noreturn]] void usage(const char* why) {
   fprintf(stderr, "cordon-anchor: %s\n", why);
   fprintf(stderr,
-          "usage: cordon-anchor [--tier subreaper|process-group] [--best-effort] "
+          "usage: cordon-anchor [--tier cgroup|subreaper|process-group] [--best-effort] "
           "[--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
           "It is started by the cordon library with a control channel on fd 3.\n");
   _exit(64);
@@ -154,7 +155,7 @@ Options parse(int argc, char** argv) {
   if (i + 1 >= argc) usage("missing command");
   o.path = argv[i++];
   for (; i < argc; i++) o.argv.push_back(argv[i]);
-  if (o.tier != "subreaper" && o.tier != "process-group") usage("unknown tier");
+  if (o.tier != "cgroup" && o.tier != "subreaper" && o.tier != "process-group") usage("unknown tier");
   return o;
 }
 
@@ -178,9 +179,17 @@ class Anchor {
     }
     if (!contain()) return 0;
     watch_output();
-    if (!launch()) return 0;
+    if (!launch()) {
+      remove_cgroup();
+      return 0;
+    }
     release_stdio();
-    send("READY %lld %s %d", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0);
+    if (cg_path_.empty()) {
+      send("READY %lld %s %d", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0);
+    } else {
+      send("READY %lld %s %d %s", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0,
+           cg_path_.c_str());
+    }
     loop();
     return 0;
   }
@@ -188,6 +197,26 @@ class Anchor {
  private:
   // C1: containment exists before the command's first instruction.
   bool contain() {
+    if (opts_.tier == "cgroup") {
+      // The cgroup tier is the subreaper tier plus a cgroup of the tree's own,
+      // which the command is born into: the host can still end the tree
+      // through it if the anchor dies, and SIGKILL reaches every member at once.
+      if (cordon::become_subreaper() == 0) {
+#ifdef __linux__
+        int rc = cordon::cgroup_create("cordon-" + std::to_string(getpid()), cg_path_, cg_dir_, cg_kill_);
+#else
+        int rc = -ENOSYS;
+#endif
+        if (rc == 0) return true;
+        trace("cgroup unavailable: %s", strerror(-rc));
+        if (!opts_.best_effort) {
+          send("NOCONTAIN %d cgroup", -rc);
+          return false;
+        }
+      }
+      // Without a subreaper, that failure is handled (and reported) below.
+      opts_.tier = "subreaper";
+    }
     if (opts_.tier == "subreaper") {
       int rc = cordon::become_subreaper();
       if (rc == 0) return true;
@@ -229,7 +258,29 @@ class Anchor {
     std::vector<char*> argv;
     for (auto& a : opts_.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    pid_t pid = fork();
+    pid_t pid;
+#ifdef __linux__
+    if (cg_dir_ >= 0) {
+      int64_t r = cordon::fork_into_cgroup(cg_dir_);
+      if (r < 0) {
+        trace("clone3 into the cgroup: %s", strerror(static_cast<int>(-r)));
+        if (!opts_.best_effort) {
+          send("NOCONTAIN %d cgroup", static_cast<int>(-r));
+          return false;
+        }
+        remove_cgroup();
+        opts_.tier = "subreaper";
+        r = fork();
+        if (r < 0) r = -errno;
+      }
+      if (r < 0) errno = static_cast<int>(-r);
+      pid = r < 0 ? -1 : static_cast<pid_t>(r);
+    } else {
+      pid = fork();
+    }
+#else
+    pid = fork();
+#endif
     if (pid < 0) {
       send("EXECFAIL %d", errno);
       return false;
@@ -387,7 +438,7 @@ class Anchor {
     if (root_just_exited) {
       // A subreaper with no children has no descendants at all (every orphan
       // is reparented to it): the common case needs no /proc scan.
-      if (!(no_children && opts_.tier == "subreaper")) {
+      if (!(no_children && reaps_all())) {
         for (auto& m : members(true, true)) {
           if (m.command.empty()) m.command = cordon::command_line(m.pid);  // known from a snapshot
           send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
@@ -401,7 +452,7 @@ class Anchor {
 
   bool tree_empty(bool no_children) {
     if (!no_children) return false;
-    if (opts_.tier == "subreaper") return true;  // every descendant is ours to reap
+    if (reaps_all()) return true;  // every descendant is ours to reap
     return members().empty();
   }
 
@@ -422,6 +473,11 @@ class Anchor {
       forcing_ = true;
       force_started_ = t;
       trace("grace over: SIGKILL");
+    }
+    if (forcing_ && cg_kill_ >= 0) {
+      // SIGKILL to every process of the cgroup at once, new forks included.
+      ssize_t w = write(cg_kill_, "1", 1);
+      trace("cgroup.kill: %zd", w);
     }
     auto list = members();
     // Verify the whole round before signalling any of it: where orphans go to
@@ -502,6 +558,7 @@ class Anchor {
       bool no_children = reap();
       if (root_exited_ && tree_empty(no_children)) {
         trace("quiescent");
+        remove_cgroup();
         send("QUIET");
         return;
       }
@@ -549,7 +606,40 @@ class Anchor {
     }
   }
 
+  // Whether every descendant is reparented to the anchor (and so is its child
+  // to reap): the subreaper and cgroup tiers.
+  bool reaps_all() const { return opts_.tier == "subreaper" || opts_.tier == "cgroup"; }
+
+  // The cgroup tier: the tree's cgroup goes once it is empty.
+  void remove_cgroup() {
+    if (cg_kill_ >= 0) close(cg_kill_);
+    if (cg_dir_ >= 0) close(cg_dir_);
+    cg_kill_ = cg_dir_ = -1;
+    if (!cg_path_.empty()) remove_cgroup_dir(cg_path_, 0);
+    cg_path_.clear();
+  }
+
+  // A cgroup with sub-cgroups (a command that runs cordon itself, whose own
+  // anchor was killed with the tree) is removed bottom-up. Only directories
+  // are removed; the kernel refuses any cgroup that still has a process.
+  void remove_cgroup_dir(const std::string& dir, int depth) {
+    if (DIR* d = opendir(dir.c_str())) {
+      std::vector<std::string> subs;
+      while (dirent* e = readdir(d)) {
+        if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) subs.push_back(e->d_name);
+      }
+      closedir(d);
+      if (depth < 32) {
+        for (auto& sub : subs) remove_cgroup_dir(dir + "/" + sub, depth + 1);
+      }
+    }
+    if (rmdir(dir.c_str()) != 0) trace("rmdir %s: %s", dir.c_str(), strerror(errno));
+  }
+
   Options opts_;
+  std::string cg_path_;  // the cgroup tier: the tree's cgroup
+  int cg_dir_ = -1;
+  int cg_kill_ = -1;
   pid_t root_ = -1;
   int64_t group_ = 0;
   bool pidfd_ = false;

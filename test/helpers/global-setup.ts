@@ -2,15 +2,41 @@
 // finished, no process may still carry a tag of this run. Leaks are SIGKILLed
 // by pid and fail the run. Tags start with a per-run id, so two runs on one
 // machine never touch each other's processes.
+//
+// Nor any cgroup (the cgroup tier): a tree's cgroup, cordon-<anchor pid>
+// below this process's cgroup, must be gone with the tree. One that appeared
+// during the run and is still there fails it (and is removed, if empty).
+import { readdirSync, rmdirSync } from 'node:fs';
+import { cgroupMount, cgroupOf, cgroupWritable } from './cgroup.js';
 import { describeProcs, findTagged, killPids, RUN_VAR } from './procs.js';
+
+function treeCgroups(): { dir: string; names: Set<string> } | undefined {
+  if (process.platform !== 'linux' || !cgroupWritable()) return undefined;
+  const own = cgroupOf('self')!;
+  const dir = own === '/' ? cgroupMount()! : cgroupMount()! + own;
+  return { dir, names: new Set(readdirSync(dir).filter((n) => /^cordon-\d+$/.test(n))) };
+}
 
 export default function setup() {
   process.env[RUN_VAR] ??= `r${process.pid}${Math.random().toString(36).slice(2, 6)}`;
+  const before = treeCgroups();
   return () => {
     const left = findTagged();
     if (left.length > 0) {
       killPids(left.map((p) => p.pid));
       throw new Error(`the test run left processes behind (now SIGKILLed):\n${describeProcs(left)}`);
+    }
+    const after = treeCgroups();
+    const leaked = after ? [...after.names].filter((n) => !before?.names.has(n)) : [];
+    if (leaked.length > 0) {
+      for (const n of leaked) {
+        try {
+          rmdirSync(`${after!.dir}/${n}`);
+        } catch {
+          // not empty, or another run's that is still alive
+        }
+      }
+      throw new Error(`the test run left cgroups behind: ${leaked.map((n) => `${after!.dir}/${n}`).join(', ')}`);
     }
   };
 }

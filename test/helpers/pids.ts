@@ -4,7 +4,7 @@
 // in the pid namespace) and spawn; fallback: a shell that forks until the
 // last pid handed out is target-1, then starts the process.
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { capture } from './fixtures.js';
 import { alive, killPids, readStat, sleep } from './procs.js';
 
@@ -33,12 +33,21 @@ function exitOf(child: ChildProcess): Promise<void> {
 async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv): Promise<Occupant | 'unavailable' | 'missed'> {
   for (let attempt = 0; attempt < 50; attempt++) {
     if (readStat(target) !== undefined) return 'missed'; // taken meanwhile
+    // The counter goes back to where it was right after our spawn: left at
+    // target+1, it would hand out again, at once, the pids that other tests
+    // running meanwhile just saw die (and check to be gone).
+    const saved = Number(readFileSync(NS_LAST_PID, 'utf8'));
     try {
       writeFileSync(NS_LAST_PID, String(target - 1));
     } catch {
       return 'unavailable';
     }
-    const child = spawnChild('sleep', ['300'], { env, stdio: 'ignore' });
+    let child: ChildProcess;
+    try {
+      child = spawnChild('sleep', ['300'], { env, stdio: 'ignore' });
+    } finally {
+      if (Number(readFileSync(NS_LAST_PID, 'utf8')) < saved) writeFileSync(NS_LAST_PID, String(saved));
+    }
     if (child.pid === target) {
       const st = readStat(target);
       if (st) return { pid: target, start: st.start, helpers: [], how: 'ns_last_pid' };

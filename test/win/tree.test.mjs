@@ -43,3 +43,17 @@ test('kill() ends a tree whose root already exited, leftovers reported', async (
   // Repeated and concurrent calls after quiescence are no-ops.
   await within(Promise.all([proc.kill(), proc.terminate()]), 5000, 'repeated kill()');
 });
+
+test('the anchor helper killed: the host ends the tree through its job handle', async (ctx) => {
+  const t = track(ctx);
+  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'ignore'] }));
+  const pids = await readPids(proc.stdout, t);
+  await within(proc.started, 10000, 'started');
+  const all = [pids.root, pids.gc0];
+  assert.ok(all.every(alive), 'the tree runs');
+  assert.equal(cordon.capabilities().guarantees.survivesAnchorDeath, true);
+  // The test's own grandchild, by pid: the helper, not the tree.
+  process.kill(proc.anchorPid, 'SIGKILL');
+  await assert.rejects(within(proc.result, 10000, 'result', all), (err) => err.code === 'ERR_CORDON_ANCHOR_LOST');
+  await waitGone(all, 2000);
+});

@@ -1,0 +1,87 @@
+// When the anchor itself dies (SIGKILLed, OOM-killed) before its tree is
+// quiescent: the result is a cleanup failure (ERR_CORDON_ANCHOR_LOST, C6),
+// and where the tier holds a second identity for the tree (the cgroup tier's
+// cgroup; on Windows the host's job handle) the host ends the tree through it
+// (capabilities().guarantees.survivesAnchorDeath). Elsewhere the members are
+// orphaned out of reach, which capabilities() says.
+//
+// And the cgroup tier's mechanism, observed from outside: the command is born
+// in a cgroup of its own, and the cgroup is gone once the tree is.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { spawn, type CordonError } from '../lib/index.js';
+import { cgroupMount, cgroupOf } from './helpers/cgroup.js';
+import { fixture, repoRoot } from './helpers/fixtures.js';
+import { ensureDist } from './helpers/host.js';
+import { killPids, useTag, waitFor, within } from './helpers/procs.js';
+import { caps, tier } from './helpers/tier.js';
+import { collect, outcome, waitPidsGone } from './helpers/trees.js';
+
+describe(`the anchor killed, ${tier} tier`, () => {
+  it('the result is ERR_CORDON_ANCHOR_LOST; the tree ends too where the tier says so', async () => {
+    const t = useTag();
+    const proc = spawn(fixture('tree.sh'), [], { env: t.env });
+    const { all } = await collect(proc, t.tag);
+    const anchor = proc.anchorPid!;
+    // The test's own child, killed by pid: the anchor, not the tree.
+    killPids([anchor]);
+    const how = await outcome(proc.result, 10_000, 'the result after the anchor was killed', t.tag);
+    expect(how.ok, 'the result resolved').toBe(false);
+    expect((how as { error: CordonError }).error.code).toBe('ERR_CORDON_ANCHOR_LOST');
+    if (caps.guarantees.survivesAnchorDeath) {
+      await waitPidsGone(all, 1000, 'every member to be killed through the tier\'s second handle', t.tag);
+    } else {
+      expect(caps.guarantees.survivesAnchorDeath, `the ${tier} tier says it cannot end a tree whose anchor died`).toBe(false);
+      for (const pid of all) t.notPromised(pid);
+    }
+  });
+});
+
+describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, () => {
+  it(tier === 'cgroup' ? 'the command is born in a cgroup of its own, removed with the tree' : 'no cgroup is made: the command stays in the host\'s', async () => {
+    const t = useTag();
+    // The root's first command reads its own cgroup: where it was born.
+    const proc = spawn('sh', ['-c', 'grep "^0::" /proc/self/cgroup; sleep 300 >/dev/null 2>&1 & echo "PID s $!"; echo READY; wait'], {
+      env: t.env,
+    });
+    const { out, pids } = await collect(proc, t.tag);
+    const host = cgroupOf(process.pid)!;
+    const born = /^0::(.*)$/m.exec(out.text)![1]!;
+    if (tier === 'cgroup') {
+      const own = `${host === '/' ? '' : host}/cordon-${proc.anchorPid}`;
+      expect(born, 'the root, at its first instruction').toBe(own);
+      expect(cgroupOf(pids.s!), 'its child').toBe(own);
+      expect(cgroupOf(proc.anchorPid!), 'the anchor stays outside').toBe(host);
+      const dir = `${cgroupMount()}${own}`;
+      expect(existsSync(dir)).toBe(true);
+      await within(proc.terminate(), 10_000, 'terminate()', t.tag);
+      await waitFor(() => !existsSync(dir), { timeout: 2000, what: `the cgroup ${dir} to be removed`, tag: t.tag });
+    } else {
+      expect(caps.guarantees.survivesAnchorDeath).toBe(false);
+      expect(born).toBe(host);
+      await within(proc.terminate(), 10_000, 'terminate()', t.tag);
+    }
+  });
+
+  const nested = 'a tree that runs cordon itself, killed at once, leaves no cgroup behind';
+  // (Elsewhere no cgroup is made at all: the test above checks that.)
+  (tier === 'cgroup' ? it : it.skip)(tier === 'cgroup' ? nested : `${nested} [skipped: the ${tier} tier makes no cgroup]`, async () => {
+    const t = useTag();
+    await ensureDist();
+    // The inner cordon (the CLI) makes its tree's cgroup inside the outer
+    // tree's; kill() reaches the inner anchor too, so nothing of the inner
+    // side removes its cgroup: the outer anchor must.
+    const cli = join(repoRoot, 'dist', 'cli.js');
+    const proc = spawn(process.execPath, [cli, 'run', '--', 'sh', '-c', 'echo "PID inner $$"; echo READY; exec sleep 300'], { env: t.env });
+    const { pids } = await collect(proc, t.tag, /^READY$/m, 20_000);
+    const outer = `${cgroupMount()}${cgroupOf(proc.pid!)}`;
+    const inner = `${cgroupMount()}${cgroupOf(pids.inner!)}`;
+    expect(inner.startsWith(`${outer}/cordon-`), `${inner} inside ${outer}`).toBe(true);
+    await within(proc.kill(), 10_000, 'kill()', t.tag);
+    await within(proc.result, 10_000, 'the result', t.tag);
+    expect(existsSync(inner), inner).toBe(false);
+    expect(existsSync(outer), outer).toBe(false);
+  });
+});
+

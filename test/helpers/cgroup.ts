@@ -1,0 +1,29 @@
+// cgroup v2 as /proc shows it, read without cordon (tests check cordon's
+// choice of tier and where its trees live against this).
+import { accessSync, constants, readFileSync } from 'node:fs';
+
+/** Where cgroup v2 is mounted, if it is. */
+export function cgroupMount(): string | undefined {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .find((line) => / - cgroup2 /.test(line))
+    ?.split(' ')[4];
+}
+
+/** The cgroup v2 path of a process (the `0::` line of /proc/<pid>/cgroup). */
+export function cgroupOf(pid: number | 'self'): string | undefined {
+  return /^0::(\/.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+}
+
+/** cgroup v2 is mounted and this process's own cgroup directory is writable. */
+export function cgroupWritable(): boolean {
+  try {
+    const mount = cgroupMount();
+    const own = cgroupOf('self');
+    if (!mount || !own) return false;
+    accessSync(own === '/' ? mount : mount + own, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
