@@ -19,6 +19,7 @@
 // no growth beyond 5%). Progress goes to stderr; the summary to stdout; the
 // exit status is 0 only if every check passed.
 // BENCH_CORDON=/path/to/dist/index.js soaks another build (e.g. a patched copy).
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import {
   RUN_ID,
@@ -32,7 +33,21 @@ import {
   zombieChildren,
 } from './lib/procs.mjs';
 
-const { spawn } = await import(process.env.BENCH_CORDON ?? '../dist/index.js');
+const { spawn, capabilities } = await import(process.env.BENCH_CORDON ?? '../dist/index.js');
+const TIER = capabilities().tier;
+
+/** The cgroup tier: the names of tree cgroups (cordon-<anchor pid>) below this process's cgroup. */
+function treeCgroups() {
+  if (TIER !== 'cgroup') return undefined;
+  const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .find((line) => / - cgroup2 /.test(line))
+    ?.split(' ')[4];
+  const own = /^0::(\/.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
+  if (!mount || !own) return undefined;
+  const dir = own === '/' ? mount : mount + own;
+  return new Set(readdirSync(dir).filter((n) => /^cordon-\d+$/.test(n)).map((n) => `${dir}/${n}`));
+}
 
 function parseArgs(argv) {
   const o = { trees: 1000, concurrency: 16, every: 0, seed: Date.now() % 1_000_000, checkpoint: 1000 };
@@ -139,6 +154,7 @@ async function withWatchdog(promise, ms, what) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const rand = prng(opts.seed);
+  const cgroupsAtStart = treeCgroups();
   const stats = {
     started: 0,
     done: 0,
@@ -304,6 +320,7 @@ async function main() {
   const stray = sweepTagged(RUN_ID);
   if (stray.length > 0) killTagged({ prefix: RUN_ID });
   const hostZombies = zombieChildren();
+  const cgroupsLeft = cgroupsAtStart ? [...treeCgroups()].filter((d) => !cgroupsAtStart.has(d)) : [];
 
   const check = samples.find((s) => s.trees === opts.checkpoint && s.label !== 'start') ?? samples[0];
   const pct = (a, b) => (b === 0 ? 0 : ((a - b) / b) * 100);
@@ -315,7 +332,7 @@ async function main() {
   const zombies = stats.zombies.length + hostZombies.length;
   const mb = (b) => (b / 2 ** 20).toFixed(1);
   const lines = [
-    `# cordon soak: ${stats.done} trees, concurrency ${opts.concurrency}, seed ${opts.seed}`,
+    `# cordon soak: ${stats.done} trees, concurrency ${opts.concurrency}, seed ${opts.seed}, tier ${TIER}`,
     '',
     `Duration ${end.seconds.toFixed(0)} s (${(stats.done / end.seconds).toFixed(1)} trees/s). Fates: ` +
       FATES.map((f) => `${f} ${stats.fates[f]}`).join(', ') +
@@ -326,6 +343,7 @@ async function main() {
     '| --- | --- |',
     `| survivors (printed pids alive after settle; tagged processes of settled trees in the periodic sweeps; anything tagged at the end) | ${survivors} ${survivors === 0 ? '(ok)' : '(FAIL)'} |`,
     `| zombies (printed pids unreaped after settle, plus the host's zombie children) | ${zombies} ${zombies === 0 ? '(ok)' : '(FAIL)'} |`,
+    ...(cgroupsAtStart ? [`| cgroups of settled trees left behind (the cgroup tier) | ${cgroupsLeft.length} ${cgroupsLeft.length === 0 ? '(ok)' : '(FAIL)'} |`] : []),
     `| misclassified results | ${stats.misclassified.length} |`,
     `| rejected results (cleanup failures) | ${stats.rejected.length} |`,
     `| trees that did not settle within 20 s | ${stats.hung.length} |`,
@@ -346,9 +364,10 @@ async function main() {
     if (list.length > 0) lines.push(`${name} (first 5): ${JSON.stringify(list.slice(0, 5))}`, '');
   }
   if (stray.length > 0) lines.push(`tagged at the end (SIGKILLed): ${JSON.stringify(stray.slice(0, 10))}`, '');
+  if (cgroupsLeft.length > 0) lines.push(`cgroups left (first 10): ${cgroupsLeft.slice(0, 10).join(', ')}`, '');
   process.stdout.write(lines.join('\n'));
   const ok =
-    survivors === 0 && zombies === 0 && stats.hung.length === 0 && stats.misclassified.length === 0 && stats.rejected.length === 0 && flat;
+    survivors === 0 && zombies === 0 && cgroupsLeft.length === 0 && stats.hung.length === 0 && stats.misclassified.length === 0 && stats.rejected.length === 0 && flat;
   process.exit(ok ? 0 : 1);
 }
 
