@@ -172,13 +172,22 @@ async function main() {
   const t0 = performance.now();
   const loadStart = loadavg().map((x) => x.toFixed(1)).join(' / ');
 
-  const sample = (label) => {
-    globalThis.gc?.();
+  // RSS right after one GC swings by several MB with what V8 and malloc have
+  // not returned yet: collect twice, then take the lowest of three readings
+  // 100 ms apart (the same at every checkpoint).
+  const sample = async (label) => {
+    let rss = Infinity;
+    for (let k = 0; k < 3; k++) {
+      globalThis.gc?.();
+      globalThis.gc?.();
+      await sleep(100);
+      rss = Math.min(rss, rssBytes());
+    }
     const s = {
       label,
       trees: stats.done,
       fds: openFdCount(),
-      rss: rssBytes(),
+      rss,
       heapUsed: process.memoryUsage().heapUsed,
       seconds: (performance.now() - t0) / 1000,
     };
@@ -187,7 +196,7 @@ async function main() {
   };
 
   // Baseline before any tree.
-  sample('start');
+  await sample('start');
 
   const settledTrees = new Set();
   async function one(i) {
@@ -308,13 +317,13 @@ async function main() {
   if (pauseAt !== Infinity) {
     // Drained: the 1k checkpoint, with nothing in flight.
     await sleep(200);
-    const s = sample(`after ${stats.done} trees`);
+    const s = await sample(`after ${stats.done} trees`);
     log(`checkpoint at ${s.trees} trees: fds ${s.fds}, rss ${(s.rss / 2 ** 20).toFixed(1)} MB`);
     pauseAt = Infinity;
     await pool();
   }
   await sleep(200);
-  const end = sample(`after ${stats.done} trees`);
+  const end = await sample(`after ${stats.done} trees`);
 
   // Final, uncached sweep for anything of this run, and the host's zombie children.
   const stray = sweepTagged(RUN_ID);

@@ -12,7 +12,7 @@ export interface RawProbe {
   pidfd: boolean;
   subreaper: boolean;
   procScan: boolean;
-  /** Linux: cgroup v2 is mounted and this process's own cgroup is writable. */
+  /** Linux: cgroup v2 is mounted, the kernel has clone3 into a cgroup and cgroup.kill (5.14+), and this process's own cgroup is writable. */
   cgroup?: boolean;
   /** Windows: Job Objects are available. */
   jobObjects?: boolean;

@@ -35,7 +35,7 @@ struct Probe {
   bool job_objects = false;  // Windows Job Objects (kill-on-close, nesting)
   bool ctrl_break = false;   // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) works (not under Wine 8)
   bool wine = false;         // running under Wine, not Windows
-  bool cgroup = false;       // Linux: cgroup v2 is mounted and our own cgroup is writable
+  bool cgroup = false;       // Linux: cgroup v2 mounted, kernel 5.14+ (clone3 into a cgroup, cgroup.kill), own cgroup writable
 };
 
 int probe(Probe& out);

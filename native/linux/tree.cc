@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -163,6 +164,14 @@ int sys_pidfd_send_signal(int fd, int sig) {
   return static_cast<int>(syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0));
 }
 
+bool kernel_at_least(int major, int minor) {
+  struct utsname u;
+  if (uname(&u) != 0) return false;
+  int ma = 0, mi = 0;
+  if (sscanf(u.release, "%d.%d", &ma, &mi) != 2) return false;
+  return ma > major || (ma == major && mi >= minor);
+}
+
 // The cgroup v2 mount point (from /proc/self/mountinfo) joined with our own
 // cgroup's path (the "0::" line of /proc/self/cgroup).
 int own_cgroup_dir(std::string& out) {
@@ -210,8 +219,10 @@ int probe(Probe& out) {
   int current = 0;
   out.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &current, 0, 0, 0) == 0;
   out.proc_scan = access("/proc/self/stat", R_OK) == 0;
+  // The cgroup tier needs clone3's CLONE_INTO_CGROUP (5.7) and cgroup.kill
+  // (5.14, which the host's fallback when the anchor dies relies on).
   std::string own;
-  out.cgroup = own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
+  out.cgroup = kernel_at_least(5, 14) && own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // cgroup v2 as /proc shows it, read without cordon (tests check cordon's
 // choice of tier and where its trees live against this).
 import { accessSync, constants, readFileSync } from 'node:fs';
+import { release } from 'node:os';
 
 /** Where cgroup v2 is mounted, if it is. */
 export function cgroupMount(): string | undefined {
@@ -15,8 +16,14 @@ export function cgroupOf(pid: number | 'self'): string | undefined {
   return /^0::(\/.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
 }
 
-/** cgroup v2 is mounted and this process's own cgroup directory is writable. */
+/**
+ * Where cordon offers the cgroup tier: cgroup v2 is mounted, the kernel is
+ * 5.14+ (clone3 into a cgroup, cgroup.kill) and this process's own cgroup
+ * directory is writable.
+ */
 export function cgroupWritable(): boolean {
+  const [major = 0, minor = 0] = release().split('.').map((n) => parseInt(n, 10));
+  if (major < 5 || (major === 5 && minor < 14)) return false;
   try {
     const mount = cgroupMount();
     const own = cgroupOf('self');
