@@ -6,7 +6,8 @@
 //
 // One label line per report when there are several, then exactly one final
 // line `N passed, N failed` (`, N skipped` when any were skipped), summed over
-// all reports. Each of these counts as one failed too, so that the final line
+// all reports; under each label, every skipped test by name (names carry the
+// reason). Each of these counts as one failed too, so that the final line
 // never reads "0 failed" for a run that failed:
 //   - a missing or unreadable report (the lane died before vitest wrote it),
 //   - a file that failed outside any test (it did not load),
@@ -63,6 +64,16 @@ for (const file of files) {
   for (const key of Object.keys(total)) total[key] += counts[key];
   if (files.length > 1 || notes.length) console.log(`${label}: ${line(counts)}${notes.length ? ` (${notes.join('; ')})` : ''}`);
   for (const r of loadErrors) console.log(`  ${r.name}: ${String(r.message ?? '').split('\n')[0]}`);
+  // Every skip by name (the names carry the reason), once per distinct name.
+  const skips = new Map();
+  for (const r of report.testResults ?? []) {
+    for (const a of r.assertionResults ?? []) {
+      if (a.status !== 'pending' && a.status !== 'skipped' && a.status !== 'todo') continue;
+      const name = a.fullName ?? a.title;
+      skips.set(name, (skips.get(name) ?? 0) + 1);
+    }
+  }
+  for (const [name, n] of skips) console.log(`  skipped${n > 1 ? ` (${n}x)` : ''}: ${name}`);
 }
 
 for (const step of failedSteps) {

@@ -15,7 +15,7 @@ import { cgroupMount, cgroupOf } from './helpers/cgroup.js';
 import { fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { killPids, useTag, waitFor, within } from './helpers/procs.js';
-import { caps, tier } from './helpers/tier.js';
+import { caps, itWhere, tier } from './helpers/tier.js';
 import { collect, outcome, waitPidsGone } from './helpers/trees.js';
 
 describe(`the anchor killed, ${tier} tier`, () => {
@@ -64,9 +64,8 @@ describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, 
     }
   });
 
-  const nested = 'a tree that runs cordon itself, killed at once, leaves no cgroup behind';
   // (Elsewhere no cgroup is made at all: the test above checks that.)
-  (tier === 'cgroup' ? it : it.skip)(tier === 'cgroup' ? nested : `${nested} [skipped: the ${tier} tier makes no cgroup]`, async () => {
+  itWhere(tier === 'cgroup', 'a tree that runs cordon itself, killed at once, leaves no cgroup behind', `the ${tier} tier makes no cgroup`, async () => {
     const t = useTag();
     await ensureDist();
     // The inner cordon (the CLI) makes its tree's cgroup inside the outer

@@ -21,11 +21,12 @@ import {
   within,
   zombieChildren,
 } from './helpers/procs.js';
-import { caps, tier } from './helpers/tier.js';
+import { caps, itWhere, tier } from './helpers/tier.js';
 
 // Whether this tier's anchor reaps orphans (the subreaper tier): elsewhere
 // orphans go to init, and reaping them is init's job.
 const reapsOrphans = caps.guarantees.reapsOrphans;
+const NO_REAPING = `the ${tier} tier does not reap orphans (init does); "a tier that does not reap orphans says so" checks capabilities()`;
 
 /** Gone from /proc, or the pid now belongs to another process: either way, reaped. */
 function reaped(pid: number, start: string): boolean {
@@ -63,7 +64,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(t.procs()).toEqual([]);
   });
 
-  it.runIf(reapsOrphans)('an orphan that exits while the root still runs is reaped by the anchor', async () => {
+  itWhere(reapsOrphans, 'an orphan that exits while the root still runs is reaped by the anchor', NO_REAPING, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', '(sleep 0.5 & echo "PID o $!"); echo "PID root $$"; exec sleep 300'], {
       env: t.env,
@@ -85,7 +86,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(zombieChildren()).toEqual([]);
   });
 
-  it.runIf(reapsOrphans)('a kept leftover that exits after the root is reaped by the anchor', async () => {
+  itWhere(reapsOrphans, 'a kept leftover that exits after the root is reaped by the anchor', NO_REAPING, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 300 >/dev/null 2>&1 & echo "PID s $!"; sleep 0.5 >/dev/null 2>&1 & echo "PID o $!"'], {
       env: t.env,
@@ -109,7 +110,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(zombieChildren()).toEqual([]);
   });
 
-  it.skipIf(reapsOrphans)('a tier that does not reap orphans says so', () => {
+  itWhere(!reapsOrphans, 'a tier that does not reap orphans says so', `the ${tier} tier reaps orphans (tested above)`, () => {
     // The orphan tests above do not apply; the tier must not claim otherwise.
     expect(caps.guarantees.reapsOrphans).toBe(false);
     expect(caps.tier).not.toBe('subreaper');
