@@ -56,7 +56,11 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   out.Set("jobObjects", Napi::Boolean::New(env, p.job_objects));
   out.Set("ctrlBreak", Napi::Boolean::New(env, p.ctrl_break));
   out.Set("wine", Napi::Boolean::New(env, p.wine));
-  out.Set("cgroup", Napi::Boolean::New(env, p.cgroup));
+#ifdef __linux__
+  out.Set("cgroup", Napi::Boolean::New(env, cordon::cgroup_available()));
+#else
+  out.Set("cgroup", Napi::Boolean::New(env, false));
+#endif
   return out;
 }
 

@@ -35,7 +35,6 @@ struct Probe {
   bool job_objects = false;  // Windows Job Objects (kill-on-close, nesting)
   bool ctrl_break = false;   // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) works (not under Wine 8)
   bool wine = false;         // running under Wine, not Windows
-  bool cgroup = false;       // Linux: cgroup v2 mounted, kernel 5.14+ (clone3 into a cgroup, cgroup.kill), own cgroup writable
 };
 
 int probe(Probe& out);
@@ -43,6 +42,11 @@ int probe(Probe& out);
 // Make the calling process a child subreaper: orphaned descendants are
 // reparented to it instead of to init. -ENOSYS where the OS has no such thing.
 int become_subreaper();
+
+// Linux: whether the cgroup tier can run here: cgroup v2 mounted, kernel
+// 5.14+ (clone3 into a cgroup, cgroup.kill), our own cgroup writable. Apart
+// from probe(), which the anchor runs on every start and must stay cheap.
+bool cgroup_available();
 
 // Linux, the cgroup tier: a new cgroup v2 directory for one tree, below the
 // calling process's own cgroup (which must be writable: a delegated cgroup, or

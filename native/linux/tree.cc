@@ -219,11 +219,14 @@ int probe(Probe& out) {
   int current = 0;
   out.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &current, 0, 0, 0) == 0;
   out.proc_scan = access("/proc/self/stat", R_OK) == 0;
+  return 0;
+}
+
+bool cgroup_available() {
   // The cgroup tier needs clone3's CLONE_INTO_CGROUP (5.7) and cgroup.kill
   // (5.14, which the host's fallback when the anchor dies relies on).
   std::string own;
-  out.cgroup = kernel_at_least(5, 14) && own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
-  return 0;
+  return kernel_at_least(5, 14) && own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
 }
 
 int cgroup_create(const std::string& name, std::string& path, int& dir_fd, int& kill_fd) {
