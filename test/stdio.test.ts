@@ -126,6 +126,29 @@ describe('stdio reaches the command as asked', () => {
     expect(outB).toBe('to-stdout\n');
   });
 
+  it("'inherit' of a stdout Node made non-blocking: the command still gets a blocking one", async () => {
+    const t = useTag();
+    await ensureDist();
+    // A host whose stdout is a pipe and who has written to it (Node then puts
+    // the pipe in non-blocking mode) passes it on; the command reads the
+    // flags of its own fd 1 (octal; O_NONBLOCK is 04000): the shell's, not
+    // the command substitution's.
+    const index = pathToFileURL(join(repoRoot, 'dist', 'index.js')).href;
+    const script = `import(${JSON.stringify(index)}).then(async ({ spawn }) => {
+      process.stdout.write('HOST ' + require('node:fs').readFileSync('/proc/self/fdinfo/1', 'utf8').match(/^flags:\\s*(\\d+)/m)[1] + '\\n');
+      const r = await spawn('sh', ['-c', 'echo "CMD $(grep ^flags: /proc/$$/fdinfo/1 | tr -s \\"\\t \\" \\" \\" | cut -d\\" \\" -f2)"'], { stdio: ['ignore', 'inherit', 'inherit'] }).result;
+      process.exitCode = r.exitCode ?? 99;
+    });`;
+    const r = spawnSync(process.execPath, ['-e', script], { env: t.env, encoding: 'utf8', timeout: 10_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const host = /^HOST (\d+)$/m.exec(r.stdout)?.[1];
+    const cmd = /^CMD (\d+)$/m.exec(r.stdout)?.[1];
+    expect(cmd, r.stdout).toBeDefined();
+    // Precondition: the host's stdout really was non-blocking when it was passed on.
+    expect(parseInt(host!, 8) & 0o4000, `host flags ${host}`).toBe(0o4000);
+    expect(parseInt(cmd!, 8) & 0o4000, `command flags ${cmd}`).toBe(0);
+  });
+
   it('the command starts with no signal ignored or blocked, though the host ignores SIGPIPE', async () => {
     const t = useTag();
     const { result, out } = await runShown({ env: t.env }, t.tag, "grep -E '^Sig(Ign|Blk):' /proc/$$/status");

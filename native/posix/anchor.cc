@@ -296,6 +296,14 @@ class Anchor {
       close(g_signal_pipe[1]);
       close(status_pipe[0]);
       if (g_trace) fclose(g_trace);
+      // stdio as a shell would hand it over: blocking. A descriptor the host
+      // passed on ('inherit') may be one Node made non-blocking (its own
+      // stdout on a pipe), and a command writing to it would get EAGAIN.
+      // (child_process clears it the same way, for the same reason.)
+      for (int fd = 0; fd <= 2; fd++) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+      }
       // Only fds 0-2 reach the command (whatever the host leaked without
       // close-on-exec included); the close-on-exec status pipe stays until exec.
       cordon::close_fds_from(3, status_pipe[1]);
