@@ -152,6 +152,20 @@ run_suite() { # <log> <tap>: exit status of node --test; 99 when wineserver died
   if ((died)); then return 99; fi
   return "$rc"
 }
+# What a dead wineserver leaves behind (its processes hang on its pipe, and
+# `wineserver -k` cannot reach them): every process whose environment names
+# this prefix, by pid.
+kill_wine_leftovers() {
+  local env pid
+  for env in /proc/[0-9]*/environ; do
+    pid=${env#/proc/}
+    pid=${pid%/environ}
+    [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+    if tr '\0' '\n' 2>/dev/null <"$env" | grep -qxF "WINEPREFIX=$WINEPREFIX"; then
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  done
+}
 stamp "running test/win under wine $(basename "$NODE_EXE")"
 LOG=$WORK/test.log
 TAP=$WORK/tap.txt
@@ -161,6 +175,7 @@ rc=$?
 if ((rc == 99)); then
   cat "$LOG"
   wineserver -k 2>/dev/null || true
+  kill_wine_leftovers
   stamp "wineserver died during the run (a Wine failure, not a test's): running the suite again"
   LOG=$WORK/test-2.log
   TAP=$WORK/tap-2.txt
@@ -172,6 +187,7 @@ cat "$LOG"
 rm -rf "$KILLER"
 wait "$WATCHER" 2>/dev/null || true
 wineserver -k 2>/dev/null || true
+kill_wine_leftovers
 count() { grep -E "^# $1 [0-9]+" "$TAP" | awk '{print $3}' | tail -1; }
 passed=$(count pass); failed=$(count fail); skipped=$(count skipped); cancelled=$(count cancelled)
 passed=${passed:-0}; failed=$((${failed:-0} + ${cancelled:-0})); skipped=${skipped:-0}
