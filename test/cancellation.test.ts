@@ -11,7 +11,7 @@ import { DEFAULT_INTERRUPT_GRACE_MS, run, spawn, type CordonError, type RunResul
 import { fixture } from './helpers/fixtures.js';
 import { parsePids, useTag, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
-import { collect, expectAlive, expectGone, ignoresTerm, outcome } from './helpers/trees.js';
+import { collect, expectAlive, expectGone, ignoresTerm, outcome, startBgTree } from './helpers/trees.js';
 
 /** Slack for a loaded two-core machine. */
 const SLACK = 1500;
@@ -24,10 +24,7 @@ describe('C10: AbortSignal and timeout', () => {
   it("aborting mid-run ends the tree; reason 'canceled'", async () => {
     const t = useTag();
     const ac = new AbortController();
-    const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, signal: ac.signal });
-    const { all } = await collect(proc, t.tag);
-    expect(all).toHaveLength(6);
-    expectAlive(all, 'before the abort');
+    const { proc, all } = await startBgTree(t, { signal: ac.signal });
 
     ac.abort();
     const result = await within(proc.result, 10_000, 'the result to settle after abort()', t.tag);

@@ -1,30 +1,15 @@
 // CONTRACT C3: whole-tree termination is complete (every member, found by the
-// pids the tree printed and by the test tag), kill() is the immediate forced
+// pids the tree printed and by the test tag; the AbortSignal case is in
+// cancellation.test.ts), kill() is the immediate forced
 // kill, terminate() is idempotent and safe concurrently, and it reaches
 // leftovers kept after the root exited, resolving only once they are gone.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_GRACE_MS, spawn } from '../lib/index.js';
-import { capture, fixture } from './helpers/fixtures.js';
+import { capture } from './helpers/fixtures.js';
 import { alive, useTag, waitFor, within } from './helpers/procs.js';
-import { catchesTerm, collect, expectAlive, expectGone, ignoresTerm, startTermIgnoringTree } from './helpers/trees.js';
+import { catchesTerm, expectAlive, expectGone, ignoresTerm, startBgTree, startTermIgnoringTree } from './helpers/trees.js';
 
 describe('C3: whole-tree termination', () => {
-  it('an AbortSignal ends a tree with several background children and a nested shell', async () => {
-    const t = useTag();
-    const ac = new AbortController();
-    const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, signal: ac.signal });
-    const { pids, all } = await collect(proc, t.tag);
-    expect(Object.keys(pids).sort()).toEqual(['nested', 'nestedbg', 'root', 's1', 's2', 's3']);
-    expect(all).toHaveLength(6);
-    expectAlive(all, 'before the abort');
-
-    ac.abort();
-    const result = await within(proc.result, 10_000, 'the result to settle after abort()', t.tag);
-    // The result settles at quiescence: nothing of the tree is left now.
-    expectGone(all, t.tag, 'after the result settled');
-    expect(result.reason).toBe('canceled');
-  });
-
   it('kill() is immediate: a tree ignoring SIGTERM is gone well under the default grace', async () => {
     const t = useTag();
     // Precondition (checked there): every member ignores SIGTERM, so only SIGKILL ends it.
@@ -41,9 +26,7 @@ describe('C3: whole-tree termination', () => {
 
   it('terminate() is idempotent and safe concurrently: three concurrent calls and one after quiescence', async () => {
     const t = useTag();
-    const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env });
-    const { all } = await collect(proc, t.tag);
-    expectAlive(all, 'before terminate()');
+    const { proc, all } = await startBgTree(t);
 
     const calls = [proc.terminate({ grace: 2000 }), proc.terminate({ grace: 2000 }), proc.terminate()];
     const settled = await within(Promise.allSettled(calls), 10_000, 'three concurrent terminate() calls to settle', t.tag);

@@ -35,6 +35,19 @@ export async function collect(proc: ContainedProcess, tag: string, ready: RegExp
 }
 
 /**
+ * fixtures/bg-tree.sh started and collected: six members (the root, three
+ * background sleepers, a nested shell and its own sleeper), all alive.
+ */
+export async function startBgTree(t: Tagged, options: SpawnOptions = {}) {
+  const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, ...options });
+  const collected = await collect(proc, t.tag);
+  expect(Object.keys(collected.pids).sort()).toEqual(['nested', 'nestedbg', 'root', 's1', 's2', 's3']);
+  expect(collected.all).toHaveLength(6);
+  expectAlive(collected.all, 'before the tree is stopped');
+  return { proc, ...collected };
+}
+
+/**
  * fixtures/term-ignoring-tree.sh started and collected: five members (root,
  * two children, a subshell, a grandchild), each checked to ignore SIGTERM
  * (inherited SIG_IGN), so that only the forced kill can end them.
