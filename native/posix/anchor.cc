@@ -20,7 +20,9 @@
 //   QUIET                           every member is gone and reaped; the anchor exits
 // host -> anchor:
 //   TERM <grace ms>                 polite signal to every member, SIGKILL after grace
+//                                   (grace: digits, 0..2^31-1; anything else: the --grace)
 //   KILL                            SIGKILL to every member now
+// Lines over 256 bytes and unknown lines are discarded (traced).
 // EOF on the control channel (the host is gone) = TERM <teardown grace>.
 #include "../cordon.h"
 
@@ -127,6 +129,22 @@ struct Options {
   _exit(64);
 }
 
+// A duration or descriptor number as the host writes it: decimal digits
+// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
+// fraction, an overflow, trailing garbage, nothing) is rejected: read with
+// atoi() it would become 0, which for a grace means "SIGKILL now".
+bool parse_uint31(const char* s, int& out) {
+  if (!s || !*s) return false;
+  long long v = 0;
+  for (const char* p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+    if (v > 2147483647LL) return false;
+  }
+  out = static_cast<int>(v);
+  return true;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   int i = 1;
@@ -138,13 +156,15 @@ Options parse(int argc, char** argv) {
     } else if (a == "--tier" && i + 1 < argc) {
       o.tier = argv[++i];
     } else if (a == "--watch-fd" && i + 1 < argc) {
-      o.watch_fds.push_back(atoi(argv[++i]));
+      int fd;
+      if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
+      o.watch_fds.push_back(fd);
     } else if (a == "--cwd" && i + 1 < argc) {
       o.cwd = argv[++i];
     } else if (a == "--best-effort") {
       o.best_effort = true;
     } else if (a == "--grace" && i + 1 < argc) {
-      o.grace_ms = atoi(argv[++i]);
+      if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
     } else if (a == "--trace" && i + 1 < argc) {
       g_trace = fopen(argv[++i], "a");
       if (g_trace) fcntl(fileno(g_trace), F_SETFD, FD_CLOEXEC);
@@ -535,8 +555,14 @@ class Anchor {
     }
   }
 
+  // Control lines are short ("TERM 3000"). A longer line is no command: it
+  // is discarded up to its newline (with a trace), so neither memory nor CPU
+  // grows with what is written to the channel, and what follows it is still
+  // read. Each byte is looked at once (no rescanning of a growing buffer).
+  static constexpr size_t kMaxControlLine = 256;
+
   void handle_control() {
-    char buf[512];
+    char buf[65536];
     ssize_t n = read(kControlFd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
     if (n <= 0) {
@@ -547,16 +573,46 @@ class Anchor {
       start_terminate(opts_.grace_ms);
       return;
     }
-    inbox_.append(buf, static_cast<size_t>(n));
-    size_t nl;
-    while ((nl = inbox_.find('\n')) != std::string::npos) {
-      std::string line = inbox_.substr(0, nl);
-      inbox_.erase(0, nl + 1);
-      if (line.rfind("TERM ", 0) == 0) {
-        start_terminate(atoi(line.c_str() + 5));
-      } else if (line == "KILL") {
-        start_terminate(0);
+    const char* p = buf;
+    const char* end = buf + n;
+    while (p < end) {
+      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+      const char* stop = nl ? nl : end;
+      size_t len = static_cast<size_t>(stop - p);
+      if (!inbox_overlong_) {
+        if (inbox_.size() + len > kMaxControlLine) {
+          trace("control line longer than %zu bytes: discarded up to its newline", kMaxControlLine);
+          inbox_overlong_ = true;
+          inbox_.clear();
+        } else {
+          inbox_.append(p, len);
+        }
       }
+      if (!nl) break;
+      if (!inbox_overlong_) control_line(inbox_);
+      inbox_.clear();
+      inbox_overlong_ = false;
+      p = nl + 1;
+    }
+  }
+
+  // One command from the host. A TERM whose grace is not a number the host
+  // could have sent (garbage, a sign, an exponent, out of range) is never read
+  // as 0 (SIGKILL now): the host did ask for the tree to end, so it gets the
+  // teardown grace (--grace). Anything else unknown is ignored, with a trace.
+  void control_line(const std::string& line) {
+    if (line.rfind("TERM ", 0) == 0) {
+      int grace;
+      if (parse_uint31(line.c_str() + 5, grace)) {
+        start_terminate(grace);
+      } else {
+        trace("malformed TERM grace \"%s\": using the teardown grace %d ms", line.c_str() + 5, opts_.grace_ms);
+        start_terminate(opts_.grace_ms);
+      }
+    } else if (line == "KILL") {
+      start_terminate(0);
+    } else {
+      trace("unknown control line ignored: \"%s\"", line.c_str());
     }
   }
 
@@ -664,6 +720,7 @@ class Anchor {
   std::set<std::pair<int64_t, uint64_t>> termed_;
   std::map<int64_t, Member> remembered_;
   std::string inbox_;
+  bool inbox_overlong_ = false;  // discarding a control line that is too long
 };
 
 }  // namespace
