@@ -144,7 +144,10 @@ export function streamFd(stream: Stream): number | undefined {
  */
 function hostCwd(): string {
   try {
-    return process.cwd();
+    const cwd = process.cwd();
+    // (Node caches the path: a directory deleted since is not noticed there.)
+    statSync(cwd);
+    return cwd;
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code ?? 'ENOENT';
     throw new CordonError(

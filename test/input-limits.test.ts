@@ -179,3 +179,91 @@ describe.runIf(process.platform !== 'win32')(`the anchor's input, ${tier} tier`,
   });
 });
 
+
+describe.runIf(process.platform !== 'win32')(`launch failures the host's own state causes, ${tier} tier`, () => {
+  it("a deleted host working directory is a CordonError saying so; an explicit cwd still works", async () => {
+    const t = useTag();
+    await ensureDist();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-gone-cwd-'));
+    onTestFinished(() => {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // removed by the host, as intended
+      }
+    });
+    // A host of our own (plain child_process, tagged) whose cwd is removed under it.
+    const script = `
+      import { rmdirSync } from 'node:fs';
+      const { spawn } = await import(${JSON.stringify(join(repoRoot, 'dist', 'index.js'))});
+      rmdirSync(process.cwd());
+      const report = {};
+      try {
+        spawn('true', [], {});
+        report.implicit = 'ran';
+      } catch (e) {
+        report.implicit = { cordon: e.isCordonError === true, code: e.code, stage: e.stage, message: e.message };
+      }
+      try {
+        const r = await spawn('sh', ['-c', 'exit 3'], { cwd: '/' }).result;
+        report.explicit = r.exitCode;
+      } catch (e) {
+        report.explicit = { code: e.code, message: e.message };
+      }
+      console.log('REPORT ' + JSON.stringify(report));
+    `;
+    const host = spawnChild(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: t.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const hostExit = new Promise((resolve) => host.once('exit', resolve));
+    const out = capture(host.stdout);
+    const err = capture(host.stderr);
+    const text = await out.until(/^REPORT .*$/m, 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}\nstderr:\n${err.text}`);
+    });
+    const report = JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
+    expect(report.implicit, 'spawn() without cwd in a host whose cwd was deleted').toMatchObject({ cordon: true, code: 'ENOENT', stage: 'launch' });
+    expect(report.implicit.message).toMatch(/working directory.*deleted.*Pass an existing directory as cwd/);
+    expect(report.explicit, 'spawn() with cwd: "/" in the same host').toBe(3);
+    await within(hostExit, 10_000, 'the host to exit', t.tag);
+  });
+
+  it('arguments too large for exec are E2BIG, said as such (not "the helper could not be started")', () => {
+    const t = useTag();
+    // One argument over MAX_ARG_STRLEN (128 KiB) fails every exec with E2BIG.
+    const e = thrown(() => spawn('true', ['x'.repeat(200 * 1024)], { env: t.env }));
+    expect(e.isCordonError).toBe(true);
+    expect(e.code).toBe('E2BIG');
+    expect(e.stage).toBe('launch');
+    expect(e.message).toMatch(/arguments and environment are too large/);
+    expect(e.message).toMatch(/nothing ran/);
+    expect(t.procs()).toEqual([]);
+  });
+
+  it('members() after ERR_CORDON_ANCHOR_LOST never lists through the dead anchor\'s pid, even once it is reused', async () => {
+    const t = useTag();
+    const { proc } = await startBgTree(t);
+    const anchor = proc.anchorPid!;
+    // The test's own child (the host's unreaped anchor), killed by pid.
+    killPids([anchor]);
+    const how = await outcome(proc.result, 10_000, 'the result after the anchor was killed', t.tag);
+    expect((how as { error: CordonError }).error.code).toBe('ERR_CORDON_ANCHOR_LOST');
+    expect(proc.members(), 'right after the anchor was lost').toEqual([]);
+    // What the tier could not end (capabilities() says which, see
+    // anchor-death.test.ts) is ended here, by tag: then nothing pins the pid
+    // (in the process-group tier the members' group id is the anchor's pid).
+    killTagged(t.tag);
+    // The freed pid handed to an unrelated process with a child of its own:
+    // listing "the anchor's tree" now would list that child.
+    await waitFor(() => readStat(anchor) === undefined && t.procs().length === 0, { timeout: 5000, what: `pid ${anchor} to be free`, tag: t.tag });
+    let occupied = false;
+    try {
+      const o = await occupyPid(anchor, t.env, 30_000, ['sh', '-c', 'sleep 300 & wait']);
+      onTestFinished(() => killPids([o.pid, ...o.helpers]));
+      occupied = true;
+      await waitFor(() => t.procs().some((p) => p.ppid === anchor), { timeout: 5000, what: 'the occupant to start its child', tag: t.tag });
+    } catch (err) {
+      if (!(err instanceof PidTakenError)) throw err;
+    }
+    expect(proc.members(), occupied ? `with pid ${anchor} reused by a process with a child` : 'after the anchor was lost').toEqual([]);
+    killTagged(t.tag); // the occupant and its child
+  });
+});
