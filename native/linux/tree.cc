@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <unordered_map>
 
 #ifndef SYS_pidfd_open
@@ -229,12 +230,84 @@ bool cgroup_available() {
   return kernel_at_least(5, 14) && own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
 }
 
-int cgroup_create(const std::string& name, std::string& path, int& dir_fd, int& kill_fd) {
+namespace {
+
+// 64 bits no other process can predict or have used: getrandom(), else the
+// boot-time clock in nanoseconds mixed with the pid.
+uint64_t unique_suffix() {
+  uint64_t v = 0;
+#ifdef SYS_getrandom
+  if (syscall(SYS_getrandom, &v, sizeof v, 0x0001 /* GRND_NONBLOCK */) == static_cast<long>(sizeof v)) return v;
+#endif
+  timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  v = static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  return v ^ (static_cast<uint64_t>(getpid()) << 40);
+}
+
+// An empty cgroup directory tree, bottom-up. Only directories are removed,
+// and the kernel refuses rmdir of any cgroup that has a process or a child.
+void remove_empty_cgroup(const std::string& dir, int depth) {
+  if (depth < 32) {
+    if (DIR* d = opendir(dir.c_str())) {
+      std::vector<std::string> subs;
+      while (dirent* e = readdir(d)) {
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+      }
+      closedir(d);
+      for (auto& sub : subs) remove_empty_cgroup(dir + "/" + sub, depth + 1);
+    }
+  }
+  rmdir(dir.c_str());
+}
+
+// Tree cgroups ("cordon-<anchor pid>[-<suffix>]") that an anchor left behind
+// when it was killed before it could remove them, and that nothing removed
+// since (the host was gone too). Removed when they are empty, their anchor's
+// pid is no live process, and they are older than a few seconds: a live
+// anchor's cgroup is empty only between its mkdir and the clone3 into it
+// (milliseconds), and the age check also spares anchors this process cannot
+// see (another pid namespace sharing the cgroup).
+void sweep_stale(const std::string& own) {
+  DIR* d = opendir(own.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  while (dirent* e = readdir(d)) {
+    if (e->d_type != DT_DIR || strncmp(e->d_name, "cordon-", 7) != 0) continue;
+    char* end = nullptr;
+    long long pid = strtoll(e->d_name + 7, &end, 10);
+    if (end == e->d_name + 7 || (*end != '\0' && *end != '-') || pid <= 0) continue;
+    if (pid == getpid()) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // alive (its own, or a reuse)
+    struct stat sb;
+    std::string dir = own + "/" + e->d_name;
+    if (stat(dir.c_str(), &sb) != 0 || now.tv_sec - sb.st_mtim.tv_sec < 5) continue;
+    stale.push_back(dir);
+  }
+  closedir(d);
+  for (auto& dir : stale) remove_empty_cgroup(dir, 0);
+}
+
+}  // namespace
+
+int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd) {
   std::string own;
   int rc = own_cgroup_dir(own);
   if (rc < 0) return rc;
-  path = own + (own.back() == '/' ? "" : "/") + name;
-  if (mkdir(path.c_str(), 0755) != 0) return -errno;
+  if (own.back() == '/') own.pop_back();
+  sweep_stale(own);
+  // A name nobody can have taken: another anchor's (a recycled pid whose
+  // cgroup was left behind), or any same-user process's that made one on
+  // purpose. An EEXIST all the same is retried with a new suffix.
+  for (int attempt = 0;; attempt++) {
+    char suffix[24];
+    snprintf(suffix, sizeof suffix, "-%016llx", static_cast<unsigned long long>(unique_suffix()));
+    path = own + "/" + prefix + suffix;
+    if (mkdir(path.c_str(), 0755) == 0) break;
+    if (errno != EEXIST || attempt >= 8) return -errno;
+  }
   dir_fd = open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) {
     int err = errno;
