@@ -191,6 +191,12 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       '--grace', String(opts.grace),
       ...watch,
       ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
+      // The default tier (not one the caller or CORDON_TIER asked for): a
+      // cgroup that was writable when the host probed it and cannot be made
+      // or entered now (permissions, cgroup.max.descendants) falls back to
+      // the subreaper tier, reported in proc.tier and result.tier. A tier
+      // asked for stays strict.
+      ...(opts.tier === undefined && this.tier === 'cgroup' ? ['--fallback'] : []),
       ...(process.env.CORDON_TRACE ? ['--trace', process.env.CORDON_TRACE] : []),
       '--',
       path,

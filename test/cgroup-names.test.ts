@@ -3,12 +3,17 @@
 // pid is later reused; pid_max may be 32768) or made on purpose by any
 // same-user process failed the next spawn with EEXIST. Names now carry a
 // random suffix, and empty tree cgroups whose anchor is gone are removed.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, utimesSync } from 'node:fs';
+// And when the default tier's cgroup cannot be made at spawn time, the tree
+// runs in the next tier instead of not at all.
+import { spawn as spawnChild, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, onTestFinished } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { cgroupMount, cgroupOf } from './helpers/cgroup.js';
-import { readStat, useTag, waitFor, within } from './helpers/procs.js';
+import { capture, repoRoot } from './helpers/fixtures.js';
+import { ensureDist } from './helpers/host.js';
+import { readStat, sleep, useTag, waitFor, within } from './helpers/procs.js';
 import { itWhere, tier } from './helpers/tier.js';
 import { collect, outcome } from './helpers/trees.js';
 
@@ -100,5 +105,63 @@ describe(`cgroup names, ${tier} tier`, () => {
       what: 'the tree cgroup to be removed with the tree',
       tag: t.tag,
     });
+  });
+});
+
+describe(`the default tier falls back when its cgroup cannot be made, ${tier} tier`, () => {
+  itWhere(applies, 'cgroup.max.descendants reached after the probe: the default spawns in the subreaper tier and says so; tier: "cgroup" stays strict', why, async () => {
+    const t = useTag();
+    await ensureDist();
+    // A cgroup of the test's own for a host of its own, so that the limit
+    // touches nobody else: the host is moved into it before it loads cordon;
+    // cordon probes it writable (it is), then cannot make a child cgroup.
+    const box = `${hostCgroupDir()}/test-fallback-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    onTestFinished(async () => {
+      // After the host (tagged, killed by useTag's cleanup or exited) is gone.
+      for (let i = 0; i < 100 && existsSync(box); i++) {
+        try {
+          rmdirSync(box);
+        } catch {
+          await sleep(20);
+        }
+      }
+    });
+    mkdirSync(box);
+    writeFileSync(`${box}/cgroup.max.descendants`, '0');
+    const script = `
+      const { capabilities, spawn } = await import(${JSON.stringify(join(repoRoot, 'dist', 'index.js'))});
+      const report = { probed: capabilities().tier };
+      const proc = spawn('sh', ['-c', 'grep "^0::" /proc/self/cgroup'], {});
+      try {
+        const r = await proc.result;
+        report.byDefault = { procTier: proc.tier, resultTier: r.tier, exitCode: r.exitCode };
+      } catch (e) {
+        report.byDefault = { code: e.code, message: e.message };
+      }
+      try {
+        await spawn('true', [], { tier: 'cgroup' }).started;
+        report.asked = 'ran';
+      } catch (e) {
+        report.asked = { code: e.code, errno: e.errno };
+      }
+      console.log('REPORT ' + JSON.stringify(report));
+    `;
+    const env = { ...t.env };
+    delete env.CORDON_TIER; // the default tier, not one asked for
+    const host = spawnChild('sh', ['-c', 'echo $$ > "$BOX/cgroup.procs" && exec "$NODE" --input-type=module -e "$SCRIPT"'], {
+      env: { ...env, BOX: box, NODE: process.execPath, SCRIPT: script },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const hostExit = new Promise((resolve) => host.once('exit', resolve));
+    const out = capture(host.stdout);
+    const err = capture(host.stderr);
+    const text = await out.until(/^REPORT .*$/m, 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}\nstderr:\n${err.text}`);
+    });
+    await within(hostExit, 10_000, 'the host to exit', t.tag);
+    const report = JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
+    expect(report.probed, 'the host probed its cgroup as usable').toBe('cgroup');
+    expect(report.byDefault, 'the default tier, its cgroup refused').toEqual({ procTier: 'subreaper', resultTier: 'subreaper', exitCode: 0 });
+    expect(report.asked, 'tier: "cgroup" asked for').toMatchObject({ code: 'ERR_CORDON_CONTAINMENT' });
   });
 });

@@ -113,6 +113,9 @@ void default_dispositions() {
 struct Options {
   std::string tier = "subreaper";
   bool best_effort = false;
+  // The cgroup tier was the host's default, not asked for: if its cgroup
+  // cannot be made or entered now, run in the subreaper tier (READY says so).
+  bool fallback = false;
   int grace_ms = 3000;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   std::string cwd;             // the command's working directory (else the anchor's)
@@ -124,7 +127,7 @@ struct Options {
   fprintf(stderr, "cordon-anchor: %s\n", why);
   fprintf(stderr,
           "usage: cordon-anchor [--tier cgroup|subreaper|process-group] [--best-effort] "
-          "[--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
+          "[--fallback] [--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
           "It is started by the cordon library with a control channel on fd 3.\n");
   _exit(64);
 }
@@ -163,6 +166,8 @@ Options parse(int argc, char** argv) {
       o.cwd = argv[++i];
     } else if (a == "--best-effort") {
       o.best_effort = true;
+    } else if (a == "--fallback") {
+      o.fallback = true;
     } else if (a == "--grace" && i + 1 < argc) {
       if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
     } else if (a == "--trace" && i + 1 < argc) {
@@ -229,7 +234,7 @@ class Anchor {
 #endif
         if (rc == 0) return true;
         trace("cgroup unavailable: %s", strerror(-rc));
-        if (!opts_.best_effort) {
+        if (!opts_.best_effort && !opts_.fallback) {
           send("NOCONTAIN %d cgroup", -rc);
           return false;
         }
@@ -284,7 +289,7 @@ class Anchor {
       int64_t r = cordon::fork_into_cgroup(cg_dir_);
       if (r < 0) {
         trace("clone3 into the cgroup: %s", strerror(static_cast<int>(-r)));
-        if (!opts_.best_effort) {
+        if (!opts_.best_effort && !opts_.fallback) {
           send("NOCONTAIN %d cgroup", static_cast<int>(-r));
           return false;
         }
