@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
+#include <vector>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -173,19 +174,45 @@ bool kernel_at_least(int major, int minor) {
   return ma > major || (ma == major && mi >= minor);
 }
 
+// Whether `pid` is listed in the cgroup.procs of directory `dir`.
+bool cgroup_lists(const std::string& dir, int64_t pid) {
+  std::string procs;
+  if (!read_file((dir + "/cgroup.procs").c_str(), procs, 1 << 20)) return false;
+  const char* p = procs.c_str();
+  while (*p) {
+    char* end = nullptr;
+    long long v = strtoll(p, &end, 10);
+    if (end == p) break;
+    if (v == pid) return true;
+    p = end;
+    while (*p == '\n') p++;
+  }
+  return false;
+}
+
 // The cgroup v2 mount point (from /proc/self/mountinfo) joined with our own
 // cgroup's path (the "0::" line of /proc/self/cgroup).
+//
+// Inside a cgroup namespace (a cordon tree's command runs in one rooted at
+// its tree's cgroup, so a cordon run inside a tree gets here) both paths are
+// relative to the namespace root, and a mount made outside it shows its root
+// as "/.." repeated once per level the namespace root lies below it. The
+// namespace root is then the directory that many levels below the mount
+// point whose <rel>/cgroup.procs lists us (a bounded walk of that level).
 int own_cgroup_dir(std::string& out) {
   std::string mount;
+  std::string root = "/";
   if (FILE* f = fopen("/proc/self/mountinfo", "re")) {
     char line[4096];
     while (fgets(line, sizeof line, f)) {
-      // ... <mount point> <options> [optional fields] - <fstype> <source> ...
+      // <id> <parent> <dev> <root> <mount point> <options> [optional fields] - <fstype> <source> ...
       const char* dash = strstr(line, " - ");
       if (!dash || strncmp(dash + 3, "cgroup2 ", 8) != 0) continue;
       char point[4096];
-      if (sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1) {
+      char mroot[4096];
+      if (sscanf(line, "%*s %*s %*s %4095s %4095s", mroot, point) == 2) {
         mount = point;
+        root = mroot;
         break;
       }
     }
@@ -204,7 +231,39 @@ int own_cgroup_dir(std::string& out) {
     fclose(f);
   }
   if (rel.empty() || rel[0] != '/') return -ENOENT;
-  out = rel == "/" ? mount : mount + rel;
+  std::string base = mount;
+  if (root != "/") {
+    int up = 0;
+    size_t i = 0;
+    while (root.compare(i, 3, "/..") == 0 && (i + 3 == root.size() || root[i + 3] == '/')) {
+      up++;
+      i += 3;
+    }
+    if (i != root.size() || up == 0) return -ENOENT;  // a mount of a subtree: not handled
+    std::vector<std::string> level{mount};
+    for (int depth = 0; depth < up && !level.empty(); depth++) {
+      std::vector<std::string> next;
+      for (auto& dir : level) {
+        DIR* d = opendir(dir.c_str());
+        if (!d) continue;
+        while (dirent* e = readdir(d)) {
+          if (e->d_type == DT_DIR && e->d_name[0] != '.') next.push_back(dir + "/" + e->d_name);
+        }
+        closedir(d);
+        if (next.size() > 100000) break;
+      }
+      level.swap(next);
+    }
+    base.clear();
+    for (auto& dir : level) {
+      if (cgroup_lists(rel == "/" ? dir : dir + rel, getpid())) {
+        base = dir;
+        break;
+      }
+    }
+    if (base.empty()) return -ENOENT;
+  }
+  out = rel == "/" ? base : base + rel;
   return 0;
 }
 

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <sched.h>
 #include <sys/syscall.h>
 #endif
 
@@ -311,6 +312,17 @@ class Anchor {
       return false;
     }
     if (pid == 0) {
+#ifdef __linux__
+      // The cgroup tier: born in the tree's cgroup, the command gets a cgroup
+      // namespace rooted there (where the anchor may make one: CAP_SYS_ADMIN),
+      // so its view of cgroup paths (/proc/self/cgroup, a cgroup2 mount it
+      // makes) starts at its own cgroup. This is not a wall: through a cgroup2
+      // mount it can already reach, a member with CAP_SYS_ADMIN can still move
+      // itself to an ancestor unless that mount has nsdelegate, and it can
+      // setns() out (docs/contract.md, "What cordon is not"). Without the
+      // capability the command runs without one.
+      if (cg_dir_ >= 0) unshare(CLONE_NEWCGROUP);
+#endif
       // The command starts with the dispositions and mask a shell would give it.
       default_dispositions();
       sigset_t none;
