@@ -63,6 +63,16 @@ function installExitHook(): void {
 
 function helperFailure(cause: unknown, helper: string): CordonError {
   const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_HELPER_MISSING';
+  if (code === 'E2BIG') {
+    // The kernel's limit on what one exec carries (every argument and
+    // environment string together, and 128 KiB for any single one): the
+    // helper's exec carries the command's, so this is about the command.
+    return new CordonError(
+      "The command's arguments and environment are too large for one exec (E2BIG: the total, or a single string over 128 KiB); nothing ran. " +
+        'Pass large data through a file or stdin instead.',
+      { code, cause, syscall: 'spawn', path: helper, stage: 'launch' },
+    );
+  }
   return new CordonError(`The anchor helper could not be started (${code}); nothing ran.`, {
     code,
     cause,
@@ -147,6 +157,7 @@ export class AnchorChannel {
   /** The cgroup tier: the tree's cgroup, as READY named it. */
   private cgroup: string | undefined;
   private quietSeen = false;
+  private helperExited = false;
 
   constructor(spec: AnchorSpawn, private readonly on: AnchorHandlers) {
     this.exitGrace = spec.exitGrace;
@@ -232,6 +243,7 @@ export class AnchorChannel {
     };
     const helperExit = (code: number | null, signal: NodeJS.Signals | null) => {
       debug('anchor %d exited code=%s signal=%s', this.child.pid, code, signal);
+      this.helperExited = true;
       clearTimeout(this.reapTimer);
       exitInfo = { code, signal };
       // As child_process does at exit: nobody is left to read stdin.
@@ -272,6 +284,11 @@ export class AnchorChannel {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** The helper has exited and was reaped: its pid is free and may be anyone's now. */
+  get exited(): boolean {
+    return this.helperExited;
   }
 
   /**

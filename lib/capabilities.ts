@@ -1,5 +1,6 @@
 // C11: what this host's tier guarantees, reported and never assumed. The
 // README's guarantee table is checked against this (test/capabilities.test.ts).
+import { readFileSync } from 'node:fs';
 import { CordonError } from './errors.js';
 import { probe } from './native.js';
 import type { Tier } from './options.js';
@@ -25,6 +26,18 @@ export interface Guarantees {
   reapsOrphans: boolean;
   /** Resource limits (memory, pids) on the whole tree. */
   limits: boolean;
+  /**
+   * The command runs in a cgroup namespace rooted at its tree's cgroup (the
+   * cgroup tier, where the host has CAP_SYS_ADMIN): its view of cgroup paths
+   * starts at its own cgroup. Not a wall against a privileged member (see
+   * docs/contract.md, "What cordon is not").
+   */
+  cgroupNamespace: boolean;
+  /**
+   * A member running with the host's privileges cannot leave the tree or stop
+   * its anchor. Never given: cordon is not a sandbox (docs/contract.md).
+   */
+  holdsHostileMembers: false;
 }
 
 export interface Capabilities {
@@ -71,8 +84,12 @@ export function tierGuarantees(
   platform: NodeJS.Platform,
   tier: Tier,
   pidfd: boolean,
+  capSysAdmin = true,
 ): { guarantees: Guarantees; notes: string[] } {
   const notes: string[] = [];
+  notes.push(
+    'cordon contains careless and daemonizing programs, not hostile ones: a member running as the host\'s user can signal, stop or ptrace the anchor, and one with root privileges can leave the tree\'s cgroup or job. Use a separate user, a container or VM for untrusted code (docs/contract.md).',
+  );
   if (tier === 'job-object') {
     notes.push('Each tree runs in its own Job Object with kill-on-close and no breakaway: the command is created suspended and assigned before it runs; every descendant (detached or not) stays in the job.');
     notes.push('Identity is held by handles (the job, the root process), never by a pid number.');
@@ -92,6 +109,8 @@ export function tierGuarantees(
         waitDelay: true,
         reapsOrphans: true,
         limits: false,
+        cgroupNamespace: false,
+        holdsHostileMembers: false,
       },
       notes,
     };
@@ -109,6 +128,8 @@ export function tierGuarantees(
         waitDelay: true,
         reapsOrphans: true,
         limits: false,
+        cgroupNamespace: false,
+        holdsHostileMembers: false,
       },
       notes,
     };
@@ -119,6 +140,11 @@ export function tierGuarantees(
       notes.push("Each tree's command is born in a cgroup of its own (clone3 into the cgroup), below this process's cgroup; the forced stop is cgroup.kill, which reaches every member at once, new forks included.");
       notes.push('If the anchor itself dies, the host kills the tree through its cgroup.');
       notes.push('No cgroup controllers are enabled for the tree: memory and pid limits are not enforced.');
+      notes.push(
+        capSysAdmin
+          ? "The command runs in a cgroup namespace rooted at its tree's cgroup. A member with CAP_SYS_ADMIN can still move itself to an ancestor cgroup through a cgroup2 mount it can reach (unless that mount has nsdelegate) or setns() out of the namespace."
+          : 'No cgroup namespace for the command: the host lacks CAP_SYS_ADMIN.',
+      );
     } else {
       notes.push('No cgroup is used (none is writable here, or the subreaper tier was asked for): memory and pid limits are not enforced, and a tree whose anchor is killed is not ended.');
     }
@@ -133,6 +159,8 @@ export function tierGuarantees(
         waitDelay: true,
         reapsOrphans: true,
         limits: false,
+        cgroupNamespace: tier === 'cgroup' && capSysAdmin,
+        holdsHostileMembers: false,
       },
       notes,
     };
@@ -157,9 +185,21 @@ export function tierGuarantees(
       waitDelay: true,
       reapsOrphans: false,
       limits: false,
+      cgroupNamespace: false,
+      holdsHostileMembers: false,
     },
     notes,
   };
+}
+
+/** Linux: whether this process has CAP_SYS_ADMIN (bit 21 of CapEff), which a cgroup namespace needs. */
+function hasCapSysAdmin(): boolean {
+  try {
+    const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m !== null && (BigInt(`0x${m[1]}`) & (1n << 21n)) !== 0n;
+  } catch {
+    return false;
+  }
 }
 
 export function capabilities(options: { tier?: Tier } = {}): Capabilities {
@@ -172,7 +212,7 @@ export function capabilities(options: { tier?: Tier } = {}): Capabilities {
     });
   }
   const pidfd = process.platform === 'linux' && probe().pidfd;
-  const { guarantees, notes } = tierGuarantees(process.platform, tier, pidfd);
+  const { guarantees, notes } = tierGuarantees(process.platform, tier, pidfd, process.platform === 'linux' && hasCapSysAdmin());
   if (process.platform === 'win32' && probe().ctrlBreak === false) {
     guarantees.gracefulStop = false;
     notes.push(

@@ -1,8 +1,36 @@
-// "10s", "500ms", "2m", "1.5h"; a bare number is seconds (as timeout(1) reads it).
-import { CordonError } from './errors.js';
+// Durations: one validation for every millisecond value cordon takes (spawn
+// options, terminate(), Registry, owners, the CLI's flags), so that no value
+// reaches a timer or the anchor that either would read as something else
+// (setTimeout treats more than 2^31-1 ms as 1 ms; the anchor reads a number it
+// cannot parse as an error, never as 0 = kill now).
+import { CordonError, invalidArg } from './errors.js';
+
+/** The longest duration cordon accepts: what a Node timer (and the anchor's int) can hold, about 24.8 days. */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
+
+/**
+ * A duration in whole milliseconds, from 0 to MAX_DURATION_MS. A fraction is
+ * rounded UP (0.5 -> 1): rounding down would turn a sub-millisecond timeout
+ * into 0, which means "no timeout", and a grace into an immediate SIGKILL.
+ * `undefined` gives `fallback`; anything else is a typed error before
+ * anything runs.
+ */
+export function duration(name: string, value: unknown, fallback: number): number;
+export function duration(name: string, value: unknown): number;
+export function duration(name: string, value: unknown, fallback?: number): number {
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (typeof value !== 'number') {
+    throw invalidArg(name, value, 'a number of milliseconds', 'ERR_INVALID_ARG_TYPE');
+  }
+  if (!Number.isFinite(value) || value < 0 || Math.ceil(value) > MAX_DURATION_MS) {
+    throw invalidArg(name, value, `a finite number of milliseconds from 0 to ${MAX_DURATION_MS} (about 24.8 days)`);
+  }
+  return Math.ceil(value);
+}
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
+// "10s", "500ms", "2m", "1.5h"; a bare number is seconds (as timeout(1) reads it).
 export function parseDuration(flag: string, text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
   if (!m) {
@@ -11,7 +39,14 @@ export function parseDuration(flag: string, text: string): number {
       stage: 'input',
     });
   }
-  return Math.round(Number(m[1]) * UNITS[m[2] ?? 's']!);
+  const ms = Number(m[1]) * UNITS[m[2] ?? 's']!;
+  if (!(ms <= MAX_DURATION_MS)) {
+    throw new CordonError(`${flag} takes a duration of at most ${MAX_DURATION_MS}ms (about 24.8 days); got "${text}".`, {
+      code: 'ERR_INVALID_ARG_VALUE',
+      stage: 'input',
+    });
+  }
+  return duration(flag, ms);
 }
 
 export function formatDuration(ms: number): string {

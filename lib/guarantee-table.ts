@@ -12,6 +12,8 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['survivesAnchorDeath', 'tree ends when its anchor is killed'],
   ['reapsOrphans', 'C9 orphans reaped by the anchor'],
   ['limits', 'memory / pid limits'],
+  ['cgroupNamespace', 'command in a cgroup namespace of its tree (host with CAP_SYS_ADMIN)'],
+  ['holdsHostileMembers', 'contains a hostile member with the host\'s privileges (not a sandbox)'],
 ];
 
 const COLUMNS = [

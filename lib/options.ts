@@ -1,8 +1,9 @@
 // Validation and defaults: bad input is a typed error before anything runs.
 import { fstatSync, statSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
+import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { duration } from './duration.js';
 import { CordonError, errnoName, invalidArg } from './errors.js';
 
 /**
@@ -33,7 +34,7 @@ export interface SpawnOptions {
   stdio?: StdioOption | [StdioOption, StdioOption, StdioOption];
   /** Aborting terminates the tree with the interrupt grace; reason 'canceled'. */
   signal?: AbortSignal;
-  /** Milliseconds until the tree is terminated with the interrupt grace; reason 'timeout'. 0 = none. */
+  /** Milliseconds until the tree is terminated with the interrupt grace; reason 'timeout'. 0 = none. A fraction rounds up (0.5 -> 1). */
   timeout?: number;
   /** Teardown grace: SIGTERM, then SIGKILL after this many ms. Default 3000. */
   grace?: number;
@@ -73,17 +74,6 @@ const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
 ]);
-
-function duration(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number') {
-    throw invalidArg(name, value, 'a number of milliseconds', 'ERR_INVALID_ARG_TYPE');
-  }
-  if (!Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) {
-    throw invalidArg(name, value, 'a finite number of milliseconds from 0 to 2147483647');
-  }
-  return Math.floor(value);
-}
 
 function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T | undefined): T | undefined {
   if (value === undefined) return fallback;
@@ -147,6 +137,27 @@ export function streamFd(stream: Stream): number | undefined {
   return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
+/**
+ * The host's own working directory, which the command inherits when no cwd is
+ * given. It can have been deleted under the host (process.cwd() then fails
+ * with a bare "ENOENT uv_cwd").
+ */
+function hostCwd(): string {
+  try {
+    const cwd = process.cwd();
+    // (Node caches the path: a directory deleted since is not noticed there.)
+    statSync(cwd);
+    return cwd;
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code ?? 'ENOENT';
+    throw new CordonError(
+      `The host's own working directory cannot be read (${code}: it was probably deleted), and the command would inherit it; nothing ran. ` +
+        'Pass an existing directory as cwd, or process.chdir() the host to one.',
+      { code, cause, syscall: 'uv_cwd', stage: 'launch' },
+    );
+  }
+}
+
 export function validateCommand(command: unknown, args: unknown): { command: string; args: string[] } {
   if (typeof command !== 'string' || command.length === 0) {
     throw invalidArg('command', command, 'a non-empty string', typeof command === 'string' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
@@ -174,13 +185,16 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     }
   }
 
-  let cwd = process.cwd();
-  if (o.cwd !== undefined) {
+  let cwd: string;
+  if (o.cwd === undefined) {
+    cwd = hostCwd();
+  } else {
     if (o.cwd instanceof URL) cwd = fileURLToPath(o.cwd);
     else if (typeof o.cwd === 'string' && o.cwd.length > 0) cwd = o.cwd;
     else throw invalidArg('cwd', o.cwd, 'a non-empty path string or file URL', o.cwd === '' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
     noNul('cwd', cwd);
-    cwd = resolvePath(cwd);
+    // (resolving a relative path reads the host's working directory)
+    cwd = isAbsolute(cwd) ? resolvePath(cwd) : resolvePath(hostCwd(), cwd);
     let isDir: boolean;
     try {
       isDir = statSync(cwd).isDirectory();

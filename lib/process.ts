@@ -9,6 +9,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
 import { defaultTier } from './capabilities.js';
 import { debug } from './debug.js';
+import { duration } from './duration.js';
 import { CordonError, errnoName, invalidArg } from './errors.js';
 import { binding, helperPath } from './native.js';
 import {
@@ -190,6 +191,12 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       '--grace', String(opts.grace),
       ...watch,
       ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
+      // The default tier (not one the caller or CORDON_TIER asked for): a
+      // cgroup that was writable when the host probed it and cannot be made
+      // or entered now (permissions, cgroup.max.descendants) falls back to
+      // the subreaper tier, reported in proc.tier and result.tier. A tier
+      // asked for stays strict.
+      ...(opts.tier === undefined && this.tier === 'cgroup' ? ['--fallback'] : []),
       ...(process.env.CORDON_TRACE ? ['--trace', process.env.CORDON_TRACE] : []),
       '--',
       path,
@@ -539,12 +546,11 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
    * with a cleanup failure.
    */
   terminate(options: { grace?: number } = {}): Promise<void> {
-    let grace = this.opts.grace;
-    if (options.grace !== undefined) {
-      if (typeof options.grace !== 'number' || !Number.isFinite(options.grace) || options.grace < 0) {
-        return Promise.reject(invalidArg('grace', options.grace, 'a finite number of milliseconds >= 0'));
-      }
-      grace = Math.floor(options.grace);
+    let grace: number;
+    try {
+      grace = duration('grace', (options ?? {}).grace, this.opts.grace);
+    } catch (err) {
+      return Promise.reject(err);
     }
     if (this.launchError) return Promise.resolve();
     if (!this.quiescent) {
@@ -570,9 +576,12 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     );
   }
 
-  /** Live members as the OS sees them now (pid, parent, command line). Informational. */
+  /** Live members as the OS sees them now (pid, parent, command line). Informational; [] once the anchor is gone. */
   members(): MemberInfo[] {
-    if (this.anchorPid === undefined || this.quiescent) return [];
+    // Once the anchor is gone (quiescence, or ERR_CORDON_ANCHOR_LOST) its pid
+    // is free and may already be another process's: nothing is listed
+    // through it, ever.
+    if (this.anchorPid === undefined || this.quiescent || this.anchorGone || this.anchor.exited) return [];
     const group = this.tier === 'process-group' ? this.anchorPid : 0;
     return binding()
       .listTree(this.anchorPid, group)

@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { debug } from './debug.js';
+import { duration } from './duration.js';
 import { CordonError } from './errors.js';
 import { DEFAULT_GRACE_MS, type SpawnOptions } from './options.js';
 import { ContainedProcess, type ContainedResult, type Leftover, type TreeState } from './process.js';
@@ -192,7 +193,7 @@ export class Owner {
     }
     const kinds = target.kinds;
     if (kinds !== undefined) for (const k of kinds) this.registry.kind(k);
-    const grace = target.grace ?? this.registry.grace;
+    const grace = duration('grace', target.grace, this.registry.grace);
     const chosen = [...this.trees.values()].filter((e) => kinds === undefined || kinds.includes(e.kind));
     await settleAll(chosen.map((e) => e.proc.terminate({ grace })));
   }
@@ -214,8 +215,13 @@ export class Owner {
   /** Session deleted, replaced or resumed away: every tree of every kind is terminated gracefully. */
   release(options: { grace?: number } = {}): Promise<void> {
     if (this.releasing) return this.releasing;
+    let grace: number;
+    try {
+      grace = duration('grace', (options ?? {}).grace, this.registry.grace);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     clearTimeout(this.detachTimer);
-    const grace = options.grace ?? this.registry.grace;
     const procs = [...this.trees.values()].map((e) => e.proc);
     // The id is free at once: registry.owner(id) from here on is a new owner,
     // never this released one.
@@ -249,10 +255,7 @@ export class Owner {
    */
   detach(options: { keepAlive?: number } = {}): void {
     this.assertUsable();
-    const keepAlive = options.keepAlive ?? 0;
-    if (typeof keepAlive !== 'number' || !Number.isFinite(keepAlive) || keepAlive < 0) {
-      throw ownerError('keepAlive must be a finite number of milliseconds >= 0.', 'ERR_INVALID_ARG_VALUE');
-    }
+    const keepAlive = duration('keepAlive', options.keepAlive, 0);
     if (![...this.trees.values()].some((e) => isLive(e.proc))) {
       this.releaseInBackground('detach');
       return;
@@ -302,7 +305,7 @@ export class Registry extends EventEmitter {
   constructor(options: RegistryOptions = {}) {
     super();
     this.logDir = options.logDir ?? join(tmpdir(), 'cordon-logs');
-    this.grace = options.grace ?? DEFAULT_GRACE_MS;
+    this.grace = duration('grace', options.grace, DEFAULT_GRACE_MS);
   }
 
   /** The owner with this id: created, or re-attached if it was detached. */

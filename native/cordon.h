@@ -50,10 +50,11 @@ bool cgroup_available();
 
 // Linux, the cgroup tier: a new cgroup v2 directory for one tree, below the
 // calling process's own cgroup (which must be writable: a delegated cgroup, or
-// root's). `path` gets its absolute path, `dir_fd` an O_PATH|O_DIRECTORY fd on
+// root's), named `prefix` plus a random suffix (retried on EEXIST); empty tree
+// cgroups left there by anchors that are gone are removed first. `path` gets its absolute path, `dir_fd` an O_PATH|O_DIRECTORY fd on
 // it (for clone3's CLONE_INTO_CGROUP), `kill_fd` its cgroup.kill opened for
 // writing (-1 before Linux 5.14).
-int cgroup_create(const std::string& name, std::string& path, int& dir_fd, int& kill_fd);
+int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd);
 // fork(), the child born inside the cgroup (clone3 with CLONE_INTO_CGROUP,
 // Linux 5.7+): no instruction of it runs outside. Returns what fork() does.
 int64_t fork_into_cgroup(int dir_fd);

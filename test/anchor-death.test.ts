@@ -49,8 +49,12 @@ describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, 
     const host = cgroupOf(process.pid)!;
     const born = /^0::(.*)$/m.exec(out.text)![1]!;
     if (tier === 'cgroup') {
-      const own = `${host === '/' ? '' : host}/cordon-${proc.anchorPid}`;
-      expect(born, 'the root, at its first instruction').toBe(own);
+      // cordon-<anchor pid>-<random suffix>: a name no earlier tree can have left behind.
+      const own = cgroupOf(proc.pid!)!;
+      expect(own, 'the root, seen from outside').toMatch(new RegExp(`^${host === '/' ? '' : host}/cordon-${proc.anchorPid}-[0-9a-f]{16}$`));
+      // At its first instruction, seen from inside: its own cgroup, which in
+      // a cgroup namespace (made right after the birth in the cgroup) is "/".
+      expect(born, 'the root, at its first instruction').toBe(caps.guarantees.cgroupNamespace ? '/' : own);
       expect(cgroupOf(pids.s!), 'its child').toBe(own);
       expect(cgroupOf(proc.anchorPid!), 'the anchor stays outside').toBe(host);
       const dir = `${cgroupMount()}${own}`;

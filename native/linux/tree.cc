@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <unordered_map>
+#include <vector>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -172,19 +174,45 @@ bool kernel_at_least(int major, int minor) {
   return ma > major || (ma == major && mi >= minor);
 }
 
+// Whether `pid` is listed in the cgroup.procs of directory `dir`.
+bool cgroup_lists(const std::string& dir, int64_t pid) {
+  std::string procs;
+  if (!read_file((dir + "/cgroup.procs").c_str(), procs, 1 << 20)) return false;
+  const char* p = procs.c_str();
+  while (*p) {
+    char* end = nullptr;
+    long long v = strtoll(p, &end, 10);
+    if (end == p) break;
+    if (v == pid) return true;
+    p = end;
+    while (*p == '\n') p++;
+  }
+  return false;
+}
+
 // The cgroup v2 mount point (from /proc/self/mountinfo) joined with our own
 // cgroup's path (the "0::" line of /proc/self/cgroup).
+//
+// Inside a cgroup namespace (a cordon tree's command runs in one rooted at
+// its tree's cgroup, so a cordon run inside a tree gets here) both paths are
+// relative to the namespace root, and a mount made outside it shows its root
+// as "/.." repeated once per level the namespace root lies below it. The
+// namespace root is then the directory that many levels below the mount
+// point whose <rel>/cgroup.procs lists us (a bounded walk of that level).
 int own_cgroup_dir(std::string& out) {
   std::string mount;
+  std::string root = "/";
   if (FILE* f = fopen("/proc/self/mountinfo", "re")) {
     char line[4096];
     while (fgets(line, sizeof line, f)) {
-      // ... <mount point> <options> [optional fields] - <fstype> <source> ...
+      // <id> <parent> <dev> <root> <mount point> <options> [optional fields] - <fstype> <source> ...
       const char* dash = strstr(line, " - ");
       if (!dash || strncmp(dash + 3, "cgroup2 ", 8) != 0) continue;
       char point[4096];
-      if (sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1) {
+      char mroot[4096];
+      if (sscanf(line, "%*s %*s %*s %4095s %4095s", mroot, point) == 2) {
         mount = point;
+        root = mroot;
         break;
       }
     }
@@ -203,7 +231,39 @@ int own_cgroup_dir(std::string& out) {
     fclose(f);
   }
   if (rel.empty() || rel[0] != '/') return -ENOENT;
-  out = rel == "/" ? mount : mount + rel;
+  std::string base = mount;
+  if (root != "/") {
+    int up = 0;
+    size_t i = 0;
+    while (root.compare(i, 3, "/..") == 0 && (i + 3 == root.size() || root[i + 3] == '/')) {
+      up++;
+      i += 3;
+    }
+    if (i != root.size() || up == 0) return -ENOENT;  // a mount of a subtree: not handled
+    std::vector<std::string> level{mount};
+    for (int depth = 0; depth < up && !level.empty(); depth++) {
+      std::vector<std::string> next;
+      for (auto& dir : level) {
+        DIR* d = opendir(dir.c_str());
+        if (!d) continue;
+        while (dirent* e = readdir(d)) {
+          if (e->d_type == DT_DIR && e->d_name[0] != '.') next.push_back(dir + "/" + e->d_name);
+        }
+        closedir(d);
+        if (next.size() > 100000) break;
+      }
+      level.swap(next);
+    }
+    base.clear();
+    for (auto& dir : level) {
+      if (cgroup_lists(rel == "/" ? dir : dir + rel, getpid())) {
+        base = dir;
+        break;
+      }
+    }
+    if (base.empty()) return -ENOENT;
+  }
+  out = rel == "/" ? base : base + rel;
   return 0;
 }
 
@@ -229,12 +289,84 @@ bool cgroup_available() {
   return kernel_at_least(5, 14) && own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
 }
 
-int cgroup_create(const std::string& name, std::string& path, int& dir_fd, int& kill_fd) {
+namespace {
+
+// 64 bits no other process can predict or have used: getrandom(), else the
+// boot-time clock in nanoseconds mixed with the pid.
+uint64_t unique_suffix() {
+  uint64_t v = 0;
+#ifdef SYS_getrandom
+  if (syscall(SYS_getrandom, &v, sizeof v, 0x0001 /* GRND_NONBLOCK */) == static_cast<long>(sizeof v)) return v;
+#endif
+  timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  v = static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  return v ^ (static_cast<uint64_t>(getpid()) << 40);
+}
+
+// An empty cgroup directory tree, bottom-up. Only directories are removed,
+// and the kernel refuses rmdir of any cgroup that has a process or a child.
+void remove_empty_cgroup(const std::string& dir, int depth) {
+  if (depth < 32) {
+    if (DIR* d = opendir(dir.c_str())) {
+      std::vector<std::string> subs;
+      while (dirent* e = readdir(d)) {
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+      }
+      closedir(d);
+      for (auto& sub : subs) remove_empty_cgroup(dir + "/" + sub, depth + 1);
+    }
+  }
+  rmdir(dir.c_str());
+}
+
+// Tree cgroups ("cordon-<anchor pid>[-<suffix>]") that an anchor left behind
+// when it was killed before it could remove them, and that nothing removed
+// since (the host was gone too). Removed when they are empty, their anchor's
+// pid is no live process, and they are older than a few seconds: a live
+// anchor's cgroup is empty only between its mkdir and the clone3 into it
+// (milliseconds), and the age check also spares anchors this process cannot
+// see (another pid namespace sharing the cgroup).
+void sweep_stale(const std::string& own) {
+  DIR* d = opendir(own.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  while (dirent* e = readdir(d)) {
+    if (e->d_type != DT_DIR || strncmp(e->d_name, "cordon-", 7) != 0) continue;
+    char* end = nullptr;
+    long long pid = strtoll(e->d_name + 7, &end, 10);
+    if (end == e->d_name + 7 || (*end != '\0' && *end != '-') || pid <= 0) continue;
+    if (pid == getpid()) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // alive (its own, or a reuse)
+    struct stat sb;
+    std::string dir = own + "/" + e->d_name;
+    if (stat(dir.c_str(), &sb) != 0 || now.tv_sec - sb.st_mtim.tv_sec < 5) continue;
+    stale.push_back(dir);
+  }
+  closedir(d);
+  for (auto& dir : stale) remove_empty_cgroup(dir, 0);
+}
+
+}  // namespace
+
+int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd) {
   std::string own;
   int rc = own_cgroup_dir(own);
   if (rc < 0) return rc;
-  path = own + (own.back() == '/' ? "" : "/") + name;
-  if (mkdir(path.c_str(), 0755) != 0) return -errno;
+  if (own.back() == '/') own.pop_back();
+  sweep_stale(own);
+  // A name nobody can have taken: another anchor's (a recycled pid whose
+  // cgroup was left behind), or any same-user process's that made one on
+  // purpose. An EEXIST all the same is retried with a new suffix.
+  for (int attempt = 0;; attempt++) {
+    char suffix[24];
+    snprintf(suffix, sizeof suffix, "-%016llx", static_cast<unsigned long long>(unique_suffix()));
+    path = own + "/" + prefix + suffix;
+    if (mkdir(path.c_str(), 0755) == 0) break;
+    if (errno != EEXIST || attempt >= 8) return -errno;
+  }
   dir_fd = open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) {
     int err = errno;

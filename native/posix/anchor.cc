@@ -20,7 +20,9 @@
 //   QUIET                           every member is gone and reaped; the anchor exits
 // host -> anchor:
 //   TERM <grace ms>                 polite signal to every member, SIGKILL after grace
+//                                   (grace: digits, 0..2^31-1; anything else: the --grace)
 //   KILL                            SIGKILL to every member now
+// Lines over 256 bytes and unknown lines are discarded (traced).
 // EOF on the control channel (the host is gone) = TERM <teardown grace>.
 #include "../cordon.h"
 
@@ -35,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <sched.h>
 #include <sys/syscall.h>
 #endif
 
@@ -111,6 +114,9 @@ void default_dispositions() {
 struct Options {
   std::string tier = "subreaper";
   bool best_effort = false;
+  // The cgroup tier was the host's default, not asked for: if its cgroup
+  // cannot be made or entered now, run in the subreaper tier (READY says so).
+  bool fallback = false;
   int grace_ms = 3000;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   std::string cwd;             // the command's working directory (else the anchor's)
@@ -122,9 +128,25 @@ struct Options {
   fprintf(stderr, "cordon-anchor: %s\n", why);
   fprintf(stderr,
           "usage: cordon-anchor [--tier cgroup|subreaper|process-group] [--best-effort] "
-          "[--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
+          "[--fallback] [--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
           "It is started by the cordon library with a control channel on fd 3.\n");
   _exit(64);
+}
+
+// A duration or descriptor number as the host writes it: decimal digits
+// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
+// fraction, an overflow, trailing garbage, nothing) is rejected: read with
+// atoi() it would become 0, which for a grace means "SIGKILL now".
+bool parse_uint31(const char* s, int& out) {
+  if (!s || !*s) return false;
+  long long v = 0;
+  for (const char* p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+    if (v > 2147483647LL) return false;
+  }
+  out = static_cast<int>(v);
+  return true;
 }
 
 Options parse(int argc, char** argv) {
@@ -138,13 +160,17 @@ Options parse(int argc, char** argv) {
     } else if (a == "--tier" && i + 1 < argc) {
       o.tier = argv[++i];
     } else if (a == "--watch-fd" && i + 1 < argc) {
-      o.watch_fds.push_back(atoi(argv[++i]));
+      int fd;
+      if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
+      o.watch_fds.push_back(fd);
     } else if (a == "--cwd" && i + 1 < argc) {
       o.cwd = argv[++i];
     } else if (a == "--best-effort") {
       o.best_effort = true;
+    } else if (a == "--fallback") {
+      o.fallback = true;
     } else if (a == "--grace" && i + 1 < argc) {
-      o.grace_ms = atoi(argv[++i]);
+      if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
     } else if (a == "--trace" && i + 1 < argc) {
       g_trace = fopen(argv[++i], "a");
       if (g_trace) fcntl(fileno(g_trace), F_SETFD, FD_CLOEXEC);
@@ -209,7 +235,7 @@ class Anchor {
 #endif
         if (rc == 0) return true;
         trace("cgroup unavailable: %s", strerror(-rc));
-        if (!opts_.best_effort) {
+        if (!opts_.best_effort && !opts_.fallback) {
           send("NOCONTAIN %d cgroup", -rc);
           return false;
         }
@@ -264,7 +290,7 @@ class Anchor {
       int64_t r = cordon::fork_into_cgroup(cg_dir_);
       if (r < 0) {
         trace("clone3 into the cgroup: %s", strerror(static_cast<int>(-r)));
-        if (!opts_.best_effort) {
+        if (!opts_.best_effort && !opts_.fallback) {
           send("NOCONTAIN %d cgroup", static_cast<int>(-r));
           return false;
         }
@@ -286,6 +312,17 @@ class Anchor {
       return false;
     }
     if (pid == 0) {
+#ifdef __linux__
+      // The cgroup tier: born in the tree's cgroup, the command gets a cgroup
+      // namespace rooted there (where the anchor may make one: CAP_SYS_ADMIN),
+      // so its view of cgroup paths (/proc/self/cgroup, a cgroup2 mount it
+      // makes) starts at its own cgroup. This is not a wall: through a cgroup2
+      // mount it can already reach, a member with CAP_SYS_ADMIN can still move
+      // itself to an ancestor unless that mount has nsdelegate, and it can
+      // setns() out (docs/contract.md, "What cordon is not"). Without the
+      // capability the command runs without one.
+      if (cg_dir_ >= 0) unshare(CLONE_NEWCGROUP);
+#endif
       // The command starts with the dispositions and mask a shell would give it.
       default_dispositions();
       sigset_t none;
@@ -535,8 +572,14 @@ class Anchor {
     }
   }
 
+  // Control lines are short ("TERM 3000"). A longer line is no command: it
+  // is discarded up to its newline (with a trace), so neither memory nor CPU
+  // grows with what is written to the channel, and what follows it is still
+  // read. Each byte is looked at once (no rescanning of a growing buffer).
+  static constexpr size_t kMaxControlLine = 256;
+
   void handle_control() {
-    char buf[512];
+    char buf[65536];
     ssize_t n = read(kControlFd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
     if (n <= 0) {
@@ -547,16 +590,46 @@ class Anchor {
       start_terminate(opts_.grace_ms);
       return;
     }
-    inbox_.append(buf, static_cast<size_t>(n));
-    size_t nl;
-    while ((nl = inbox_.find('\n')) != std::string::npos) {
-      std::string line = inbox_.substr(0, nl);
-      inbox_.erase(0, nl + 1);
-      if (line.rfind("TERM ", 0) == 0) {
-        start_terminate(atoi(line.c_str() + 5));
-      } else if (line == "KILL") {
-        start_terminate(0);
+    const char* p = buf;
+    const char* end = buf + n;
+    while (p < end) {
+      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+      const char* stop = nl ? nl : end;
+      size_t len = static_cast<size_t>(stop - p);
+      if (!inbox_overlong_) {
+        if (inbox_.size() + len > kMaxControlLine) {
+          trace("control line longer than %zu bytes: discarded up to its newline", kMaxControlLine);
+          inbox_overlong_ = true;
+          inbox_.clear();
+        } else {
+          inbox_.append(p, len);
+        }
       }
+      if (!nl) break;
+      if (!inbox_overlong_) control_line(inbox_);
+      inbox_.clear();
+      inbox_overlong_ = false;
+      p = nl + 1;
+    }
+  }
+
+  // One command from the host. A TERM whose grace is not a number the host
+  // could have sent (garbage, a sign, an exponent, out of range) is never read
+  // as 0 (SIGKILL now): the host did ask for the tree to end, so it gets the
+  // teardown grace (--grace). Anything else unknown is ignored, with a trace.
+  void control_line(const std::string& line) {
+    if (line.rfind("TERM ", 0) == 0) {
+      int grace;
+      if (parse_uint31(line.c_str() + 5, grace)) {
+        start_terminate(grace);
+      } else {
+        trace("malformed TERM grace \"%s\": using the teardown grace %d ms", line.c_str() + 5, opts_.grace_ms);
+        start_terminate(opts_.grace_ms);
+      }
+    } else if (line == "KILL") {
+      start_terminate(0);
+    } else {
+      trace("unknown control line ignored: \"%s\"", line.c_str());
     }
   }
 
@@ -664,6 +737,7 @@ class Anchor {
   std::set<std::pair<int64_t, uint64_t>> termed_;
   std::map<int64_t, Member> remembered_;
   std::string inbox_;
+  bool inbox_overlong_ = false;  // discarding a control line that is too long
 };
 
 }  // namespace

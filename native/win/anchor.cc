@@ -100,6 +100,23 @@ struct Options {
   ExitProcess(64);
 }
 
+// A duration or descriptor number as the host writes it: decimal digits
+// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
+// fraction, an overflow, trailing garbage, nothing) is rejected: read with
+// atoi() it would become 0, which for a grace means "terminate now".
+template <typename Char>
+bool parse_uint31(const Char* s, int& out) {
+  if (!s || !*s) return false;
+  long long v = 0;
+  for (const Char* p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+    if (v > 2147483647LL) return false;
+  }
+  out = static_cast<int>(v);
+  return true;
+}
+
 Options parse() {
   int argc = 0;
   LPWSTR* argv = CommandLineToArgvW(GetCommandLineW(), &argc);
@@ -116,11 +133,13 @@ Options parse() {
     } else if (a == L"--job-name" && i + 1 < argc) {
       o.job_name = argv[++i];
     } else if (a == L"--watch-fd" && i + 1 < argc) {
-      o.watch_fds.push_back(_wtoi(argv[++i]));
+      int fd;
+      if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
+      o.watch_fds.push_back(fd);
     } else if (a == L"--best-effort") {
       o.best_effort = true;
     } else if (a == L"--grace" && i + 1 < argc) {
-      o.grace_ms = _wtoi(argv[++i]);
+      if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
     } else if (a == L"--trace" && i + 1 < argc) {
       g_trace = _wfopen(argv[++i], L"a");
     } else {
@@ -593,17 +612,55 @@ class Anchor {
     start_terminate(opts_.grace_ms);
   }
 
+  // Control lines are short ("TERM 3000"). A longer line is no command: it
+  // is discarded up to its newline (with a trace), so neither memory nor CPU
+  // grows with what is written to the channel. Each byte is looked at once.
+  static constexpr size_t kMaxControlLine = 256;
+
   void on_control(DWORD bytes) {
-    inbox_.append(read_buf_, bytes);
-    size_t nl;
-    while ((nl = inbox_.find('\n')) != std::string::npos) {
-      std::string line = inbox_.substr(0, nl);
-      inbox_.erase(0, nl + 1);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.rfind("TERM ", 0) == 0) start_terminate(atoi(line.c_str() + 5));
-      else if (line == "KILL") start_terminate(0);
+    const char* p = read_buf_;
+    const char* end = read_buf_ + bytes;
+    while (p < end) {
+      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+      const char* stop = nl ? nl : end;
+      size_t len = static_cast<size_t>(stop - p);
+      if (!inbox_overlong_) {
+        if (inbox_.size() + len > kMaxControlLine) {
+          trace("control line longer than %u bytes: discarded up to its newline", static_cast<unsigned>(kMaxControlLine));
+          inbox_overlong_ = true;
+          inbox_.clear();
+        } else {
+          inbox_.append(p, len);
+        }
+      }
+      if (!nl) break;
+      if (!inbox_overlong_) {
+        if (!inbox_.empty() && inbox_.back() == '\r') inbox_.pop_back();
+        control_line(inbox_);
+      }
+      inbox_.clear();
+      inbox_overlong_ = false;
+      p = nl + 1;
     }
     start_read();
+  }
+
+  // A TERM whose grace is not a number the host could have sent is never read
+  // as 0 (terminate now): it gets the teardown grace (--grace), as on POSIX.
+  void control_line(const std::string& line) {
+    if (line.rfind("TERM ", 0) == 0) {
+      int grace;
+      if (parse_uint31(line.c_str() + 5, grace)) {
+        start_terminate(grace);
+      } else {
+        trace("malformed TERM grace: using the teardown grace %d ms", opts_.grace_ms);
+        start_terminate(opts_.grace_ms);
+      }
+    } else if (line == "KILL") {
+      start_terminate(0);
+    } else {
+      trace("unknown control line ignored");
+    }
   }
 
   void send(const char* fmt, ...) {
@@ -810,6 +867,7 @@ class Anchor {
   OVERLAPPED read_ov_;
   char read_buf_[512];
   std::string inbox_;
+  bool inbox_overlong_ = false;  // discarding a control line that is too long
   int writes_pending_ = 0;
   bool control_open_ = true;
   bool host_gone_ = false;

@@ -3,7 +3,7 @@
 // by pid and fail the run. Tags start with a per-run id, so two runs on one
 // machine never touch each other's processes.
 //
-// Nor any cgroup (the cgroup tier): a tree's cgroup, cordon-<anchor pid>
+// Nor any cgroup (the cgroup tier): a tree's cgroup, cordon-<anchor pid>-<suffix>
 // below this process's cgroup, must be gone with the tree. One that appeared
 // during the run and is still there fails it (and is removed, if empty).
 import { readdirSync, rmdirSync } from 'node:fs';
@@ -14,7 +14,7 @@ function treeCgroups(): { dir: string; names: Set<string> } | undefined {
   if (process.platform !== 'linux' || !cgroupWritable()) return undefined;
   const own = cgroupOf('self')!;
   const dir = own === '/' ? cgroupMount()! : cgroupMount()! + own;
-  return { dir, names: new Set(readdirSync(dir).filter((n) => /^cordon-\d+$/.test(n))) };
+  return { dir, names: new Set(readdirSync(dir).filter((n) => /^cordon-\d+(-[0-9a-f]+)?$/.test(n))) };
 }
 
 export default function setup() {

@@ -14,7 +14,7 @@ const NS_LAST_PID = '/proc/sys/kernel/ns_last_pid';
 export class PidTakenError extends Error {}
 
 export interface Occupant {
-  /** The unrelated process now holding the target pid (a `sleep 300`). */
+  /** The unrelated process now holding the target pid (a `sleep 300`, or the command asked for). */
   pid: number;
   /** Its /proc start time, to tell it from a later reuse. */
   start: string;
@@ -30,7 +30,7 @@ function exitOf(child: ChildProcess): Promise<void> {
   });
 }
 
-async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv): Promise<Occupant | 'unavailable' | 'missed'> {
+async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, command: string[]): Promise<Occupant | 'unavailable' | 'missed'> {
   for (let attempt = 0; attempt < 50; attempt++) {
     if (readStat(target) !== undefined) return 'missed'; // taken meanwhile
     // The counter goes back to where it was right after our spawn: left at
@@ -44,7 +44,8 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv): Promise<Occ
     }
     let child: ChildProcess;
     try {
-      child = spawnChild('sleep', ['300'], { env, stdio: 'ignore' });
+      // Its own process group, so that a miss ends whatever `command` started too.
+      child = spawnChild(command[0]!, command.slice(1), { env, stdio: 'ignore', detached: true });
     } finally {
       if (Number(readFileSync(NS_LAST_PID, 'utf8')) < saved) writeFileSync(NS_LAST_PID, String(saved));
     }
@@ -53,7 +54,13 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv): Promise<Occ
       if (st) return { pid: target, start: st.start, helpers: [], how: 'ns_last_pid' };
     }
     // Someone else forked in between: drop ours and try again.
-    if (child.pid !== undefined) killPids([child.pid]);
+    if (child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL'); // our unreaped child leads the group: its id is pinned
+      } catch {
+        killPids([child.pid]);
+      }
+    }
     await exitOf(child);
   }
   return 'missed';
@@ -62,13 +69,13 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv): Promise<Occ
 // One fork per iteration (`: &` forks a subshell); when the pid just handed
 // out is target-1, the next fork is the occupant. Bounded to `maxForks`.
 const CYCLE = `
-t=$1; max=$2; n=0
+t=$1; max=$2; shift 2; n=0
 while [ $n -lt $max ]; do
   : & p=$!
   wait $p
   n=$((n + 1))
   if [ $p -eq $((t - 1)) ]; then
-    sleep 300 & q=$!
+    "$@" & q=$!
     if [ $q -eq $t ]; then echo "PID occupant $q"; wait $q; exit 0; fi
     kill -9 $q; wait $q
   fi
@@ -77,8 +84,8 @@ echo GAVEUP
 exit 1
 `;
 
-async function viaCycling(target: number, env: NodeJS.ProcessEnv, timeout: number): Promise<Occupant> {
-  const shell = spawnChild('sh', ['-c', CYCLE, 'cycle', String(target), '70000'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+async function viaCycling(target: number, env: NodeJS.ProcessEnv, timeout: number, command: string[]): Promise<Occupant> {
+  const shell = spawnChild('sh', ['-c', CYCLE, 'cycle', String(target), '70000', ...command], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const out = capture(shell.stdout);
   try {
     await out.until(/^(PID occupant \d+|GAVEUP)$/m, timeout);
@@ -96,18 +103,19 @@ async function viaCycling(target: number, env: NodeJS.ProcessEnv, timeout: numbe
 }
 
 /**
- * Starts an unrelated `sleep 300` (with `env`) on pid `target`, which must be
- * free. Bounded by `timeout`. The caller kills `pid` and `helpers` by pid.
+ * Starts an unrelated `sleep 300` (or `command`, with `env`) on pid `target`,
+ * which must be free. Bounded by `timeout`. The caller kills `pid` and
+ * `helpers` by pid (and what `command` started, by tag).
  */
-export async function occupyPid(target: number, env: NodeJS.ProcessEnv, timeout = 50_000): Promise<Occupant> {
+export async function occupyPid(target: number, env: NodeJS.ProcessEnv, timeout = 50_000, command: string[] = ['sleep', '300']): Promise<Occupant> {
   if (readStat(target) !== undefined) throw new PidTakenError(`pid ${target} is not free: ${JSON.stringify(readStat(target))}`);
   const deadline = Date.now() + timeout;
   // CORDON_TEST_PID_CYCLING=1 exercises the fallback where ns_last_pid is writable.
-  if (process.env.CORDON_TEST_PID_CYCLING === '1') return viaCycling(target, env, timeout);
+  if (process.env.CORDON_TEST_PID_CYCLING === '1') return viaCycling(target, env, timeout, command);
   for (;;) {
-    const got = await viaNsLastPid(target, env);
+    const got = await viaNsLastPid(target, env, command);
     if (typeof got === 'object') return got;
-    if (got === 'unavailable') return viaCycling(target, env, Math.max(1000, deadline - Date.now()));
+    if (got === 'unavailable') return viaCycling(target, env, Math.max(1000, deadline - Date.now()), command);
     if (readStat(target) !== undefined) throw new PidTakenError(`pid ${target} was taken by another process meanwhile`);
     if (Date.now() > deadline) throw new Error(`watchdog: could not put a process on pid ${target} within ${timeout} ms`);
     await sleep(10);

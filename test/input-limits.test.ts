@@ -1,0 +1,269 @@
+// Input and state that must not break cleanup (issue 10, part 5): every
+// duration is validated once, the same way everywhere (a value no timer or
+// anchor can hold is a typed error, a fraction rounds up, never to 0 = "no
+// timeout" / "SIGKILL now"); the anchor rejects garbage on its command line
+// and its control channel instead of reading it as 0; launch failures the
+// host's own state causes (a deleted working directory, E2BIG) are
+// CordonErrors that say what happened; members() never walks a recycled pid.
+import { spawn as spawnChild, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { Registry, spawn, type ContainedProcess, type CordonError } from '../lib/index.js';
+import { parseDuration } from '../lib/duration.js';
+import { helperPath } from '../lib/native.js';
+import { capture, repoRoot } from './helpers/fixtures.js';
+import { ensureDist } from './helpers/host.js';
+import { occupyPid, PidTakenError } from './helpers/pids.js';
+import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { tempDir } from './helpers/registry.js';
+import { tier } from './helpers/tier.js';
+import { catchesTerm, collect, expectAlive, outcome, startBgTree } from './helpers/trees.js';
+
+/** The error a thunk throws (fails if it returns). */
+function thrown(fn: () => unknown): CordonError {
+  try {
+    fn();
+  } catch (err) {
+    return err as CordonError;
+  }
+  throw new Error('expected a throw, it returned');
+}
+
+/**
+ * A root with a TERM trap that takes a while (counts to 30000, then writes
+ * "done" and exits 7): a SIGKILL within the grace cuts it short, so a file
+ * reading "done" proves the polite signal came and the grace was not ~0.
+ */
+async function startSlowTrap(t: Tagged, options: { grace?: number } = {}) {
+  const dir = tempDir('cordon-limits-');
+  const file = join(dir, 'trap');
+  const proc = spawn(
+    'sh',
+    // (The trap's delay is a shell loop, not a `sleep`: the anchor sends
+    // SIGTERM to members forked during the grace too.)
+    ['-c', 'trap \'echo started > "$FILE"; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done > "$FILE"; exit 7\' TERM; echo "PID root $$"; echo READY; sleep 300 & wait'],
+    { env: { ...t.env, FILE: file }, ...options },
+  );
+  const { root } = await collect(proc, t.tag);
+  await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+  return { proc, root, file };
+}
+
+/**
+ * Test-only path to the control channel: the host's end of the socket pair
+ * (AnchorChannel.hostFd, POSIX). Written in full, waiting while the socket
+ * buffer is full (Node made the descriptor non-blocking).
+ */
+async function writeControl(proc: ContainedProcess, data: Buffer): Promise<void> {
+  const fd = (proc as unknown as { anchor: { hostFd: number } }).anchor.hostFd;
+  expect(fd, 'the host end of the control channel').toBeGreaterThan(2);
+  let off = 0;
+  while (off < data.length) {
+    try {
+      off += writeSync(fd, data, off, Math.min(data.length - off, 1 << 20));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      await sleep(1);
+    }
+  }
+}
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** utime + stime of a process, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
+function cpuTicks(pid: number): number {
+  const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+describe(`durations, ${tier} tier`, () => {
+  it('terminate({ grace }) beyond 2^31-1 ms is a typed error; the tree is not killed', async () => {
+    const t = useTag();
+    const { proc, root, file } = await startSlowTrap(t);
+    for (const grace of [2 ** 31, 1e12, 1e21, -1, Number.NaN, Infinity]) {
+      const how = await outcome(proc.terminate({ grace }), 5000, `terminate({ grace: ${grace} })`, t.tag);
+      expect(how.ok, `terminate({ grace: ${grace} }) was accepted`).toBe(false);
+      expect((how as { error: CordonError }).error.code).toBe('ERR_INVALID_ARG_VALUE');
+    }
+    // Nothing was sent: neither the polite signal nor a kill.
+    await sleep(300);
+    expectAlive([root], 'after the refused terminate() calls');
+    expect(existsSync(file), 'the TERM trap ran').toBe(false);
+    await within(proc.terminate({ grace: 10_000 }), 20_000, 'terminate()', t.tag);
+    expect(readFileSync(file, 'utf8')).toBe('done\n');
+  });
+
+  it('a grace just under the limit is a long grace, not an immediate SIGKILL', async () => {
+    const t = useTag();
+    const { proc, file } = await startSlowTrap(t);
+    await within(proc.terminate({ grace: 2 ** 31 - 1 }), 20_000, 'terminate() with the longest grace', t.tag);
+    expect(readFileSync(file, 'utf8'), 'the trap got its window').toBe('done\n');
+    expect((await within(proc.result, 5000, 'the result', t.tag)).exitCode).toBe(7);
+  });
+
+  it('new Registry({ grace }), owner.stop/release({ grace }) and detach({ keepAlive }) validate like spawn', async () => {
+    for (const grace of [2 ** 31, 1e21, -1, Number.NaN, '3000']) {
+      const e = thrown(() => new Registry({ grace: grace as number }));
+      expect(e.isCordonError, `new Registry({ grace: ${String(grace)} })`).toBe(true);
+      expect(e.code).toMatch(/^ERR_INVALID_ARG_(VALUE|TYPE)$/);
+    }
+    expect(new Registry({ grace: 0.5 }).grace, 'a fraction rounds up').toBe(1);
+    const reg = new Registry({ logDir: tempDir('cordon-limits-logs-') });
+    const owner = reg.owner('limits');
+    await expect(owner.stop({ grace: 1e21 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    await expect(owner.release({ grace: 2 ** 31 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    expect(thrown(() => owner.detach({ keepAlive: 2 ** 31 })).code).toBe('ERR_INVALID_ARG_VALUE');
+    await owner.release();
+  });
+
+  it('the CLI reads durations the same way: a fraction of a millisecond rounds up, too long is refused', () => {
+    expect(parseDuration('--timeout', '0.4ms')).toBe(1);
+    expect(parseDuration('--grace', '1.5s')).toBe(1500);
+    expect(thrown(() => parseDuration('--timeout', '1000h')).code).toBe('ERR_INVALID_ARG_VALUE');
+    expect(thrown(() => parseDuration('--grace', '1e21')).code).toBe('ERR_INVALID_ARG_VALUE');
+  });
+
+  it('timeout: 0.5 is a timeout of 1 ms, not "no timeout"', async () => {
+    const t = useTag();
+    const proc = spawn('sleep', ['300'], { env: t.env, timeout: 0.5 });
+    const result = await within(proc.result, 15_000, 'the sub-millisecond timeout to end the command', t.tag);
+    expect(result.reason).toBe('timeout');
+  });
+});
+
+describe.runIf(process.platform !== 'win32')(`the anchor's input, ${tier} tier`, () => {
+  it('the anchor refuses a --grace it cannot read, instead of reading it as 0', () => {
+    for (const bad of ['1e+21', '-5', '99999999999', '12abc', '']) {
+      const r = spawnSync(helperPath(), ['--grace', bad, '--', '/bin/true', 'true'], { encoding: 'utf8', timeout: 10_000 });
+      expect(r.status, `--grace "${bad}"`).toBe(64);
+      expect(r.stderr, `--grace "${bad}"`).toMatch(/--grace takes whole milliseconds/);
+    }
+  });
+
+  // Anchor protocol choice: a TERM whose grace is not digits in range is
+  // still a request to end the tree; it gets the teardown grace (--grace),
+  // never 0 (= SIGKILL now, what atoi made of it).
+  for (const line of ['TERM 1e+21', 'TERM abc', 'TERM -1', 'TERM 99999999999']) {
+    it(`"${line}" on the control channel is a TERM with the teardown grace, not a KILL`, async () => {
+      const t = useTag();
+      const { proc, file } = await startSlowTrap(t, { grace: 20_000 });
+      await writeControl(proc, Buffer.from(`${line}\n`));
+      await within(proc.result, 20_000, 'the tree to end through its TERM trap', t.tag);
+      expect(readFileSync(file, 'utf8'), 'the trap ran to its end (it was not SIGKILLed)').toBe('done\n');
+      expect((await proc.result).exitCode).toBe(7);
+    });
+  }
+
+  it('a 16 MiB control line without a newline costs little CPU, and the TERM after it is obeyed', async () => {
+    const t = useTag();
+    const { proc, file } = await startSlowTrap(t, { grace: 20_000 });
+    const anchor = proc.anchorPid!;
+    const before = cpuTicks(anchor);
+    // A KILL buried in an over-long line must not be obeyed either.
+    const junk = Buffer.alloc(16 * 1024 * 1024, 'x');
+    junk.write('KILL', 0);
+    await within(writeControl(proc, Buffer.concat([junk, Buffer.from('\nTERM 20000\n')])), 60_000, 'writing 16 MiB to the control channel', t.tag);
+    // The trap starting means the anchor has read everything up to the TERM;
+    // it lives on while the trap runs, so its CPU time can be read now.
+    await waitFor(() => existsSync(file), { timeout: 30_000, what: 'the TERM after the long line to reach the trap', tag: t.tag });
+    const spent = (cpuTicks(anchor) - before) / CLK_TCK;
+    await within(proc.result, 20_000, 'the tree to end through its TERM trap', t.tag);
+    expect(readFileSync(file, 'utf8'), 'the TERM after the long line was obeyed, with its grace').toBe('done\n');
+    // A regression detector, not a benchmark: reading 16 MiB in 64 KiB pieces
+    // takes milliseconds; the quadratic reader took ~9 s of CPU. 2 s is far
+    // from both, and it is CPU time, not wall time, so load cannot fail it.
+    expect(spent, 'seconds of anchor CPU for 16 MiB of control input').toBeLessThan(2);
+  });
+});
+
+
+describe.runIf(process.platform !== 'win32')(`launch failures the host's own state causes, ${tier} tier`, () => {
+  it("a deleted host working directory is a CordonError saying so; an explicit cwd still works", async () => {
+    const t = useTag();
+    await ensureDist();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-gone-cwd-'));
+    onTestFinished(() => {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // removed by the host, as intended
+      }
+    });
+    // A host of our own (plain child_process, tagged) whose cwd is removed under it.
+    const script = `
+      import { rmdirSync } from 'node:fs';
+      const { spawn } = await import(${JSON.stringify(join(repoRoot, 'dist', 'index.js'))});
+      rmdirSync(process.cwd());
+      const report = {};
+      try {
+        spawn('true', [], {});
+        report.implicit = 'ran';
+      } catch (e) {
+        report.implicit = { cordon: e.isCordonError === true, code: e.code, stage: e.stage, message: e.message };
+      }
+      try {
+        const r = await spawn('sh', ['-c', 'exit 3'], { cwd: '/' }).result;
+        report.explicit = r.exitCode;
+      } catch (e) {
+        report.explicit = { code: e.code, message: e.message };
+      }
+      console.log('REPORT ' + JSON.stringify(report));
+    `;
+    const host = spawnChild(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: t.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const hostExit = new Promise((resolve) => host.once('exit', resolve));
+    const out = capture(host.stdout);
+    const err = capture(host.stderr);
+    const text = await out.until(/^REPORT .*$/m, 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}\nstderr:\n${err.text}`);
+    });
+    const report = JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
+    expect(report.implicit, 'spawn() without cwd in a host whose cwd was deleted').toMatchObject({ cordon: true, code: 'ENOENT', stage: 'launch' });
+    expect(report.implicit.message).toMatch(/working directory.*deleted.*Pass an existing directory as cwd/);
+    expect(report.explicit, 'spawn() with cwd: "/" in the same host').toBe(3);
+    await within(hostExit, 10_000, 'the host to exit', t.tag);
+  });
+
+  it('arguments too large for exec are E2BIG, said as such (not "the helper could not be started")', () => {
+    const t = useTag();
+    // One argument over MAX_ARG_STRLEN (128 KiB) fails every exec with E2BIG.
+    const e = thrown(() => spawn('true', ['x'.repeat(200 * 1024)], { env: t.env }));
+    expect(e.isCordonError).toBe(true);
+    expect(e.code).toBe('E2BIG');
+    expect(e.stage).toBe('launch');
+    expect(e.message).toMatch(/arguments and environment are too large/);
+    expect(e.message).toMatch(/nothing ran/);
+    expect(t.procs()).toEqual([]);
+  });
+
+  it('members() after ERR_CORDON_ANCHOR_LOST never lists through the dead anchor\'s pid, even once it is reused', async () => {
+    const t = useTag();
+    const { proc } = await startBgTree(t);
+    const anchor = proc.anchorPid!;
+    // The test's own child (the host's unreaped anchor), killed by pid.
+    killPids([anchor]);
+    const how = await outcome(proc.result, 10_000, 'the result after the anchor was killed', t.tag);
+    expect((how as { error: CordonError }).error.code).toBe('ERR_CORDON_ANCHOR_LOST');
+    expect(proc.members(), 'right after the anchor was lost').toEqual([]);
+    // What the tier could not end (capabilities() says which, see
+    // anchor-death.test.ts) is ended here, by tag: then nothing pins the pid
+    // (in the process-group tier the members' group id is the anchor's pid).
+    killTagged(t.tag);
+    // The freed pid handed to an unrelated process with a child of its own:
+    // listing "the anchor's tree" now would list that child.
+    await waitFor(() => readStat(anchor) === undefined && t.procs().length === 0, { timeout: 5000, what: `pid ${anchor} to be free`, tag: t.tag });
+    let occupied = false;
+    try {
+      const o = await occupyPid(anchor, t.env, 30_000, ['sh', '-c', 'sleep 300 & wait']);
+      onTestFinished(() => killPids([o.pid, ...o.helpers]));
+      occupied = true;
+      await waitFor(() => t.procs().some((p) => p.ppid === anchor), { timeout: 5000, what: 'the occupant to start its child', tag: t.tag });
+    } catch (err) {
+      if (!(err instanceof PidTakenError)) throw err;
+    }
+    expect(proc.members(), occupied ? `with pid ${anchor} reused by a process with a child` : 'after the anchor was lost').toEqual([]);
+    killTagged(t.tag); // the occupant and its child
+  });
+});
