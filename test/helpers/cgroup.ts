@@ -34,3 +34,16 @@ export function cgroupWritable(): boolean {
     return false;
   }
 }
+
+/** The cgroup v2 directory of a process, as an absolute path (undefined without cgroup v2). */
+export function cgroupDirOf(pid: number): string | undefined {
+  const mount = cgroupMount();
+  let path: string | undefined;
+  try {
+    path = cgroupOf(pid);
+  } catch {
+    return undefined; // gone
+  }
+  if (!mount || !path) return undefined;
+  return path === '/' ? mount : mount + path;
+}
