@@ -1,0 +1,78 @@
+// Issue 10, part 3: a member can stop the anchor (`kill -STOP $PPID`: the
+// anchor is the root's parent). The host keeps its own anchor running (it is
+// the host's unreaped child, its pid pinned) whenever it asks it to act and
+// while it waits, and every wait on an anchor is bounded by the grace plus
+// ANCHOR_WAIT_SLACK_MS: past it the host ends the tree by the means it still
+// has (the cgroup tier: cgroup.kill) and reports ERR_CORDON_CLEANUP wherever
+// quiescence is not proven. Observed from outside: the anchor's state in
+// /proc, and the tagged processes.
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ANCHOR_WAIT_SLACK_MS } from '../lib/anchor.js';
+import { spawn, type CordonError } from '../lib/index.js';
+import { alive, readStat, useTag, waitFor, waitGone } from './helpers/procs.js';
+import { tier } from './helpers/tier.js';
+import { collect, outcome } from './helpers/trees.js';
+
+/** The anchor is resumed and SIGKILLed by the test itself (its own unreaped child), whatever cordon did. */
+function releaseAnchorAfter(pid: number): void {
+  onTestFinished(() => {
+    for (const sig of ['SIGCONT', 'SIGKILL'] as const) {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // gone (reaped by cordon)
+      }
+    }
+  });
+}
+
+// The shell stops its parent only while that parent is still the anchor it
+// was started by (read from /proc): a dead anchor's pid is never signalled.
+const STOP_PARENT = 'a=$PPID; stop() { read -r s < /proc/$$/stat; set -- $s; [ "$4" = "$a" ] && kill -STOP "$a"; }';
+
+describe(`a member stops the anchor, ${tier} tier`, () => {
+  it('once (kill -STOP $PPID): terminate() still resolves, and every member is gone', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', `${STOP_PARENT}; sleep 300 & echo "PID bg $!"; echo READY; stop; wait`], { env: t.env });
+    const anchor = proc.anchorPid!;
+    releaseAnchorAfter(anchor);
+    const { all } = await collect(proc, t.tag);
+    await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
+    // Bounded well above what it takes (the anchor is resumed at once): a
+    // loaded machine's wish, not a promise.
+    const how = await outcome(proc.terminate({ grace: 500 }), 500 + ANCHOR_WAIT_SLACK_MS + 5000, 'terminate() of a tree whose anchor was stopped', t.tag);
+    expect(how.ok, `terminate() resolved: ${how.ok ? '' : (how.error as Error).message}`).toBe(true);
+    for (const pid of all) expect(alive(pid), `member ${pid}`).toBe(false);
+    await waitGone(t, 2000);
+  });
+
+  it('again and again: terminate() settles within its bound, ERR_CORDON_CLEANUP if not proven, and the cgroup tier ends the tree', async () => {
+    const t = useTag();
+    // A root that ignores SIGTERM and stops its anchor every 20 ms.
+    const proc = spawn('sh', ['-c', `${STOP_PARENT}; trap "" TERM; sleep 300 & echo "PID bg $!"; echo READY; while :; do stop; sleep 0.02; done`], {
+      env: t.env,
+    });
+    const anchor = proc.anchorPid!;
+    releaseAnchorAfter(anchor);
+    const { all } = await collect(proc, t.tag);
+    await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
+    const grace = 500;
+    // The bound: grace + ANCHOR_WAIT_SLACK_MS, + 2 s in the cgroup tier (the
+    // anchor's time to report after cgroup.kill); + 5 s for a loaded machine.
+    const bound = grace + ANCHOR_WAIT_SLACK_MS + 2000;
+    const startedAt = Date.now();
+    const how = await outcome(proc.terminate({ grace }), bound + 5000, 'terminate() of a tree whose anchor is stopped again and again', t.tag);
+    const took = Date.now() - startedAt;
+    if (!how.ok) {
+      const error = how.error as CordonError;
+      expect(error.code, error.message).toBe('ERR_CORDON_CLEANUP');
+      expect(error.isCleanupFailure).toBe(true);
+      expect(took, 'a cleanup failure comes no earlier than the bound (ms)').toBeGreaterThanOrEqual(grace + ANCHOR_WAIT_SLACK_MS - 50);
+    }
+    if (how.ok || tier === 'cgroup') {
+      // Resolved means quiescent; the cgroup tier ends the tree either way.
+      await waitFor(() => all.every((pid) => !alive(pid)), { timeout: 2000, what: 'every member to be gone', tag: t.tag, pids: all });
+    }
+    if (tier === 'cgroup') await waitGone(t, 3000);
+  });
+});
