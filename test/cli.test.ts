@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
-import { alive, cmdline, describeProcs, readStat, useTag, within } from './helpers/procs.js';
+import { alive, cmdline, describeProcs, readStat, useTag, waitFor, within } from './helpers/procs.js';
+import { catchesSignal } from './helpers/trees.js';
 
 const CLI = join(repoRoot, 'dist', 'cli.js');
 
@@ -93,9 +94,14 @@ describe('cordon run', () => {
     for (const m of screen.text.matchAll(/^PID (\S+) (\d+)\r?$/gm)) pids[m[1]!] = Number(m[2]);
     expect(Object.keys(pids).sort(), screen.text).toEqual(['bg', 'root', 'setsid']);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
+    // The command can print READY before cordon (the root's grandparent, past
+    // the anchor) has installed its SIGINT handler: wait for the handler.
+    const cordonPid = readStat(readStat(pids.root!)!.ppid)!.ppid;
+    expect(cmdline(cordonPid)).toContain(CLI);
+    await waitFor(() => catchesSignal(cordonPid, 2), { timeout: 10_000, what: 'cordon run to handle SIGINT', tag: t.tag });
 
     term.stdin!.write('INTR\n');
-    await screen.until(/^TERMED\r?$/m, 10_000);
+    await screen.until(/TERMED\r?$/m, 10_000); // (after the echoed ^C, on the same line)
     // Graceful: the trap ran and the root keeps running within the grace;
     // the rest of the tree (setsid'd member included) took the SIGTERM.
     await within(
