@@ -9,8 +9,9 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ANCHOR_WAIT_SLACK_MS } from '../lib/anchor.js';
 import { spawn, type CordonError } from '../lib/index.js';
+import { cgroupWritable, freeze, frozen } from './helpers/cgroup.js';
 import { alive, readStat, useTag, waitFor, waitGone } from './helpers/procs.js';
-import { tier } from './helpers/tier.js';
+import { caps, itWhere, tier } from './helpers/tier.js';
 import { collect, outcome } from './helpers/trees.js';
 
 /** The anchor is resumed and SIGKILLed by the test itself (its own unreaped child), whatever cordon did. */
@@ -75,4 +76,57 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     }
     if (tier === 'cgroup') await waitGone(t, 3000);
   });
+
+  itWhere(
+    process.platform === 'linux' && cgroupWritable(),
+    'an anchor that cannot run at all: past grace + ANCHOR_WAIT_SLACK_MS, ERR_CORDON_CLEANUP; the cgroup tier ends the tree itself',
+    'freezing the anchor needs a writable cgroup v2',
+    async () => {
+      const t = useTag();
+      // A root that ignores SIGTERM, and a child: only a forced kill ends them.
+      const proc = spawn('sh', ['-c', 'trap "" TERM; sleep 300 & echo "PID bg $!"; echo READY; wait'], { env: t.env });
+      const anchor = proc.anchorPid!;
+      const { all } = await collect(proc, t.tag);
+      // The anchor, frozen by the cgroup freezer, does not run whatever SIGCONT
+      // it gets (a member re-stopping it faster than it can act, for good).
+      const ice = freeze(anchor);
+      onTestFinished(async () => {
+        try {
+          process.kill(anchor, 'SIGKILL'); // the test's own unreaped child; SIGKILL ends a frozen process
+        } catch {
+          // gone
+        }
+        await ice.release();
+      });
+      await waitFor(() => frozen(anchor), { timeout: 5000, what: `the anchor ${anchor} to be frozen`, tag: t.tag });
+      const grace = 300;
+      const startedAt = Date.now();
+      // The bound, + 2 s (cgroup tier: the anchor's chance to report after
+      // cgroup.kill), + 5 s for a loaded machine.
+      const how = await outcome(proc.terminate({ grace }), grace + ANCHOR_WAIT_SLACK_MS + 2000 + 5000, 'terminate() of a tree whose anchor is frozen', t.tag);
+      const took = Date.now() - startedAt;
+      expect(how.ok, 'terminate() resolved, though nothing proves quiescence').toBe(false);
+      const error = (how as { error: CordonError }).error;
+      expect(error.code, error.message).toBe('ERR_CORDON_CLEANUP');
+      expect(took, 'not before the bound (ms)').toBeGreaterThanOrEqual(grace + ANCHOR_WAIT_SLACK_MS - 50);
+      const result = await outcome(proc.result, 10_000, 'the result', t.tag);
+      expect(result.ok).toBe(false);
+      expect((result as { error: CordonError }).error.code).toBe('ERR_CORDON_CLEANUP');
+      if (tier === 'cgroup') {
+        // The host's own means: cgroup.kill ended every member, then the
+        // anchor, which never reported, was SIGKILLed and reaped.
+        await waitFor(() => all.every((pid) => !alive(pid)), { timeout: 2000, what: 'every member to be gone', tag: t.tag, pids: all });
+        await waitFor(() => !alive(anchor) && readStat(anchor) === undefined, { timeout: 5000, what: 'the anchor to be killed and reaped', tag: t.tag });
+        await waitGone(t, 2000);
+      } else {
+        // No second handle on the tree here: the members still run, and
+        // capabilities() says the tier cannot end a tree without its anchor.
+        expect(caps.guarantees.survivesAnchorDeath, `the ${tier} tier has no handle on the tree but its anchor`).toBe(false);
+        for (const pid of all) {
+          expect(alive(pid), `member ${pid} (the host has no means left)`).toBe(true);
+          t.notPromised(pid);
+        }
+      }
+    },
+  );
 });
