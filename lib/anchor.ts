@@ -309,6 +309,9 @@ export class AnchorChannel {
       winChild.on('exit', helperExit);
     } else {
       watchExit(this.child.pid!, helperExit);
+      // The host waits for the anchor's READY (spawn's `started`): the command
+      // may already run and stop it (kill -STOP $PPID) before it reports.
+      this.continueEvery(this.child.pid!);
     }
     live.add(this);
     installExitHook();
@@ -349,15 +352,19 @@ export class AnchorChannel {
     switch (verb) {
       case 'READY':
         if (words.length > 3) this.cgroup = words.slice(3).join(' ');
+        this.launchSettled();
         this.on.ready(Number(words[0]), words[1] ?? '', words[2] === '1');
         break;
       case 'NOCONTAIN':
+        this.launchSettled();
         this.on.noContain(Number(words[0]), words[1] ?? '');
         break;
       case 'EXECFAIL':
+        this.launchSettled();
         this.on.execFail(Number(words[0]));
         break;
       case 'NOCWD':
+        this.launchSettled();
         this.on.noCwd(Number(words[0]));
         break;
       case 'EXIT': {
@@ -432,11 +439,8 @@ export class AnchorChannel {
     if (this.writer || this.helperGone || this.child.pid === undefined) return;
     const pid = this.child.pid;
     signalHelper(pid, 'SIGCONT');
-    if (!this.continueTimer) {
-      this.continueTimer = setInterval(() => signalHelper(pid, 'SIGCONT'), CONTINUE_EVERY_MS);
-      this.continueTimer.unref();
-      this.waitStartedAt = Date.now();
-    }
+    this.continueEvery(pid);
+    if (this.waitDeadline === Infinity) this.waitStartedAt = Date.now();
     const deadline = Date.now() + Math.max(0, graceMs) + ANCHOR_WAIT_SLACK_MS;
     if (deadline >= this.waitDeadline) return;
     this.waitDeadline = deadline;
@@ -474,6 +478,19 @@ export class AnchorChannel {
     // but the host cannot prove quiescence.
     debug('anchor %d did not finish within %d ms', pid, waited);
     this.on.unresponsive(waited);
+  }
+
+  private continueEvery(pid: number): void {
+    if (this.continueTimer) return;
+    this.continueTimer = setInterval(() => signalHelper(pid, 'SIGCONT'), CONTINUE_EVERY_MS);
+    this.continueTimer.unref();
+  }
+
+  /** The anchor reported how the launch went: the host waits on it no more, unless it asked it to act. */
+  private launchSettled(): void {
+    if (this.waitDeadline !== Infinity) return;
+    clearInterval(this.continueTimer);
+    this.continueTimer = undefined;
   }
 
   private stopWaiting(): void {

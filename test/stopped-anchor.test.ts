@@ -6,11 +6,15 @@
 // has (the cgroup tier: cgroup.kill) and reports ERR_CORDON_CLEANUP wherever
 // quiescence is not proven. Observed from outside: the anchor's state in
 // /proc, and the tagged processes.
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ANCHOR_WAIT_SLACK_MS } from '../lib/anchor.js';
 import { spawn, type CordonError } from '../lib/index.js';
 import { cgroupWritable, freeze, frozen } from './helpers/cgroup.js';
-import { alive, readStat, useTag, waitFor, waitGone } from './helpers/procs.js';
+import { ensureDist, startHost } from './helpers/host.js';
+import { alive, readStat, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
 import { collect, outcome } from './helpers/trees.js';
 
@@ -29,15 +33,51 @@ function releaseAnchorAfter(pid: number): void {
 
 // The shell stops its parent only while that parent is still the anchor it
 // was started by (read from /proc): a dead anchor's pid is never signalled.
-const STOP_PARENT = 'a=$PPID; stop() { read -r s < /proc/$$/stat; set -- $s; [ "$4" = "$a" ] && kill -STOP "$a"; }';
+// `go` waits for the file $STOP_FILE, which the test creates once the anchor
+// has reported READY (spawn's `started`).
+const STOP_PARENT =
+  'a=$PPID; stop() { read -r s < /proc/$$/stat; set -- $s; [ "$4" = "$a" ] && kill -STOP "$a"; }; ' +
+  'go() { while [ ! -e "$STOP_FILE" ]; do sleep 0.02; done; }';
+
+/** A tag whose environment names a fresh STOP_FILE, and the function that creates it. */
+function stopTag() {
+  const dir = mkdtempSync(join(tmpdir(), 'cordon-stop-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'stop');
+  return { t: useTag({ STOP_FILE: file }), go: () => writeFileSync(file, '') };
+}
 
 describe(`a member stops the anchor, ${tier} tier`, () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  it("a host that exits normally resumes its stopped anchor: the tree is gone within 1 s (C8)", async () => {
+    const { t, go } = stopTag();
+    const host = startHost(['exit', '--trees', 'stopper'], t.env);
+    await host.ready();
+    const pids = host.out.pids();
+    const anchor = pids['stopper.anchor']!;
+    const root = pids['stopper.root']!;
+    // Only now (the anchor has reported READY): the root stops its anchor.
+    go();
+    await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
+    host.go();
+    const exit = await within(host.exited, 10_000, 'the host to exit', t.tag);
+    expect(exit.code, host.err.text).toBe(0);
+    // The exit listener's TERM alone would wait in the stopped anchor's socket forever.
+    await waitFor(() => !alive(root), { timeout: 1000, what: 'the root to be gone after the host exited', tag: t.tag, pids: [root] });
+    await waitFor(() => !alive(anchor), { timeout: 2000, what: 'the anchor to exit', tag: t.tag, pids: [anchor] });
+    await waitGone(t, 1000);
+  });
+
   it('once (kill -STOP $PPID): terminate() still resolves, and every member is gone', async () => {
-    const t = useTag();
-    const proc = spawn('sh', ['-c', `${STOP_PARENT}; sleep 300 & echo "PID bg $!"; echo READY; stop; wait`], { env: t.env });
+    const { t, go } = stopTag();
+    const proc = spawn('sh', ['-c', `${STOP_PARENT}; sleep 300 & echo "PID bg $!"; echo READY; go; stop; wait`], { env: t.env });
     const anchor = proc.anchorPid!;
     releaseAnchorAfter(anchor);
     const { all } = await collect(proc, t.tag);
+    go();
     await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
     // Bounded well above what it takes (the anchor is resumed at once): a
     // loaded machine's wish, not a promise.
@@ -48,14 +88,15 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
   });
 
   it('again and again: terminate() settles within its bound, ERR_CORDON_CLEANUP if not proven, and the cgroup tier ends the tree', async () => {
-    const t = useTag();
+    const { t, go } = stopTag();
     // A root that ignores SIGTERM and stops its anchor every 20 ms.
-    const proc = spawn('sh', ['-c', `${STOP_PARENT}; trap "" TERM; sleep 300 & echo "PID bg $!"; echo READY; while :; do stop; sleep 0.02; done`], {
+    const proc = spawn('sh', ['-c', `${STOP_PARENT}; trap "" TERM; sleep 300 & echo "PID bg $!"; echo READY; go; while :; do stop; sleep 0.02; done`], {
       env: t.env,
     });
     const anchor = proc.anchorPid!;
     releaseAnchorAfter(anchor);
     const { all } = await collect(proc, t.tag);
+    go();
     await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
     const grace = 500;
     // The bound: grace + ANCHOR_WAIT_SLACK_MS, + 2 s in the cgroup tier (the
