@@ -14,21 +14,28 @@ import { ANCHOR_WAIT_SLACK_MS } from '../lib/anchor.js';
 import { spawn, type CordonError } from '../lib/index.js';
 import { cgroupWritable, freeze, frozen } from './helpers/cgroup.js';
 import { ensureDist, startHost } from './helpers/host.js';
-import { alive, readStat, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { alive, findTagged, readStat, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
 import { collect, outcome } from './helpers/trees.js';
 
-/** The anchor is resumed and SIGKILLed by the test itself (its own unreaped child), whatever cordon did. */
-function releaseAnchorAfter(pid: number): void {
-  onTestFinished(() => {
-    for (const sig of ['SIGCONT', 'SIGKILL'] as const) {
-      try {
-        process.kill(pid, sig);
-      } catch {
-        // gone (reaped by cordon)
-      }
+/**
+ * The test resumes and SIGKILLs the anchor itself by pid, whatever cordon did:
+ * only while that pid is still a process carrying the test's tag (once cordon
+ * has reaped the anchor, the number may belong to anyone).
+ */
+function killAnchor(pid: number, tag: string): void {
+  for (const sig of ['SIGCONT', 'SIGKILL'] as const) {
+    if (!findTagged(tag).some((p) => p.pid === pid)) return;
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // gone
     }
-  });
+  }
+}
+
+function releaseAnchorAfter(pid: number, tag: string): void {
+  onTestFinished(() => killAnchor(pid, tag));
 }
 
 // The shell stops its parent only while that parent is still the anchor it
@@ -59,6 +66,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     const pids = host.out.pids();
     const anchor = pids['stopper.anchor']!;
     const root = pids['stopper.root']!;
+    releaseAnchorAfter(anchor, t.tag);
     // Only now (the anchor has reported READY): the root stops its anchor.
     go();
     await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
@@ -75,7 +83,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     const { t, go } = stopTag();
     const proc = spawn('sh', ['-c', `${STOP_PARENT}; sleep 300 & echo "PID bg $!"; echo READY; go; stop; wait`], { env: t.env });
     const anchor = proc.anchorPid!;
-    releaseAnchorAfter(anchor);
+    releaseAnchorAfter(anchor, t.tag);
     const { all } = await collect(proc, t.tag);
     go();
     await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
@@ -94,7 +102,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
       env: t.env,
     });
     const anchor = proc.anchorPid!;
-    releaseAnchorAfter(anchor);
+    releaseAnchorAfter(anchor, t.tag);
     const { all } = await collect(proc, t.tag);
     go();
     await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
@@ -132,11 +140,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
       // it gets (a member re-stopping it faster than it can act, for good).
       const ice = freeze(anchor);
       onTestFinished(async () => {
-        try {
-          process.kill(anchor, 'SIGKILL'); // the test's own unreaped child; SIGKILL ends a frozen process
-        } catch {
-          // gone
-        }
+        killAnchor(anchor, t.tag); // SIGKILL ends a frozen process
         await ice.release();
       });
       await waitFor(() => frozen(anchor), { timeout: 5000, what: `the anchor ${anchor} to be frozen`, tag: t.tag });
