@@ -12,6 +12,20 @@ import { CordonError, invalidArg } from './errors.js';
 import { binding } from './native.js';
 import { streamFd } from './options.js';
 
+/**
+ * How long the host waits on an anchor beyond the grace it asked for before it
+ * acts without it: the anchor's own STUCK report comes 5 s after its forced
+ * kill (native/posix/anchor.cc, kStuckReportMs), plus 2 s of margin. Past
+ * `grace + ANCHOR_WAIT_SLACK_MS` the host ends the tree by the means it still
+ * has (the cgroup tier: cgroup.kill, then, 2 s later, SIGKILL of the anchor)
+ * and reports a cleanup failure wherever quiescence is not proven.
+ */
+export const ANCHOR_WAIT_SLACK_MS = 7000;
+/** The cgroup tier: how long after its cgroup.kill the anchor gets to report quiescence itself. */
+const CGROUP_KILL_WAIT_MS = 2000;
+/** While the host waits on an anchor, it resumes it this often (a member may stop it, and again). */
+const CONTINUE_EVERY_MS = 200;
+
 export interface AnchorHandlers {
   ready(pid: number, tier: string, pidfd: boolean): void;
   noContain(errno: number, what: string): void;
@@ -24,6 +38,11 @@ export interface AnchorHandlers {
   released(): void;
   stuck(pids: number[]): void;
   quiet(): void;
+  /**
+   * The anchor did not finish within the grace asked for plus
+   * ANCHOR_WAIT_SLACK_MS (stopped, or stuck): quiescence cannot be proven.
+   */
+  unresponsive(waitedMs: number): void;
   anchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void;
 }
 
@@ -119,6 +138,21 @@ function reapAll(): void {
   for (const pid of [...unreaped.keys()]) reap(pid);
 }
 
+/**
+ * POSIX: a signal to one of our helpers, only while it is in the unreaped set
+ * (its pid pinned: the addon checks again that it is an unreaped child).
+ */
+function signalHelper(pid: number, signal: NodeJS.Signals): boolean {
+  if (!unreaped.has(pid)) return false;
+  try {
+    binding().signalHelper!(pid, osConstants.signals[signal]);
+    return true;
+  } catch (err) {
+    debug('%s to anchor %d failed: %s', signal, pid, (err as Error).message);
+    return false;
+  }
+}
+
 function watchExit(pid: number, listener: ExitListener): void {
   if (unreaped.size === 0) process.on('SIGCHLD', reapAll);
   unreaped.set(pid, listener);
@@ -157,7 +191,14 @@ export class AnchorChannel {
   /** The cgroup tier: the tree's cgroup, as READY named it. */
   private cgroup: string | undefined;
   private quietSeen = false;
-  private helperExited = false;
+  /** The helper exited (POSIX: reaped; its pid may be reused from now on). */
+  private helperGone = false;
+  /** POSIX, while the host waits on the anchor: SIGCONT every CONTINUE_EVERY_MS. */
+  private continueTimer: NodeJS.Timeout | undefined;
+  /** POSIX: when the host stops waiting on the anchor (grace + ANCHOR_WAIT_SLACK_MS), and its timer. */
+  private waitDeadline = Infinity;
+  private waitTimer: NodeJS.Timeout | undefined;
+  private waitStartedAt = 0;
 
   constructor(spec: AnchorSpawn, private readonly on: AnchorHandlers) {
     this.exitGrace = spec.exitGrace;
@@ -243,8 +284,9 @@ export class AnchorChannel {
     };
     const helperExit = (code: number | null, signal: NodeJS.Signals | null) => {
       debug('anchor %d exited code=%s signal=%s', this.child.pid, code, signal);
-      this.helperExited = true;
       clearTimeout(this.reapTimer);
+      this.helperGone = true;
+      this.stopWaiting();
       exitInfo = { code, signal };
       // As child_process does at exit: nobody is left to read stdin.
       if (!winChild) this.child.stdin?.destroy();
@@ -277,6 +319,9 @@ export class AnchorChannel {
       winChild.on('exit', helperExit);
     } else {
       watchExit(this.child.pid!, helperExit);
+      // The host waits for the anchor's READY (spawn's `started`): the command
+      // may already run and stop it (kill -STOP $PPID) before it reports.
+      this.continueEvery(this.child.pid!);
     }
     live.add(this);
     installExitHook();
@@ -288,7 +333,7 @@ export class AnchorChannel {
 
   /** The helper has exited and was reaped: its pid is free and may be anyone's now. */
   get exited(): boolean {
-    return this.helperExited;
+    return this.helperGone;
   }
 
   /**
@@ -322,15 +367,19 @@ export class AnchorChannel {
     switch (verb) {
       case 'READY':
         if (words.length > 3) this.cgroup = words.slice(3).join(' ');
+        this.launchSettled();
         this.on.ready(Number(words[0]), words[1] ?? '', words[2] === '1');
         break;
       case 'NOCONTAIN':
+        this.launchSettled();
         this.on.noContain(Number(words[0]), words[1] ?? '');
         break;
       case 'EXECFAIL':
+        this.launchSettled();
         this.on.execFail(Number(words[0]));
         break;
       case 'NOCWD':
+        this.launchSettled();
         this.on.noCwd(Number(words[0]));
         break;
       case 'EXIT': {
@@ -392,6 +441,77 @@ export class AnchorChannel {
   /** Polite signal to every member now, the forced kill after `graceMs`. */
   terminate(graceMs: number): void {
     this.send(graceMs <= 0 ? 'KILL\n' : `TERM ${graceMs}\n`);
+    this.keepRunning(graceMs);
+  }
+
+  /**
+   * POSIX: the host has asked the anchor to act, so it keeps it running until
+   * it exits (a member may have stopped it with SIGSTOP, and may do so again):
+   * SIGCONT now and every CONTINUE_EVERY_MS. And the wait is bounded: past
+   * `graceMs + ANCHOR_WAIT_SLACK_MS` the host acts without it.
+   */
+  private keepRunning(graceMs: number): void {
+    if (this.writer || this.helperGone || this.child.pid === undefined) return;
+    const pid = this.child.pid;
+    signalHelper(pid, 'SIGCONT');
+    this.continueEvery(pid);
+    if (this.waitDeadline === Infinity) this.waitStartedAt = Date.now();
+    const deadline = Date.now() + Math.max(0, graceMs) + ANCHOR_WAIT_SLACK_MS;
+    if (deadline >= this.waitDeadline) return;
+    this.waitDeadline = deadline;
+    clearTimeout(this.waitTimer);
+    this.waitTimer = setTimeout(() => this.onWaitOver(pid), deadline - Date.now());
+    this.waitTimer.unref();
+  }
+
+  private onWaitOver(pid: number): void {
+    if (this.helperGone) return;
+    const waited = Date.now() - this.waitStartedAt;
+    const dir = this.cgroup;
+    if (dir !== undefined && !this.quietSeen) {
+      // The cgroup tier: every member ends now, whoever stopped the anchor
+      // included; resumed, the anchor then reaps them and reports QUIET. If
+      // it does not within CGROUP_KILL_WAIT_MS, it is killed (and reaped
+      // here); the exit path empties and removes the cgroup.
+      debug('anchor %d did not finish within %d ms: cgroup.kill of %s', pid, waited, dir);
+      try {
+        writeFileSync(`${dir}/cgroup.kill`, '1');
+      } catch (err) {
+        debug('cgroup.kill of %s failed: %s', dir, (err as Error).message);
+      }
+      signalHelper(pid, 'SIGCONT');
+      this.waitTimer = setTimeout(() => {
+        if (this.helperGone) return;
+        debug('anchor %d still running %d ms after cgroup.kill: SIGKILL', pid, CGROUP_KILL_WAIT_MS);
+        this.on.unresponsive(Date.now() - this.waitStartedAt);
+        signalHelper(pid, 'SIGKILL');
+      }, CGROUP_KILL_WAIT_MS);
+      this.waitTimer.unref();
+      return;
+    }
+    // No other means here: the anchor keeps being resumed (it may still finish)
+    // but the host cannot prove quiescence.
+    debug('anchor %d did not finish within %d ms', pid, waited);
+    this.on.unresponsive(waited);
+  }
+
+  private continueEvery(pid: number): void {
+    if (this.continueTimer) return;
+    this.continueTimer = setInterval(() => signalHelper(pid, 'SIGCONT'), CONTINUE_EVERY_MS);
+    this.continueTimer.unref();
+  }
+
+  /** The anchor reported how the launch went: the host waits on it no more, unless it asked it to act. */
+  private launchSettled(): void {
+    if (this.waitDeadline !== Infinity) return;
+    clearInterval(this.continueTimer);
+    this.continueTimer = undefined;
+  }
+
+  private stopWaiting(): void {
+    clearInterval(this.continueTimer);
+    clearTimeout(this.waitTimer);
+    this.continueTimer = this.waitTimer = undefined;
   }
 
   private send(line: string): void {
@@ -430,6 +550,8 @@ export class AnchorChannel {
     } catch (err) {
       debug('exit-time TERM failed: %s', (err as Error).message);
     }
+    // A stopped anchor could not act on it: the last time the host can resume it.
+    if (this.child.pid !== undefined && !this.helperGone) signalHelper(this.child.pid, 'SIGCONT');
   }
 
   ref(): void {
@@ -446,6 +568,7 @@ export class AnchorChannel {
 
   private close(): void {
     live.delete(this);
+    this.stopWaiting();
     this.open = false;
     if (!this.socket.destroyed) this.socket.destroy();
     if (this.writer && !this.writer.destroyed) this.writer.destroy();

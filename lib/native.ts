@@ -43,6 +43,8 @@ export interface RawBinding {
   spawnHelper?(path: string, argv: string[], env: string[], stdio: number[]): { pid: number; control: number; fds: number[] };
   /** POSIX only: reaps the helper if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
   reapHelper?(pid: number): { code: number; signal: number } | null;
+  /** POSIX only: signals the helper while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */
+  signalHelper?(pid: number, signal: number): void;
   /** Windows only: a named Job Object (kill-on-close, no breakaway) held by the host. */
   jobCreate?(): { handle: number; name: string };
   /** Windows only: lets listTree(anchorPid) find the job. */

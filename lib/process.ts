@@ -222,6 +222,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
             this.advance();
           },
           stuck: (pids) => this.onStuck(pids),
+          unresponsive: (waited) => this.onUnresponsive(waited),
           quiet: () => {
             this.quiet = true;
             this.advance();
@@ -355,6 +356,18 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.cleanupError ??= new CordonError(
       `Tree members survived SIGKILL for 5 s (pids ${pids.join(', ')}); they may be in uninterruptible sleep. ` +
         'The anchor keeps trying; inspect them with ps.',
+      { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
+    );
+    this.quiescentD.reject(this.cleanupError);
+    this.advance();
+  }
+
+  private onUnresponsive(waitedMs: number): void {
+    if (this.quiet || this.anchorGone) return;
+    this.cleanupError ??= new CordonError(
+      `The anchor of this tree (pid ${this.anchorPid}) did not finish stopping it within ${waitedMs} ms ` +
+        '(the grace plus 7 s; a member may have stopped it with SIGSTOP, or it is stuck): quiescence cannot be proven ' +
+        `and members may still run. cordon keeps resuming the anchor; inspect the tree with ps.`,
       { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
     );
     this.quiescentD.reject(this.cleanupError);

@@ -132,6 +132,25 @@ Napi::Value ReapHelper(const Napi::CallbackInfo& info) {
   out.Set("signal", Napi::Number::New(env, signal));
   return out;
 }
+
+// signalHelper(pid, signal): signals the helper only while it is an unreaped
+// child of the host (its pid pinned). Throws ECHILD when it is not.
+Napi::Value SignalHelper(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "signalHelper(pid, signal) takes two numbers").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int64_t pid = info[0].As<Napi::Number>().Int64Value();
+  int sig = info[1].As<Napi::Number>().Int32Value();
+  if (pid <= 0 || sig <= 0) {
+    Napi::RangeError::New(env, "signalHelper(pid, signal): pid and signal must be positive").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int rc = cordon::signal_helper(pid, sig);
+  if (rc < 0) return Fail(env, rc, "kill");
+  return env.Undefined();
+}
 #endif
 
 // listTree(anchorPid, groupId): the live members as the OS sees them now.
@@ -233,6 +252,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 #ifndef _WIN32
   exports.Set("spawnHelper", Napi::Function::New(env, SpawnHelper, "spawnHelper"));
   exports.Set("reapHelper", Napi::Function::New(env, ReapHelper, "reapHelper"));
+  exports.Set("signalHelper", Napi::Function::New(env, SignalHelper, "signalHelper"));
 #endif
 #ifdef _WIN32
   exports.Set("jobCreate", Napi::Function::New(env, JobCreate, "jobCreate"));

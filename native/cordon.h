@@ -127,6 +127,10 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out);
 // Reap the helper if it has exited: 1 (code, or -1 and the signal), 0 while
 // it runs, a negative errno (-ECHILD: reaped by someone else).
 int reap_helper(int64_t pid, int& code, int& signal);
+// Signal the helper, only while it is an unreaped child of the caller (its pid
+// pinned): -ECHILD otherwise, nothing signalled. An exited helper not yet
+// reaped is not signalled (0).
+int signal_helper(int64_t pid, int sig);
 
 }  // namespace cordon
 

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
-import { alive, cmdline, describeProcs, readStat, useTag, within } from './helpers/procs.js';
+import { alive, cmdline, describeProcs, readStat, useTag, waitFor, within } from './helpers/procs.js';
+import { catchesSignal } from './helpers/trees.js';
 
 const CLI = join(repoRoot, 'dist', 'cli.js');
 
@@ -62,6 +63,65 @@ describe('cordon run', () => {
     const exit = await within(run.exited, 15_000, 'cordon run to exit after SIGINT', t.tag);
     expect(exit, run.err.text).toEqual({ code: 130, signal: null });
     for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+
+  it('in a terminal, Ctrl-C: the first stops gracefully, the second kills at once; exit 130', async () => {
+    // A real terminal (test/helpers/terminal.py, a pseudo-terminal from python3's
+    // pty module): cordon run is its foreground job, and Ctrl-C is the
+    // interrupt character typed into it, so the kernel sends SIGINT to the
+    // terminal's foreground process group, the command's members included.
+    // The command ignores SIGINT and traps SIGTERM without exiting: only
+    // cordon's escalation can end it. The interrupt grace is long (30 s) so
+    // that only the second Ctrl-C can explain a quick end.
+    const t = useTag();
+    const script =
+      'trap "" INT; trap "echo TERMED" TERM; echo "PID root $$"; setsid sleep 300 & echo "PID setsid $!"; ' +
+      'sleep 300 & echo "PID bg $!"; echo READY; while :; do sleep 0.1; done';
+    const term = spawnChild(
+      'python3',
+      [join(repoRoot, 'test', 'helpers', 'terminal.py'), '--', process.execPath, CLI, 'run', '--interrupt-grace', '30s', '--', 'sh', '-c', script],
+      { env: t.env, cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      term.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+    const screen = capture(term.stdout);
+    const err = capture(term.stderr);
+    await screen.until(/^READY\r?$/m, 15_000);
+    // The terminal shows \r\n line ends.
+    const pids: Record<string, number> = {};
+    for (const m of screen.text.matchAll(/^PID (\S+) (\d+)\r?$/gm)) pids[m[1]!] = Number(m[2]);
+    expect(Object.keys(pids).sort(), screen.text).toEqual(['bg', 'root', 'setsid']);
+    for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
+    // The command can print READY before cordon (the root's grandparent, past
+    // the anchor) has installed its SIGINT handler: wait for the handler.
+    const cordonPid = readStat(readStat(pids.root!)!.ppid)!.ppid;
+    expect(cmdline(cordonPid)).toContain(CLI);
+    await waitFor(() => catchesSignal(cordonPid, 2), { timeout: 10_000, what: 'cordon run to handle SIGINT', tag: t.tag });
+
+    term.stdin!.write('INTR\n');
+    await screen.until(/TERMED\r?$/m, 10_000); // (after the echoed ^C, on the same line)
+    // Graceful: the trap ran and the root keeps running within the grace;
+    // the rest of the tree (setsid'd member included) took the SIGTERM.
+    await within(
+      (async () => {
+        while (alive(pids.bg!) || alive(pids.setsid!)) await new Promise((r) => setTimeout(r, 20));
+      })(),
+      10_000,
+      'the SIGTERMed members to end',
+      t.tag,
+    );
+    expect(alive(pids.root!), 'the root, which traps SIGTERM, is still running within the grace').toBe(true);
+    expect(screen.text).not.toMatch(/PTY-EXIT/);
+
+    const secondAt = Date.now();
+    term.stdin!.write('INTR\n');
+    await screen.until(/PTY-EXIT \d+/, 15_000);
+    expect(Date.now() - secondAt, 'the second Ctrl-C forced the end, long before the 30 s grace (ms)').toBeLessThan(15_000);
+    expect(screen.text, err.text).toMatch(/PTY-EXIT 130/);
+    await within(exited, 10_000, 'the terminal helper to exit', t.tag);
+    expect(alive(pids.root!), 'the root after the second Ctrl-C').toBe(false);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 

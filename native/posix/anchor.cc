@@ -24,6 +24,9 @@
 //   KILL                            SIGKILL to every member now
 // Lines over 256 bytes and unknown lines are discarded (traced).
 // EOF on the control channel (the host is gone) = TERM <teardown grace>.
+// The anchor does not share the host's process group or session (cgroup and
+// subreaper tiers: setsid() after the fork, before the command may exec), so a
+// signal to the host's group cannot end it with the host.
 #include "../cordon.h"
 
 #include <dirent.h>
@@ -281,6 +284,28 @@ class Anchor {
     }
     fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
     fcntl(status_pipe[1], F_SETFD, FD_CLOEXEC);
+    // The subreaper and cgroup tiers: the command stays in the host's process
+    // group and session (as under child_process: the terminal's job control
+    // and Ctrl-C reach it as before), while the anchor leaves them, so that a
+    // signal to the host's group (`kill -9 -<pgid>`, a hangup) cannot take
+    // the tree's identity with it. Hence: fork first, then setsid() here (the
+    // anchor is not a group leader: posix_spawn started it in the host's
+    // group). The child waits on this barrier until the anchor has left, so
+    // the command's first instruction runs only once it has; if the anchor
+    // dies before (a signal to the host's group in that short window), the
+    // child reads EOF and exits without running anything.
+    int barrier[2] = {-1, -1};
+    if (reaps_all()) {
+      if (pipe(barrier) != 0) {
+        int err = errno;
+        close(status_pipe[0]);
+        close(status_pipe[1]);
+        send("EXECFAIL %d", err);
+        return false;
+      }
+      fcntl(barrier[0], F_SETFD, FD_CLOEXEC);
+      fcntl(barrier[1], F_SETFD, FD_CLOEXEC);
+    }
     std::vector<char*> argv;
     for (auto& a : opts_.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -308,7 +333,9 @@ class Anchor {
     pid = fork();
 #endif
     if (pid < 0) {
-      send("EXECFAIL %d", errno);
+      int err = errno;
+      for (int fd : barrier) if (fd >= 0) close(fd);
+      send("EXECFAIL %d", err);
       return false;
     }
     if (pid == 0) {
@@ -333,6 +360,16 @@ class Anchor {
       close(g_signal_pipe[1]);
       close(status_pipe[0]);
       if (g_trace) fclose(g_trace);
+      if (barrier[0] >= 0) {
+        close(barrier[1]);
+        char go = 0;
+        ssize_t r;
+        do {
+          r = read(barrier[0], &go, 1);
+        } while (r < 0 && errno == EINTR);
+        if (r != 1) _exit(127);  // the anchor is gone: nothing of the command runs
+        close(barrier[0]);
+      }
       // stdio as a shell would hand it over: blocking. A descriptor the host
       // passed on ('inherit') may be one Node made non-blocking (its own
       // stdout on a pipe), and a command writing to it would get EAGAIN.
@@ -349,6 +386,15 @@ class Anchor {
       ssize_t ignored = write(status_pipe[1], &err, sizeof err);
       (void)ignored;
       _exit(127);
+    }
+    if (barrier[0] >= 0) {
+      close(barrier[0]);
+      if (setsid() < 0) trace("setsid: %s", strerror(errno));
+      ssize_t w;
+      do {
+        w = write(barrier[1], "x", 1);
+      } while (w < 0 && errno == EINTR);
+      close(barrier[1]);
     }
     close(status_pipe[1]);
     int err = 0;

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace cordon {
 
 namespace {
@@ -139,6 +141,21 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
   host_side.fds.clear();  // the host's ends now belong to the caller
   out.pid = pid;
   out.control_fd = control[0];
+  return 0;
+}
+
+int signal_helper(int64_t pid, int sig) {
+  // Only an unreaped child of ours: its pid cannot have been recycled. waitid
+  // with WNOWAIT asks without reaping (ECHILD: not our child, or reaped).
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  int r;
+  do {
+    r = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return -errno;
+  if (info.si_pid == static_cast<pid_t>(pid)) return 0;  // exited, not yet reaped: nothing to signal
+  if (kill(static_cast<pid_t>(pid), sig) != 0) return -errno;
   return 0;
 }
 

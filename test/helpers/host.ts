@@ -85,12 +85,19 @@ export interface Host {
   ready(timeout?: number): Promise<void>;
 }
 
-/** Starts a host fixture (default test/fixtures/host.mjs) with `args` (see that file for the words it takes). */
-export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host.mjs'): Host {
+/**
+ * Starts a host fixture (default test/fixtures/host.mjs) with `args` (see that
+ * file for the words it takes). `ownGroup`: the host leads a process group
+ * (and session) of its own, as under job control, `timeout` or a CI runner,
+ * so a test can signal the host's whole group (`kill -<pgid>`) without
+ * touching the test runner's.
+ */
+export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host.mjs', options: { ownGroup?: boolean } = {}): Host {
   const child = spawnChild(process.execPath, [fixture(script), ...args], {
     env,
     cwd: repoRoot,
     stdio: ['pipe', 'pipe', 'pipe'],
+    detached: options.ownGroup === true,
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));

@@ -100,8 +100,13 @@ export function ignoresTerm(pid: number): boolean {
 
 /** The process has a handler for SIGTERM installed (a shell `trap ... TERM`). */
 export function catchesTerm(pid: number): boolean {
+  return catchesSignal(pid, 15);
+}
+
+/** The process has a handler installed for signal number `signo` (SigCgt in /proc/<pid>/status). */
+export function catchesSignal(pid: number, signo: number): boolean {
   const cgt = sigMask(pid, 'SigCgt');
-  return cgt !== undefined && (cgt & SIGTERM_BIT) !== 0n;
+  return cgt !== undefined && (cgt & (1n << BigInt(signo - 1))) !== 0n;
 }
 
 /** The open descriptors of a process as /proc shows them: fd -> link target. */
