@@ -21,6 +21,8 @@ import { streamFd } from './options.js';
  * and reports a cleanup failure wherever quiescence is not proven.
  */
 export const ANCHOR_WAIT_SLACK_MS = 7000;
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** The cgroup tier: how long after its cgroup.kill the anchor gets to report quiescence itself. */
 const CGROUP_KILL_WAIT_MS = 2000;
 /** While the host waits on an anchor, it resumes it this often (a member may stop it, and again). */
@@ -459,8 +461,20 @@ export class AnchorChannel {
     const deadline = Date.now() + Math.max(0, graceMs) + ANCHOR_WAIT_SLACK_MS;
     if (deadline >= this.waitDeadline) return;
     this.waitDeadline = deadline;
+    this.armWaitTimer(pid);
+  }
+
+  /**
+   * Node's timers take at most 2^31-1 ms (a longer delay fires after 1 ms), and
+   * a grace may be that long on its own: re-armed until the deadline is reached.
+   */
+  private armWaitTimer(pid: number): void {
     clearTimeout(this.waitTimer);
-    this.waitTimer = setTimeout(() => this.onWaitOver(pid), deadline - Date.now());
+    const left = this.waitDeadline - Date.now();
+    this.waitTimer = setTimeout(() => {
+      if (Date.now() < this.waitDeadline) this.armWaitTimer(pid);
+      else this.onWaitOver(pid);
+    }, Math.max(0, Math.min(left, MAX_TIMER_MS)));
     this.waitTimer.unref();
   }
 
