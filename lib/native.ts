@@ -43,10 +43,13 @@ export interface RawBinding {
   spawnHelper?(path: string, argv: string[], env: string[], stdio: number[]): { pid: number; control: number; fds: number[] };
   /** POSIX only: reaps the helper if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
   reapHelper?(pid: number): { code: number; signal: number } | null;
-  /** Windows only: a named Job Object (kill-on-close, no breakaway) held by the host. */
-  jobCreate?(): { handle: number; name: string };
-  /** Windows only: lets listTree(anchorPid) find the job. */
-  jobAttach?(handle: number, anchorPid: number): void;
+  /** Windows only: an unnamed Job Object (kill-on-close, no breakaway) held by the host. */
+  jobCreate?(): { handle: number };
+  /**
+   * Windows only: lets listTree(anchorPid) find the job, and duplicates it
+   * into the helper: returns the handle's value there.
+   */
+  jobAttach?(handle: number, anchorPid: number): number;
   /** Windows only: TerminateJobObject through the host's handle. */
   jobTerminate?(handle: number): void;
   /** Windows only: live processes in the job. */
