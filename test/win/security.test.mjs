@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { alive, cordon, existsSync, fixtures, join, pkgDir, track, waitGone, within } from './helpers.mjs';
+import { alive, cordon, existsSync, fixtures, join, pkgDir, spawnChild, track, waitGone, within } from './helpers.mjs';
 
 // A batch file that re-parses its arguments three ways: %* echoed, %* split
 // by `for` (%%~a strips the quotes), and %* handed on through `call`.
@@ -234,4 +234,56 @@ test('job: a tree member cannot open the job by any name nor break away', { skip
   await within(proc.terminate({ grace: 0 }), 15000, 'terminate()', [rootPid]);
   await waitGone([rootPid], 5000);
   assert.equal(alive(rootPid), false);
+});
+
+const anchorExe = join(pkgDir, 'build', 'Release', 'cordon-anchor.exe');
+
+/**
+ * The anchor helper driven directly, as the facade would (control channel at
+ * fds 3 and 4): its first report for `-- PATH ARGV0 ARGS...`, then control
+ * EOF so it ends whatever it started and exits.
+ */
+async function anchorFirstReport(t, cwd, command) {
+  const child = spawnChild(anchorExe, ['--tier', 'job-object', '--', ...command], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'ignore', 'overlapped', 'overlapped'],
+    windowsHide: true,
+  });
+  t.add(child.pid);
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  let buf = '';
+  child.stdio[3].setEncoding('utf8');
+  try {
+    return await within(
+      new Promise((resolve, reject) => {
+        child.stdio[3].on('data', (d) => {
+          buf += d;
+          const line = buf.split('\n').find((l) => /^(READY|EXECFAIL|NOCONTAIN) /.test(l));
+          if (line) resolve(line.trim());
+        });
+        child.stdio[3].on('end', () => reject(new Error(`the anchor ended without a report: ${JSON.stringify(buf)}`)));
+      }),
+      20000,
+      'the anchor to report',
+      [child.pid],
+    );
+  } finally {
+    child.stdio[4].end();
+    await within(exited, 20000, 'the anchor to exit after control EOF', [child.pid]);
+  }
+}
+
+test('anchor: runs only a fully qualified, canonical name, and refuses what a .cmd may not receive', async (ctx) => {
+  const t = track(ctx);
+  const dir = t.tmp();
+  writeFileSync(join(dir, 'show.cmd'), SHOW);
+  writeFileSync(join(dir, 'show.bat'), SHOW);
+  // A relative name would be found by CreateProcessW's own search (cwd first).
+  assert.equal(await anchorFirstReport(t, dir, ['show.cmd', 'show.cmd', 'x']), 'EXECFAIL 22');
+  assert.equal(await anchorFirstReport(t, dir, [join(dir, 'show.bat.'), 'show.bat.', 'x']), 'EXECFAIL 22');
+  for (const arg of [`a"&echo pwned>${MARKER}&"`, `%CMDCMDLINE:~0,1%&echo pwned>${MARKER}`, 'cr\rx', 'a b\\']) {
+    assert.equal(await anchorFirstReport(t, dir, [join(dir, 'show.cmd'), 'show.cmd', arg]), 'EXECFAIL 22', JSON.stringify(arg));
+  }
+  assert.equal(existsSync(join(dir, MARKER)), false, 'an injected command wrote the marker file');
+  assert.match(await anchorFirstReport(t, dir, [join(dir, 'show.cmd'), 'show.cmd', 'a&b']), /^READY \d+ job-object/);
 });
