@@ -80,7 +80,9 @@ function resolveWindows(command: string, cwd: string, env: NodeJS.ProcessEnv, fa
   command = windowsCommandName(command);
   const pathext = (winEnv(env, 'PATHEXT') ?? winEnv(process.env, 'PATHEXT') ?? '.COM;.EXE;.BAT;.CMD')
     .split(';')
-    .filter((e) => e.startsWith('.'));
+    // An extension is a dot and a name: `.BAT.` or `.BAT::$DATA` would make a
+    // name Win32 rewrites (the anchor refuses those anyway).
+    .filter((e) => /^\.[A-Za-z0-9_-]+$/.test(e));
   // A name with an extension is tried as given first; then with each PATHEXT extension.
   const candidates = (base: string) => [...(extname(base) ? [base] : []), ...pathext.map((e) => base + e.toLowerCase())];
   // A path (`.\tool`, `bin\tool`, `C:\x\tool`, `C:tool`) is taken relative to

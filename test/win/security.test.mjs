@@ -5,7 +5,8 @@
 // Observed from outside cordon: what a batch file echoes, whether a marker
 // file an injected command would write exists, pids a fixture prints.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { test } from 'node:test';
 import { alive, cordon, existsSync, fixtures, join, pkgDir, spawnChild, track, waitGone, within } from './helpers.mjs';
 
@@ -278,12 +279,26 @@ test('anchor: runs only a fully qualified, canonical name, and refuses what a .c
   const dir = t.tmp();
   writeFileSync(join(dir, 'show.cmd'), SHOW);
   writeFileSync(join(dir, 'show.bat'), SHOW);
+  // The anchors run in the shared temp dir, never in `dir`: under Wine, a
+  // directory an anchor was started in has been seen to stay busy (EBUSY on
+  // rmdir) after the anchor exited. The relative name's file is there too.
+  const here = tmpdir();
+  const rel = `cordon-rel-${process.pid}-${Date.now()}.cmd`;
+  writeFileSync(join(here, rel), SHOW);
+  rmSync(join(here, MARKER), { force: true }); // (left by an earlier failing run)
+  ctx.after(() => {
+    rmSync(join(here, rel), { force: true });
+    rmSync(join(here, MARKER), { force: true });
+  });
   // A relative name would be found by CreateProcessW's own search (cwd first).
-  assert.equal(await anchorFirstReport(t, dir, ['show.cmd', 'show.cmd', 'x']), 'EXECFAIL 22');
-  assert.equal(await anchorFirstReport(t, dir, [join(dir, 'show.bat.'), 'show.bat.', 'x']), 'EXECFAIL 22');
+  assert.equal(await anchorFirstReport(t, here, [rel, rel, 'x']), 'EXECFAIL 22');
+  assert.equal(await anchorFirstReport(t, here, [join(dir, 'show.bat.'), 'show.bat.', 'x']), 'EXECFAIL 22');
   for (const arg of [`a"&echo pwned>${MARKER}&"`, `%CMDCMDLINE:~0,1%&echo pwned>${MARKER}`, 'cr\rx', 'a b\\']) {
-    assert.equal(await anchorFirstReport(t, dir, [join(dir, 'show.cmd'), 'show.cmd', arg]), 'EXECFAIL 22', JSON.stringify(arg));
+    assert.equal(await anchorFirstReport(t, here, [join(dir, 'show.cmd'), 'show.cmd', arg]), 'EXECFAIL 22', JSON.stringify(arg));
   }
-  assert.equal(existsSync(join(dir, MARKER)), false, 'an injected command wrote the marker file');
-  assert.match(await anchorFirstReport(t, dir, [join(dir, 'show.cmd'), 'show.cmd', 'a&b']), /^READY \d+ job-object/);
+  assert.equal(existsSync(join(here, MARKER)), false, 'an injected command wrote the marker file');
+  const ready = await anchorFirstReport(t, here, [join(dir, 'show.cmd'), 'show.cmd', 'a&b']);
+  assert.match(ready, /^READY \d+ job-object/);
+  // Control EOF ended the tree: the root is gone.
+  await waitGone([Number(ready.split(' ')[1])], 10000);
 });
