@@ -211,14 +211,17 @@ export class AnchorChannel {
       // 4 (host -> anchor); libuv passes them in the CRT's lpReserved2 block.
       // Two pipes, so that a write failing as the anchor exits (Node then
       // destroys that socket) cannot discard lines not yet read. The tree's Job
-      // Object is created here first, so the host holds a handle on it before
-      // anything runs; the helper opens it by name.
+      // Object is created here first, unnamed, so the host holds a handle on
+      // it before anything runs and nothing can open it by name; the host
+      // duplicates it into the helper and sends the value as the first
+      // control line (`JOB <value>`; 0 if that failed: the helper then
+      // reports NOCONTAIN, or runs with the weaker tier under best-effort).
       this.hostFd = -1;
       const b = binding();
       const job = b.jobCreate!();
       this.job = job.handle;
       try {
-        this.child = winChild = spawnChild(spec.helper, ['--job-name', job.name, ...spec.args], {
+        this.child = winChild = spawnChild(spec.helper, ['--job-from-host', ...spec.args], {
           cwd: spec.cwd,
           env: spec.env,
           stdio: [...spec.stdio, 'overlapped', 'overlapped'],
@@ -228,11 +231,20 @@ export class AnchorChannel {
         this.closeJob();
         throw helperFailure(cause, spec.helper);
       }
-      if (this.child.pid !== undefined) b.jobAttach!(job.handle, this.child.pid);
       // (Node sets up the pipe's socket even when the spawn fails; 'error' follows.)
       this.socket = (winChild.stdio[3] as Socket | null) ?? new Socket();
       this.writer = (winChild.stdio[4] as Socket | null) ?? undefined;
       this.writer?.on('error', (err) => debug('control channel write error: %s', err.message));
+      if (this.child.pid !== undefined) {
+        let remote = 0;
+        try {
+          // The helper is the host's unreaped child: its pid is pinned.
+          remote = b.jobAttach!(job.handle, this.child.pid);
+        } catch (err) {
+          debug('job handle not duplicated into the helper: %s', (err as Error).message);
+        }
+        this.writer?.write(`JOB ${remote}\n`);
+      }
     } else {
       // POSIX: the helper is started with posix_spawn (no copy of the host's
       // address space, unlike child_process's fork), with the command's stdio

@@ -24,6 +24,9 @@ export type CordonErrorCode =
   | 'ERR_CORDON_TIMEOUT'
   | 'ERR_CORDON_MAX_BUFFER'
   | 'ERR_CORDON_UNSUPPORTED'
+  | 'ERR_CORDON_UNSAFE_BATCH_ARG'
+  | 'ERR_CORDON_CWD_LOOKUP'
+  | 'ERR_CORDON_BAD_COMMAND_NAME'
   | (string & {});
 
 export interface CordonErrorOptions {

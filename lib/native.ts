@@ -45,10 +45,13 @@ export interface RawBinding {
   reapHelper?(pid: number): { code: number; signal: number } | null;
   /** POSIX only: signals the helper while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */
   signalHelper?(pid: number, signal: number): void;
-  /** Windows only: a named Job Object (kill-on-close, no breakaway) held by the host. */
-  jobCreate?(): { handle: number; name: string };
-  /** Windows only: lets listTree(anchorPid) find the job. */
-  jobAttach?(handle: number, anchorPid: number): void;
+  /** Windows only: an unnamed Job Object (kill-on-close, no breakaway) held by the host. */
+  jobCreate?(): { handle: number };
+  /**
+   * Windows only: lets listTree(anchorPid) find the job, and duplicates it
+   * into the helper: returns the handle's value there.
+   */
+  jobAttach?(handle: number, anchorPid: number): number;
   /** Windows only: TerminateJobObject through the host's handle. */
   jobTerminate?(handle: number): void;
   /** Windows only: live processes in the job. */

@@ -22,7 +22,7 @@ import {
   type StdioOption,
   type Tier,
 } from './options.js';
-import { resolveCommand } from './resolve.js';
+import { checkBatchArgs, resolveCommand } from './resolve.js';
 
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
 
@@ -162,6 +162,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       }
     }
     const path = resolveCommand(command, opts.cwd, opts.env);
+    checkBatchArgs(path, args);
     this.tier = opts.tier ?? defaultTier();
     const helper = helperPath();
 

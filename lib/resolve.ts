@@ -1,8 +1,8 @@
-// Find the executable the way execvp would (on Windows: the current directory,
-// then PATH, trying PATHEXT's extensions, as cross-spawn and `where` do), so
-// ENOENT and EACCES are typed errors before anything runs (the anchor still
-// reports a late exec failure). A .cmd/.bat found here is run by the Windows
-// anchor through `cmd.exe /d /s /c` with cross-spawn's escaping.
+// Find the executable the way execvp would (on Windows: PATH only, never the
+// current directory, trying PATHEXT's extensions), so ENOENT and EACCES are
+// typed errors before anything runs (the anchor still reports a late exec
+// failure). A .cmd/.bat found here is run by the Windows anchor through
+// `cmd.exe /d /e:ON /v:OFF /s /c` with the arguments checkBatchArgs allows.
 import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { delimiter, extname, isAbsolute, join, resolve, win32 } from 'node:path';
 import { CordonError } from './errors.js';
@@ -34,17 +34,70 @@ function winEnv(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return undefined;
 }
 
+/** A directory PATH may name: fully qualified (`C:\x`, `\\server\share`), never relative to the cwd. */
+function fullyQualified(dir: string): boolean {
+  return /^[a-zA-Z]:[\\/]/.test(dir) || /^[\\/]{2}[^\\/]/.test(dir);
+}
+
+/**
+ * The command's name as Win32 reads it: the last name loses its trailing dots
+ * and spaces and a `::$DATA` stream suffix (`foo.bat.`, `foo.bat ` and
+ * `foo.bat::$DATA` are the file `foo.bat`, and CreateProcessW runs them as a
+ * batch file). Normalised before the lookup and the batch-file check, so the
+ * check sees what Windows will run. `\\?\` paths, which Win32 does not
+ * normalise, and other streams are refused.
+ */
+export function windowsCommandName(command: string): string {
+  const sep = Math.max(command.lastIndexOf('\\'), command.lastIndexOf('/'));
+  const dir = command.slice(0, sep + 1);
+  let name = command.slice(sep + 1);
+  if (/^[\\/]{2}[?.][\\/]/.test(command)) {
+    if (/[. ]$/.test(name) || name.includes(':')) throw badCommandName(command);
+    return command;
+  }
+  // A drive prefix (`C:tool`) is part of the directory, not a stream.
+  const drive = sep < 0 && /^[a-zA-Z]:/.test(name) ? name.slice(0, 2) : '';
+  name = name.slice(drive.length);
+  if (/^\.+$/.test(name)) return command;
+  for (let prev = ''; prev !== name; ) {
+    prev = name;
+    name = name.replace(/::\$DATA$/i, '').replace(/[. ]+$/, '');
+  }
+  if (name === '' || name.includes(':')) throw badCommandName(command);
+  return dir + drive + name;
+}
+
+function badCommandName(command: string): CordonError {
+  return new CordonError(
+    `Command name ${JSON.stringify(command)} names an alternate data stream or a name Win32 would rewrite. ` +
+      'Pass the file name itself (no trailing dot or space, no ":stream").',
+    { code: 'ERR_CORDON_BAD_COMMAND_NAME', syscall: `spawn ${command}`, path: command, stage: 'input' },
+  );
+}
+
 function resolveWindows(command: string, cwd: string, env: NodeJS.ProcessEnv, fail: (code: 'ENOENT' | 'EACCES', path: string) => CordonError): string {
+  const given = command;
+  command = windowsCommandName(command);
   const pathext = (winEnv(env, 'PATHEXT') ?? winEnv(process.env, 'PATHEXT') ?? '.COM;.EXE;.BAT;.CMD')
     .split(';')
-    .filter((e) => e.startsWith('.'));
+    // An extension is a dot and a name: `.BAT.` or `.BAT::$DATA` would make a
+    // name Win32 rewrites (the anchor refuses those anyway).
+    .filter((e) => /^\.[A-Za-z0-9_-]+$/.test(e));
   // A name with an extension is tried as given first; then with each PATHEXT extension.
   const candidates = (base: string) => [...(extname(base) ? [base] : []), ...pathext.map((e) => base + e.toLowerCase())];
-  const hasDir = command.includes('/') || command.includes('\\') || win32.isAbsolute(command);
-  const dirs = hasDir ? [''] : [cwd, ...(winEnv(env, 'PATH') ?? winEnv(process.env, 'PATH') ?? '').split(delimiter).filter(Boolean)];
+  // A path (`.\tool`, `bin\tool`, `C:\x\tool`, `C:tool`) is taken relative to
+  // cwd; a bare name is looked up in PATH only (as Go's exec.LookPath since
+  // ErrDot): never in cwd, and never through a relative or empty PATH entry.
+  const hasDir = command.includes('/') || command.includes('\\') || /^[a-zA-Z]:/.test(command);
+  const dirs = hasDir
+    ? ['']
+    : (winEnv(env, 'PATH') ?? winEnv(process.env, 'PATH') ?? '')
+        .split(win32.delimiter)
+        .map((d) => d.replace(/^"(.*)"$/, '$1'))
+        .filter(fullyQualified);
   let denied: string | undefined;
   for (const dir of dirs) {
-    const base = hasDir ? win32.resolve(cwd, command) : win32.resolve(cwd, dir.replace(/^"(.*)"$/, '$1'), command);
+    const base = hasDir ? win32.resolve(cwd, command) : win32.join(dir, command);
     for (const path of candidates(base)) {
       const r = check(path);
       if (r === 'ok') return path;
@@ -52,7 +105,52 @@ function resolveWindows(command: string, cwd: string, env: NodeJS.ProcessEnv, fa
     }
   }
   if (denied !== undefined) throw fail('EACCES', denied);
-  throw fail('ENOENT', hasDir ? win32.resolve(cwd, command) : command);
+  if (!hasDir) {
+    const here = candidates(win32.resolve(cwd, command)).find((p) => check(p) === 'ok');
+    if (here !== undefined) {
+      throw new CordonError(
+        `Command ${given} was found only in the current directory (${here}), which a bare name never runs ` +
+          `(a directory you run in may be untrusted). To run it, pass .\\${command} or its full path.`,
+        { code: 'ERR_CORDON_CWD_LOOKUP', syscall: `spawn ${given}`, path: here, stage: 'launch' },
+      );
+    }
+  }
+  throw fail('ENOENT', hasDir ? win32.resolve(cwd, command) : given);
+}
+
+const BATCH = /\.(bat|cmd)$/i;
+/** Arguments that reach a batch file unquoted: nothing cmd.exe reads specially. */
+const BATCH_BARE = /^[A-Za-z0-9#$*+\-./:?@\\_]+$/;
+/** Characters no batch argument may hold (see README, "what a .cmd may receive"). */
+const BATCH_REFUSED = /["%!\r\n\0]/;
+
+/**
+ * Windows: a .bat/.cmd runs through cmd.exe, which re-parses its arguments
+ * (and the batch file's own `%*`, `call` and `for` parse them again). Each
+ * argument is passed bare or in double quotes (native/win/anchor.cc,
+ * batch_command_line); what quoting cannot keep literal under every re-parse
+ * is refused here, before anything runs.
+ */
+export function checkBatchArgs(path: string, args: readonly string[]): void {
+  if (process.platform !== 'win32' || !BATCH.test(path)) return;
+  const refuse = (what: string, why: string) =>
+    new CordonError(
+      `${what} cannot be passed to the batch file ${path} safely: ${why}. cmd.exe would read it as commands or ` +
+        'variables. Run the program the batch file wraps directly (for an npm shim: node and its .js file), ' +
+        "or pass the value another way (a file, an environment variable).",
+      { code: 'ERR_CORDON_UNSAFE_BATCH_ARG', syscall: `spawn ${path}`, path, stage: 'input' },
+    );
+  if (/[%"]/.test(path)) throw refuse('Its path', 'it contains % (cmd.exe expands it on its command line)');
+  args.forEach((arg, i) => {
+    const m = BATCH_REFUSED.exec(arg);
+    if (m) {
+      const name = { '\r': 'CR', '\n': 'LF', '\0': 'NUL' }[m[0]] ?? m[0];
+      throw refuse(`Argument ${i + 1} (${JSON.stringify(arg)})`, `it contains ${name}`);
+    }
+    if (!BATCH_BARE.test(arg) && arg.endsWith('\\')) {
+      throw refuse(`Argument ${i + 1} (${JSON.stringify(arg)})`, 'it needs quotes and ends with a backslash');
+    }
+  });
 }
 
 export function resolveCommand(command: string, cwd: string, env: NodeJS.ProcessEnv): string {

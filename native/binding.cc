@@ -203,24 +203,24 @@ bool NumberArgs(const Napi::CallbackInfo& info, size_t n, const char* usage) {
   return true;
 }
 
-// jobCreate() -> { handle, name }: a named job with kill-on-close, no breakaway.
+// jobCreate() -> { handle }: an unnamed job with kill-on-close, no breakaway.
 Napi::Value JobCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::string name;
   uint64_t handle = 0;
-  int rc = cordon::job_create(name, handle);
+  int rc = cordon::job_create(handle);
   if (rc < 0) return Fail(env, rc, "CreateJobObject");
   Napi::Object out = Napi::Object::New(env);
   out.Set("handle", Napi::Number::New(env, static_cast<double>(handle)));
-  out.Set("name", Napi::String::New(env, name));
   return out;
 }
 
+// jobAttach(handle, anchorPid) -> the job's handle value inside the helper.
 Napi::Value JobAttach(const Napi::CallbackInfo& info) {
   if (!NumberArgs(info, 2, "jobAttach(handle, anchorPid) takes two numbers")) return info.Env().Undefined();
-  int rc = cordon::job_attach(HandleArg(info, 0), info[1].As<Napi::Number>().Int64Value());
-  if (rc < 0) return Fail(info.Env(), rc, "jobAttach");
-  return info.Env().Undefined();
+  uint64_t remote = 0;
+  int rc = cordon::job_attach(HandleArg(info, 0), info[1].As<Napi::Number>().Int64Value(), remote);
+  if (rc < 0) return Fail(info.Env(), rc, "DuplicateHandle");
+  return Napi::Number::New(info.Env(), static_cast<double>(remote));
 }
 
 Napi::Value JobTerminate(const Napi::CallbackInfo& info) {

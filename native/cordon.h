@@ -137,12 +137,15 @@ int signal_helper(int64_t pid, int sig);
 namespace cordon {
 
 // Windows: the host's own handle on a tree's Job Object (native/win/job.cc).
-// The host creates a uniquely named job with kill-on-close and no breakaway
-// *before* the anchor helper starts; the helper opens it by name and assigns
-// the suspended command to it. Handles cross this contract as integers.
-int job_create(std::string& name_out, uint64_t& handle_out);
-// Record which anchor helper fills the job, so list_tree(anchor pid) finds it.
-int job_attach(uint64_t handle, int64_t anchor_pid);
+// The host creates an unnamed job with kill-on-close and no breakaway
+// *before* the anchor helper starts; job_attach duplicates a handle into the
+// helper, which assigns the suspended command to it. Handles cross this
+// contract as integers.
+int job_create(uint64_t& handle_out);
+// Record which anchor helper fills the job, so list_tree(anchor pid) finds it,
+// and duplicate the job into that helper: `remote_out` is the handle's value
+// there (0 when the duplication failed, with a negative errno returned).
+int job_attach(uint64_t handle, int64_t anchor_pid, uint64_t& remote_out);
 // TerminateJobObject: every member ends now.
 int job_terminate(uint64_t handle, uint32_t exit_code);
 // Live processes in the job (a count), or a negative errno.

@@ -14,9 +14,20 @@
 // process (nothing of it ran) and reports NOCONTAIN; best-effort resumes it
 // with the retained process handle as the only identity (tier process-handle).
 //
-// The job is created by the host (lib/anchor.ts -> native/win/job.cc), named,
-// with kill-on-close and no breakaway; this helper opens it by name
-// (--job-name). Which handle decides is described in native/win/job.cc.
+// The job is created by the host (lib/anchor.ts -> native/win/job.cc),
+// unnamed, with kill-on-close and no breakaway; the host duplicates a handle
+// into this helper and sends its value as the first control line
+// (`JOB <value>`, --job-from-host) before the command exists. Nothing else can
+// open the job by name. Which handle decides is described in native/win/job.cc.
+//
+// The command is created with its resolved absolute path as lpApplicationName
+// (so Windows' own search order never applies). A .bat/.cmd runs through
+// %SystemRoot%\System32\cmd.exe /d /e:ON /v:OFF /s /c ""path" args": each
+// argument bare when it holds only [A-Za-z0-9#$*+-./:?@\_], else in double
+// quotes; arguments with " % ! CR LF, or quoted ones ending in a backslash,
+// are refused (EXECFAIL EINVAL; lib/resolve.ts checkBatchArgs refuses them
+// first with ERR_CORDON_UNSAFE_BATCH_ARG). Names Win32 rewrites (a trailing
+// dot or space, ::$DATA) are refused here too (lib/resolve.ts normalises them).
 //
 // Completion comes from the job's IO completion port
 // (JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO), the root's exit from a wait on its
@@ -45,6 +56,7 @@
 #include <io.h>
 #include <shellapi.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -86,7 +98,7 @@ struct Options {
   bool best_effort = false;
   int grace_ms = 3000;
   std::vector<int> watch_fds;  // 1 and/or 2: captured output the host reads
-  std::wstring job_name;
+  bool job_from_host = false;
   std::wstring path;
   std::vector<std::wstring> argv;
 };
@@ -94,7 +106,7 @@ struct Options {
 [[noreturn]] void usage(const char* why) {
   fprintf(stderr, "cordon-anchor: %s\n", why);
   fprintf(stderr,
-          "usage: cordon-anchor.exe [--tier job-object] [--job-name NAME] [--best-effort] [--grace MS]\n"
+          "usage: cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
           "       [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
           "It is started by the cordon library with a control channel at fds 3 (out) and 4 (in).\n");
   ExitProcess(64);
@@ -130,8 +142,8 @@ Options parse() {
       break;
     } else if (a == L"--tier" && i + 1 < argc) {
       o.tier = win::utf8(argv[++i]);
-    } else if (a == L"--job-name" && i + 1 < argc) {
-      o.job_name = argv[++i];
+    } else if (a == L"--job-from-host") {
+      o.job_from_host = true;
     } else if (a == L"--watch-fd" && i + 1 < argc) {
       int fd;
       if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
@@ -195,61 +207,70 @@ bool ends_with_ci(const std::wstring& s, const wchar_t* suffix) {
   return s.size() >= n && _wcsicmp(s.c_str() + s.size() - n, suffix) == 0;
 }
 
-// cmd.exe's metacharacters, escaped with ^ (as cross-spawn does).
-void caret_escape(const std::wstring& in, std::wstring& out) {
-  static const wchar_t* meta = L"()][%!^\"`<>&|;, *?";
-  for (wchar_t c : in) {
-    if (wcschr(meta, c) && c != 0) out += L'^';
-    out += c;
+// Win32's reading of a file name: trailing dots and spaces and a ::$DATA
+// suffix dropped from the last name.
+std::wstring win32_name(const std::wstring& path) {
+  std::wstring p = path;
+  for (;;) {
+    size_t before = p.size();
+    while (!p.empty() && (p.back() == L'.' || p.back() == L' ')) p.pop_back();
+    if (ends_with_ci(p, L"::$DATA")) p.resize(p.size() - 7);
+    if (p.size() == before) return p;
   }
 }
 
-// A .cmd/.bat runs through cmd.exe /d /s /c "…": the script path and every
-// argument are quoted for the runtime and their cmd metacharacters escaped
-// with ^, doubled for node_modules\.bin shims whose %* is parsed twice
-// (cross-spawn's rules; Node itself refuses .cmd/.bat without shell: true).
-std::wstring batch_command_line(const std::wstring& path, const std::vector<std::wstring>& args) {
-  std::wstring lower = path;
-  for (auto& c : lower) c = towlower(c);
-  bool shim = lower.find(L"node_modules\\.bin\\") != std::wstring::npos ||
-              lower.find(L"node_modules/.bin/") != std::wstring::npos;
-  std::wstring line = L"/d /s /c \"";
-  caret_escape(path, line);
+bool is_batch(const std::wstring& path) {
+  std::wstring n = win32_name(path);
+  return ends_with_ci(n, L".cmd") || ends_with_ci(n, L".bat");
+}
+
+// A fully qualified path (C:\..., \\server\...): nothing is searched for.
+bool fully_qualified(const std::wstring& p) {
+  if (p.size() >= 3 && iswalpha(p[0]) && p[1] == L':' && (p[2] == L'\\' || p[2] == L'/')) return true;
+  return p.size() >= 3 && (p[0] == L'\\' || p[0] == L'/') && (p[1] == L'\\' || p[1] == L'/');
+}
+
+bool batch_bare(const std::wstring& a) {
+  if (a.empty()) return false;
+  for (wchar_t c : a) {
+    bool ok = (c >= L'a' && c <= L'z') || (c >= L'A' && c <= L'Z') || (c >= L'0' && c <= L'9') ||
+              (c != 0 && wcschr(L"#$*+-./:?@\\_", c) != nullptr);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The command line of a .cmd/.bat: cmd.exe /d /e:ON /v:OFF /s /c ""path" args".
+// Each argument bare (batch_bare) or in double quotes; false for an argument
+// no quoting keeps literal through cmd.exe and the batch file's own re-parse
+// of %* (lib/resolve.ts checkBatchArgs refuses these before the spawn).
+bool batch_command_line(const std::wstring& path, const std::vector<std::wstring>& args, std::wstring& line) {
+  if (path.find_first_of(L"%\"") != std::wstring::npos) return false;
+  line = L"/d /e:ON /v:OFF /s /c \"\"";
+  line += path;
+  line += L'"';
   for (size_t i = 1; i < args.size(); i++) {
-    std::wstring quoted;
-    // backslashes before a quote or the end are doubled, the quote escaped
-    std::wstring q = L"\"";
-    size_t backslashes = 0;
-    for (wchar_t c : args[i]) {
-      if (c == L'\\') {
-        backslashes++;
-        continue;
-      }
-      if (c == L'"') q.append(backslashes * 2 + 1, L'\\');
-      else q.append(backslashes, L'\\');
-      backslashes = 0;
-      q += c;
-    }
-    q.append(backslashes * 2, L'\\');
-    q += L'"';
-    caret_escape(q, quoted);
-    if (shim) {
-      std::wstring twice;
-      caret_escape(quoted, twice);
-      quoted.swap(twice);
-    }
+    const std::wstring& a = args[i];
+    if (a.find_first_of(L"\"%!\r\n") != std::wstring::npos) return false;
     line += L' ';
-    line += quoted;
+    if (batch_bare(a)) {
+      line += a;
+      continue;
+    }
+    if (!a.empty() && a.back() == L'\\') return false;
+    line += L'"';
+    line += a;
+    line += L'"';
   }
   line += L'"';
-  return line;
+  return true;
 }
 
-std::wstring comspec() {
+// The system's cmd.exe, never one named by the command's environment (ComSpec).
+std::wstring system_cmd() {
   wchar_t buf[MAX_PATH];
-  DWORD n = GetEnvironmentVariableW(L"ComSpec", buf, MAX_PATH);
-  if (n > 0 && n < MAX_PATH) return std::wstring(buf, n);
-  n = GetSystemDirectoryW(buf, MAX_PATH);
+  UINT n = GetSystemDirectoryW(buf, MAX_PATH);
+  if (n == 0 || n >= MAX_PATH) return L"C:\\Windows\\System32\\cmd.exe";
   return std::wstring(buf, n) + L"\\cmd.exe";
 }
 
@@ -303,6 +324,7 @@ class Anchor {
     }
     start_read();
 
+    if (opts_.job_from_host && !receive_job()) return finish();
     if (!open_job()) return finish();
     watch_output();
     if (!launch()) return finish();
@@ -313,15 +335,35 @@ class Anchor {
   }
 
  private:
+  // --job-from-host: the first control line is `JOB <handle value>`, a
+  // handle the host duplicated into this process (0: the host could not).
+  // Bounded: a host that never sends it gets NOCONTAIN (or process-handle).
+  bool receive_job() {
+    int64_t deadline = now_ms() + 30000;
+    while (!job_received_ && control_open_) {
+      int64_t left = deadline - now_ms();
+      if (left <= 0) {
+        trace("no JOB line from the host");
+        break;
+      }
+      DWORD bytes = 0;
+      ULONG_PTR key = 0;
+      OVERLAPPED* ov = nullptr;
+      BOOL ok = GetQueuedCompletionStatus(port_, &bytes, &key, &ov, static_cast<DWORD>(left));
+      if (!ok && !ov) continue;
+      dispatch(ok, bytes, key, ov);
+    }
+    return control_open_;  // the host gone before the job came: nothing ran
+  }
+
   bool open_job() {
-    if (!opts_.job_name.empty()) {
-      job_ = OpenJobObjectW(JOB_OBJECT_ASSIGN_PROCESS | JOB_OBJECT_TERMINATE | JOB_OBJECT_QUERY |
-                                JOB_OBJECT_SET_ATTRIBUTES,
-                            FALSE, opts_.job_name.c_str());
+    DWORD err = 0;
+    if (opts_.job_from_host) {
+      if (!job_) err = ERROR_INVALID_HANDLE;
     } else {
       job_ = CreateJobObjectW(nullptr, nullptr);
+      if (!job_) err = GetLastError();
     }
-    DWORD err = job_ ? 0 : GetLastError();
     if (job_ && !win::has_tree_limits(job_) && !win::set_tree_limits(job_)) err = GetLastError();
     if (job_ && !err) {
       JOBOBJECT_ASSOCIATE_COMPLETION_PORT acp;
@@ -351,12 +393,24 @@ class Anchor {
   bool launch() {
     std::wstring app = opts_.path;
     std::wstring line;
-    if (ends_with_ci(app, L".cmd") || ends_with_ci(app, L".bat")) {
-      std::wstring shell = comspec();
-      line = L"";
+    // Only a resolved, canonical, absolute name is run (lib/resolve.ts gives
+    // one): Windows' search order and name rewriting never choose the file.
+    if (!fully_qualified(app) || win32_name(app) != app) {
+      trace("refused command path (not absolute or not canonical)");
+      send("EXECFAIL %d", EINVAL);
+      return false;
+    }
+    if (is_batch(app)) {
+      std::wstring shell = system_cmd();
+      std::wstring rest;
+      if (!batch_command_line(opts_.path, opts_.argv, rest)) {
+        trace("refused batch argument");
+        send("EXECFAIL %d", EINVAL);
+        return false;
+      }
       quote_arg(shell, line);
       line += L' ';
-      line += batch_command_line(opts_.path, opts_.argv);
+      line += rest;
       app = shell;
     } else {
       for (size_t i = 0; i < opts_.argv.size(); i++) {
@@ -648,7 +702,12 @@ class Anchor {
   // A TERM whose grace is not a number the host could have sent is never read
   // as 0 (terminate now): it gets the teardown grace (--grace), as on POSIX.
   void control_line(const std::string& line) {
-    if (line.rfind("TERM ", 0) == 0) {
+    if (line.rfind("JOB ", 0) == 0 && opts_.job_from_host && !job_received_) {
+      // The host's copy of the tree's job handle, duplicated into this process.
+      job_received_ = true;
+      job_ = reinterpret_cast<HANDLE>(static_cast<uintptr_t>(_strtoui64(line.c_str() + 4, nullptr, 10)));
+      trace("job handle %s from the host", line.c_str() + 4);
+    } else if (line.rfind("TERM ", 0) == 0) {
       int grace;
       if (parse_uint31(line.c_str() + 5, grace)) {
         start_terminate(grace);
@@ -870,6 +929,7 @@ class Anchor {
   bool inbox_overlong_ = false;  // discarding a control line that is too long
   int writes_pending_ = 0;
   bool control_open_ = true;
+  bool job_received_ = false;
   bool host_gone_ = false;
   bool root_exited_ = false;
   bool job_zero_ = false;

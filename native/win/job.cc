@@ -2,8 +2,14 @@
 // tree's Job Object, member listing through that handle, and the probe.
 //
 // Which handle decides (see also native/win/anchor.cc):
-// - The host creates the job here, named, with kill-on-close and no
-//   breakaway, before the anchor helper exists; the helper opens it by name.
+// - The host creates the job here, unnamed (so nothing can open it by name),
+//   not inheritable, with kill-on-close and no breakaway, before the anchor
+//   helper exists. job_attach duplicates a handle into the helper (the host's
+//   unreaped child, so its pid is pinned) with only the rights the helper
+//   uses; lib/anchor.ts sends its value as the first control line.
+//   A process of the same user can still open the host or the helper itself
+//   (PROCESS_DUP_HANDLE) and copy a handle out: same-user processes are not a
+//   security boundary on Windows without a restricted token for the command.
 // - While host and helper live, the helper carries out TERM/KILL with
 //   TerminateJobObject and reports QUIET from the job's completion port.
 // - If the helper dies first, the host still holds this handle: lib/anchor.ts
@@ -12,7 +18,6 @@
 //   kill-on-close job ends the helper with it, and the helper's handle was the
 //   last one: KILL_ON_JOB_CLOSE kills the tree. A helper that outlives the host
 //   (not in Node's job) sees control EOF and terminates the job itself.
-#include <atomic>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -49,39 +54,37 @@ int control_pair(int fds[2]) {
   return -ENOSYS;
 }
 
-int job_create(std::string& name_out, uint64_t& handle_out) {
-  static std::atomic<unsigned> counter{0};
-  for (int attempt = 0; attempt < 8; attempt++) {
-    LARGE_INTEGER now;
-    QueryPerformanceCounter(&now);
-    wchar_t name[128];
-    // The session namespace: the helper runs as the same user in the same session.
-    _snwprintf(name, 128, L"Local\\cordon-%lu-%u-%llx", GetCurrentProcessId(), counter.fetch_add(1),
-               static_cast<unsigned long long>(now.QuadPart) ^ (static_cast<unsigned long long>(GetTickCount64()) << 20));
-    name[127] = L'\0';
-    SECURITY_ATTRIBUTES sa = {sizeof sa, nullptr, FALSE};  // never inherited by other children of the host
-    HANDLE job = CreateJobObjectW(&sa, name);
-    if (!job) return -win::errno_from(GetLastError());
-    if (GetLastError() == ERROR_ALREADY_EXISTS) {
-      // Someone else made this name: not ours to trust. Try another.
-      CloseHandle(job);
-      continue;
-    }
-    if (!win::set_tree_limits(job)) {
-      int err = win::errno_from(GetLastError());
-      CloseHandle(job);
-      return -err;
-    }
-    name_out = win::utf8(name);
-    handle_out = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(job));
-    return 0;
+int job_create(uint64_t& handle_out) {
+  SECURITY_ATTRIBUTES sa = {sizeof sa, nullptr, FALSE};  // never inherited by other children of the host
+  HANDLE job = CreateJobObjectW(&sa, nullptr);           // no name: nobody opens it by name
+  if (!job) return -win::errno_from(GetLastError());
+  if (!win::set_tree_limits(job)) {
+    int err = win::errno_from(GetLastError());
+    CloseHandle(job);
+    return -err;
   }
-  return -EEXIST;
+  handle_out = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(job));
+  return 0;
 }
 
-int job_attach(uint64_t handle, int64_t anchor_pid) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_by_anchor[anchor_pid] = as_handle(handle);
+int job_attach(uint64_t handle, int64_t anchor_pid, uint64_t& remote_out) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_by_anchor[anchor_pid] = as_handle(handle);
+  }
+  remote_out = 0;
+  HANDLE helper = OpenProcess(PROCESS_DUP_HANDLE, FALSE, static_cast<DWORD>(anchor_pid));
+  if (!helper) return -win::errno_from(GetLastError());
+  HANDLE remote = nullptr;
+  // Exactly what the helper uses: assign, terminate, list, completion port.
+  BOOL ok = DuplicateHandle(GetCurrentProcess(), as_handle(handle), helper, &remote,
+                            JOB_OBJECT_ASSIGN_PROCESS | JOB_OBJECT_TERMINATE | JOB_OBJECT_QUERY |
+                                JOB_OBJECT_SET_ATTRIBUTES,
+                            FALSE, 0);
+  DWORD err = ok ? 0 : GetLastError();
+  CloseHandle(helper);
+  if (!ok) return -win::errno_from(err);
+  remote_out = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(remote));
   return 0;
 }
 
