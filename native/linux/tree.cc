@@ -320,6 +320,28 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return st.start == start_time && st.state != 'Z' && st.state != 'X';
 }
 
+int group_live_members(int64_t group) {
+  DIR* d = opendir("/proc");
+  if (!d) return -errno;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char* end = nullptr;
+    long long pid = strtoll(e->d_name, &end, 10);
+    if (*end) continue;
+    Stat st;
+    if (read_stat(pid, st) && st.pgid == group && st.state != 'Z' && st.state != 'X') n++;
+  }
+  closedir(d);
+  return n;
+}
+
+int64_t current_pgid(int64_t pid, uint64_t start_time) {
+  Stat st;
+  if (!read_stat(pid, st) || st.start != start_time || st.state == 'Z' || st.state == 'X') return -1;
+  return st.pgid;
+}
+
 bool is_member(int64_t anchor, int64_t group, const Member& member) {
   Stat st;
   if (!read_stat(member.pid, st)) return false;

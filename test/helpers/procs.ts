@@ -15,7 +15,7 @@ export interface ProcInfo {
   command: string;
 }
 
-export function readStat(pid: number): { ppid: number; pgid: number; state: string; start: string } | undefined {
+export function readStat(pid: number): { ppid: number; pgid: number; sid: number; state: string; start: string } | undefined {
   let s: string;
   try {
     s = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -23,7 +23,7 @@ export function readStat(pid: number): { ppid: number; pgid: number; state: stri
     return undefined;
   }
   const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return { state: fields[0]!, ppid: Number(fields[1]), pgid: Number(fields[2]), start: fields[19]! };
+  return { state: fields[0]!, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), start: fields[19]! };
 }
 
 export function cmdline(pid: number): string {
