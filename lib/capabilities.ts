@@ -162,6 +162,19 @@ export function tierGuarantees(
   };
 }
 
+/**
+ * What a result can claim about the tree (C11): 'complete' where the tier
+ * catches every descendant (cgroup, subreaper, job-object), 'partial' where
+ * it cannot see what left its reach (process-group: members that left the
+ * process group unseen, e.g. setsid'd daemons; process-handle: every
+ * descendant). Derived from the same guarantees capabilities() reports.
+ */
+export type Coverage = 'complete' | 'partial';
+
+export function coverageOf(tier: Tier): Coverage {
+  return tierGuarantees(process.platform, tier, false).guarantees.catchesEscapees === 'always' ? 'complete' : 'partial';
+}
+
 export function capabilities(options: { tier?: Tier } = {}): Capabilities {
   const tiers = tiersHere();
   const tier = options.tier ?? defaultTier();
