@@ -319,12 +319,10 @@ class Anchor {
     if (!terminating_ || !(group_termed_ || group_killed_)) return false;
     int live = cordon::group_live_members(group_);
     if (live != 0) return false;  // members, or the walk failed
-    if (!group_killed_) {
-      kill_group();
-      trace("only zombies seen in group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
-      return false;
-    }
-    return true;
+    if (group_killed_) return true;
+    kill_group();
+    trace("only zombies seen in group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
+    return group_killed_ && cordon::group_live_members(group_) == 0;
   }
 
   void kill_group() {
@@ -726,17 +724,21 @@ class Anchor {
   // at once (and, on Linux, a child being forked meanwhile); members seen
   // leaving the group are signalled one by one after identity checks.
   void step_terminate_group(int64_t t) {
-    if (!group_termed_) {
-      // Refresh the snapshot once, so leavers that are still parented are known.
-      members();
-    }
     // Which known members are outside the group, checked before the group
     // signal, so an in-group member gets the polite signal once.
-    std::vector<Member> outside;
-    for (auto& m : remembered_alive()) {
-      int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
-      if (pgid >= 0 && (pgid != group_ || forcing_)) outside.push_back(m);
-    }
+    auto outside_now = [&]() {
+      std::vector<Member> out;
+      for (auto& m : remembered_alive()) {
+        int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
+        if (pgid >= 0 && (pgid != group_ || forcing_)) out.push_back(m);
+      }
+      return out;
+    };
+    // Once, before the group signal: refresh the snapshot, so that members
+    // that left the group while still parented are known. (After it, their
+    // parents would be dead and they orphaned: out of sight.)
+    if (!group_termed_ && !forcing_) members();
+    std::vector<Member> outside = outside_now();
     if (forcing_) {
       kill_group();
     } else if (!group_termed_) {
