@@ -108,7 +108,8 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
       // Escaped unseen (the tier's documented limit): the report must not say clean.
       expect(caps.guarantees.catchesEscapees).toBe('while-parented');
       expect(run.err.text).not.toContain('no leftovers: the tree ended with its root');
-      expect(run.err.text).toContain('cordon: no leftovers seen in the process group; this tier cannot see processes that left it (setsid, daemons)');
+      // (A snapshot may have seen one or another of them before it left: then it is listed, and terminated.)
+      expect(run.err.text).toMatch(/cordon: (no leftovers seen in the process group;|coverage is partial:) this tier cannot see processes that left it \(setsid, daemons\)/);
       for (const p of t.procs()) t.notPromised(p.pid);
     }
 
@@ -180,7 +181,10 @@ describe('C4: an escaped holder of the output pipes', () => {
       expect(leaks.err.text).toMatch(/cordon: {3}pid \d+ \(held the output pipes\): .*sleep 300/);
       expect(describeProcs(t.procs())).toBe('(none)');
     } else {
-      expect(leaks.err.text).toContain("cordon: but a process outside the tier's view held the output past the wait delay; it was closed");
+      // Unseen (usually): said so. Seen by the anchor's first snapshot before it left the group: listed.
+      const said = leaks.err.text.includes("cordon: but a process outside the tier's view held the output past the wait delay; it was closed");
+      const listed = /cordon: {3}pid \d+ \(held the output pipes\): .*sleep 300/.test(leaks.err.text);
+      expect(said || listed, leaks.err.text).toBe(true);
       for (const p of t.procs()) t.notPromised(p.pid);
     }
   });
