@@ -97,7 +97,7 @@ export function tierGuarantees(
     };
   }
   if (tier === 'process-handle') {
-    notes.push('Best-effort fallback: the job could not be assigned, so only the root (by its handle) is contained; descendants are not.');
+    notes.push("Best-effort fallback: the job could not be assigned, so only the root (by its handle) is contained; descendants are not (results say coverage: 'partial').");
     return {
       guarantees: {
         containedBeforeExec: false,
@@ -137,12 +137,13 @@ export function tierGuarantees(
       notes,
     };
   }
-  notes.push('A member that leaves the process group (setsid) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes.');
+  notes.push("The tree runs in a process group of its own, which the anchor is not in (the anchor is in a session of its own) and which the anchor's unreaped pin child keeps from being recycled: termination signals the whole group at once, and quiescence of the group is the kernel's word, not a scan's.");
+  notes.push("A member that leaves the process group (setsid, daemons) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes. So results say coverage: 'partial' and list in leftGroup the members seen leaving.");
   notes.push('Orphans are reparented to init, not to the anchor: init reaps them.');
   if (!pidfd) {
     notes.push(
       platform === 'darwin'
-        ? 'macOS has no pidfd: members are signalled by pid after their start time is verified, with a small reuse window (the group id itself is pinned by the live anchor).'
+        ? "macOS has no pidfd: members that left the group are signalled by pid after their start time is verified, with a small reuse window (the group id itself is pinned by the anchor's pin child)."
         : 'Members are signalled by pid after their start time is verified, with a small reuse window.',
     );
   }

@@ -518,9 +518,10 @@ int64_t current_pgid(int64_t pid, uint64_t start_time) {
 // new process, which would then get the signal. macOS allocates pids
 // sequentially up to 99999 before wrapping, so the number must be recycled
 // within those few microseconds; capabilities() reports this tier as not
-// pid-reuse safe on macOS. The process group id is pinned (the anchor leads
-// the group and stays alive); the individual pid is not, hence kill(pid), not
-// killpg(). A direct, unreaped child of the calling anchor is pinned too: only
+// pid-reuse safe on macOS. The tree's process group id is pinned (by the
+// anchor's unreaped pin child) and signalled as a group by the anchor; this
+// is for members outside the group, whose individual pids are not pinned,
+// hence kill(pid) after verification. A direct, unreaped child of the calling anchor is pinned too: only
 // the anchor reaps it, and not concurrently with this call.
 bool is_member(int64_t anchor, int64_t group, const Member& member) {
   if (!valid_pid(member.pid)) return false;
