@@ -616,6 +616,7 @@ class Anchor {
       }
       if (pid == root_ && !root_exited_) {
         root_exited_ = true;
+        root_exited_at_ = now_ms();
         root_just_exited = true;
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
@@ -831,7 +832,9 @@ class Anchor {
         int64_t left = deadline_ - now_ms();
         timeout = forcing_ ? 10 : static_cast<int>(left < 0 ? 0 : (left < 100 ? left : 100));
       } else if (root_exited_ && !released_sent_) {
-        timeout = 50;
+        // Who holds the pipes is a walk of every process in the process-group
+        // tier: prompt at first, then slower, for kept leftovers that hold on.
+        timeout = group_ > 0 && now_ms() - root_exited_at_ > 2000 ? 500 : 50;
       } else if (opts_.tier == "process-group") {
         timeout = kGroupSnapshotMs;
       } else if (root_exited_) {
@@ -916,6 +919,7 @@ class Anchor {
   bool host_gone_ = false;
   bool control_open_ = true;
   int64_t deadline_ = 0;
+  int64_t root_exited_at_ = 0;
   int64_t force_started_ = 0;
   std::vector<FileId> watched_;
   std::set<std::pair<int64_t, uint64_t>> termed_;
