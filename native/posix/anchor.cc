@@ -308,20 +308,19 @@ class Anchor {
   // No live process is left in the tree's process group. The kernel's answer
   // (group_empty) also counts zombies, and members orphaned to init stay
   // zombies until init reaps them (seconds, on some systems). So, while
-  // terminating: when a walk finds no live member, the group gets SIGKILL (a
-  // no-op for zombies) unless it already had it; from then on no member can
-  // fork (the group signal reaches a child being forked too) and a walk
-  // cannot be outrun: a walk that finds no live member is the answer.
+  // terminating: once a walk finds no live member (or the grace is over),
+  // the group gets SIGKILL (a no-op for zombies); right after it no member
+  // can fork (the group signal reaches a child being forked too), so the walk
+  // that follows cannot be outrun by a pid hopper: it is the answer.
   // Outside termination (kept leftovers are never escalated) only the
   // kernel's answer counts.
   bool group_quiet() {
     if (group_empty()) return true;
     if (!terminating_ || !(group_termed_ || group_killed_)) return false;
-    int live = cordon::group_live_members(group_);
-    if (live != 0) return false;  // members, or the walk failed
-    if (group_killed_) return true;
+    // In the grace: members the walk sees keep their grace.
+    if (!group_killed_ && cordon::group_live_members(group_) != 0) return false;
     kill_group();
-    trace("only zombies seen in group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
+    trace("group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
     return group_killed_ && cordon::group_live_members(group_) == 0;
   }
 
