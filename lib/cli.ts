@@ -147,9 +147,11 @@ function printReport(result: ContainedResult): void {
  * process outside the tier's view): the tree's anchor carries out the
  * teardown without it.
  */
-function stopOnSignals(proc: ContainedProcess, controller: AbortController, options: SpawnOptions): void {
+function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortController, options: SpawnOptions): void {
   let interrupts = 0;
   const onSignal = (signal: NodeJS.Signals) => {
+    const proc = target.proc;
+    if (!proc) return; // (handlers run after the synchronous spawn, so never)
     interrupts++;
     if (interrupts === 1) {
       controller.abort(new Error(`received ${signal}`));
@@ -172,14 +174,17 @@ function stopOnSignals(proc: ContainedProcess, controller: AbortController, opti
 function startContained(command: string, args: string[], options: SpawnOptions): ContainedProcess | number {
   const controller = new AbortController();
   options.signal = controller.signal;
-  let proc: ContainedProcess;
+  // The handlers first: a signal that arrives while spawn() runs (the
+  // command may already be printing) must not find Node's default action,
+  // which would end the CLI at once and leave the tree to its anchor's EOF.
+  const target: { proc?: ContainedProcess } = {};
+  stopOnSignals(target, controller, options);
   try {
-    proc = spawn(command, args, options);
+    target.proc = spawn(command, args, options);
   } catch (err) {
     return launchFailure(err);
   }
-  stopOnSignals(proc, controller, options);
-  return proc;
+  return target.proc;
 }
 
 async function runCommand(argv: string[]): Promise<number> {
