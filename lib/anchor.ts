@@ -37,6 +37,10 @@ export interface AnchorHandlers {
   rootExit(code: number | null, signal: number | null): void;
   left(pid: number, heldOutput: boolean, command: string): void;
   leftEnd(): void;
+  /** The process-group tier: the tree's process group (sent before READY). */
+  group(pgid: number): void;
+  /** The process-group tier: a member the anchor saw outside the tree's process group. */
+  leftGroup(pid: number, command: string): void;
   released(): void;
   stuck(pids: number[]): void;
   quiet(): void;
@@ -408,6 +412,12 @@ export class AnchorChannel {
         this.on.left(Number(pid), held === '1', unescape(command));
         break;
       }
+      case 'GROUP':
+        this.on.group(Number(words[0]));
+        break;
+      case 'LEFTGROUP':
+        this.on.leftGroup(Number(words[0]), unescape(words.slice(1).join(' ')));
+        break;
       case 'LEFTEND':
         this.on.leftEnd();
         break;

@@ -116,7 +116,7 @@ export function tierGuarantees(
     };
   }
   if (tier === 'process-handle') {
-    notes.push('Best-effort fallback: the job could not be assigned, so only the root (by its handle) is contained; descendants are not.');
+    notes.push("Best-effort fallback: the job could not be assigned, so only the root (by its handle) is contained; descendants are not (results say coverage: 'partial').");
     return {
       guarantees: {
         containedBeforeExec: false,
@@ -165,12 +165,13 @@ export function tierGuarantees(
       notes,
     };
   }
-  notes.push('A member that leaves the process group (setsid) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes.');
+  notes.push("The tree runs in a process group of its own, which the anchor is not in (the anchor is in a session of its own) and which the anchor's unreaped pin child keeps from being recycled: termination signals the whole group at once, and quiescence of the group is the kernel's word, not a scan's.");
+  notes.push("A member that leaves the process group (setsid, daemons) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes. So results say coverage: 'partial' and list in leftGroup the members seen leaving.");
   notes.push('Orphans are reparented to init, not to the anchor: init reaps them.');
   if (!pidfd) {
     notes.push(
       platform === 'darwin'
-        ? 'macOS has no pidfd: members are signalled by pid after their start time is verified, with a small reuse window (the group id itself is pinned by the live anchor).'
+        ? "macOS has no pidfd: members that left the group are signalled by pid after their start time is verified, with a small reuse window (the group id itself is pinned by the anchor's pin child)."
         : 'Members are signalled by pid after their start time is verified, with a small reuse window.',
     );
   }
@@ -200,6 +201,19 @@ function hasCapSysAdmin(): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * What a result can claim about the tree (C11): 'complete' where the tier
+ * catches every descendant (cgroup, subreaper, job-object), 'partial' where
+ * it cannot see what left its reach (process-group: members that left the
+ * process group unseen, e.g. setsid'd daemons; process-handle: every
+ * descendant). Derived from the same guarantees capabilities() reports.
+ */
+export type Coverage = 'complete' | 'partial';
+
+export function coverageOf(tier: Tier): Coverage {
+  return tierGuarantees(process.platform, tier, false).guarantees.catchesEscapees === 'always' ? 'complete' : 'partial';
 }
 
 export function capabilities(options: { tier?: Tier } = {}): Capabilities {

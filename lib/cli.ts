@@ -6,7 +6,7 @@ import { constants as osConstants } from 'node:os';
 import { capabilities } from './capabilities.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
-import type { LeftoversPolicy, SpawnOptions, Tier } from './options.js';
+import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type SpawnOptions, type Tier } from './options.js';
 import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
 
 const USAGE = `Usage:
@@ -99,13 +99,33 @@ function exitStatus(result: ContainedResult): number {
   return result.exitCode ?? 1;
 }
 
+/** What a tier with partial coverage cannot see, in words (C11). */
+function unseen(result: ContainedResult): string {
+  return result.tier === 'process-group'
+    ? 'this tier cannot see processes that left it (setsid, daemons)'
+    : `the ${result.tier} tier cannot see the root's descendants`;
+}
+
+/** Members the anchor saw leave the tree's process group (process-group tier). */
+function leftGroupLines(result: ContainedResult): string[] {
+  if (result.leftGroup.length === 0) return [];
+  return [
+    `cordon: ${result.leftGroup.length} process(es) were seen leaving the tree's process group (tracked by snapshot only; any that left unseen are not known):`,
+    ...result.leftGroup.map((l) => `cordon:   pid ${l.pid}: ${l.command}`),
+  ];
+}
+
 function printReport(result: ContainedResult): void {
   const lines: string[] = [];
   const ran = formatDuration(result.rootExitedAt - result.startedAt);
   const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
   lines.push(`cordon: ${result.command} (pid ${result.pid}, ${result.tier} tier) ${how} after ${ran}; reason: ${result.reason}`);
   if (result.leftovers.length === 0) {
-    lines.push('cordon: no leftovers: the tree ended with its root');
+    lines.push(
+      result.coverage === 'complete'
+        ? 'cordon: no leftovers: the tree ended with its root'
+        : `cordon: no leftovers seen ${result.tier === 'process-group' ? 'in the process group' : 'of the root'}; ${unseen(result)}`,
+    );
   } else {
     const fate = result.leftoversKept ? 'kept running' : 'terminated';
     lines.push(`cordon: ${result.leftovers.length} leftover process(es) ${fate}:`);
@@ -113,6 +133,8 @@ function printReport(result: ContainedResult): void {
       lines.push(`cordon:   pid ${l.pid}${l.heldOutput ? ' (held the output)' : ''}: ${l.command}`);
     }
   }
+  lines.push(...leftGroupLines(result));
+  if (result.coverage === 'partial' && result.leftovers.length > 0) lines.push(`cordon: coverage is partial: ${unseen(result)}`);
   if (result.waitDelayExceeded) lines.push('cordon: descendants held the output past the wait delay; it was closed');
   lines.push(`cordon: cleanup took ${formatDuration(result.settledAt - result.rootExitedAt)} after the root exited`);
   process.stderr.write(lines.join('\n') + '\n');
@@ -120,14 +142,28 @@ function printReport(result: ContainedResult): void {
 
 /**
  * Ctrl-C, SIGTERM and SIGHUP abort the run (interrupt grace, then SIGKILL);
- * a second one kills the whole tree at once.
+ * a second one kills the whole tree at once. Either way the CLI ends within
+ * a bound (interrupt grace + 3 s), whatever still holds it (a pipe held by a
+ * process outside the tier's view): the tree's anchor carries out the
+ * teardown without it.
  */
-function stopOnSignals(proc: ContainedProcess, controller: AbortController): void {
+function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortController, options: SpawnOptions): void {
   let interrupts = 0;
   const onSignal = (signal: NodeJS.Signals) => {
+    const proc = target.proc;
+    if (!proc) return; // (handlers run after the synchronous spawn, so never)
     interrupts++;
-    if (interrupts === 1) controller.abort(new Error(`received ${signal}`));
-    else void proc.kill().catch(() => {});
+    if (interrupts === 1) {
+      controller.abort(new Error(`received ${signal}`));
+      // After the result settled (leaks terminating what it kept), the abort
+      // no longer reaches the tree: stop it directly.
+      void proc.terminate({ grace: options.interruptGrace ?? DEFAULT_INTERRUPT_GRACE_MS }).catch(() => {});
+      const bound = (options.interruptGrace ?? DEFAULT_INTERRUPT_GRACE_MS) + 3000;
+      setTimeout(() => {
+        process.stderr.write(`cordon: still not done ${formatDuration(bound)} after ${signal}; exiting (the tree's anchor finishes the teardown)\n`);
+        process.exit(130);
+      }, bound).unref();
+    } else void proc.kill().catch(() => {});
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -138,14 +174,17 @@ function stopOnSignals(proc: ContainedProcess, controller: AbortController): voi
 function startContained(command: string, args: string[], options: SpawnOptions): ContainedProcess | number {
   const controller = new AbortController();
   options.signal = controller.signal;
-  let proc: ContainedProcess;
+  // The handlers first: a signal that arrives while spawn() runs (the
+  // command may already be printing) must not find Node's default action,
+  // which would end the CLI at once and leave the tree to its anchor's EOF.
+  const target: { proc?: ContainedProcess } = {};
+  stopOnSignals(target, controller, options);
   try {
-    proc = spawn(command, args, options);
+    target.proc = spawn(command, args, options);
   } catch (err) {
     return launchFailure(err);
   }
-  stopOnSignals(proc, controller);
-  return proc;
+  return target.proc;
 }
 
 async function runCommand(argv: string[]): Promise<number> {
@@ -180,6 +219,9 @@ async function leaksCommand(argv: string[]): Promise<number> {
   let result: ContainedResult;
   try {
     result = await proc.result;
+    // Settled: the output was drained or closed at the wait delay (C4).
+    // Nothing more is forwarded; our ends must not keep the CLI alive.
+    for (const from of [proc.stdout, proc.stderr]) from?.destroy();
   } catch (err) {
     if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
     const e = err as CordonError;
@@ -190,11 +232,23 @@ async function leaksCommand(argv: string[]): Promise<number> {
   const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
   lines.push(`cordon: ${result.command} (pid ${result.pid}) ${how} after ${formatDuration(result.rootExitedAt - result.startedAt)}; reason: ${result.reason}`);
   const leaked = result.leftovers;
+  lines.push(...leftGroupLines(result));
   if (leaked.length === 0) {
-    lines.push('cordon: no leaks: nothing outlived the command');
+    lines.push(
+      result.coverage === 'complete'
+        ? 'cordon: no leaks: nothing outlived the command'
+        : `cordon: no leaks seen ${result.tier === 'process-group' ? 'in the process group' : 'of the root'}; ${unseen(result)}`,
+    );
+    if (result.waitDelayExceeded) {
+      // Something outlived the command after all: it held the output.
+      lines.push("cordon: but a process outside the tier's view held the output past the wait delay; it was closed");
+      process.stderr.write(lines.join('\n') + '\n');
+      return 1;
+    }
     process.stderr.write(lines.join('\n') + '\n');
     return exitStatus(result);
   }
+  if (result.coverage === 'partial') lines.push(`cordon: coverage is partial: ${unseen(result)}`);
   const stopped = !result.leftoversKept; // canceled or timed out: the whole tree was terminated
   lines.push(
     stopped

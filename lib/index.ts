@@ -1,9 +1,9 @@
 export { spawn, ContainedProcess } from './process.js';
-export type { ContainedResult, Leftover, MemberInfo, Reason } from './process.js';
+export type { ContainedResult, GroupLeaver, Leftover, MemberInfo, Reason } from './process.js';
 export { run } from './run.js';
 export type { RunOptions, RunResult } from './run.js';
 export { capabilities } from './capabilities.js';
-export type { Capabilities, Guarantees, EscapeeCatch } from './capabilities.js';
+export type { Capabilities, Coverage, Guarantees, EscapeeCatch } from './capabilities.js';
 export { CordonError, isCordonError } from './errors.js';
 export type { CordonErrorCode } from './errors.js';
 export {

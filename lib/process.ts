@@ -7,7 +7,7 @@ import { closeSync, createWriteStream, openSync, type WriteStream } from 'node:f
 import { constants as osConstants } from 'node:os';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
-import { defaultTier } from './capabilities.js';
+import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
 import { debug } from './debug.js';
 import { duration } from './duration.js';
 import { CordonError, errnoName, invalidArg } from './errors.js';
@@ -34,6 +34,13 @@ export interface Leftover {
   heldOutput: boolean;
 }
 
+/** A member the anchor saw outside the tree's process group (process-group tier). */
+export interface GroupLeaver {
+  pid: number;
+  /** Command line as the anchor saw it. */
+  command: string;
+}
+
 export interface ContainedResult {
   command: string;
   args: string[];
@@ -50,6 +57,23 @@ export interface ContainedResult {
   leftovers: Leftover[];
   /** Whether leftovers were left running (policy 'keep', or 'kill-on-failure' after a clean exit). */
   leftoversKept: boolean;
+  /**
+   * What cordon could see of the tree (C11). 'complete': every descendant was
+   * contained (cgroup, subreaper, job-object tiers), so an empty `leftovers`
+   * means nothing outlived the root. 'partial': the tier cannot see every
+   * descendant (process-group: a member that left the process group before
+   * a snapshot saw it, such as a setsid'd or double-forked daemon;
+   * process-handle: any descendant), so an empty `leftovers` means only
+   * that none was seen, and quiescence is that of what the tier can see.
+   */
+  coverage: Coverage;
+  /**
+   * The process-group tier: members the anchor saw outside the tree's
+   * process group (setsid, setpgid), by periodic snapshot. They are
+   * terminated with the tree if still alive; any that left unseen are not
+   * listed here (see `coverage`). Empty in the other tiers.
+   */
+  leftGroup: GroupLeaver[];
   /** Epoch milliseconds. */
   startedAt: number;
   rootExitedAt: number;
@@ -81,6 +105,12 @@ function deferred<T>() {
 }
 
 type StreamRole = 'stdout' | 'stderr';
+
+/** Our end of an output pipe that has not seen end-of-file: someone still holds the other end. */
+function stillHeld(raw: Readable): boolean {
+  const state = (raw as Readable & { _readableState?: { ended?: boolean } })._readableState;
+  return !raw.destroyed && !raw.readableEnded && state?.ended !== true;
+}
 
 /** Unread bytes a log-backed stdout/stderr view buffers before it drops output. */
 const VIEW_BUFFER_LIMIT = 16 * 1024 * 1024;
@@ -120,6 +150,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
   private rootExit: { code: number | null; signal: NodeJS.Signals | null; at: number } | undefined;
   private leftovers: Leftover[] = [];
+  private readonly leavers: GroupLeaver[] = [];
+  /** The process-group tier: the tree's process group (not the anchor's). */
+  private group = 0;
   private leftoversComplete = false;
   private released = false;
   private quiet = false;
@@ -214,6 +247,13 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
           noCwd: (errno) => this.onLaunchFailure(cwdError(opts.cwd, errnoName(errno), { errno: -Math.abs(errno) })),
           rootExit: (code, signal) => this.onRootExit(code, signal),
           left: (pid, heldOutput, cmd) => this.leftovers.push({ pid, command: cmd, heldOutput }),
+          group: (pgid) => {
+            this.group = pgid;
+          },
+          leftGroup: (pid, cmd) => {
+            this.leavers.push({ pid, command: cmd });
+            this.emit('leftGroup', { pid, command: cmd });
+          },
           leftEnd: () => {
             this.leftoversComplete = true;
             this.advance();
@@ -339,17 +379,23 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private onWaitDelay(): void {
+    this.waitDelayTimer = undefined;
     this.drainDeadlinePassed = true;
-    if (this.drainDone) {
+    // Where coverage is partial, the anchor's word that no member holds the
+    // pipes (RELEASED, QUIET) covers only the members it can see: one that
+    // left the process group unseen (a daemon) may hold them still. A pipe
+    // that has not reached end-of-file by now is held by someone.
+    const unseenHolder = this.drainDone && this.coverage === 'partial' && this.rawOutputs.some(stillHeld);
+    if (this.drainDone && !unseenHolder) {
       this.advance();
       return;
     }
     // WaitDelay: descendants still hold our pipes. Close our ends, keep what
-    // was read, and say so in the result.
-    this.waitDelayExceeded = true;
+    // was read, and say so in the result (if it has not settled yet).
+    if (!this.settled) this.waitDelayExceeded = true;
     this.drainDone = true;
-    for (const raw of this.rawOutputs) raw.destroy();
-    debug('waitDelay %d ms exceeded for %s', this.opts.waitDelay, this.command);
+    for (const raw of this.rawOutputs) if (!unseenHolder || stillHeld(raw)) raw.destroy();
+    debug('waitDelay %d ms exceeded for %s%s', this.opts.waitDelay, this.command, unseenHolder ? ' (by a process outside the tier\'s view)' : '');
     this.advance();
   }
 
@@ -476,7 +522,11 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private finish(error?: CordonError): void {
-    clearTimeout(this.waitDelayTimer);
+    // C4 holds after the result, too: where coverage is partial, a pipe may
+    // be held by a process the tier cannot see; the wait-delay deadline still
+    // closes it, so that no reader (and no host event loop) waits on it forever.
+    if (this.coverage === 'partial' && this.waitDelayTimer !== undefined && this.rawOutputs.some(stillHeld)) this.waitDelayTimer.unref();
+    else clearTimeout(this.waitDelayTimer);
     clearTimeout(this.timeoutTimer);
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     if (error) {
@@ -505,6 +555,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       waitDelayExceeded: this.waitDelayExceeded,
       leftovers: this.leftovers,
       leftoversKept: this.kept,
+      coverage: this.coverage,
+      leftGroup: [...this.leavers],
       startedAt: this.startedAt,
       rootExitedAt: root.at,
       settledAt: Date.now(),
@@ -536,6 +588,11 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (this.anchorGone) return 'ended';
     if (this.pid === undefined) return 'starting';
     return this.rootExit ? 'leftovers' : 'running';
+  }
+
+  /** What cordon can see of this tree: see ContainedResult.coverage. */
+  get coverage(): Coverage {
+    return coverageOf(this.tier);
   }
 
   /** The working directory the command runs in. */
@@ -596,9 +653,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     // is free and may already be another process's: nothing is listed
     // through it, ever.
     if (this.anchorPid === undefined || this.quiescent || this.anchorGone || this.anchor.exited) return [];
-    const group = this.tier === 'process-group' ? this.anchorPid : 0;
     return binding()
-      .listTree(this.anchorPid, group)
+      .listTree(this.anchorPid, this.tier === 'process-group' ? this.group : 0)
       .map((m) => ({ pid: m.pid, ppid: m.ppid, command: m.command }));
   }
 }

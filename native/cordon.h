@@ -93,6 +93,16 @@ std::string command_line(int64_t pid);
 // Whether `pid` (with `start_time`) is still alive and is still that process.
 bool same_process_alive(int64_t pid, uint64_t start_time);
 
+// How many live (not zombie) processes are in process group `group` now, or a
+// negative errno. Linux: one /proc walk, which a process that forks and exits
+// faster than the walk reads can outrun; macOS: the kernel's list of the
+// group (proc_listpids PROC_PGRP_ONLY).
+int group_live_members(int64_t group);
+
+// The current process group of `pid` if it is still that live process (same
+// start time), else -1.
+int64_t current_pgid(int64_t pid, uint64_t start_time);
+
 // Number of open descriptors of the calling process (for leak checks).
 int count_open_fds();
 

@@ -376,6 +376,10 @@ describe('C8: the host goes away', () => {
         expect(exit.code).toBe(1);
         expect(host.err.text).toContain('uncaught on purpose');
       }
+      // 1 s is C8's promise for a SIGKILLed host. The other endings reach the
+      // anchors the same way (EOF, or TERM with the teardown grace from the
+      // 'exit' listener), and none of these trees' members traps SIGTERM, so
+      // the grace never runs: the same 1 s holds for them.
       await waitFor(() => live.every((pid) => !alive(pid)), {
         timeout: 1000,
         what: `every tree of the host to be gone after the host ${how[ending]}`,

@@ -1,7 +1,9 @@
 // The anchored process-group tier (the macOS strategy), exercised on Linux:
-// the anchor leads the group and stays alive until quiescence, so the group id
-// stays pinned; members that left the group while still parented are caught by
-// the anchor's snapshot. Tier-specific, so it asks for the tier explicitly.
+// the tree has a process group of its own that the anchor is not in (the
+// anchor is in a session of its own, apart from the host's), pinned by the
+// anchor's unreaped pin child until quiescence; members that left the group
+// while still parented are caught by the anchor's snapshot. Tier-specific, so
+// it asks for the tier explicitly.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { capabilities, spawn } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
@@ -18,7 +20,7 @@ describe('process-group tier', () => {
     expect(g.gracefulStop).toBe(true);
   });
 
-  it('the anchor leads the group and stays alive until quiescence; terminate() reaches group members after the root exits', async () => {
+  it('the tree has a group of its own, apart from the anchor and the host; the anchor stays alive until quiescence; terminate() reaches group members after the root exits', async () => {
     const t = useTag();
     // The root exits at once, leaving a double-forked member: orphaned to init,
     // still in the group.
@@ -31,8 +33,15 @@ describe('process-group tier', () => {
     const anchor = proc.anchorPid!;
     expect(alive(member)).toBe(true);
     expect(readStat(member)!.ppid, 'the member is an orphan, not a child of the anchor').not.toBe(anchor);
-    expect(readStat(member)!.pgid, 'the member is in the group the anchor leads').toBe(anchor);
-    expect(readStat(anchor)!.pgid, 'the anchor is the group leader').toBe(anchor);
+    const group = readStat(member)!.pgid;
+    const host = readStat(process.pid)!;
+    expect(group, 'the member is in a group of its own, not the host\'s').not.toBe(host.pgid);
+    expect(readStat(anchor)!.pgid, 'the anchor is not in the tree\'s group').not.toBe(group);
+    expect(readStat(anchor)!.sid, 'the anchor is not in the host\'s session').not.toBe(host.sid);
+    expect(readStat(anchor)!.pgid, 'the anchor is not in the host\'s group').not.toBe(host.pgid);
+    // The group's id is the pid of the anchor's pin: an unreaped zombie child
+    // of the anchor, so the id cannot be reused while the tree lives.
+    expect(readStat(group), 'the pin').toMatchObject({ state: 'Z', ppid: anchor });
     expect(alive(anchor), 'the anchor stays alive while the group has members').toBe(true);
 
     await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
@@ -70,7 +79,8 @@ describe('process-group tier', () => {
       const pids = host.out.pids();
       const members = ['tree.bg', 'tree.double', 'tree.nohup', 'tree.setsid', 'plain.root'].map((n) => pids[n]!);
       for (const pid of members) expect(alive(pid)).toBe(true);
-      expect(readStat(pids['tree.bg']!)!.pgid).toBe(pids['tree.anchor']);
+      const group = readStat(pids['tree.bg']!)!.pgid;
+      expect(readStat(group), "the tree's group is pinned by the anchor's pin").toMatchObject({ state: 'Z', ppid: pids['tree.anchor'] });
       host.child.kill('SIGKILL');
       await within(host.exited, 10_000, 'the host to end', t.tag);
       await waitFor(() => members.every((pid) => !alive(pid)), { timeout: 1000, what: 'every member to be gone', tag: t.tag, pids: members });

@@ -493,15 +493,35 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return in.start == start_time && in.status != SZOMB;
 }
 
+int group_live_members(int64_t group) {
+  if (group <= 0 || group > INT_MAX) return -EINVAL;
+  std::vector<int> pids;
+  int e = list_pids(PROC_PGRP_ONLY, static_cast<uint32_t>(group), pids);
+  if (e != 0) return -e;
+  int n = 0;
+  for (int pid : pids) {
+    Info in;
+    if (pid > 0 && read_info(pid, false, in) && in.pgid == group) n++;  // zombies are not read
+  }
+  return n;
+}
+
+int64_t current_pgid(int64_t pid, uint64_t start_time) {
+  Info in;
+  if (!read_info(pid, false, in) || in.start != start_time) return -1;
+  return in.pgid;
+}
+
 // macOS has no pidfd (use_pidfd is ignored): the member is verified, then
 // signalled by pid. Residual race: between the verification below and kill()
 // the process can exit, be reaped by its parent, and its pid be handed to a
 // new process, which would then get the signal. macOS allocates pids
 // sequentially up to 99999 before wrapping, so the number must be recycled
 // within those few microseconds; capabilities() reports this tier as not
-// pid-reuse safe on macOS. The process group id is pinned (the anchor leads
-// the group and stays alive); the individual pid is not, hence kill(pid), not
-// killpg(). A direct, unreaped child of the calling anchor is pinned too: only
+// pid-reuse safe on macOS. The tree's process group id is pinned (by the
+// anchor's unreaped pin child) and signalled as a group by the anchor; this
+// is for members outside the group, whose individual pids are not pinned,
+// hence kill(pid) after verification. A direct, unreaped child of the calling anchor is pinned too: only
 // the anchor reaps it, and not concurrently with this call.
 bool is_member(int64_t anchor, int64_t group, const Member& member) {
   if (!valid_pid(member.pid)) return false;

@@ -55,8 +55,20 @@ bool read_file(const char* path, std::string& out, size_t limit = 65536) {
 bool read_stat(int64_t pid, Stat& st) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
-  std::string s;
-  if (!read_file(path, s, 4096)) return false;
+  // One read: the kernel produces the whole line at once (the fields up to
+  // starttime fit in far less than this). Walks of all of /proc call this
+  // for every process, on machines that may be loaded.
+  char buf[1024];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t got;
+  do {
+    got = read(fd, buf, sizeof buf - 1);
+  } while (got < 0 && errno == EINTR);
+  close(fd);
+  if (got <= 0) return false;
+  buf[got] = '\0';
+  std::string s(buf, static_cast<size_t>(got));
   size_t close_paren = s.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= s.size()) return false;
   const char* p = s.c_str() + close_paren + 2;
@@ -450,6 +462,42 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   Stat st;
   if (!read_stat(pid, st)) return false;
   return st.start == start_time && st.state != 'Z' && st.state != 'X';
+}
+
+int group_live_members(int64_t group) {
+  // Lean on purpose (the anchor runs it while terminating, on machines that
+  // may be loaded): one open and one read of the start of each stat file.
+  DIR* d = opendir("/proc");
+  if (!d) return -errno;
+  int n = 0;
+  char path[300];
+  char buf[512];
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t got = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (got <= 0) continue;
+    buf[got] = '\0';
+    // "pid (comm) state ppid pgrp ...": comm may hold anything, parse from the last ')'.
+    char* paren = strrchr(buf, ')');
+    if (!paren || paren[1] != ' ' || !paren[2]) continue;
+    char state = paren[2];
+    if (state == 'Z' || state == 'X') continue;
+    char* q = paren + 3;
+    strtoll(q, &q, 10);  // ppid
+    if (strtoll(q, nullptr, 10) == group) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+int64_t current_pgid(int64_t pid, uint64_t start_time) {
+  Stat st;
+  if (!read_stat(pid, st) || st.start != start_time || st.state == 'Z' || st.state == 'X') return -1;
+  return st.pgid;
 }
 
 bool is_member(int64_t anchor, int64_t group, const Member& member) {

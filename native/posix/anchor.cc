@@ -8,6 +8,7 @@
 // SIGKILL (control channel EOF).
 //
 // Protocol (lines, anchor -> host):
+//   GROUP <pgid>                    the process-group tier: the tree's process group (before READY)
 //   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
 //   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
 //   EXECFAIL <errno>                exec of the command failed; nothing ran
@@ -15,6 +16,8 @@
 //   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
 //   LEFT <pid> <holds 0|1> <cmd>    a member still alive when the root exited
 //   LEFTEND
+//   LEFTGROUP <pid> <cmd>           the process-group tier: a member seen outside the tree's group
+//                                   (setsid, setpgid); reported once, tracked by snapshot only
 //   RELEASED                        no member holds the captured stdout/stderr
 //   STUCK <pid> ...                 members survived SIGKILL for 5 s (cleanup failure)
 //   QUIET                           every member is gone and reaped; the anchor exits
@@ -213,6 +216,7 @@ class Anchor {
       return 0;
     }
     release_stdio();
+    if (group_ > 0) send("GROUP %lld", static_cast<long long>(group_));
     if (cg_path_.empty()) {
       send("READY %lld %s %d", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0);
     } else {
@@ -220,6 +224,7 @@ class Anchor {
            cg_path_.c_str());
     }
     loop();
+    release_pin();
     return 0;
   }
 
@@ -256,15 +261,101 @@ class Anchor {
       }
       opts_.tier = "process-group";
     }
-    // process-group tier: the anchor leads a new group and stays alive, so the
-    // group id is pinned for the life of the tree.
-    if (setpgid(0, 0) != 0 && getpgrp() != getpid()) {
+    // process-group tier. The anchor first leaves the host's session (and so
+    // its process group and terminal: job control aimed at the host, such as
+    // `kill -9 -<host pgid>` or a hang-up, does not reach the anchor; the
+    // host's death reaches it as EOF on the control channel). Then the tree
+    // gets a process group X of its own that the anchor is NOT in, so that
+    // kill(-X, sig) reaches exactly the tree's in-group members, atomically
+    // (Linux delivers a group signal to a child being forked too), and
+    // kill(-X, 0) failing with ESRCH means no member (not even an unreaped
+    // zombie) is left in the group: no /proc walk decides quiescence.
+    // X is pinned for the tree's life by a child of the anchor, the pin: it
+    // creates X (X = its pid), the command joins X before exec, then the pin
+    // leaves X and is killed, and stays an unreaped zombie until QUIET. Its
+    // pid, so the id X, cannot be reused meanwhile; nobody can create group X
+    // (a new group's id is its creator's pid), and an empty group cannot be
+    // joined: once empty, X stays empty.
+    if (setsid() < 0) {
+      trace("setsid: %s", strerror(errno));
+      if (getpgrp() != getpid() && setpgid(0, 0) != 0) trace("setpgid: %s", strerror(errno));
+    }
+    own_group_ = getpgrp();
+    pid_t pin = fork();
+    if (pin < 0) {
+      send("NOCONTAIN %d process-group", errno);
+      return false;
+    }
+    if (pin == 0) {
+      // The pin: no handler, no fd of interest; it only waits for its SIGKILL.
+      sigset_t all;
+      sigfillset(&all);
+      sigprocmask(SIG_SETMASK, &all, nullptr);
+      setpgid(0, 0);
+      for (;;) pause();
+    }
+    pin_ = pin;
+    // Also from here (the parent may move a child that has not exec'd), so X
+    // exists before the command is forked, whichever runs first.
+    if (setpgid(pin, pin) != 0) {
       int err = errno;
+      release_pin();
       send("NOCONTAIN %d process-group", err);
       return false;
     }
-    group_ = getpgrp();
+    group_ = pin;
     return true;
+  }
+
+  // The pin leaves the tree's group and dies; it is reaped only at QUIET.
+  // Returns false (errno set) if it could not leave the group.
+  bool unpin() {
+    if (setpgid(pin_, own_group_) != 0) return false;
+    kill(pin_, SIGKILL);  // our unreaped child: its pid is pinned
+    // Until it is a zombie, it would show up in a snapshot of our children.
+    siginfo_t info;
+    while (waitid(P_PID, static_cast<id_t>(pin_), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+    }
+    return true;
+  }
+
+  // Reaps the pin (a zombie by now, or killed here): the group id is free.
+  void release_pin() {
+    if (pin_ <= 0) return;
+    kill(pin_, SIGKILL);
+    int st;
+    while (waitpid(pin_, &st, 0) < 0 && errno == EINTR) {
+    }
+    pin_ = -1;
+  }
+
+  // No process (live or zombie) is left in the tree's process group.
+  bool group_empty() const {
+    return group_ <= 0 || (kill(static_cast<pid_t>(-group_), 0) != 0 && errno == ESRCH);
+  }
+
+  // No live process is left in the tree's process group. The kernel's answer
+  // (group_empty) also counts zombies, and members orphaned to init stay
+  // zombies until init reaps them (seconds, on some systems). So, while
+  // terminating: once a walk finds no live member (or the grace is over),
+  // the group gets SIGKILL (a no-op for zombies); right after it no member
+  // can fork (the group signal reaches a child being forked too), so the walk
+  // that follows cannot be outrun by a pid hopper: it is the answer.
+  // Outside termination (kept leftovers are never escalated) only the
+  // kernel's answer counts.
+  bool group_quiet() {
+    if (group_empty()) return true;
+    if (!terminating_ || !(group_termed_ || group_killed_)) return false;
+    // In the grace: members the walk sees keep their grace.
+    if (!group_killed_ && cordon::group_live_members(group_) != 0) return false;
+    kill_group();
+    trace("group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
+    return group_killed_ && cordon::group_live_members(group_) == 0;
+  }
+
+  void kill_group() {
+    int rc = kill(static_cast<pid_t>(-group_), SIGKILL);
+    if (rc == 0 || errno == ESRCH) group_killed_ = true;
   }
 
   void watch_output() {
@@ -306,6 +397,21 @@ class Anchor {
       fcntl(barrier[0], F_SETFD, FD_CLOEXEC);
       fcntl(barrier[1], F_SETFD, FD_CLOEXEC);
     }
+    // The process-group tier: the command joins the tree's group, then waits
+    // on `go` until the pin has left the group, then execs.
+    int go[2] = {-1, -1};
+    if (group_ > 0) {
+      if (pipe(go) != 0) {
+        int err = errno;
+        close(status_pipe[0]);
+        close(status_pipe[1]);
+        release_pin();
+        send("EXECFAIL %d", err);
+        return false;
+      }
+      fcntl(go[0], F_SETFD, FD_CLOEXEC);
+      fcntl(go[1], F_SETFD, FD_CLOEXEC);
+    }
     std::vector<char*> argv;
     for (auto& a : opts_.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -335,6 +441,11 @@ class Anchor {
     if (pid < 0) {
       int err = errno;
       for (int fd : barrier) if (fd >= 0) close(fd);
+      if (go[0] >= 0) {
+        close(go[0]);
+        close(go[1]);
+      }
+      release_pin();
       send("EXECFAIL %d", err);
       return false;
     }
@@ -350,6 +461,25 @@ class Anchor {
       // capability the command runs without one.
       if (cg_dir_ >= 0) unshare(CLONE_NEWCGROUP);
 #endif
+      // [stage, errno]: stage 0 = exec, 1 = joining the tree's process group.
+      int report[2] = {0, 0};
+      if (group_ > 0) {
+        close(go[1]);
+        if (setpgid(0, static_cast<pid_t>(group_)) != 0) {
+          report[0] = 1;
+          report[1] = errno;
+          ssize_t ignored = write(status_pipe[1], report, sizeof report);
+          (void)ignored;
+          _exit(127);
+        }
+        char b;
+        ssize_t r;
+        do {
+          r = read(go[0], &b, 1);
+        } while (r < 0 && errno == EINTR);
+        if (r != 1) _exit(127);  // the anchor gave up or is gone: nothing of the command runs
+        close(go[0]);
+      }
       // The command starts with the dispositions and mask a shell would give it.
       default_dispositions();
       sigset_t none;
@@ -362,10 +492,10 @@ class Anchor {
       if (g_trace) fclose(g_trace);
       if (barrier[0] >= 0) {
         close(barrier[1]);
-        char go = 0;
+        char byte = 0;
         ssize_t r;
         do {
-          r = read(barrier[0], &go, 1);
+          r = read(barrier[0], &byte, 1);
         } while (r < 0 && errno == EINTR);
         if (r != 1) _exit(127);  // the anchor is gone: nothing of the command runs
         close(barrier[0]);
@@ -382,8 +512,8 @@ class Anchor {
       // close-on-exec included); the close-on-exec status pipe stays until exec.
       cordon::close_fds_from(3, status_pipe[1]);
       execve(opts_.path.c_str(), argv.data(), environ);
-      int err = errno;
-      ssize_t ignored = write(status_pipe[1], &err, sizeof err);
+      report[1] = errno;
+      ssize_t ignored = write(status_pipe[1], report, sizeof report);
       (void)ignored;
       _exit(127);
     }
@@ -397,16 +527,43 @@ class Anchor {
       close(barrier[1]);
     }
     close(status_pipe[1]);
-    int err = 0;
+    if (group_ > 0) {
+      close(go[0]);
+      // The command is in the group once either side has moved it (it cannot
+      // have exec'd: it waits on `go`). Then the pin leaves; if either step
+      // fails, the command never runs.
+      int err = 0;
+      if (setpgid(pid, static_cast<pid_t>(group_)) != 0 && errno != EACCES) err = errno;
+      if (err == 0 && !unpin()) err = errno;
+      if (err != 0) {
+        kill(pid, SIGKILL);  // our unreaped child, still before exec
+        close(go[1]);
+        close(status_pipe[0]);
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        release_pin();
+        send("NOCONTAIN %d process-group", err);
+        return false;
+      }
+      ssize_t w;
+      do {
+        w = write(go[1], "x", 1);  // go
+      } while (w < 0 && errno == EINTR);
+      close(go[1]);
+    }
+    int report[2] = {0, 0};
     ssize_t n;
     do {
-      n = read(status_pipe[0], &err, sizeof err);
+      n = read(status_pipe[0], report, sizeof report);
     } while (n < 0 && errno == EINTR);
     close(status_pipe[0]);
-    if (n == static_cast<ssize_t>(sizeof err)) {
+    if (n == static_cast<ssize_t>(sizeof report)) {
       int st;
       waitpid(pid, &st, 0);
-      send("EXECFAIL %d", err);
+      release_pin();
+      if (report[0] == 1) send("NOCONTAIN %d process-group", report[1]);
+      else send("EXECFAIL %d", report[1]);
       return false;
     }
     root_ = pid;
@@ -479,6 +636,8 @@ class Anchor {
 
   // Current members: descendants (and, in the process-group tier, the group
   // and every member a snapshot saw that is still the same live process).
+  // A full /proc (libproc) walk: the process-group tier uses it for
+  // snapshots and reports only, never to decide quiescence.
   std::vector<Member> members(bool commands = false, bool holds = false) {
     std::vector<Member> out;
     static const std::vector<FileId> kNone;
@@ -498,8 +657,31 @@ class Anchor {
         ++it;
       }
       for (auto& m : out) {
-        if (!m.from_snapshot) remembered_[m.pid] = m;
+        if (m.from_snapshot) continue;
+        remembered_[m.pid] = m;
+        // Seen outside the tree's group (setsid, setpgid): the group signal
+        // misses it, only this snapshot knows it. The host reports it.
+        if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
+          std::string cmd = m.command.empty() ? cordon::command_line(m.pid) : m.command;
+          send("LEFTGROUP %lld %s", static_cast<long long>(m.pid), escape(cmd).c_str());
+        }
       }
+    }
+    return out;
+  }
+
+  // The process-group tier: members a snapshot saw that are still that same
+  // process (no /proc walk).
+  std::vector<Member> remembered_alive() {
+    std::vector<Member> out;
+    for (auto it = remembered_.begin(); it != remembered_.end();) {
+      if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
+        it = remembered_.erase(it);
+        continue;
+      }
+      out.push_back(it->second);
+      out.back().from_snapshot = true;
+      ++it;
     }
     return out;
   }
@@ -510,7 +692,10 @@ class Anchor {
     bool no_children = false;
     for (;;) {
       int st = 0;
-      pid_t pid = waitpid(-1, &st, WNOHANG);
+      // The process-group tier: the anchor's only children are the root and
+      // the pin, whose zombie must stay unreaped until QUIET.
+      if (group_ > 0 && root_exited_) break;
+      pid_t pid = waitpid(group_ > 0 ? root_ : -1, &st, WNOHANG);
       if (pid == 0) break;
       if (pid < 0) {
         if (errno == EINTR) continue;
@@ -519,6 +704,7 @@ class Anchor {
       }
       if (pid == root_ && !root_exited_) {
         root_exited_ = true;
+        root_exited_at_ = now_ms();
         root_just_exited = true;
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
@@ -526,11 +712,23 @@ class Anchor {
         send("EXIT %d %d", code, sig);
       }
     }
+    if (group_ > 0) no_children = root_exited_;
     if (root_just_exited) {
       // A subreaper with no children has no descendants at all (every orphan
       // is reparented to it): the common case needs no /proc scan.
       if (!(no_children && reaps_all())) {
-        for (auto& m : members(true, true)) {
+        auto list = members(true, true);
+        // The process-group tier: one walk can miss a member that forks and
+        // exits faster than the walk reads it (a pid hopper); the kernel says
+        // whether the group still has one. A few more walks, bounded.
+        for (int64_t until = now_ms() + 200; group_ > 0 && now_ms() < until && !group_empty();) {
+          bool listed = false;
+          for (auto& m : list) listed = listed || m.pgid == group_;
+          if (listed) break;
+          usleep(5000);
+          list = members(true, true);
+        }
+        for (auto& m : list) {
           if (m.command.empty()) m.command = cordon::command_line(m.pid);  // known from a snapshot
           send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
                escape(m.command).c_str());
@@ -544,6 +742,12 @@ class Anchor {
   bool tree_empty(bool no_children) {
     if (!no_children) return false;
     if (reaps_all()) return true;  // every descendant is ours to reap
+    if (group_ > 0) {
+      // Exact for the group (the kernel's count, zombies included); members
+      // seen leaving it are checked by identity. Members that left unseen
+      // are this tier's documented limit (the result says: partial).
+      return group_quiet() && remembered_alive().empty();
+    }
     return members().empty();
   }
 
@@ -564,6 +768,10 @@ class Anchor {
       forcing_ = true;
       force_started_ = t;
       trace("grace over: SIGKILL");
+    }
+    if (group_ > 0) {
+      step_terminate_group(t);
+      return;
     }
     if (forcing_ && cg_kill_ >= 0) {
       // SIGKILL to every process of the cgroup at once, new forks included.
@@ -597,6 +805,55 @@ class Anchor {
       stuck_reported_ = true;
       std::string pids;
       for (auto& m : list) pids += " " + std::to_string(m.pid);
+      send("STUCK%s", pids.c_str());
+    }
+  }
+
+  // The process-group tier: the group signal reaches every in-group member
+  // at once (and, on Linux, a child being forked meanwhile); members seen
+  // leaving the group are signalled one by one after identity checks.
+  void step_terminate_group(int64_t t) {
+    // Which known members are outside the group, checked before the group
+    // signal, so an in-group member gets the polite signal once.
+    auto outside_now = [&]() {
+      std::vector<Member> out;
+      for (auto& m : remembered_alive()) {
+        int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
+        if (pgid >= 0 && (pgid != group_ || forcing_)) out.push_back(m);
+      }
+      return out;
+    };
+    // Once, before the group signal: refresh the snapshot, so that members
+    // that left the group while still parented are known. (After it, their
+    // parents would be dead and they orphaned: out of sight.)
+    if (!group_termed_ && !forcing_) members();
+    std::vector<Member> outside = outside_now();
+    if (forcing_) {
+      kill_group();
+    } else if (!group_termed_) {
+      group_termed_ = true;
+      int rc = kill(static_cast<pid_t>(-group_), SIGTERM) == 0 ? 0 : -errno;
+      kill(static_cast<pid_t>(-group_), SIGCONT);
+      trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
+    }
+    for (auto& m : outside) {
+      if (forcing_) {
+        int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
+        trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
+        continue;
+      }
+      auto key = std::make_pair(m.pid, m.start_time);
+      if (termed_.count(key)) continue;
+      int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
+      if (rc == 0) termed_.insert(key);  // a failed TERM is retried next round
+      cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
+      trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
+    }
+    if (forcing_ && !stuck_reported_ && t - force_started_ > kStuckReportMs &&
+        (cordon::group_live_members(group_) != 0 || !outside.empty())) {
+      stuck_reported_ = true;
+      std::string pids;
+      for (auto& m : members()) pids += " " + std::to_string(m.pid);
       send("STUCK%s", pids.c_str());
     }
   }
@@ -686,6 +943,7 @@ class Anchor {
       if (root_exited_ && tree_empty(no_children)) {
         trace("quiescent");
         remove_cgroup();
+        release_pin();  // group X is empty for good: its id may go now
         send("QUIET");
         return;
       }
@@ -698,7 +956,9 @@ class Anchor {
         int64_t left = deadline_ - now_ms();
         timeout = forcing_ ? 10 : static_cast<int>(left < 0 ? 0 : (left < 100 ? left : 100));
       } else if (root_exited_ && !released_sent_) {
-        timeout = 50;
+        // Who holds the pipes is a walk of every process in the process-group
+        // tier: prompt at first, then slower, for kept leftovers that hold on.
+        timeout = group_ > 0 && now_ms() - root_exited_at_ > 2000 ? 500 : 50;
       } else if (opts_.tier == "process-group") {
         timeout = kGroupSnapshotMs;
       } else if (root_exited_) {
@@ -768,7 +1028,12 @@ class Anchor {
   int cg_dir_ = -1;
   int cg_kill_ = -1;
   pid_t root_ = -1;
-  int64_t group_ = 0;
+  int64_t group_ = 0;      // the process-group tier: the tree's group (the pin's pid)
+  int64_t own_group_ = 0;  // the anchor's own group, which the pin moves to
+  pid_t pin_ = -1;         // the process-group tier: pins group_'s id until QUIET
+  bool group_termed_ = false;
+  bool group_killed_ = false;  // the group has had a SIGKILL
+  std::set<std::pair<int64_t, uint64_t>> reported_outside_;
   bool pidfd_ = false;
   bool root_exited_ = false;
   bool terminating_ = false;
@@ -778,6 +1043,7 @@ class Anchor {
   bool host_gone_ = false;
   bool control_open_ = true;
   int64_t deadline_ = 0;
+  int64_t root_exited_at_ = 0;
   int64_t force_started_ = 0;
   std::vector<FileId> watched_;
   std::set<std::pair<int64_t, uint64_t>> termed_;

@@ -119,3 +119,12 @@ export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host
   };
   return { child, out, err, exited, go: () => child.stdin!.write('go\n'), ready };
 }
+
+/** `node dist/cli.js <args>` as users run it (stdin ignored; stdout and stderr captured). */
+export function startCli(args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawnChild(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { env, cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  return { child, out: capture(child.stdout), err: capture(child.stderr), exited };
+}
