@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
-import { useTag, waitFor, within } from './helpers/procs.js';
+import { cmdline, useTag, waitFor, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { catchesTerm, collect, expectAlive, expectGone, startTermIgnoringTree } from './helpers/trees.js';
 
@@ -35,11 +35,15 @@ describe('C3: the grace window', () => {
     const file = join(dir, 'cleanup');
     const proc = spawn(
       'sh',
-      ['-c', 'trap \'echo cleanup > "$FILE"; exit 7\' TERM; echo "PID root $$"; echo READY; sleep 300 & wait'],
+      ['-c', 'trap \'echo cleanup > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait'],
       { env: { ...t.env, FILE: file } },
     );
-    const { root } = await collect(proc, t.tag);
+    const { root, pids } = await collect(proc, t.tag);
     await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+    // The child must have exec'd sleep: a SIGTERM that reaches it between
+    // fork and exec runs the shell's inherited trap handler instead (and the
+    // child then runs sleep with the signal spent, until the forced kill).
+    await waitFor(() => cmdline(pids.child!) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', tag: t.tag });
     expect(existsSync(file)).toBe(false);
 
     const t0 = Date.now();
@@ -53,6 +57,34 @@ describe('C3: the grace window', () => {
     expect(result.reason).toBe('exit');
     expect(result.signal).toBe(null);
     expect(result.exitCode).toBe(7);
+  });
+
+  it('a member forked after the polite signal gets it too, not only the forced kill', async () => {
+    // The root's TERM trap starts a new member after the polite signal went
+    // out, then waits for it. That member has SIGTERM at its default: only a
+    // polite signal of its own ends it before the (long) grace runs out.
+    const t = useTag();
+    const dir = tempDir('cordon-grace-');
+    const file = join(dir, 'late');
+    const proc = spawn(
+      'sh',
+      ['-c', 'trap \'sh -c "echo \\$\\$ > \\"$FILE\\"; exec sleep 300" & wait $!; exit 5\' TERM; echo "PID root $$"; echo READY; while :; do sleep 0.05; done'],
+      { env: { ...t.env, FILE: file } },
+    );
+    const { root } = await collect(proc, t.tag);
+    await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+    const t0 = Date.now();
+    await within(proc.terminate({ grace: 20_000 }), 30_000, 'terminate() to resolve', t.tag);
+    const elapsed = Date.now() - t0;
+    const late = Number(readFileSync(file, 'utf8'));
+    expect(late, 'the trap started the late member').toBeGreaterThan(0);
+    expectGone([root, late], t.tag, 'after terminate() resolved');
+    // Without a polite signal of its own the late member lives until the
+    // forced kill at 20 s; with one, the tree ends in about a tier's rescan
+    // period. 10 s is far from both on a loaded machine.
+    expect(elapsed, 'the late member waited for the forced kill').toBeLessThan(10_000);
+    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+    expect(result.exitCode).toBe(5);
   });
 
   it("a descendant's TERM trap gets its window too", async () => {

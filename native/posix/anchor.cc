@@ -47,6 +47,7 @@
 #include <sys/syscall.h>
 #endif
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +67,18 @@ using cordon::Member;
 constexpr int kControlFd = 3;
 constexpr int kStuckReportMs = 5000;
 constexpr int kGroupSnapshotMs = 1000;
+// A snapshot is a walk of every process on the host (no /proc children list
+// here, no other way to find who left the group): past the tree's first
+// seconds, while snapshots find nothing outside the tree's group, they back
+// off to this, so that many idle trees on
+// a host with thousands of processes do not spend its CPU walking /proc
+// (200 trees x 4,000 processes took both cores at 1 s each).
+constexpr int kGroupSnapshotMaxMs = 8000;
+// ...but not in a tree's first seconds, when daemons usually start.
+constexpr int kGroupSnapshotSteadyAfterMs = 5000;
+// In the grace, how often the process-group tier looks for members forked
+// after the group's SIGTERM (a walk of every process).
+constexpr int kGroupTermWalkMs = 250;
 
 int g_signal_pipe[2] = {-1, -1};
 FILE* g_trace = nullptr;
@@ -826,7 +839,29 @@ class Anchor {
     // Once, before the group signal: refresh the snapshot, so that members
     // that left the group while still parented are known. (After it, their
     // parents would be dead and they orphaned: out of sight.)
-    if (!group_termed_ && !forcing_) members();
+    if (!group_termed_ && !forcing_) {
+      // The in-group members this walk saw get the group signal below: they
+      // count as signalled. (One forked while the walk ran gets the group
+      // signal too but may be signalled once more below: the walk is not atomic.)
+      for (auto& m : members()) {
+        if (m.pgid == group_) group_signalled_.insert({m.pid, m.start_time});
+      }
+      last_term_walk_ = t;
+    } else if (group_termed_ && !forcing_ && t - last_term_walk_ >= kGroupTermWalkMs) {
+      // In the grace: a member forked after the group signal (a shell that
+      // forks while its TERM trap is pending) gets the polite signal too, as
+      // in the other tiers, rather than only the forced kill at the end.
+      last_term_walk_ = t;
+      for (auto& m : members()) {
+        if (m.from_snapshot || m.pgid != group_) continue;  // outside: handled below
+        auto key = std::make_pair(m.pid, m.start_time);
+        if (group_signalled_.count(key)) continue;
+        int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
+        if (rc == 0) group_signalled_.insert(key);
+        cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
+        trace("SIGTERM %lld (forked after the group signal): %d", static_cast<long long>(m.pid), rc);
+      }
+    }
     std::vector<Member> outside = outside_now();
     if (forcing_) {
       kill_group();
@@ -960,14 +995,19 @@ class Anchor {
         // tier: prompt at first, then slower, for kept leftovers that hold on.
         timeout = group_ > 0 && now_ms() - root_exited_at_ > 2000 ? 500 : 50;
       } else if (opts_.tier == "process-group") {
-        timeout = kGroupSnapshotMs;
+        timeout = snapshot_every_;
       } else if (root_exited_) {
         // Orphans of a kept tree are reparented to us and reaped on SIGCHLD;
         // a slow poll covers grandchildren whose parents reap them.
         timeout = 1000;
       }
-      if (opts_.tier == "process-group" && !terminating_ && now_ms() - last_snapshot >= kGroupSnapshotMs) {
-        members();  // refresh the snapshot so setsid'd members stay known
+      if (opts_.tier == "process-group" && !terminating_ && now_ms() - last_snapshot >= snapshot_every_) {
+        // Refresh the snapshot so setsid'd members stay known: every second
+        // while the tree has members outside its group, backing off while not.
+        bool outside = false;
+        for (auto& m : members()) outside = outside || m.pgid != group_;
+        bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
+        snapshot_every_ = outside || young ? kGroupSnapshotMs : std::min(snapshot_every_ * 2, kGroupSnapshotMaxMs);
         last_snapshot = now_ms();
       }
       pollfd fds[2];
@@ -1047,7 +1087,15 @@ class Anchor {
   int64_t force_started_ = 0;
   std::vector<FileId> watched_;
   std::set<std::pair<int64_t, uint64_t>> termed_;
+  // The process-group tier: in-group members known to have had the polite
+  // signal (the group's, or their own if forked after it). Apart from termed_,
+  // which is for members outside the group: one that leaves the group between
+  // the walk and the group signal must still get its own.
+  std::set<std::pair<int64_t, uint64_t>> group_signalled_;
   std::map<int64_t, Member> remembered_;
+  int snapshot_every_ = kGroupSnapshotMs;  // the process-group tier's snapshot interval
+  int64_t started_at_ = now_ms();
+  int64_t last_term_walk_ = 0;
   std::string inbox_;
   bool inbox_overlong_ = false;  // discarding a control line that is too long
 };
