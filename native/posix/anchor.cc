@@ -801,18 +801,7 @@ class Anchor {
       if (!m.from_snapshot && cordon::is_member(getpid(), group_, m)) m.from_snapshot = true;
     }
     for (auto& m : list) {
-      if (!m.from_snapshot) continue;  // no longer ours: never signalled
-      if (forcing_) {
-        int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
-        trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
-        continue;
-      }
-      auto key = std::make_pair(m.pid, m.start_time);
-      if (termed_.count(key)) continue;
-      int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
-      if (rc == 0) termed_.insert(key);  // a failed TERM is retried next round
-      cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
-      trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
+      if (m.from_snapshot) signal_one(m);  // else no longer ours: never signalled
     }
     if (forcing_ && !stuck_reported_ && !list.empty() && t - force_started_ > kStuckReportMs) {
       stuck_reported_ = true;
@@ -820,6 +809,22 @@ class Anchor {
       for (auto& m : list) pids += " " + std::to_string(m.pid);
       send("STUCK%s", pids.c_str());
     }
+  }
+
+  // One verified member: the forced kill once forcing, else the polite
+  // signal (and SIGCONT) once per process; a failed TERM is retried next round.
+  void signal_one(const Member& m) {
+    if (forcing_) {
+      int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
+      trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
+      return;
+    }
+    auto key = std::make_pair(m.pid, m.start_time);
+    if (termed_.count(key)) return;
+    int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
+    if (rc == 0) termed_.insert(key);
+    cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
+    trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
   }
 
   // The process-group tier: the group signal reaches every in-group member
@@ -871,19 +876,7 @@ class Anchor {
       kill(static_cast<pid_t>(-group_), SIGCONT);
       trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
     }
-    for (auto& m : outside) {
-      if (forcing_) {
-        int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
-        trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
-        continue;
-      }
-      auto key = std::make_pair(m.pid, m.start_time);
-      if (termed_.count(key)) continue;
-      int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
-      if (rc == 0) termed_.insert(key);  // a failed TERM is retried next round
-      cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
-      trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
-    }
+    for (auto& m : outside) signal_one(m);
     if (forcing_ && !stuck_reported_ && t - force_started_ > kStuckReportMs &&
         (cordon::group_live_members(group_) != 0 || !outside.empty())) {
       stuck_reported_ = true;
