@@ -37,9 +37,9 @@ test('root exits, nothing holds stdout: no wait-delay overrun', async (ctx) => {
 // Parity with child_process: a grandchild started with stdio 'ignore' does not
 // hold the root's stdout. Under Wine, child_process.spawn of the same tree sees
 // EOF about 0.3 s after the root exits (measured), but through cordon the pipe
-// stays held until waitDelay: some handle of the pipe reaches the grandchild
-// (the anchor hands the root its stdio with PROC_THREAD_ATTRIBUTE_HANDLE_LIST;
-// whether Wine honours it, or Windows behaves the same, is not yet known).
+// stays held until waitDelay, and killing the grandchild ends the hold at once:
+// the grandchild holds a handle of the pipe (test/win/README.md, "Open", has
+// what was measured; whether Windows behaves the same is not known).
 // Marked todo (it runs and reports, it does not fail the lane) until found.
 test('a grandchild with stdio ignore does not hold the output (as with child_process)', { todo: 'under investigation: through cordon the pipe stays held (issue 11 report)' }, async (ctx) => {
   const t = track(ctx);
