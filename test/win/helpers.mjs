@@ -124,6 +124,16 @@ export function readPids(stream, t, ms = 30000) {
   );
 }
 
+/** The `PID <name> <pid>` lines of a finished fixture's output (a file's text); tracks each pid. */
+export function parsePids(text, t) {
+  const pids = {};
+  for (const m of text.matchAll(/^PID (\S+) (\d+)\r?$/gm)) {
+    pids[m[1]] = Number(m[2]);
+    t.add(Number(m[2]));
+  }
+  return pids;
+}
+
 export function treeArgs(...args) {
   return [join(fixtures, 'tree.mjs'), ...args];
 }

@@ -53,3 +53,27 @@ test('nested job: ending the outer tree ends the inner host and its tree', async
   await within(outer.kill(), 15000, 'outer kill()', all);
   await waitGone(all, 3000);
 });
+
+for (const mode of ['exit', 'throw']) {
+  test(`host ${mode === 'exit' ? 'exits normally (process.exit)' : 'dies of an uncaught exception'}: the tree ends with it`, async (ctx) => {
+    const t = track(ctx);
+    const host = spawnChild(process.execPath, [join(fixtures, 'host.mjs'), mode], { env: hostEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    t.add(host.pid);
+    let stderr = '';
+    host.stderr.on('data', (d) => (stderr += d));
+    const pids = await readPids(host.stdout, t);
+    const tree = [pids.anchor, pids['tree.root'], pids['tree.gc0'], pids['tree.gc1']];
+    assert.ok(tree.every(alive), 'the tree runs under the host');
+    const exited = new Promise((resolve) => host.once('exit', (code) => resolve(code)));
+    host.stdin.write('go\n');
+    const code = await within(exited, 15000, 'the host to exit', [host.pid]);
+    if (mode === 'exit') assert.equal(code, 0);
+    else {
+      assert.notEqual(code, 0);
+      assert.match(stderr, /uncaught, on purpose/);
+    }
+    // The host ran no cordon code at exit: Node's kill-on-close job ends the
+    // anchor, whose job's kill-on-close ends the tree (bounded for Wine).
+    await waitGone(tree, 5000);
+  });
+}

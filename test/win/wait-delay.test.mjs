@@ -33,3 +33,19 @@ test('root exits, nothing holds stdout: no wait-delay overrun', async (ctx) => {
   assert.equal(result.waitDelayExceeded, false);
   assert.deepEqual(result.leftovers, []);
 });
+
+// Parity with child_process: a grandchild started with stdio 'ignore' does not
+// hold the root's stdout. Under Wine, child_process.spawn of the same tree sees
+// EOF about 0.3 s after the root exits (measured), but through cordon the pipe
+// stays held until waitDelay, and killing the grandchild ends the hold at once:
+// the grandchild holds a handle of the pipe (test/win/README.md, "Open", has
+// what was measured; whether Windows behaves the same is not known).
+// Marked todo (it runs and reports, it does not fail the lane) until found.
+test('a grandchild with stdio ignore does not hold the output (as with child_process)', { todo: 'under investigation: through cordon the pipe stays held (issue 11 report)' }, async (ctx) => {
+  const t = track(ctx);
+  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1', '--exit'), { stdio: ['ignore', 'pipe', 'ignore'], waitDelay: 3000 }));
+  const pids = await readPids(proc.stdout, t);
+  const result = await within(proc.result, 20000, 'result', [pids.gc0]);
+  assert.equal(result.waitDelayExceeded, false);
+  await waitGone([pids.gc0], 5000);
+});
