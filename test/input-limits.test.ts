@@ -16,7 +16,7 @@ import { helperPath } from '../lib/native.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { occupyPid, PidTakenError } from './helpers/pids.js';
-import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { cmdline, killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { tier } from './helpers/tier.js';
 import { catchesTerm, collect, expectAlive, outcome, startBgTree } from './helpers/trees.js';
@@ -43,11 +43,15 @@ async function startSlowTrap(t: Tagged, options: { grace?: number } = {}) {
     'sh',
     // (The trap's delay is a shell loop, not a `sleep`: the anchor sends
     // SIGTERM to members forked during the grace too.)
-    ['-c', 'trap \'echo started > "$FILE"; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done > "$FILE"; exit 7\' TERM; echo "PID root $$"; echo READY; sleep 300 & wait'],
+    ['-c', 'trap \'echo started > "$FILE"; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait'],
     { env: { ...t.env, FILE: file }, ...options },
   );
-  const { root } = await collect(proc, t.tag);
+  const { root, pids } = await collect(proc, t.tag);
   await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+  // The child must have exec'd sleep: a SIGTERM that reaches it between fork
+  // and exec runs the shell's inherited trap handler instead, and the child
+  // then sleeps on with the signal spent, until the forced kill (20 s here).
+  await waitFor(() => cmdline(pids.child!) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', tag: t.tag });
   return { proc, root, file };
 }
 
