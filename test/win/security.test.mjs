@@ -73,11 +73,19 @@ const REFUSED = [
 
 const bare = (a) => /^[A-Za-z0-9#$*+\-./:?@\\_]+$/.test(a);
 
-async function attempt(cmd, args, opts) {
+async function attempt(cmd, args, opts, tries = 3) {
   let proc;
   try {
     proc = cordon.spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (err) {
+    // Under a loaded Wine, CreateProcess of the helper itself has failed once
+    // (UNKNOWN) in a long series of spawns: a typed launch failure that ran
+    // nothing, and not what this asks. It is tried again (said in the log);
+    // a refusal of the argument is never retried.
+    if (tries > 1 && err.code !== 'ERR_CORDON_UNSAFE_BATCH_ARG' && /anchor helper could not be started/.test(err.message)) {
+      console.log(`# the helper could not be started (${err.code}) for ${JSON.stringify(args)}: trying again`);
+      return attempt(cmd, args, opts, tries - 1);
+    }
     return { refused: err };
   }
   const out = [];
