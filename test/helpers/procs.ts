@@ -69,6 +69,15 @@ function environHas(pid: number, needle: string): boolean {
   }
 }
 
+/**
+ * `pid` is alive and is still one of the test's processes: it carries `tag`.
+ * (pid_max is 32768 here: a member's pid that was freed can belong to anyone
+ * a moment later, a kernel thread included.)
+ */
+export function aliveTagged(pid: number, tag: string): boolean {
+  return alive(pid) && environHas(pid, `${TAG_VAR}=${tag}\0`);
+}
+
 /** This run's id: every tag of this run starts with it (set by the global setup). */
 export const RUN_VAR = 'CORDON_TEST_RUN';
 

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { expect } from 'vitest';
 import { spawn, type ContainedProcess, type SpawnOptions } from '../../lib/index.js';
 import { capture, fixture } from './fixtures.js';
-import { alive, cmdline, describeProcs, findTagged, waitFor, within, type Tagged } from './procs.js';
+import { alive, aliveTagged, cmdline, describeProcs, findTagged, waitFor, within, type Tagged } from './procs.js';
 
 export interface Collected {
   out: ReturnType<typeof capture>;
@@ -68,7 +68,9 @@ export function expectAlive(pids: number[], when: string): void {
 
 /** Every pid named, and every process carrying the tag, is gone now (no waiting). */
 export function expectGone(pids: number[], tag: string, when: string): void {
-  const living = pids.filter(alive).map((pid) => `${pid} ${cmdline(pid)}`);
+  // By pid and tag: a freed pid may be reused at once (a kernel thread was
+  // seen taking one); a member that lived on still carries the tag.
+  const living = pids.filter((pid) => aliveTagged(pid, tag)).map((pid) => `${pid} ${cmdline(pid)}`);
   expect(living, `pids still alive ${when}`).toEqual([]);
   const tagged = findTagged(tag);
   expect(tagged, `tagged processes still alive ${when}:\n${describeProcs(tagged)}`).toEqual([]);
