@@ -48,7 +48,7 @@ async function withOccupant<S extends { proc: ContainedProcess; target: number }
 
 async function endOccupant(occ: Occupant): Promise<void> {
   killPids([occ.pid, ...occ.helpers]);
-  await waitFor(() => !alive(occ.pid), { timeout: 2000, what: `occupant ${occ.pid} to end`, pids: [occ.pid] });
+  await waitFor(() => !sameAlive(occ.pid, occ.start), { timeout: 2000, what: `occupant ${occ.pid} to end`, pids: [occ.pid] });
 }
 
 // The tier is the project's (CORDON_TIER, see vitest.config.ts).

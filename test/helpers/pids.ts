@@ -6,7 +6,7 @@
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { capture } from './fixtures.js';
-import { alive, killPids, readStat, sleep } from './procs.js';
+import { killPids, readStat, sameAlive, sleep } from './procs.js';
 
 const NS_LAST_PID = '/proc/sys/kernel/ns_last_pid';
 
@@ -124,5 +124,5 @@ export async function occupyPid(target: number, env: NodeJS.ProcessEnv, timeout 
 
 /** The occupant is the very process we started (same pid, same start time) and alive. */
 export function stillOccupied(o: Occupant): boolean {
-  return alive(o.pid) && readStat(o.pid)?.start === o.start;
+  return sameAlive(o.pid, o.start);
 }

@@ -37,7 +37,28 @@ export function cmdline(pid: number): string {
 /** Alive and not a zombie. */
 export function alive(pid: number): boolean {
   const st = readStat(pid);
-  return st !== undefined && st.state !== 'Z' && st.state !== 'X';
+  if (st === undefined || st.state === 'Z' || st.state === 'X') return false;
+  // A pid a fixture printed is that process, not whoever got the number once
+  // it was freed (pid_max is 32768 here, and pid-reuse.test hands freed pids
+  // out on purpose while other files run).
+  const known = printed.get(pid);
+  return known === undefined || known === st.start;
+}
+
+/**
+ * Start times of the pids fixtures printed in the current test (useTag()
+ * starts a test's record afresh), read the first time each was parsed.
+ */
+const printed = new Map<number, string>();
+
+function rememberPrinted(pid: number): void {
+  if (printed.has(pid)) return;
+  const st = readStat(pid);
+  if (st && st.state !== 'Z' && st.state !== 'X') printed.set(pid, st.start);
+}
+
+export function forgetPrinted(): void {
+  printed.clear();
 }
 
 /**
@@ -148,6 +169,7 @@ export interface Tagged {
  * and, if the test had passed, that leak fails it.
  */
 export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
+  forgetPrinted(); // a new test: pids it learns are its own
   const tag = `${process.env[RUN_VAR] ?? 'run'}-t${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
   const excused = new Set<number>();
   onTestFinished(() => {
@@ -231,6 +253,9 @@ export function openFdCount(): number {
 /** Pids a fixture printed as `PID <name> <pid>` lines. */
 export function parsePids(text: string): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^PID (\S+) (\d+)$/gm)) out[m[1]!] = Number(m[2]);
+  for (const m of text.matchAll(/^PID (\S+) (\d+)$/gm)) {
+    out[m[1]!] = Number(m[2]);
+    rememberPrinted(Number(m[2]));
+  }
   return out;
 }
