@@ -72,6 +72,11 @@ struct FileId {
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
               std::vector<Member>& out, bool commands = true);
 
+// Whether the process `pid` (still the one that started at `start_time`)
+// holds one of `watched`: for members known from an earlier snapshot, whom
+// list_tree no longer finds (the process-group tier: left the group, orphaned).
+bool holds_output(int64_t pid, uint64_t start_time, const std::vector<FileId>& watched);
+
 // Signal one member through a pinned identity: open a handle on the pid
 // (pidfd), then verify the handle's process is still the one enumerated (same
 // start time) and still a descendant of `anchor` (or of `group`; a

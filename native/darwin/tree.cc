@@ -493,6 +493,10 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return in.start == start_time && in.status != SZOMB;
 }
 
+bool holds_output(int64_t pid, uint64_t start_time, const std::vector<FileId>& watched) {
+  return same_process_alive(pid, start_time) && holds_any(pid, resolve(watched));
+}
+
 int group_live_members(int64_t group) {
   if (group <= 0 || group > INT_MAX) return -EINVAL;
   std::vector<int> pids;

@@ -454,6 +454,10 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
   return static_cast<int>(out.size());
 }
 
+bool holds_output(int64_t pid, uint64_t start_time, const std::vector<FileId>& watched) {
+  return same_process_alive(pid, start_time) && holds_any(pid, watched);
+}
+
 std::string command_line(int64_t pid) {
   return read_cmdline(pid);
 }

@@ -666,6 +666,11 @@ class Anchor {
         if (!have.count(it->first)) {
           out.push_back(it->second);
           out.back().from_snapshot = true;
+          // Out of the walk's sight now (left the group, orphaned): whether it
+          // holds the output is asked of it directly, so a report names it.
+          if (holds) {
+            out.back().holds_output = cordon::holds_output(it->second.pid, it->second.start_time, watched_);
+          }
         }
         ++it;
       }
