@@ -25,15 +25,15 @@
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"],
       "conditions": [
         ["OS=='linux'", {
-          "sources": ["native/posix/anchor.cc", "native/linux/tree.cc"],
+          "sources": ["native/posix/anchor.cc", "native/protocol.cc", "native/linux/tree.cc"],
           "ldflags": ["<!@(node -p \"process.env.CORDON_ANCHOR_DYNAMIC ? '' : '-static'\")"]
         }],
         ["OS=='mac'", {
-          "sources": ["native/posix/anchor.cc", "native/darwin/tree.cc"],
+          "sources": ["native/posix/anchor.cc", "native/protocol.cc", "native/darwin/tree.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
-          "sources": ["native/win/anchor.cc", "native/win/tree.cc"],
+          "sources": ["native/win/anchor.cc", "native/protocol.cc", "native/win/tree.cc"],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
           "libraries": ["shell32.lib"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}

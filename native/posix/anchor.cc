@@ -7,30 +7,14 @@
 // every orphan (C9) and terminates the tree when the host goes away, even by
 // SIGKILL (control channel EOF).
 //
-// Protocol (lines, anchor -> host):
-//   GROUP <pgid>                    the process-group tier: the tree's process group (before READY)
-//   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
-//   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
-//   EXECFAIL <errno>                exec of the command failed; nothing ran
-//   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
-//   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
-//   LEFT <pid> <holds 0|1> <cmd>    a member still alive when the root exited
-//   LEFTEND
-//   LEFTGROUP <pid> <cmd>           the process-group tier: a member seen outside the tree's group
-//                                   (setsid, setpgid); reported once, tracked by snapshot only
-//   RELEASED                        no member holds the captured stdout/stderr
-//   STUCK <pid> ...                 members survived SIGKILL for 5 s (cleanup failure)
-//   QUIET                           every member is gone and reaped; the anchor exits
-// host -> anchor:
-//   TERM <grace ms>                 polite signal to every member, SIGKILL after grace
-//                                   (grace: digits, 0..2^31-1; anything else: the --grace)
-//   KILL                            SIGKILL to every member now
-// Lines over 256 bytes and unknown lines are discarded (traced).
-// EOF on the control channel (the host is gone) = TERM <teardown grace>.
+// The protocol (its lines, the control channel, the command line, the
+// termination schedule) is native/protocol.h, shared with the Windows anchor.
+//
 // The anchor does not share the host's process group or session (cgroup and
 // subreaper tiers: setsid() after the fork, before the command may exec), so a
 // signal to the host's group cannot end it with the host.
 #include "../cordon.h"
+#include "../protocol.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,7 +32,6 @@
 #endif
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,8 +47,10 @@ namespace {
 using cordon::FileId;
 using cordon::Member;
 
+namespace protocol = cordon::protocol;
+using protocol::trace;
+
 constexpr int kControlFd = 3;
-constexpr int kStuckReportMs = 5000;
 constexpr int kGroupSnapshotMs = 1000;
 // A snapshot is a walk of every process on the host (no /proc children list
 // here, no other way to find who left the group): past the tree's first
@@ -81,19 +66,6 @@ constexpr int kGroupSnapshotSteadyAfterMs = 5000;
 constexpr int kGroupTermWalkMs = 250;
 
 int g_signal_pipe[2] = {-1, -1};
-FILE* g_trace = nullptr;
-
-void trace(const char* fmt, ...) {
-  if (!g_trace) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(g_trace, "[cordon-anchor %d] ", static_cast<int>(getpid()));
-  vfprintf(g_trace, fmt, ap);
-  fputc('\n', g_trace);
-  fflush(g_trace);
-  va_end(ap);
-}
-
 int64_t now_ms() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -130,18 +102,7 @@ void default_dispositions() {
 #endif
 }
 
-struct Options {
-  std::string tier = "subreaper";
-  bool best_effort = false;
-  // The cgroup tier was the host's default, not asked for: if its cgroup
-  // cannot be made or entered now, run in the subreaper tier (READY says so).
-  bool fallback = false;
-  int grace_ms = 3000;
-  std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
-  std::string cwd;             // the command's working directory (else the anchor's)
-  std::string path;
-  std::vector<std::string> argv;
-};
+using Options = protocol::Options<char>;
 
 [[noreturn]] void usage(const char* why) {
   fprintf(stderr, "cordon-anchor: %s\n", why);
@@ -152,54 +113,16 @@ struct Options {
   _exit(64);
 }
 
-// A duration or descriptor number as the host writes it: decimal digits
-// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
-// fraction, an overflow, trailing garbage, nothing) is rejected: read with
-// atoi() it would become 0, which for a grace means "SIGKILL now".
-bool parse_uint31(const char* s, int& out) {
-  if (!s || !*s) return false;
-  long long v = 0;
-  for (const char* p = s; *p; p++) {
-    if (*p < '0' || *p > '9') return false;
-    v = v * 10 + (*p - '0');
-    if (v > 2147483647LL) return false;
-  }
-  out = static_cast<int>(v);
-  return true;
+void open_trace(const char* file) {
+  FILE* f = fopen(file, "a");
+  if (f) fcntl(fileno(f), F_SETFD, FD_CLOEXEC);
+  protocol::set_trace(f, static_cast<unsigned long>(getpid()));
 }
 
 Options parse(int argc, char** argv) {
   Options o;
-  int i = 1;
-  for (; i < argc; i++) {
-    std::string a = argv[i];
-    if (a == "--") {
-      i++;
-      break;
-    } else if (a == "--tier" && i + 1 < argc) {
-      o.tier = argv[++i];
-    } else if (a == "--watch-fd" && i + 1 < argc) {
-      int fd;
-      if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
-      o.watch_fds.push_back(fd);
-    } else if (a == "--cwd" && i + 1 < argc) {
-      o.cwd = argv[++i];
-    } else if (a == "--best-effort") {
-      o.best_effort = true;
-    } else if (a == "--fallback") {
-      o.fallback = true;
-    } else if (a == "--grace" && i + 1 < argc) {
-      if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
-    } else if (a == "--trace" && i + 1 < argc) {
-      g_trace = fopen(argv[++i], "a");
-      if (g_trace) fcntl(fileno(g_trace), F_SETFD, FD_CLOEXEC);
-    } else {
-      usage("unknown option");
-    }
-  }
-  if (i + 1 >= argc) usage("missing command");
-  o.path = argv[i++];
-  for (; i < argc; i++) o.argv.push_back(argv[i]);
+  o.tier = "subreaper";
+  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption, o, usage, open_trace);
   if (o.tier != "cgroup" && o.tier != "subreaper" && o.tier != "process-group") usage("unknown tier");
   return o;
 }
@@ -219,7 +142,7 @@ class Anchor {
     pidfd_ = probe.pidfd;
 
     if (!opts_.cwd.empty() && chdir(opts_.cwd.c_str()) != 0) {
-      send("NOCWD %d", errno);
+      send(protocol::no_cwd(errno));
       return 0;
     }
     if (!contain()) return 0;
@@ -229,13 +152,8 @@ class Anchor {
       return 0;
     }
     release_stdio();
-    if (group_ > 0) send("GROUP %lld", static_cast<long long>(group_));
-    if (cg_path_.empty()) {
-      send("READY %lld %s %d", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0);
-    } else {
-      send("READY %lld %s %d %s", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0,
-           cg_path_.c_str());
-    }
+    if (group_ > 0) send(protocol::group(group_));
+    send(protocol::ready(root_, opts_.tier, pidfd_, cg_path_));
     loop();
     release_pin();
     return 0;
@@ -257,7 +175,7 @@ class Anchor {
         if (rc == 0) return true;
         trace("cgroup unavailable: %s", strerror(-rc));
         if (!opts_.best_effort && !opts_.fallback) {
-          send("NOCONTAIN %d cgroup", -rc);
+          send(protocol::no_contain(-rc, "cgroup"));
           return false;
         }
       }
@@ -269,7 +187,7 @@ class Anchor {
       if (rc == 0) return true;
       trace("subreaper unavailable: %s", strerror(-rc));
       if (!opts_.best_effort) {
-        send("NOCONTAIN %d subreaper", -rc);
+        send(protocol::no_contain(-rc, "subreaper"));
         return false;
       }
       opts_.tier = "process-group";
@@ -296,7 +214,7 @@ class Anchor {
     own_group_ = getpgrp();
     pid_t pin = fork();
     if (pin < 0) {
-      send("NOCONTAIN %d process-group", errno);
+      send(protocol::no_contain(errno, "process-group"));
       return false;
     }
     if (pin == 0) {
@@ -313,7 +231,7 @@ class Anchor {
     if (setpgid(pin, pin) != 0) {
       int err = errno;
       release_pin();
-      send("NOCONTAIN %d process-group", err);
+      send(protocol::no_contain(err, "process-group"));
       return false;
     }
     group_ = pin;
@@ -358,7 +276,7 @@ class Anchor {
   // kernel's answer counts.
   bool group_quiet() {
     if (group_empty()) return true;
-    if (!terminating_ || !(group_termed_ || group_killed_)) return false;
+    if (!term_.active() || !(group_termed_ || group_killed_)) return false;
     // In the grace: members the walk sees keep their grace.
     if (!group_killed_ && cordon::group_live_members(group_) != 0) return false;
     kill_group();
@@ -383,7 +301,7 @@ class Anchor {
   bool launch() {
     int status_pipe[2];
     if (pipe(status_pipe) != 0) {
-      send("EXECFAIL %d", errno);
+      send(protocol::exec_fail(errno));
       return false;
     }
     fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
@@ -404,7 +322,7 @@ class Anchor {
         int err = errno;
         close(status_pipe[0]);
         close(status_pipe[1]);
-        send("EXECFAIL %d", err);
+        send(protocol::exec_fail(err));
         return false;
       }
       fcntl(barrier[0], F_SETFD, FD_CLOEXEC);
@@ -419,7 +337,7 @@ class Anchor {
         close(status_pipe[0]);
         close(status_pipe[1]);
         release_pin();
-        send("EXECFAIL %d", err);
+        send(protocol::exec_fail(err));
         return false;
       }
       fcntl(go[0], F_SETFD, FD_CLOEXEC);
@@ -435,7 +353,7 @@ class Anchor {
       if (r < 0) {
         trace("clone3 into the cgroup: %s", strerror(static_cast<int>(-r)));
         if (!opts_.best_effort && !opts_.fallback) {
-          send("NOCONTAIN %d cgroup", static_cast<int>(-r));
+          send(protocol::no_contain(static_cast<int>(-r), "cgroup"));
           return false;
         }
         remove_cgroup();
@@ -459,7 +377,7 @@ class Anchor {
         close(go[1]);
       }
       release_pin();
-      send("EXECFAIL %d", err);
+      send(protocol::exec_fail(err));
       return false;
     }
     if (pid == 0) {
@@ -502,7 +420,7 @@ class Anchor {
       close(g_signal_pipe[0]);
       close(g_signal_pipe[1]);
       close(status_pipe[0]);
-      if (g_trace) fclose(g_trace);
+      if (protocol::trace_file()) fclose(protocol::trace_file());
       if (barrier[0] >= 0) {
         close(barrier[1]);
         char byte = 0;
@@ -556,7 +474,7 @@ class Anchor {
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
         }
         release_pin();
-        send("NOCONTAIN %d process-group", err);
+        send(protocol::no_contain(err, "process-group"));
         return false;
       }
       ssize_t w;
@@ -575,8 +493,8 @@ class Anchor {
       int st;
       waitpid(pid, &st, 0);
       release_pin();
-      if (report[0] == 1) send("NOCONTAIN %d process-group", report[1]);
-      else send("EXECFAIL %d", report[1]);
+      if (report[0] == 1) send(protocol::no_contain(report[1], "process-group"));
+      else send(protocol::exec_fail(report[1]));
       return false;
     }
     root_ = pid;
@@ -609,17 +527,9 @@ class Anchor {
     sigaction(SIGTERM, &sa, nullptr);
   }
 
-  void send(const char* fmt, ...) {
+  void send(const std::string& line) {
     if (host_gone_) return;
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if (n > static_cast<int>(sizeof buf) - 2) n = sizeof buf - 2;
-    buf[n++] = '\n';
-    write_all(buf, static_cast<size_t>(n));
+    write_all(line.data(), line.size());
   }
 
   void write_all(const char* p, size_t n) {
@@ -633,18 +543,6 @@ class Anchor {
       p += w;
       n -= static_cast<size_t>(w);
     }
-  }
-
-  static std::string escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '\\') out += "\\\\";
-      else if (c == '\n') out += "\\n";
-      else if (c == '\r') out += "\\r";
-      else out += c;
-    }
-    if (out.size() > 4000) out.resize(4000);
-    return out;
   }
 
   // Current members: descendants (and, in the process-group tier, the group
@@ -676,7 +574,7 @@ class Anchor {
         // misses it, only this snapshot knows it. The host reports it.
         if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
           std::string cmd = m.command.empty() ? cordon::command_line(m.pid) : m.command;
-          send("LEFTGROUP %lld %s", static_cast<long long>(m.pid), escape(cmd).c_str());
+          send(protocol::left_group(m.pid, cmd));
         }
       }
     }
@@ -722,7 +620,7 @@ class Anchor {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         trace("root exited code=%d signal=%d", code, sig);
-        send("EXIT %d %d", code, sig);
+        send(protocol::exit(code, sig));
       }
     }
     if (group_ > 0) no_children = root_exited_;
@@ -743,11 +641,10 @@ class Anchor {
         }
         for (auto& m : list) {
           if (m.command.empty()) m.command = cordon::command_line(m.pid);  // known from a snapshot
-          send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
-               escape(m.command).c_str());
+          send(protocol::left(m.pid, m.holds_output, m.command));
         }
       }
-      send("LEFTEND");
+      send(protocol::left_end());
     }
     return no_children;
   }
@@ -764,29 +661,16 @@ class Anchor {
     return members().empty();
   }
 
-  void start_terminate(int grace_ms) {
-    int64_t deadline = now_ms() + (grace_ms < 0 ? 0 : grace_ms);
-    if (!terminating_) {
-      terminating_ = true;
-      deadline_ = deadline;
-      trace("terminate, grace %d ms", grace_ms);
-    } else if (deadline < deadline_) {
-      deadline_ = deadline;
-    }
-  }
+  void start_terminate(int grace_ms) { term_.start(grace_ms, now_ms()); }
 
   void step_terminate() {
     int64_t t = now_ms();
-    if (!forcing_ && t >= deadline_) {
-      forcing_ = true;
-      force_started_ = t;
-      trace("grace over: SIGKILL");
-    }
+    if (term_.force_due(t)) trace("grace over: SIGKILL");
     if (group_ > 0) {
       step_terminate_group(t);
       return;
     }
-    if (forcing_ && cg_kill_ >= 0) {
+    if (term_.forcing() && cg_kill_ >= 0) {
       // SIGKILL to every process of the cgroup at once, new forks included.
       ssize_t w = write(cg_kill_, "1", 1);
       trace("cgroup.kill: %zd", w);
@@ -803,18 +687,16 @@ class Anchor {
     for (auto& m : list) {
       if (m.from_snapshot) signal_one(m);  // else no longer ours: never signalled
     }
-    if (forcing_ && !stuck_reported_ && !list.empty() && t - force_started_ > kStuckReportMs) {
-      stuck_reported_ = true;
-      std::string pids;
-      for (auto& m : list) pids += " " + std::to_string(m.pid);
-      send("STUCK%s", pids.c_str());
+    if (term_.stuck_due(t) && !list.empty()) {
+      term_.stuck_reported();
+      send(protocol::stuck(list));
     }
   }
 
   // One verified member: the forced kill once forcing, else the polite
   // signal (and SIGCONT) once per process; a failed TERM is retried next round.
   void signal_one(const Member& m) {
-    if (forcing_) {
+    if (term_.forcing()) {
       int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
       trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
       return;
@@ -837,14 +719,14 @@ class Anchor {
       std::vector<Member> out;
       for (auto& m : remembered_alive()) {
         int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
-        if (pgid >= 0 && (pgid != group_ || forcing_)) out.push_back(m);
+        if (pgid >= 0 && (pgid != group_ || term_.forcing())) out.push_back(m);
       }
       return out;
     };
     // Once, before the group signal: refresh the snapshot, so that members
     // that left the group while still parented are known. (After it, their
     // parents would be dead and they orphaned: out of sight.)
-    if (!group_termed_ && !forcing_) {
+    if (!group_termed_ && !term_.forcing()) {
       // The in-group members this walk saw get the group signal below: they
       // count as signalled. (One forked while the walk ran gets the group
       // signal too but may be signalled once more below: the walk is not atomic.)
@@ -852,7 +734,7 @@ class Anchor {
         if (m.pgid == group_) group_signalled_.insert({m.pid, m.start_time});
       }
       last_term_walk_ = t;
-    } else if (group_termed_ && !forcing_ && t - last_term_walk_ >= kGroupTermWalkMs) {
+    } else if (group_termed_ && !term_.forcing() && t - last_term_walk_ >= kGroupTermWalkMs) {
       // In the grace: a member forked after the group signal (a shell that
       // forks while its TERM trap is pending) gets the polite signal too, as
       // in the other tiers, rather than only the forced kill at the end.
@@ -868,7 +750,7 @@ class Anchor {
       }
     }
     std::vector<Member> outside = outside_now();
-    if (forcing_) {
+    if (term_.forcing()) {
       kill_group();
     } else if (!group_termed_) {
       group_termed_ = true;
@@ -877,12 +759,9 @@ class Anchor {
       trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
     }
     for (auto& m : outside) signal_one(m);
-    if (forcing_ && !stuck_reported_ && t - force_started_ > kStuckReportMs &&
-        (cordon::group_live_members(group_) != 0 || !outside.empty())) {
-      stuck_reported_ = true;
-      std::string pids;
-      for (auto& m : members()) pids += " " + std::to_string(m.pid);
-      send("STUCK%s", pids.c_str());
+    if (term_.stuck_due(t) && (cordon::group_live_members(group_) != 0 || !outside.empty())) {
+      term_.stuck_reported();
+      send(protocol::stuck(members()));
     }
   }
 
@@ -899,15 +778,9 @@ class Anchor {
     }
     if (!held) {
       released_sent_ = true;
-      send("RELEASED");
+      send(protocol::released());
     }
   }
-
-  // Control lines are short ("TERM 3000"). A longer line is no command: it
-  // is discarded up to its newline (with a trace), so neither memory nor CPU
-  // grows with what is written to the channel, and what follows it is still
-  // read. Each byte is looked at once (no rescanning of a growing buffer).
-  static constexpr size_t kMaxControlLine = 256;
 
   void handle_control() {
     char buf[65536];
@@ -921,46 +794,11 @@ class Anchor {
       start_terminate(opts_.grace_ms);
       return;
     }
-    const char* p = buf;
-    const char* end = buf + n;
-    while (p < end) {
-      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
-      const char* stop = nl ? nl : end;
-      size_t len = static_cast<size_t>(stop - p);
-      if (!inbox_overlong_) {
-        if (inbox_.size() + len > kMaxControlLine) {
-          trace("control line longer than %zu bytes: discarded up to its newline", kMaxControlLine);
-          inbox_overlong_ = true;
-          inbox_.clear();
-        } else {
-          inbox_.append(p, len);
-        }
-      }
-      if (!nl) break;
-      if (!inbox_overlong_) control_line(inbox_);
-      inbox_.clear();
-      inbox_overlong_ = false;
-      p = nl + 1;
-    }
-  }
-
-  // One command from the host. A TERM whose grace is not a number the host
-  // could have sent (garbage, a sign, an exponent, out of range) is never read
-  // as 0 (SIGKILL now): the host did ask for the tree to end, so it gets the
-  // teardown grace (--grace). Anything else unknown is ignored, with a trace.
-  void control_line(const std::string& line) {
-    if (line.rfind("TERM ", 0) == 0) {
-      int grace;
-      if (parse_uint31(line.c_str() + 5, grace)) {
-        start_terminate(grace);
-      } else {
-        trace("malformed TERM grace \"%s\": using the teardown grace %d ms", line.c_str() + 5, opts_.grace_ms);
-        start_terminate(opts_.grace_ms);
-      }
-    } else if (line == "KILL") {
-      start_terminate(0);
-    } else {
-      trace("unknown control line ignored: \"%s\"", line.c_str());
+    std::vector<std::string> lines;
+    control_.feed(buf, static_cast<size_t>(n), lines);
+    for (auto& line : lines) {
+      auto c = protocol::parse_command(line, opts_.grace_ms, false);
+      if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) start_terminate(c.grace_ms);
     }
   }
 
@@ -972,17 +810,16 @@ class Anchor {
         trace("quiescent");
         remove_cgroup();
         release_pin();  // group X is empty for good: its id may go now
-        send("QUIET");
+        send(protocol::quiet());
         return;
       }
-      if (terminating_) step_terminate();
+      if (term_.active()) step_terminate();
       check_released();
       int timeout = -1;
-      if (terminating_) {
+      if (term_.active()) {
         // SIGCHLD wakes the loop at once; the timeout only paces re-scans for
         // members forked meanwhile, and meets the grace deadline exactly.
-        int64_t left = deadline_ - now_ms();
-        timeout = forcing_ ? 10 : static_cast<int>(left < 0 ? 0 : (left < 100 ? left : 100));
+        timeout = term_.wait_ms(now_ms(), 10, 100);
       } else if (root_exited_ && !released_sent_) {
         // Who holds the pipes is a walk of every process in the process-group
         // tier: prompt at first, then slower, for kept leftovers that hold on.
@@ -994,7 +831,7 @@ class Anchor {
         // a slow poll covers grandchildren whose parents reap them.
         timeout = 1000;
       }
-      if (opts_.tier == "process-group" && !terminating_ && now_ms() - last_snapshot >= snapshot_every_) {
+      if (opts_.tier == "process-group" && !term_.active() && now_ms() - last_snapshot >= snapshot_every_) {
         // Refresh the snapshot so setsid'd members stay known: every second
         // while the tree has members outside its group, backing off while not.
         bool outside = false;
@@ -1069,15 +906,11 @@ class Anchor {
   std::set<std::pair<int64_t, uint64_t>> reported_outside_;
   bool pidfd_ = false;
   bool root_exited_ = false;
-  bool terminating_ = false;
-  bool forcing_ = false;
-  bool stuck_reported_ = false;
+  protocol::Termination term_;
   bool released_sent_ = false;
   bool host_gone_ = false;
   bool control_open_ = true;
-  int64_t deadline_ = 0;
   int64_t root_exited_at_ = 0;
-  int64_t force_started_ = 0;
   std::vector<FileId> watched_;
   std::set<std::pair<int64_t, uint64_t>> termed_;
   // The process-group tier: in-group members known to have had the polite
@@ -1089,8 +922,7 @@ class Anchor {
   int snapshot_every_ = kGroupSnapshotMs;  // the process-group tier's snapshot interval
   int64_t started_at_ = now_ms();
   int64_t last_term_walk_ = 0;
-  std::string inbox_;
-  bool inbox_overlong_ = false;  // discarding a control line that is too long
+  protocol::LineReader control_{false};
 };
 
 }  // namespace
