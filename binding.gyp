@@ -25,11 +25,19 @@
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"],
       "conditions": [
         ["OS=='linux'", {
-          "sources": ["native/posix/anchor.cc", "native/protocol.cc", "native/linux/tree.cc"],
+          "sources": [
+            "native/posix/anchor.cc", "native/protocol.cc", "native/posix/tier.cc",
+            "native/posix/tier_subreaper.cc", "native/posix/tier_cgroup.cc", "native/posix/tier_process_group.cc",
+            "native/linux/tree.cc"
+          ],
           "ldflags": ["<!@(node -p \"process.env.CORDON_ANCHOR_DYNAMIC ? '' : '-static'\")"]
         }],
         ["OS=='mac'", {
-          "sources": ["native/posix/anchor.cc", "native/protocol.cc", "native/darwin/tree.cc"],
+          "sources": [
+            "native/posix/anchor.cc", "native/protocol.cc", "native/posix/tier.cc",
+            "native/posix/tier_subreaper.cc", "native/posix/tier_cgroup.cc", "native/posix/tier_process_group.cc",
+            "native/darwin/tree.cc"
+          ],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {

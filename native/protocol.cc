@@ -195,6 +195,12 @@ int Termination::wait_ms(int64_t now, int forcing_ms, int max_ms) const {
   return static_cast<int>(left < 0 ? 0 : (left < max_ms ? left : max_ms));
 }
 
+void print_usage(const char* why, const std::string& synopsis, const char* channel) {
+  fprintf(stderr, "cordon-anchor: %s\n", why);
+  fprintf(stderr, "usage: %s\nIt is started by the cordon library with a control channel %s.\n", synopsis.c_str(),
+          channel);
+}
+
 void set_trace(FILE* file, unsigned long pid) {
   g_trace = file;
   g_trace_pid = pid;

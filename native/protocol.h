@@ -199,6 +199,12 @@ struct Options {
   std::vector<String> argv;
 };
 
+// A bad command line: the anchor prints why, its synopsis and how it is
+// started (`channel`: where its control channel is) on stderr, and exits
+// with kUsageExit.
+constexpr int kUsageExit = 64;
+void print_usage(const char* why, const std::string& synopsis, const char* channel);
+
 // A duration or descriptor number as the host writes it: decimal digits
 // only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
 // fraction, an overflow, trailing garbage, nothing) is rejected: read with

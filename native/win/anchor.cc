@@ -83,12 +83,11 @@ int64_t now_ms() { return static_cast<int64_t>(GetTickCount64()); }
 using Options = protocol::Options<wchar_t>;
 
 [[noreturn]] void usage(const char* why) {
-  fprintf(stderr, "cordon-anchor: %s\n", why);
-  fprintf(stderr,
-          "usage: cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
-          "       [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
-          "It is started by the cordon library with a control channel at fds 3 (out) and 4 (in).\n");
-  ExitProcess(64);
+  protocol::print_usage(why,
+                        "cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
+                        "       [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]",
+                        "at fds 3 (out) and 4 (in)");
+  ExitProcess(protocol::kUsageExit);
 }
 
 void open_trace(const wchar_t* file) { protocol::set_trace(_wfopen(file, L"a"), GetCurrentProcessId()); }
