@@ -13,7 +13,7 @@
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
-          "sources": ["native/win/job.cc", "native/win/tree.cc"],
+          "sources": ["native/win/host.cc", "native/win/job_object.cc"],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}
         }]
@@ -41,7 +41,7 @@
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
-          "sources": ["native/win/anchor.cc", "native/protocol.cc", "native/win/tree.cc"],
+          "sources": ["native/win/anchor.cc", "native/protocol.cc", "native/win/job_object.cc"],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
           "libraries": ["shell32.lib"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}

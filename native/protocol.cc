@@ -110,7 +110,7 @@ std::string stuck(const std::vector<Member>& members) {
   return end(line);
 }
 
-std::string quiet() { return end(start(Verb::kQuiet)); }
+std::string quiescent() { return end(start(Verb::kQuiet)); }
 
 std::string escape(const std::string& s) {
   std::string out;

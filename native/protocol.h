@@ -89,7 +89,7 @@ std::string left_end();
 std::string left_group(int64_t pid, const std::string& command);
 std::string released();
 std::string stuck(const std::vector<Member>& members);
-std::string quiet();
+std::string quiescent();  // QUIET
 
 // A command line as LEFT and LEFTGROUP carry it: backslash, LF and CR escaped
 // (\\, \n, \r), at most 4000 bytes.

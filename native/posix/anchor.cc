@@ -1,6 +1,6 @@
 // cordon-anchor: the per-tree anchor process (POSIX).
 //
-// The host spawns this helper (posix_spawn) with the command's stdio on fds
+// The host spawns the anchor (posix_spawn) with the command's stdio on fds
 // 0-2 and the control channel on fd 3. The anchor establishes containment *before* it forks and
 // execs the command (C1), holds the tree's identity for as long as anything
 // may signal it (C2), carries out graceful escalation by itself (C3), reaps
@@ -69,7 +69,7 @@ const int kIgnored[] = {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGT
 
 // In the command's child, before exec: every disposition back to its
 // default. Handled signals reset themselves at exec; ignored ones would not.
-// The host starts this helper with glibc's posix_spawn, which leaves glibc's
+// The host starts the anchor with glibc's posix_spawn, which leaves glibc's
 // own internal signals (SIGCANCEL, SIGSETXID: 32 and 33) ignored, and glibc's
 // sigaction() refuses to touch those: the raw system call resets them (an
 // all-zero kernel sigaction is SIG_DFL, whatever the architecture's layout).
@@ -435,7 +435,7 @@ class Anchor : public anchor::TierHost {
       if (root_exited_ && no_children && tier_->quiescent()) {
         trace("quiescent");
         tier_->release();
-        send(protocol::quiet());
+        send(protocol::quiescent());
         return;
       }
       if (term_.active()) step_terminate();

@@ -14,11 +14,11 @@
 // process (nothing of it ran) and reports NOCONTAIN; best-effort resumes it
 // with the retained process handle as the only identity (tier process-handle).
 //
-// The job is created by the host (lib/anchor.ts -> native/win/job.cc),
+// The job is created by the host (lib/anchor.ts -> native/win/host.cc),
 // unnamed, with kill-on-close and no breakaway; the host duplicates a handle
-// into this helper and sends its value as the first control line
+// into the anchor and sends its value as the first control line
 // (`JOB <value>`, --job-from-host) before the command exists. Nothing else can
-// open the job by name. Which handle decides is described in native/win/job.cc.
+// open the job by name. Which handle decides is described in native/win/host.cc.
 //
 // The command is created with its resolved absolute path as lpApplicationName
 // (so Windows' own search order never applies). A .bat/.cmd runs through
@@ -39,7 +39,7 @@
 // implement it), no polite signal reached anyone, so the forced stop follows
 // at once instead of waiting out a grace nobody was told about.
 //
-// RELEASED: the helper keeps one duplicate of each captured stdout/stderr
+// RELEASED: the anchor keeps one duplicate of each captured stdout/stderr
 // write end (--watch-fd) and asks the kernel how many handles the pipe's file
 // object has (NtQueryObject ObjectBasicInformation.HandleCount). When only
 // its own is left, no member holds the output: it closes its duplicate (the
@@ -250,7 +250,7 @@ class Anchor {
     if (out_ == INVALID_HANDLE_VALUE || !out_ || control_ == INVALID_HANDLE_VALUE || !control_) {
       usage("no control channel at fds 3 and 4");
     }
-    // Only the helper holds the control channel: the command must not inherit it.
+    // Only the anchor holds the control channel: the command must not inherit it.
     SetHandleInformation(out_, HANDLE_FLAG_INHERIT, 0);
     SetHandleInformation(control_, HANDLE_FLAG_INHERIT, 0);
     SetConsoleCtrlHandler(on_console_event, TRUE);
@@ -570,7 +570,7 @@ class Anchor {
     return false;
   }
 
-  // The helper must never hold the command's pipes: closing its copies is what
+  // The anchor must never hold the command's pipes: closing its copies is what
   // lets the host see EOF once the tree's own writers are gone.
   void release_stdio() {
     HANDLE seen[3] = {nullptr, nullptr, nullptr};
@@ -722,7 +722,7 @@ class Anchor {
       if (root_exited_ && tree_empty()) {
         send_released();
         trace("quiescent");
-        send(protocol::quiet());
+        send(protocol::quiescent());
         return;
       }
       if (term_.active()) step_terminate();
