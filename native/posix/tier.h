@@ -11,7 +11,9 @@
 //   tier_process_group.cc  the process-group tier (the macOS strategy): a process group
 //                          of the tree's own, pinned by a child of the anchor
 // and one row of the table in tier.cc, which also says what --best-effort and
-// --fallback may fall back to. Adding a tier: one strategy file, one row.
+// --fallback may fall back to. Adding a tier: one strategy file, one row
+// (and the file in the POSIX anchor's sources: binding.gyp and CMakeLists.txt
+// list them once each).
 #pragma once
 
 #include <sys/types.h>
