@@ -13,7 +13,7 @@
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
-          "sources": ["native/win/job.cc", "native/win/tree.cc"],
+          "sources": ["native/win/host.cc", "native/win/job_object.cc"],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}
         }]
@@ -23,17 +23,24 @@
       "target_name": "cordon-anchor",
       "type": "executable",
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"],
+      "sources": ["native/protocol.cc"],
       "conditions": [
+        ["OS=='linux' or OS=='mac'", {
+          "sources": [
+            "native/posix/anchor.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
+            "native/posix/tier_cgroup.cc", "native/posix/tier_process_group.cc"
+          ]
+        }],
         ["OS=='linux'", {
-          "sources": ["native/posix/anchor.cc", "native/linux/tree.cc"],
+          "sources": ["native/linux/tree.cc"],
           "ldflags": ["<!@(node -p \"process.env.CORDON_ANCHOR_DYNAMIC ? '' : '-static'\")"]
         }],
         ["OS=='mac'", {
-          "sources": ["native/posix/anchor.cc", "native/darwin/tree.cc"],
+          "sources": ["native/darwin/tree.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
-          "sources": ["native/win/anchor.cc", "native/win/tree.cc"],
+          "sources": ["native/win/anchor.cc", "native/win/job_object.cc"],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
           "libraries": ["shell32.lib"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}

@@ -133,7 +133,7 @@ Napi::Value ReapHelper(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// signalHelper(pid, signal): signals the helper only while it is an unreaped
+// signalHelper(pid, signal): signals the anchor only while it is an unreaped
 // child of the host (its pid pinned). Throws ECHILD when it is not.
 Napi::Value SignalHelper(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -187,7 +187,7 @@ Napi::Value CountOpenFds(const Napi::CallbackInfo& info) {
 }
 
 #ifdef _WIN32
-// Windows only: the host's handle on each tree's Job Object (native/win/job.cc).
+// Windows only: the host's handle on each tree's Job Object (native/win/host.cc).
 // Handles cross as numbers (handle values are small integers).
 uint64_t HandleArg(const Napi::CallbackInfo& info, size_t i) {
   return static_cast<uint64_t>(info[i].As<Napi::Number>().Int64Value());
@@ -214,7 +214,7 @@ Napi::Value JobCreate(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// jobAttach(handle, anchorPid) -> the job's handle value inside the helper.
+// jobAttach(handle, anchorPid) -> the job's handle value inside the anchor.
 Napi::Value JobAttach(const Napi::CallbackInfo& info) {
   if (!NumberArgs(info, 2, "jobAttach(handle, anchorPid) takes two numbers")) return info.Env().Undefined();
   uint64_t remote = 0;

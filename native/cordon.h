@@ -119,7 +119,7 @@ namespace cordon {
 // channel (POSIX). fds[0] stays with the host, fds[1] becomes the anchor's fd 3.
 int control_pair(int fds[2]);
 
-// Starting the anchor helper (POSIX, native/posix/spawn.cc) with posix_spawn,
+// Starting the anchor (POSIX, native/posix/spawn.cc) with posix_spawn,
 // which does not copy the host's address space as fork() does.
 constexpr int kStdioPipe = -1;  // a new pipe; the host keeps the other end
 constexpr int kStdioNull = -2;  // /dev/null
@@ -132,18 +132,18 @@ struct HelperSpawn {
 struct HelperProcess {
   int64_t pid = 0;
   int host_fds[3] = {-1, -1, -1};  // the host's end of each kStdioPipe, else -1
-  int control_fd = -1;             // the host's end of the control pair (the helper's fd 3)
+  int control_fd = -1;             // the host's end of the control pair (the anchor's fd 3)
 };
-// The helper gets fds 0-2 and its end of a new control pair as fd 3 (it
+// The anchor gets fds 0-2 and its end of a new control pair as fd 3 (it
 // closes any other itself), an empty signal mask
 // and default dispositions, and the host's working directory (the command's
-// is an argument of the helper). Exec failures are reported here (a negative errno).
+// is an argument of the anchor). Exec failures are reported here (a negative errno).
 int spawn_helper(const HelperSpawn& spec, HelperProcess& out);
-// Reap the helper if it has exited: 1 (code, or -1 and the signal), 0 while
+// Reap the anchor if it has exited: 1 (code, or -1 and the signal), 0 while
 // it runs, a negative errno (-ECHILD: reaped by someone else).
 int reap_helper(int64_t pid, int& code, int& signal);
-// Signal the helper, only while it is an unreaped child of the caller (its pid
-// pinned): -ECHILD otherwise, nothing signalled. An exited helper not yet
+// Signal the anchor, only while it is an unreaped child of the caller (its pid
+// pinned): -ECHILD otherwise, nothing signalled. An exited anchor not yet
 // reaped is not signalled (0).
 int signal_helper(int64_t pid, int sig);
 
@@ -151,14 +151,14 @@ int signal_helper(int64_t pid, int sig);
 
 namespace cordon {
 
-// Windows: the host's own handle on a tree's Job Object (native/win/job.cc).
+// Windows: the host's own handle on a tree's Job Object (native/win/host.cc).
 // The host creates an unnamed job with kill-on-close and no breakaway
-// *before* the anchor helper starts; job_attach duplicates a handle into the
-// helper, which assigns the suspended command to it. Handles cross this
+// *before* the anchor starts; job_attach duplicates a handle into the
+// anchor, which assigns the suspended command to it. Handles cross this
 // contract as integers.
 int job_create(uint64_t& handle_out);
-// Record which anchor helper fills the job, so list_tree(anchor pid) finds it,
-// and duplicate the job into that helper: `remote_out` is the handle's value
+// Record which anchor fills the job, so list_tree(anchor pid) finds it,
+// and duplicate the job into that anchor: `remote_out` is the handle's value
 // there (0 when the duplication failed, with a negative errno returned).
 int job_attach(uint64_t handle, int64_t anchor_pid, uint64_t& remote_out);
 // TerminateJobObject: every member ends now.

@@ -1,38 +1,25 @@
 // cordon-anchor: the per-tree anchor process (POSIX).
 //
-// The host spawns this helper (posix_spawn) with the command's stdio on fds
+// The host spawns the anchor (posix_spawn) with the command's stdio on fds
 // 0-2 and the control channel on fd 3. The anchor establishes containment *before* it forks and
 // execs the command (C1), holds the tree's identity for as long as anything
 // may signal it (C2), carries out graceful escalation by itself (C3), reaps
 // every orphan (C9) and terminates the tree when the host goes away, even by
 // SIGKILL (control channel EOF).
 //
-// Protocol (lines, anchor -> host):
-//   GROUP <pgid>                    the process-group tier: the tree's process group (before READY)
-//   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
-//   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
-//   EXECFAIL <errno>                exec of the command failed; nothing ran
-//   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
-//   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
-//   LEFT <pid> <holds 0|1> <cmd>    a member still alive when the root exited
-//   LEFTEND
-//   LEFTGROUP <pid> <cmd>           the process-group tier: a member seen outside the tree's group
-//                                   (setsid, setpgid); reported once, tracked by snapshot only
-//   RELEASED                        no member holds the captured stdout/stderr
-//   STUCK <pid> ...                 members survived SIGKILL for 5 s (cleanup failure)
-//   QUIET                           every member is gone and reaped; the anchor exits
-// host -> anchor:
-//   TERM <grace ms>                 polite signal to every member, SIGKILL after grace
-//                                   (grace: digits, 0..2^31-1; anything else: the --grace)
-//   KILL                            SIGKILL to every member now
-// Lines over 256 bytes and unknown lines are discarded (traced).
-// EOF on the control channel (the host is gone) = TERM <teardown grace>.
+// The protocol (its lines, the control channel, the command line, the
+// termination schedule) is native/protocol.h, shared with the Windows anchor.
+//
+// What differs between the containment tiers (cgroup, subreaper,
+// process-group) is a strategy each, behind one interface: tier.h.
+//
 // The anchor does not share the host's process group or session (cgroup and
 // subreaper tiers: setsid() after the fork, before the command may exec), so a
 // signal to the host's group cannot end it with the host.
 #include "../cordon.h"
+#include "../protocol.h"
+#include "tier.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -43,16 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
-#include <sched.h>
 #include <sys/syscall.h>
 #endif
 
-#include <algorithm>
-#include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,42 +46,14 @@ namespace {
 
 using cordon::FileId;
 using cordon::Member;
+using cordon::anchor::now_ms;
+namespace anchor = cordon::anchor;
+namespace protocol = cordon::protocol;
+using protocol::trace;
 
 constexpr int kControlFd = 3;
-constexpr int kStuckReportMs = 5000;
-constexpr int kGroupSnapshotMs = 1000;
-// A snapshot is a walk of every process on the host (no /proc children list
-// here, no other way to find who left the group): past the tree's first
-// seconds, while snapshots find nothing outside the tree's group, they back
-// off to this, so that many idle trees on
-// a host with thousands of processes do not spend its CPU walking /proc
-// (200 trees x 4,000 processes took both cores at 1 s each).
-constexpr int kGroupSnapshotMaxMs = 8000;
-// ...but not in a tree's first seconds, when daemons usually start.
-constexpr int kGroupSnapshotSteadyAfterMs = 5000;
-// In the grace, how often the process-group tier looks for members forked
-// after the group's SIGTERM (a walk of every process).
-constexpr int kGroupTermWalkMs = 250;
 
 int g_signal_pipe[2] = {-1, -1};
-FILE* g_trace = nullptr;
-
-void trace(const char* fmt, ...) {
-  if (!g_trace) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(g_trace, "[cordon-anchor %d] ", static_cast<int>(getpid()));
-  vfprintf(g_trace, fmt, ap);
-  fputc('\n', g_trace);
-  fflush(g_trace);
-  va_end(ap);
-}
-
-int64_t now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
 void on_signal(int sig) {
   int saved = errno;
@@ -114,7 +69,7 @@ const int kIgnored[] = {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGT
 
 // In the command's child, before exec: every disposition back to its
 // default. Handled signals reset themselves at exec; ignored ones would not.
-// The host starts this helper with glibc's posix_spawn, which leaves glibc's
+// The host starts the anchor with glibc's posix_spawn, which leaves glibc's
 // own internal signals (SIGCANCEL, SIGSETXID: 32 and 33) ignored, and glibc's
 // sigaction() refuses to touch those: the raw system call resets them (an
 // all-zero kernel sigaction is SIG_DFL, whatever the architecture's layout).
@@ -130,83 +85,35 @@ void default_dispositions() {
 #endif
 }
 
-struct Options {
-  std::string tier = "subreaper";
-  bool best_effort = false;
-  // The cgroup tier was the host's default, not asked for: if its cgroup
-  // cannot be made or entered now, run in the subreaper tier (READY says so).
-  bool fallback = false;
-  int grace_ms = 3000;
-  std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
-  std::string cwd;             // the command's working directory (else the anchor's)
-  std::string path;
-  std::vector<std::string> argv;
-};
+using Options = protocol::Options<char>;
 
 [[noreturn]] void usage(const char* why) {
-  fprintf(stderr, "cordon-anchor: %s\n", why);
-  fprintf(stderr,
-          "usage: cordon-anchor [--tier cgroup|subreaper|process-group] [--best-effort] "
-          "[--fallback] [--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
-          "It is started by the cordon library with a control channel on fd 3.\n");
-  _exit(64);
+  protocol::print_usage(why,
+                        "cordon-anchor [--tier " + anchor::tier_names() +
+                            "] [--best-effort] [--fallback] [--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
+                            "-- PATH ARGV0 [ARGS...]",
+                        "on fd 3");
+  _exit(protocol::kUsageExit);
 }
 
-// A duration or descriptor number as the host writes it: decimal digits
-// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
-// fraction, an overflow, trailing garbage, nothing) is rejected: read with
-// atoi() it would become 0, which for a grace means "SIGKILL now".
-bool parse_uint31(const char* s, int& out) {
-  if (!s || !*s) return false;
-  long long v = 0;
-  for (const char* p = s; *p; p++) {
-    if (*p < '0' || *p > '9') return false;
-    v = v * 10 + (*p - '0');
-    if (v > 2147483647LL) return false;
-  }
-  out = static_cast<int>(v);
-  return true;
+void open_trace(const char* file) {
+  FILE* f = fopen(file, "a");
+  if (f) fcntl(fileno(f), F_SETFD, FD_CLOEXEC);
+  protocol::set_trace(f, static_cast<unsigned long>(getpid()));
 }
 
 Options parse(int argc, char** argv) {
   Options o;
-  int i = 1;
-  for (; i < argc; i++) {
-    std::string a = argv[i];
-    if (a == "--") {
-      i++;
-      break;
-    } else if (a == "--tier" && i + 1 < argc) {
-      o.tier = argv[++i];
-    } else if (a == "--watch-fd" && i + 1 < argc) {
-      int fd;
-      if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
-      o.watch_fds.push_back(fd);
-    } else if (a == "--cwd" && i + 1 < argc) {
-      o.cwd = argv[++i];
-    } else if (a == "--best-effort") {
-      o.best_effort = true;
-    } else if (a == "--fallback") {
-      o.fallback = true;
-    } else if (a == "--grace" && i + 1 < argc) {
-      if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
-    } else if (a == "--trace" && i + 1 < argc) {
-      g_trace = fopen(argv[++i], "a");
-      if (g_trace) fcntl(fileno(g_trace), F_SETFD, FD_CLOEXEC);
-    } else {
-      usage("unknown option");
-    }
-  }
-  if (i + 1 >= argc) usage("missing command");
-  o.path = argv[i++];
-  for (; i < argc; i++) o.argv.push_back(argv[i]);
-  if (o.tier != "cgroup" && o.tier != "subreaper" && o.tier != "process-group") usage("unknown tier");
+  o.tier = "subreaper";
+  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption, o, usage, open_trace);
+  if (!anchor::is_tier(o.tier)) usage("unknown tier");
   return o;
 }
 
-class Anchor {
+class Anchor : public anchor::TierHost {
  public:
-  explicit Anchor(Options opts) : opts_(std::move(opts)) {}
+  explicit Anchor(Options opts)
+      : opts_(std::move(opts)), tiers_(anchor::make_tiers(opts_.tier, opts_.best_effort, opts_.fallback, *this)) {}
 
   int run() {
     if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
@@ -219,156 +126,78 @@ class Anchor {
     pidfd_ = probe.pidfd;
 
     if (!opts_.cwd.empty() && chdir(opts_.cwd.c_str()) != 0) {
-      send("NOCWD %d", errno);
+      send(protocol::no_cwd(errno));
       return 0;
     }
     if (!contain()) return 0;
     watch_output();
     if (!launch()) {
-      remove_cgroup();
+      tier_->release();
       return 0;
     }
     release_stdio();
-    if (group_ > 0) send("GROUP %lld", static_cast<long long>(group_));
-    if (cg_path_.empty()) {
-      send("READY %lld %s %d", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0);
-    } else {
-      send("READY %lld %s %d %s", static_cast<long long>(root_), opts_.tier.c_str(), pidfd_ ? 1 : 0,
-           cg_path_.c_str());
-    }
+    if (tier_->group() > 0) send(protocol::group(tier_->group()));
+    send(protocol::ready(root_, tier_->name(), pidfd_, tier_->cgroup_dir()));
     loop();
-    release_pin();
     return 0;
   }
 
+  // ---- TierHost: what the tiers use
+
+  void send(const std::string& line) override {
+    if (host_gone_) return;
+    write_all(line.data(), line.size());
+  }
+
+  bool pidfd() const override { return pidfd_; }
+
+  const protocol::Termination& termination() const override { return term_; }
+
+  // One verified member: the forced kill once forcing, else the polite
+  // signal (and SIGCONT) once per process; a failed TERM is retried next round.
+  void signal_one(const Member& m) override {
+    int64_t group = tier_->group();
+    if (term_.forcing()) {
+      int rc = cordon::signal_member(getpid(), group, m, SIGKILL, pidfd_);
+      trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
+      return;
+    }
+    auto key = std::make_pair(m.pid, m.start_time);
+    if (termed_.count(key)) return;
+    int rc = cordon::signal_member(getpid(), group, m, SIGTERM, pidfd_);
+    if (rc == 0) termed_.insert(key);
+    cordon::signal_member(getpid(), group, m, SIGCONT, pidfd_);
+    trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
+  }
+
+  void report_stuck(const std::vector<Member>& left) override {
+    term_.stuck_reported();
+    send(protocol::stuck(left));
+  }
+
+  const std::vector<FileId>& watched() const override { return watched_; }
+
  private:
-  // C1: containment exists before the command's first instruction.
+  // C1: containment exists before the command's first instruction. The tiers
+  // --tier names (with --best-effort or --fallback, more than one) are tried
+  // in order; one whose means already failed here is not tried again (the
+  // cgroup tier fails as the subreaper tier when it cannot be a subreaper).
   bool contain() {
-    if (opts_.tier == "cgroup") {
-      // The cgroup tier is the subreaper tier plus a cgroup of the tree's own,
-      // which the command is born into: the host can still end the tree
-      // through it if the anchor dies, and SIGKILL reaches every member at once.
-      if (cordon::become_subreaper() == 0) {
-#ifdef __linux__
-        int rc = cordon::cgroup_create("cordon-" + std::to_string(getpid()), cg_path_, cg_dir_, cg_kill_);
-#else
-        int rc = -ENOSYS;
-#endif
-        if (rc == 0) return true;
-        trace("cgroup unavailable: %s", strerror(-rc));
-        if (!opts_.best_effort && !opts_.fallback) {
-          send("NOCONTAIN %d cgroup", -rc);
-          return false;
-        }
+    int err = 0;
+    const char* failed = "";
+    for (size_t i = 0; i < tiers_.size(); i++) {
+      anchor::Tier& tier = *tiers_[i];
+      if (strcmp(failed, tier.name()) == 0) continue;
+      int rc = tier.contain(failed);
+      if (rc == 0) {
+        tier.allow_fallback(i + 1 < tiers_.size());
+        tier_ = &tier;
+        return true;
       }
-      // Without a subreaper, that failure is handled (and reported) below.
-      opts_.tier = "subreaper";
+      err = -rc;
     }
-    if (opts_.tier == "subreaper") {
-      int rc = cordon::become_subreaper();
-      if (rc == 0) return true;
-      trace("subreaper unavailable: %s", strerror(-rc));
-      if (!opts_.best_effort) {
-        send("NOCONTAIN %d subreaper", -rc);
-        return false;
-      }
-      opts_.tier = "process-group";
-    }
-    // process-group tier. The anchor first leaves the host's session (and so
-    // its process group and terminal: job control aimed at the host, such as
-    // `kill -9 -<host pgid>` or a hang-up, does not reach the anchor; the
-    // host's death reaches it as EOF on the control channel). Then the tree
-    // gets a process group X of its own that the anchor is NOT in, so that
-    // kill(-X, sig) reaches exactly the tree's in-group members, atomically
-    // (Linux delivers a group signal to a child being forked too), and
-    // kill(-X, 0) failing with ESRCH means no member (not even an unreaped
-    // zombie) is left in the group: no /proc walk decides quiescence.
-    // X is pinned for the tree's life by a child of the anchor, the pin: it
-    // creates X (X = its pid), the command joins X before exec, then the pin
-    // leaves X and is killed, and stays an unreaped zombie until QUIET. Its
-    // pid, so the id X, cannot be reused meanwhile; nobody can create group X
-    // (a new group's id is its creator's pid), and an empty group cannot be
-    // joined: once empty, X stays empty.
-    if (setsid() < 0) {
-      trace("setsid: %s", strerror(errno));
-      if (getpgrp() != getpid() && setpgid(0, 0) != 0) trace("setpgid: %s", strerror(errno));
-    }
-    own_group_ = getpgrp();
-    pid_t pin = fork();
-    if (pin < 0) {
-      send("NOCONTAIN %d process-group", errno);
-      return false;
-    }
-    if (pin == 0) {
-      // The pin: no handler, no fd of interest; it only waits for its SIGKILL.
-      sigset_t all;
-      sigfillset(&all);
-      sigprocmask(SIG_SETMASK, &all, nullptr);
-      setpgid(0, 0);
-      for (;;) pause();
-    }
-    pin_ = pin;
-    // Also from here (the parent may move a child that has not exec'd), so X
-    // exists before the command is forked, whichever runs first.
-    if (setpgid(pin, pin) != 0) {
-      int err = errno;
-      release_pin();
-      send("NOCONTAIN %d process-group", err);
-      return false;
-    }
-    group_ = pin;
-    return true;
-  }
-
-  // The pin leaves the tree's group and dies; it is reaped only at QUIET.
-  // Returns false (errno set) if it could not leave the group.
-  bool unpin() {
-    if (setpgid(pin_, own_group_) != 0) return false;
-    kill(pin_, SIGKILL);  // our unreaped child: its pid is pinned
-    // Until it is a zombie, it would show up in a snapshot of our children.
-    siginfo_t info;
-    while (waitid(P_PID, static_cast<id_t>(pin_), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
-    }
-    return true;
-  }
-
-  // Reaps the pin (a zombie by now, or killed here): the group id is free.
-  void release_pin() {
-    if (pin_ <= 0) return;
-    kill(pin_, SIGKILL);
-    int st;
-    while (waitpid(pin_, &st, 0) < 0 && errno == EINTR) {
-    }
-    pin_ = -1;
-  }
-
-  // No process (live or zombie) is left in the tree's process group.
-  bool group_empty() const {
-    return group_ <= 0 || (kill(static_cast<pid_t>(-group_), 0) != 0 && errno == ESRCH);
-  }
-
-  // No live process is left in the tree's process group. The kernel's answer
-  // (group_empty) also counts zombies, and members orphaned to init stay
-  // zombies until init reaps them (seconds, on some systems). So, while
-  // terminating: once a walk finds no live member (or the grace is over),
-  // the group gets SIGKILL (a no-op for zombies); right after it no member
-  // can fork (the group signal reaches a child being forked too), so the walk
-  // that follows cannot be outrun by a pid hopper: it is the answer.
-  // Outside termination (kept leftovers are never escalated) only the
-  // kernel's answer counts.
-  bool group_quiet() {
-    if (group_empty()) return true;
-    if (!terminating_ || !(group_termed_ || group_killed_)) return false;
-    // In the grace: members the walk sees keep their grace.
-    if (!group_killed_ && cordon::group_live_members(group_) != 0) return false;
-    kill_group();
-    trace("group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
-    return group_killed_ && cordon::group_live_members(group_) == 0;
-  }
-
-  void kill_group() {
-    int rc = kill(static_cast<pid_t>(-group_), SIGKILL);
-    if (rc == 0 || errno == ESRCH) group_killed_ = true;
+    send(protocol::no_contain(err, failed));
+    return false;
   }
 
   void watch_output() {
@@ -383,115 +212,45 @@ class Anchor {
   bool launch() {
     int status_pipe[2];
     if (pipe(status_pipe) != 0) {
-      send("EXECFAIL %d", errno);
+      send(protocol::exec_fail(errno));
       return false;
     }
     fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
     fcntl(status_pipe[1], F_SETFD, FD_CLOEXEC);
-    // The subreaper and cgroup tiers: the command stays in the host's process
-    // group and session (as under child_process: the terminal's job control
-    // and Ctrl-C reach it as before), while the anchor leaves them, so that a
-    // signal to the host's group (`kill -9 -<pgid>`, a hangup) cannot take
-    // the tree's identity with it. Hence: fork first, then setsid() here (the
-    // anchor is not a group leader: posix_spawn started it in the host's
-    // group). The child waits on this barrier until the anchor has left, so
-    // the command's first instruction runs only once it has; if the anchor
-    // dies before (a signal to the host's group in that short window), the
-    // child reads EOF and exits without running anything.
-    int barrier[2] = {-1, -1};
-    if (reaps_all()) {
-      if (pipe(barrier) != 0) {
-        int err = errno;
-        close(status_pipe[0]);
-        close(status_pipe[1]);
-        send("EXECFAIL %d", err);
-        return false;
-      }
-      fcntl(barrier[0], F_SETFD, FD_CLOEXEC);
-      fcntl(barrier[1], F_SETFD, FD_CLOEXEC);
-    }
-    // The process-group tier: the command joins the tree's group, then waits
-    // on `go` until the pin has left the group, then execs.
-    int go[2] = {-1, -1};
-    if (group_ > 0) {
-      if (pipe(go) != 0) {
-        int err = errno;
-        close(status_pipe[0]);
-        close(status_pipe[1]);
-        release_pin();
-        send("EXECFAIL %d", err);
-        return false;
-      }
-      fcntl(go[0], F_SETFD, FD_CLOEXEC);
-      fcntl(go[1], F_SETFD, FD_CLOEXEC);
+    int rc = tier_->before_fork();
+    if (rc != 0) {
+      close(status_pipe[0]);
+      close(status_pipe[1]);
+      send(protocol::exec_fail(-rc));
+      return false;
     }
     std::vector<char*> argv;
     for (auto& a : opts_.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    pid_t pid;
-#ifdef __linux__
-    if (cg_dir_ >= 0) {
-      int64_t r = cordon::fork_into_cgroup(cg_dir_);
-      if (r < 0) {
-        trace("clone3 into the cgroup: %s", strerror(static_cast<int>(-r)));
-        if (!opts_.best_effort && !opts_.fallback) {
-          send("NOCONTAIN %d cgroup", static_cast<int>(-r));
-          return false;
-        }
-        remove_cgroup();
-        opts_.tier = "subreaper";
-        r = fork();
-        if (r < 0) r = -errno;
-      }
-      if (r < 0) errno = static_cast<int>(-r);
-      pid = r < 0 ? -1 : static_cast<pid_t>(r);
-    } else {
-      pid = fork();
-    }
-#else
-    pid = fork();
-#endif
-    if (pid < 0) {
-      int err = errno;
-      for (int fd : barrier) if (fd >= 0) close(fd);
-      if (go[0] >= 0) {
-        close(go[0]);
-        close(go[1]);
-      }
-      release_pin();
-      send("EXECFAIL %d", err);
+    const char* what = nullptr;
+    int64_t forked = tier_->fork(what);
+    if (forked < 0 && what) {
+      send(protocol::no_contain(static_cast<int>(-forked), what));
       return false;
     }
+    if (forked < 0) {
+      int err = static_cast<int>(-forked);
+      tier_->abandon_launch();
+      send(protocol::exec_fail(err));
+      return false;
+    }
+    pid_t pid = static_cast<pid_t>(forked);
     if (pid == 0) {
-#ifdef __linux__
-      // The cgroup tier: born in the tree's cgroup, the command gets a cgroup
-      // namespace rooted there (where the anchor may make one: CAP_SYS_ADMIN),
-      // so its view of cgroup paths (/proc/self/cgroup, a cgroup2 mount it
-      // makes) starts at its own cgroup. This is not a wall: through a cgroup2
-      // mount it can already reach, a member with CAP_SYS_ADMIN can still move
-      // itself to an ancestor unless that mount has nsdelegate, and it can
-      // setns() out (docs/contract.md, "What cordon is not"). Without the
-      // capability the command runs without one.
-      if (cg_dir_ >= 0) unshare(CLONE_NEWCGROUP);
-#endif
-      // [stage, errno]: stage 0 = exec, 1 = joining the tree's process group.
+      // [stage, errno]: stage 0 = exec, 1 = the tier's step in the child
+      // (joining the tree's process group).
       int report[2] = {0, 0};
-      if (group_ > 0) {
-        close(go[1]);
-        if (setpgid(0, static_cast<pid_t>(group_)) != 0) {
-          report[0] = 1;
-          report[1] = errno;
-          ssize_t ignored = write(status_pipe[1], report, sizeof report);
-          (void)ignored;
-          _exit(127);
-        }
-        char b;
-        ssize_t r;
-        do {
-          r = read(go[0], &b, 1);
-        } while (r < 0 && errno == EINTR);
-        if (r != 1) _exit(127);  // the anchor gave up or is gone: nothing of the command runs
-        close(go[0]);
+      int err = tier_->child_enter();
+      if (err != 0) {
+        report[0] = 1;
+        report[1] = err;
+        ssize_t ignored = write(status_pipe[1], report, sizeof report);
+        (void)ignored;
+        _exit(127);
       }
       // The command starts with the dispositions and mask a shell would give it.
       default_dispositions();
@@ -502,17 +261,8 @@ class Anchor {
       close(g_signal_pipe[0]);
       close(g_signal_pipe[1]);
       close(status_pipe[0]);
-      if (g_trace) fclose(g_trace);
-      if (barrier[0] >= 0) {
-        close(barrier[1]);
-        char byte = 0;
-        ssize_t r;
-        do {
-          r = read(barrier[0], &byte, 1);
-        } while (r < 0 && errno == EINTR);
-        if (r != 1) _exit(127);  // the anchor is gone: nothing of the command runs
-        close(barrier[0]);
-      }
+      if (protocol::trace_file()) fclose(protocol::trace_file());
+      tier_->child_before_exec();
       // stdio as a shell would hand it over: blocking. A descriptor the host
       // passed on ('inherit') may be one Node made non-blocking (its own
       // stdout on a pipe), and a command writing to it would get EAGAIN.
@@ -530,40 +280,12 @@ class Anchor {
       (void)ignored;
       _exit(127);
     }
-    if (barrier[0] >= 0) {
-      close(barrier[0]);
-      if (setsid() < 0) trace("setsid: %s", strerror(errno));
-      ssize_t w;
-      do {
-        w = write(barrier[1], "x", 1);
-      } while (w < 0 && errno == EINTR);
-      close(barrier[1]);
-    }
     close(status_pipe[1]);
-    if (group_ > 0) {
-      close(go[0]);
-      // The command is in the group once either side has moved it (it cannot
-      // have exec'd: it waits on `go`). Then the pin leaves; if either step
-      // fails, the command never runs.
-      int err = 0;
-      if (setpgid(pid, static_cast<pid_t>(group_)) != 0 && errno != EACCES) err = errno;
-      if (err == 0 && !unpin()) err = errno;
-      if (err != 0) {
-        kill(pid, SIGKILL);  // our unreaped child, still before exec
-        close(go[1]);
-        close(status_pipe[0]);
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-        }
-        release_pin();
-        send("NOCONTAIN %d process-group", err);
-        return false;
-      }
-      ssize_t w;
-      do {
-        w = write(go[1], "x", 1);  // go
-      } while (w < 0 && errno == EINTR);
-      close(go[1]);
+    rc = tier_->after_fork(pid, what);
+    if (rc != 0) {
+      close(status_pipe[0]);
+      send(protocol::no_contain(-rc, what));
+      return false;
     }
     int report[2] = {0, 0};
     ssize_t n;
@@ -574,13 +296,13 @@ class Anchor {
     if (n == static_cast<ssize_t>(sizeof report)) {
       int st;
       waitpid(pid, &st, 0);
-      release_pin();
-      if (report[0] == 1) send("NOCONTAIN %d process-group", report[1]);
-      else send("EXECFAIL %d", report[1]);
+      tier_->abandon_launch();
+      if (report[0] == 1) send(protocol::no_contain(report[1], tier_->name()));
+      else send(protocol::exec_fail(report[1]));
       return false;
     }
     root_ = pid;
-    trace("root %d started (%s tier)", static_cast<int>(pid), opts_.tier.c_str());
+    trace("root %d started (%s tier)", static_cast<int>(pid), tier_->name());
     return true;
   }
 
@@ -609,19 +331,6 @@ class Anchor {
     sigaction(SIGTERM, &sa, nullptr);
   }
 
-  void send(const char* fmt, ...) {
-    if (host_gone_) return;
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if (n > static_cast<int>(sizeof buf) - 2) n = sizeof buf - 2;
-    buf[n++] = '\n';
-    write_all(buf, static_cast<size_t>(n));
-  }
-
   void write_all(const char* p, size_t n) {
     while (n > 0 && !host_gone_) {
       ssize_t w = write(kControlFd, p, n);
@@ -635,85 +344,15 @@ class Anchor {
     }
   }
 
-  static std::string escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '\\') out += "\\\\";
-      else if (c == '\n') out += "\\n";
-      else if (c == '\r') out += "\\r";
-      else out += c;
-    }
-    if (out.size() > 4000) out.resize(4000);
-    return out;
-  }
-
-  // Current members: descendants (and, in the process-group tier, the group
-  // and every member a snapshot saw that is still the same live process).
-  // A full /proc (libproc) walk: the process-group tier uses it for
-  // snapshots and reports only, never to decide quiescence.
-  std::vector<Member> members(bool commands = false, bool holds = false) {
-    std::vector<Member> out;
-    static const std::vector<FileId> kNone;
-    cordon::list_tree(getpid(), group_, holds ? watched_ : kNone, out, commands);
-    if (opts_.tier == "process-group") {
-      std::set<int64_t> have;
-      for (auto& m : out) have.insert(m.pid);
-      for (auto it = remembered_.begin(); it != remembered_.end();) {
-        if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
-          it = remembered_.erase(it);
-          continue;
-        }
-        if (!have.count(it->first)) {
-          out.push_back(it->second);
-          out.back().from_snapshot = true;
-          // Out of the walk's sight now (left the group, orphaned): whether it
-          // holds the output is asked of it directly, so a report names it.
-          if (holds) {
-            out.back().holds_output = cordon::holds_output(it->second.pid, it->second.start_time, watched_);
-          }
-        }
-        ++it;
-      }
-      for (auto& m : out) {
-        if (m.from_snapshot) continue;
-        remembered_[m.pid] = m;
-        // Seen outside the tree's group (setsid, setpgid): the group signal
-        // misses it, only this snapshot knows it. The host reports it.
-        if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
-          std::string cmd = m.command.empty() ? cordon::command_line(m.pid) : m.command;
-          send("LEFTGROUP %lld %s", static_cast<long long>(m.pid), escape(cmd).c_str());
-        }
-      }
-    }
-    return out;
-  }
-
-  // The process-group tier: members a snapshot saw that are still that same
-  // process (no /proc walk).
-  std::vector<Member> remembered_alive() {
-    std::vector<Member> out;
-    for (auto it = remembered_.begin(); it != remembered_.end();) {
-      if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
-        it = remembered_.erase(it);
-        continue;
-      }
-      out.push_back(it->second);
-      out.back().from_snapshot = true;
-      ++it;
-    }
-    return out;
-  }
-
   // Reaps every exited child; returns true when the anchor has no children.
   bool reap() {
     bool root_just_exited = false;
     bool no_children = false;
+    bool root_only = tier_->reaps_root_only();
     for (;;) {
       int st = 0;
-      // The process-group tier: the anchor's only children are the root and
-      // the pin, whose zombie must stay unreaped until QUIET.
-      if (group_ > 0 && root_exited_) break;
-      pid_t pid = waitpid(group_ > 0 ? root_ : -1, &st, WNOHANG);
+      if (root_only && root_exited_) break;
+      pid_t pid = waitpid(root_only ? root_ : -1, &st, WNOHANG);
       if (pid == 0) break;
       if (pid < 0) {
         if (errno == EINTR) continue;
@@ -727,175 +366,37 @@ class Anchor {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         trace("root exited code=%d signal=%d", code, sig);
-        send("EXIT %d %d", code, sig);
+        send(protocol::exit(code, sig));
       }
     }
-    if (group_ > 0) no_children = root_exited_;
+    if (root_only) no_children = root_exited_;
     if (root_just_exited) {
       // A subreaper with no children has no descendants at all (every orphan
       // is reparented to it): the common case needs no /proc scan.
-      if (!(no_children && reaps_all())) {
-        auto list = members(true, true);
-        // The process-group tier: one walk can miss a member that forks and
-        // exits faster than the walk reads it (a pid hopper); the kernel says
-        // whether the group still has one. A few more walks, bounded.
-        for (int64_t until = now_ms() + 200; group_ > 0 && now_ms() < until && !group_empty();) {
-          bool listed = false;
-          for (auto& m : list) listed = listed || m.pgid == group_;
-          if (listed) break;
-          usleep(5000);
-          list = members(true, true);
-        }
-        for (auto& m : list) {
+      if (!(no_children && tier_->reaps_all())) {
+        for (auto& m : tier_->leftovers()) {
           if (m.command.empty()) m.command = cordon::command_line(m.pid);  // known from a snapshot
-          send("LEFT %lld %d %s", static_cast<long long>(m.pid), m.holds_output ? 1 : 0,
-               escape(m.command).c_str());
+          send(protocol::left(m.pid, m.holds_output, m.command));
         }
       }
-      send("LEFTEND");
+      send(protocol::left_end());
     }
     return no_children;
   }
 
-  bool tree_empty(bool no_children) {
-    if (!no_children) return false;
-    if (reaps_all()) return true;  // every descendant is ours to reap
-    if (group_ > 0) {
-      // Exact for the group (the kernel's count, zombies included); members
-      // seen leaving it are checked by identity. Members that left unseen
-      // are this tier's documented limit (the result says: partial).
-      return group_quiet() && remembered_alive().empty();
-    }
-    return members().empty();
-  }
-
-  void start_terminate(int grace_ms) {
-    int64_t deadline = now_ms() + (grace_ms < 0 ? 0 : grace_ms);
-    if (!terminating_) {
-      terminating_ = true;
-      deadline_ = deadline;
-      trace("terminate, grace %d ms", grace_ms);
-    } else if (deadline < deadline_) {
-      deadline_ = deadline;
-    }
-  }
+  void start_terminate(int grace_ms) { term_.start(grace_ms, now_ms()); }
 
   void step_terminate() {
     int64_t t = now_ms();
-    if (!forcing_ && t >= deadline_) {
-      forcing_ = true;
-      force_started_ = t;
-      trace("grace over: SIGKILL");
-    }
-    if (group_ > 0) {
-      step_terminate_group(t);
-      return;
-    }
-    if (forcing_ && cg_kill_ >= 0) {
-      // SIGKILL to every process of the cgroup at once, new forks included.
-      ssize_t w = write(cg_kill_, "1", 1);
-      trace("cgroup.kill: %zd", w);
-    }
-    auto list = members();
-    // Verify the whole round before signalling any of it: where orphans go to
-    // init (process-group tier), signalling a parent first would take its
-    // children out of the ancestry that proves they are ours. Verified
-    // members are then checked by identity (start time, pinned by a pidfd
-    // where there is one) when they are signalled, root first.
-    for (auto& m : list) {
-      if (!m.from_snapshot && cordon::is_member(getpid(), group_, m)) m.from_snapshot = true;
-    }
-    for (auto& m : list) {
-      if (m.from_snapshot) signal_one(m);  // else no longer ours: never signalled
-    }
-    if (forcing_ && !stuck_reported_ && !list.empty() && t - force_started_ > kStuckReportMs) {
-      stuck_reported_ = true;
-      std::string pids;
-      for (auto& m : list) pids += " " + std::to_string(m.pid);
-      send("STUCK%s", pids.c_str());
-    }
-  }
-
-  // One verified member: the forced kill once forcing, else the polite
-  // signal (and SIGCONT) once per process; a failed TERM is retried next round.
-  void signal_one(const Member& m) {
-    if (forcing_) {
-      int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, pidfd_);
-      trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
-      return;
-    }
-    auto key = std::make_pair(m.pid, m.start_time);
-    if (termed_.count(key)) return;
-    int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
-    if (rc == 0) termed_.insert(key);
-    cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
-    trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
-  }
-
-  // The process-group tier: the group signal reaches every in-group member
-  // at once (and, on Linux, a child being forked meanwhile); members seen
-  // leaving the group are signalled one by one after identity checks.
-  void step_terminate_group(int64_t t) {
-    // Which known members are outside the group, checked before the group
-    // signal, so an in-group member gets the polite signal once.
-    auto outside_now = [&]() {
-      std::vector<Member> out;
-      for (auto& m : remembered_alive()) {
-        int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
-        if (pgid >= 0 && (pgid != group_ || forcing_)) out.push_back(m);
-      }
-      return out;
-    };
-    // Once, before the group signal: refresh the snapshot, so that members
-    // that left the group while still parented are known. (After it, their
-    // parents would be dead and they orphaned: out of sight.)
-    if (!group_termed_ && !forcing_) {
-      // The in-group members this walk saw get the group signal below: they
-      // count as signalled. (One forked while the walk ran gets the group
-      // signal too but may be signalled once more below: the walk is not atomic.)
-      for (auto& m : members()) {
-        if (m.pgid == group_) group_signalled_.insert({m.pid, m.start_time});
-      }
-      last_term_walk_ = t;
-    } else if (group_termed_ && !forcing_ && t - last_term_walk_ >= kGroupTermWalkMs) {
-      // In the grace: a member forked after the group signal (a shell that
-      // forks while its TERM trap is pending) gets the polite signal too, as
-      // in the other tiers, rather than only the forced kill at the end.
-      last_term_walk_ = t;
-      for (auto& m : members()) {
-        if (m.from_snapshot || m.pgid != group_) continue;  // outside: handled below
-        auto key = std::make_pair(m.pid, m.start_time);
-        if (group_signalled_.count(key)) continue;
-        int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, pidfd_);
-        if (rc == 0) group_signalled_.insert(key);
-        cordon::signal_member(getpid(), group_, m, SIGCONT, pidfd_);
-        trace("SIGTERM %lld (forked after the group signal): %d", static_cast<long long>(m.pid), rc);
-      }
-    }
-    std::vector<Member> outside = outside_now();
-    if (forcing_) {
-      kill_group();
-    } else if (!group_termed_) {
-      group_termed_ = true;
-      int rc = kill(static_cast<pid_t>(-group_), SIGTERM) == 0 ? 0 : -errno;
-      kill(static_cast<pid_t>(-group_), SIGCONT);
-      trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
-    }
-    for (auto& m : outside) signal_one(m);
-    if (forcing_ && !stuck_reported_ && t - force_started_ > kStuckReportMs &&
-        (cordon::group_live_members(group_) != 0 || !outside.empty())) {
-      stuck_reported_ = true;
-      std::string pids;
-      for (auto& m : members()) pids += " " + std::to_string(m.pid);
-      send("STUCK%s", pids.c_str());
-    }
+    if (term_.force_due(t)) trace("grace over: SIGKILL");
+    tier_->step_terminate(t);
   }
 
   void check_released() {
     if (released_sent_ || !root_exited_) return;
     bool held = false;
     if (!watched_.empty()) {
-      for (auto& m : members(false, true)) {
+      for (auto& m : tier_->members(false, true)) {
         if (m.holds_output) {
           held = true;
           break;
@@ -904,15 +405,9 @@ class Anchor {
     }
     if (!held) {
       released_sent_ = true;
-      send("RELEASED");
+      send(protocol::released());
     }
   }
-
-  // Control lines are short ("TERM 3000"). A longer line is no command: it
-  // is discarded up to its newline (with a trace), so neither memory nor CPU
-  // grows with what is written to the channel, and what follows it is still
-  // read. Each byte is looked at once (no rescanning of a growing buffer).
-  static constexpr size_t kMaxControlLine = 256;
 
   void handle_control() {
     char buf[65536];
@@ -926,88 +421,38 @@ class Anchor {
       start_terminate(opts_.grace_ms);
       return;
     }
-    const char* p = buf;
-    const char* end = buf + n;
-    while (p < end) {
-      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
-      const char* stop = nl ? nl : end;
-      size_t len = static_cast<size_t>(stop - p);
-      if (!inbox_overlong_) {
-        if (inbox_.size() + len > kMaxControlLine) {
-          trace("control line longer than %zu bytes: discarded up to its newline", kMaxControlLine);
-          inbox_overlong_ = true;
-          inbox_.clear();
-        } else {
-          inbox_.append(p, len);
-        }
-      }
-      if (!nl) break;
-      if (!inbox_overlong_) control_line(inbox_);
-      inbox_.clear();
-      inbox_overlong_ = false;
-      p = nl + 1;
-    }
-  }
-
-  // One command from the host. A TERM whose grace is not a number the host
-  // could have sent (garbage, a sign, an exponent, out of range) is never read
-  // as 0 (SIGKILL now): the host did ask for the tree to end, so it gets the
-  // teardown grace (--grace). Anything else unknown is ignored, with a trace.
-  void control_line(const std::string& line) {
-    if (line.rfind("TERM ", 0) == 0) {
-      int grace;
-      if (parse_uint31(line.c_str() + 5, grace)) {
-        start_terminate(grace);
-      } else {
-        trace("malformed TERM grace \"%s\": using the teardown grace %d ms", line.c_str() + 5, opts_.grace_ms);
-        start_terminate(opts_.grace_ms);
-      }
-    } else if (line == "KILL") {
-      start_terminate(0);
-    } else {
-      trace("unknown control line ignored: \"%s\"", line.c_str());
+    std::vector<std::string> lines;
+    control_.feed(buf, static_cast<size_t>(n), lines);
+    for (auto& line : lines) {
+      auto c = protocol::parse_command(line, opts_.grace_ms, false);
+      if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) start_terminate(c.grace_ms);
     }
   }
 
   void loop() {
-    int64_t last_snapshot = 0;
     for (;;) {
       bool no_children = reap();
-      if (root_exited_ && tree_empty(no_children)) {
+      if (root_exited_ && no_children && tier_->quiescent()) {
         trace("quiescent");
-        remove_cgroup();
-        release_pin();  // group X is empty for good: its id may go now
-        send("QUIET");
+        tier_->release();
+        send(protocol::quiescent());
         return;
       }
-      if (terminating_) step_terminate();
+      if (term_.active()) step_terminate();
       check_released();
       int timeout = -1;
-      if (terminating_) {
+      if (term_.active()) {
         // SIGCHLD wakes the loop at once; the timeout only paces re-scans for
         // members forked meanwhile, and meets the grace deadline exactly.
-        int64_t left = deadline_ - now_ms();
-        timeout = forcing_ ? 10 : static_cast<int>(left < 0 ? 0 : (left < 100 ? left : 100));
+        timeout = term_.wait_ms(now_ms(), 10, 100);
       } else if (root_exited_ && !released_sent_) {
-        // Who holds the pipes is a walk of every process in the process-group
-        // tier: prompt at first, then slower, for kept leftovers that hold on.
-        timeout = group_ > 0 && now_ms() - root_exited_at_ > 2000 ? 500 : 50;
-      } else if (opts_.tier == "process-group") {
-        timeout = snapshot_every_;
-      } else if (root_exited_) {
+        timeout = tier_->held_output_wait_ms(now_ms() - root_exited_at_);
+      } else {
         // Orphans of a kept tree are reparented to us and reaped on SIGCHLD;
         // a slow poll covers grandchildren whose parents reap them.
-        timeout = 1000;
+        timeout = tier_->idle_wait_ms(root_exited_);
       }
-      if (opts_.tier == "process-group" && !terminating_ && now_ms() - last_snapshot >= snapshot_every_) {
-        // Refresh the snapshot so setsid'd members stay known: every second
-        // while the tree has members outside its group, backing off while not.
-        bool outside = false;
-        for (auto& m : members()) outside = outside || m.pgid != group_;
-        bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
-        snapshot_every_ = outside || young ? kGroupSnapshotMs : std::min(snapshot_every_ * 2, kGroupSnapshotMaxMs);
-        last_snapshot = now_ms();
-      }
+      if (!term_.active()) tier_->idle_tick(now_ms());
       pollfd fds[2];
       int nfds = 0;
       fds[nfds++] = pollfd{g_signal_pipe[0], POLLIN, 0};
@@ -1031,71 +476,21 @@ class Anchor {
     }
   }
 
-  // Whether every descendant is reparented to the anchor (and so is its child
-  // to reap): the subreaper and cgroup tiers.
-  bool reaps_all() const { return opts_.tier == "subreaper" || opts_.tier == "cgroup"; }
-
-  // The cgroup tier: the tree's cgroup goes once it is empty.
-  void remove_cgroup() {
-    if (cg_kill_ >= 0) close(cg_kill_);
-    if (cg_dir_ >= 0) close(cg_dir_);
-    cg_kill_ = cg_dir_ = -1;
-    if (!cg_path_.empty()) remove_cgroup_dir(cg_path_, 0);
-    cg_path_.clear();
-  }
-
-  // A cgroup with sub-cgroups (a command that runs cordon itself, whose own
-  // anchor was killed with the tree) is removed bottom-up. Only directories
-  // are removed; the kernel refuses any cgroup that still has a process.
-  void remove_cgroup_dir(const std::string& dir, int depth) {
-    if (DIR* d = opendir(dir.c_str())) {
-      std::vector<std::string> subs;
-      while (dirent* e = readdir(d)) {
-        if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) subs.push_back(e->d_name);
-      }
-      closedir(d);
-      if (depth < 32) {
-        for (auto& sub : subs) remove_cgroup_dir(dir + "/" + sub, depth + 1);
-      }
-    }
-    if (rmdir(dir.c_str()) != 0) trace("rmdir %s: %s", dir.c_str(), strerror(errno));
-  }
-
   Options opts_;
-  std::string cg_path_;  // the cgroup tier: the tree's cgroup
-  int cg_dir_ = -1;
-  int cg_kill_ = -1;
+  std::vector<std::unique_ptr<anchor::Tier>> tiers_;  // the tier and its fallbacks, in order
+  anchor::Tier* tier_ = nullptr;                      // the one that contains the tree
   pid_t root_ = -1;
-  int64_t group_ = 0;      // the process-group tier: the tree's group (the pin's pid)
-  int64_t own_group_ = 0;  // the anchor's own group, which the pin moves to
-  pid_t pin_ = -1;         // the process-group tier: pins group_'s id until QUIET
-  bool group_termed_ = false;
-  bool group_killed_ = false;  // the group has had a SIGKILL
-  std::set<std::pair<int64_t, uint64_t>> reported_outside_;
   bool pidfd_ = false;
   bool root_exited_ = false;
-  bool terminating_ = false;
-  bool forcing_ = false;
-  bool stuck_reported_ = false;
+  protocol::Termination term_;
   bool released_sent_ = false;
   bool host_gone_ = false;
   bool control_open_ = true;
-  int64_t deadline_ = 0;
   int64_t root_exited_at_ = 0;
-  int64_t force_started_ = 0;
   std::vector<FileId> watched_;
+  // Members signal_one has given the polite signal.
   std::set<std::pair<int64_t, uint64_t>> termed_;
-  // The process-group tier: in-group members known to have had the polite
-  // signal (the group's, or their own if forked after it). Apart from termed_,
-  // which is for members outside the group: one that leaves the group between
-  // the walk and the group signal must still get its own.
-  std::set<std::pair<int64_t, uint64_t>> group_signalled_;
-  std::map<int64_t, Member> remembered_;
-  int snapshot_every_ = kGroupSnapshotMs;  // the process-group tier's snapshot interval
-  int64_t started_at_ = now_ms();
-  int64_t last_term_walk_ = 0;
-  std::string inbox_;
-  bool inbox_overlong_ = false;  // discarding a control line that is too long
+  protocol::LineReader control_{false};
 };
 
 }  // namespace

@@ -1,10 +1,10 @@
-// Starting the anchor helper without forking the host (POSIX).
+// Starting the anchor without forking the host (POSIX).
 //
 // libuv (child_process) starts a process with fork(): the kernel copies the
 // page tables of the whole Node process, which costs milliseconds for a host
-// with a big heap. posix_spawn() starts the helper from a vfork-like clone
+// with a big heap. posix_spawn() starts the anchor from a vfork-like clone
 // (glibc: CLONE_VM | CLONE_VFORK; macOS: a system call) instead, so the cost
-// no longer grows with the host. The helper is the anchor: it is an unreaped
+// no longer grows with the host. The anchor is an unreaped
 // child of the host, reaped here by pid (its identity is pinned until then).
 #include "../cordon.h"
 
@@ -36,7 +36,7 @@ struct Closer {
 int copy_high(int fd, Closer& closer) {
   // A source in 0..3 could be overwritten by an earlier dup2 of the file
   // actions (or be its own target, whose close-on-exec flag dup2 would not
-  // clear): hand the helper a close-on-exec copy above the targets instead.
+  // clear): hand the anchor a close-on-exec copy above the targets instead.
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 4);
   if (copy < 0) return -errno;
   return closer.keep(copy);
@@ -45,7 +45,7 @@ int copy_high(int fd, Closer& closer) {
 }  // namespace
 
 int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
-  Closer child_side;  // the helper's ends, closed in the host after the spawn
+  Closer child_side;  // the anchor's ends, closed in the host after the spawn
   Closer host_side;   // the host's ends, closed on failure only
   int sources[4];
   for (int i = 0; i < 3; i++) {
@@ -62,7 +62,7 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
       fcntl(p[0], F_SETFD, FD_CLOEXEC);
       fcntl(p[1], F_SETFD, FD_CLOEXEC);
 #endif
-      // stdin: the helper reads; stdout/stderr: the helper writes.
+      // stdin: the anchor reads; stdout/stderr: the anchor writes.
       int helper_end = i == 0 ? p[0] : p[1];
       int host_end = i == 0 ? p[1] : p[0];
       child_side.keep(helper_end);
@@ -104,15 +104,15 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
     return -rc;
   }
   for (int i = 0; i < 4 && rc == 0; i++) rc = posix_spawn_file_actions_adddup2(&actions, sources[i], i);
-  // Only fds 0-3 reach the helper: macOS closes the rest here, on Linux the
-  // helper closes them first thing (what glibc offers for it here, like
+  // Only fds 0-3 reach the anchor: macOS closes the rest here, on Linux the
+  // anchor closes them first thing (what glibc offers for it here, like
   // addchdir_np, would raise the glibc version a prebuilt addon needs).
 #if defined(__APPLE__)
   short flags = POSIX_SPAWN_CLOEXEC_DEFAULT;
 #else
   short flags = 0;
 #endif
-  // The helper starts as a process started by a shell would: no signal
+  // The anchor starts as a process started by a shell would: no signal
   // blocked, every disposition at its default (Node ignores SIGPIPE, and an
   // ignored disposition would otherwise survive exec).
   sigset_t none, all;

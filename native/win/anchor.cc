@@ -1,7 +1,7 @@
 // cordon-anchor.exe: the per-tree anchor process (Windows).
 //
-// It speaks the same line protocol as the POSIX anchor (native/posix/anchor.cc),
-// so lib/process.ts drives both alike. Node spawns it with the command's stdio
+// It speaks the same protocol as the POSIX anchor (native/protocol.h), so
+// lib/anchor.ts drives both alike. Node spawns it with the command's stdio
 // on its standard handles and the control channel as two overlapped named
 // pipes that libuv hands over in STARTUPINFO.lpReserved2: CRT fd 3 carries
 // the anchor's lines to the host, fd 4 the host's commands (two pipes, so a
@@ -14,11 +14,11 @@
 // process (nothing of it ran) and reports NOCONTAIN; best-effort resumes it
 // with the retained process handle as the only identity (tier process-handle).
 //
-// The job is created by the host (lib/anchor.ts -> native/win/job.cc),
+// The job is created by the host (lib/anchor.ts -> native/win/host.cc),
 // unnamed, with kill-on-close and no breakaway; the host duplicates a handle
-// into this helper and sends its value as the first control line
+// into the anchor and sends its value as the first control line
 // (`JOB <value>`, --job-from-host) before the command exists. Nothing else can
-// open the job by name. Which handle decides is described in native/win/job.cc.
+// open the job by name. Which handle decides is described in native/win/host.cc.
 //
 // The command is created with its resolved absolute path as lpApplicationName
 // (so Windows' own search order never applies). A .bat/.cmd runs through
@@ -39,7 +39,7 @@
 // implement it), no polite signal reached anyone, so the forced stop follows
 // at once instead of waiting out a grace nobody was told about.
 //
-// RELEASED: the helper keeps one duplicate of each captured stdout/stderr
+// RELEASED: the anchor keeps one duplicate of each captured stdout/stderr
 // write end (--watch-fd) and asks the kernel how many handles the pipe's file
 // object has (NtQueryObject ObjectBasicInformation.HandleCount). When only
 // its own is left, no member holds the output: it closes its duplicate (the
@@ -47,17 +47,16 @@
 // holds the output is not known (LEFT reports holds 0). Where the count
 // cannot be read, RELEASED comes when the job is empty.
 //
-// Protocol: see native/posix/anchor.cc. EXIT reports the exit code; a root
-// ended by our TerminateJobObject reports signal 9 (as Node reports SIGKILL
-// for a killed child), one ended by CTRL_BREAK (STATUS_CONTROL_C_EXIT) 21
-// (SIGBREAK).
+// EXIT reports the exit code; a root ended by our TerminateJobObject reports
+// signal 9 (as Node reports SIGKILL for a killed child), one ended by
+// CTRL_BREAK (STATUS_CONTROL_C_EXIT) 21 (SIGBREAK).
+#include "../protocol.h"
 #include "win.h"
 
 #include <io.h>
 #include <shellapi.h>
 
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -68,7 +67,9 @@
 namespace {
 
 using cordon::Member;
+namespace protocol = cordon::protocol;
 namespace win = cordon::win;
+using protocol::trace;
 
 constexpr ULONG_PTR kKeyJob = 1;
 constexpr ULONG_PTR kKeyControl = 2;
@@ -76,91 +77,28 @@ constexpr ULONG_PTR kKeyRoot = 3;
 constexpr ULONG_PTR kKeyOut = 4;
 constexpr DWORD kKilledCode = 1;  // what TerminateJobObject gives every member, as Node's kill()
 constexpr DWORD kControlCExit = 0xC000013A;
-constexpr int kStuckReportMs = 5000;
-
-FILE* g_trace = nullptr;
-
-void trace(const char* fmt, ...) {
-  if (!g_trace) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(g_trace, "[cordon-anchor %lu] ", GetCurrentProcessId());
-  vfprintf(g_trace, fmt, ap);
-  fputc('\n', g_trace);
-  fflush(g_trace);
-  va_end(ap);
-}
 
 int64_t now_ms() { return static_cast<int64_t>(GetTickCount64()); }
 
-struct Options {
-  std::string tier = "job-object";
-  bool best_effort = false;
-  int grace_ms = 3000;
-  std::vector<int> watch_fds;  // 1 and/or 2: captured output the host reads
-  bool job_from_host = false;
-  std::wstring path;
-  std::vector<std::wstring> argv;
-};
+using Options = protocol::Options<wchar_t>;
 
 [[noreturn]] void usage(const char* why) {
-  fprintf(stderr, "cordon-anchor: %s\n", why);
-  fprintf(stderr,
-          "usage: cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
-          "       [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]\n"
-          "It is started by the cordon library with a control channel at fds 3 (out) and 4 (in).\n");
-  ExitProcess(64);
+  protocol::print_usage(why,
+                        "cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
+                        "       [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]",
+                        "at fds 3 (out) and 4 (in)");
+  ExitProcess(protocol::kUsageExit);
 }
 
-// A duration or descriptor number as the host writes it: decimal digits
-// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
-// fraction, an overflow, trailing garbage, nothing) is rejected: read with
-// atoi() it would become 0, which for a grace means "terminate now".
-template <typename Char>
-bool parse_uint31(const Char* s, int& out) {
-  if (!s || !*s) return false;
-  long long v = 0;
-  for (const Char* p = s; *p; p++) {
-    if (*p < '0' || *p > '9') return false;
-    v = v * 10 + (*p - '0');
-    if (v > 2147483647LL) return false;
-  }
-  out = static_cast<int>(v);
-  return true;
-}
+void open_trace(const wchar_t* file) { protocol::set_trace(_wfopen(file, L"a"), GetCurrentProcessId()); }
 
 Options parse() {
   int argc = 0;
   LPWSTR* argv = CommandLineToArgvW(GetCommandLineW(), &argc);
   if (!argv) usage("cannot parse the command line");
   Options o;
-  int i = 1;
-  for (; i < argc; i++) {
-    std::wstring a = argv[i];
-    if (a == L"--") {
-      i++;
-      break;
-    } else if (a == L"--tier" && i + 1 < argc) {
-      o.tier = win::utf8(argv[++i]);
-    } else if (a == L"--job-from-host") {
-      o.job_from_host = true;
-    } else if (a == L"--watch-fd" && i + 1 < argc) {
-      int fd;
-      if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
-      o.watch_fds.push_back(fd);
-    } else if (a == L"--best-effort") {
-      o.best_effort = true;
-    } else if (a == L"--grace" && i + 1 < argc) {
-      if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
-    } else if (a == L"--trace" && i + 1 < argc) {
-      g_trace = _wfopen(argv[++i], L"a");
-    } else {
-      usage("unknown option");
-    }
-  }
-  if (i + 1 >= argc) usage("missing command");
-  o.path = argv[i++];
-  for (; i < argc; i++) o.argv.push_back(argv[i]);
+  o.tier = "job-object";
+  protocol::parse_options(argc, argv, protocol::kJobFromHostOption, o, usage, open_trace);
   LocalFree(argv);
   if (o.tier != "job-object") usage("unknown tier");
   return o;
@@ -312,7 +250,7 @@ class Anchor {
     if (out_ == INVALID_HANDLE_VALUE || !out_ || control_ == INVALID_HANDLE_VALUE || !control_) {
       usage("no control channel at fds 3 and 4");
     }
-    // Only the helper holds the control channel: the command must not inherit it.
+    // Only the anchor holds the control channel: the command must not inherit it.
     SetHandleInformation(out_, HANDLE_FLAG_INHERIT, 0);
     SetHandleInformation(control_, HANDLE_FLAG_INHERIT, 0);
     SetConsoleCtrlHandler(on_console_event, TRUE);
@@ -329,7 +267,7 @@ class Anchor {
     watch_output();
     if (!launch()) return finish();
     release_stdio();
-    send("READY %lu %s 0", root_pid_, tier_.c_str());
+    send(protocol::ready(root_pid_, tier_, false, std::string()));
     loop();
     return finish();
   }
@@ -378,7 +316,7 @@ class Anchor {
     if (job_) CloseHandle(job_);
     job_ = nullptr;
     if (!opts_.best_effort) {
-      send("NOCONTAIN %d job-object", win::errno_from(err));
+      send(protocol::no_contain(win::errno_from(err), "job-object"));
       return false;
     }
     tier_ = "process-handle";
@@ -397,7 +335,7 @@ class Anchor {
     // one): Windows' search order and name rewriting never choose the file.
     if (!fully_qualified(app) || win32_name(app) != app) {
       trace("refused command path (not absolute or not canonical)");
-      send("EXECFAIL %d", EINVAL);
+      send(protocol::exec_fail(EINVAL));
       return false;
     }
     if (is_batch(app)) {
@@ -405,7 +343,7 @@ class Anchor {
       std::wstring rest;
       if (!batch_command_line(opts_.path, opts_.argv, rest)) {
         trace("refused batch argument");
-        send("EXECFAIL %d", EINVAL);
+        send(protocol::exec_fail(EINVAL));
         return false;
       }
       quote_arg(shell, line);
@@ -500,7 +438,7 @@ class Anchor {
       if (!plan[0] && !plan[1]) break;
     }
     if (!ok) {
-      send("EXECFAIL %d", win::errno_from(err));
+      send(protocol::exec_fail(win::errno_from(err)));
       return false;
     }
 
@@ -520,7 +458,7 @@ class Anchor {
           WaitForSingleObject(pi.hProcess, 5000);
           CloseHandle(pi.hThread);
           CloseHandle(pi.hProcess);
-          send("NOCONTAIN %d job-object", win::errno_from(aerr));
+          send(protocol::no_contain(win::errno_from(aerr), "job-object"));
           return false;
         }
         CloseHandle(job_);
@@ -535,7 +473,7 @@ class Anchor {
       CloseHandle(pi.hThread);
       if (job_) TerminateJobObject(job_, kKilledCode);
       TerminateProcess(root_, kKilledCode);
-      send("EXECFAIL %d", win::errno_from(rerr));
+      send(protocol::exec_fail(win::errno_from(rerr)));
       return false;
     }
     CloseHandle(pi.hThread);
@@ -632,7 +570,7 @@ class Anchor {
     return false;
   }
 
-  // The helper must never hold the command's pipes: closing its copies is what
+  // The anchor must never hold the command's pipes: closing its copies is what
   // lets the host see EOF once the tree's own writers are gone.
   void release_stdio() {
     HANDLE seen[3] = {nullptr, nullptr, nullptr};
@@ -666,75 +604,28 @@ class Anchor {
     start_terminate(opts_.grace_ms);
   }
 
-  // Control lines are short ("TERM 3000"). A longer line is no command: it
-  // is discarded up to its newline (with a trace), so neither memory nor CPU
-  // grows with what is written to the channel. Each byte is looked at once.
-  static constexpr size_t kMaxControlLine = 256;
-
   void on_control(DWORD bytes) {
-    const char* p = read_buf_;
-    const char* end = read_buf_ + bytes;
-    while (p < end) {
-      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
-      const char* stop = nl ? nl : end;
-      size_t len = static_cast<size_t>(stop - p);
-      if (!inbox_overlong_) {
-        if (inbox_.size() + len > kMaxControlLine) {
-          trace("control line longer than %u bytes: discarded up to its newline", static_cast<unsigned>(kMaxControlLine));
-          inbox_overlong_ = true;
-          inbox_.clear();
-        } else {
-          inbox_.append(p, len);
-        }
+    std::vector<std::string> lines;
+    control_lines_.feed(read_buf_, bytes, lines);
+    for (auto& line : lines) {
+      auto c = protocol::parse_command(line, opts_.grace_ms, opts_.job_from_host && !job_received_);
+      if (c.verb == protocol::Verb::kJob) {
+        // The host's copy of the tree's job handle, duplicated into this process.
+        job_received_ = true;
+        job_ = reinterpret_cast<HANDLE>(static_cast<uintptr_t>(_strtoui64(c.arg.c_str(), nullptr, 10)));
+        trace("job handle %s from the host", c.arg.c_str());
+      } else if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) {
+        start_terminate(c.grace_ms);
       }
-      if (!nl) break;
-      if (!inbox_overlong_) {
-        if (!inbox_.empty() && inbox_.back() == '\r') inbox_.pop_back();
-        control_line(inbox_);
-      }
-      inbox_.clear();
-      inbox_overlong_ = false;
-      p = nl + 1;
     }
     start_read();
   }
 
-  // A TERM whose grace is not a number the host could have sent is never read
-  // as 0 (terminate now): it gets the teardown grace (--grace), as on POSIX.
-  void control_line(const std::string& line) {
-    if (line.rfind("JOB ", 0) == 0 && opts_.job_from_host && !job_received_) {
-      // The host's copy of the tree's job handle, duplicated into this process.
-      job_received_ = true;
-      job_ = reinterpret_cast<HANDLE>(static_cast<uintptr_t>(_strtoui64(line.c_str() + 4, nullptr, 10)));
-      trace("job handle %s from the host", line.c_str() + 4);
-    } else if (line.rfind("TERM ", 0) == 0) {
-      int grace;
-      if (parse_uint31(line.c_str() + 5, grace)) {
-        start_terminate(grace);
-      } else {
-        trace("malformed TERM grace: using the teardown grace %d ms", opts_.grace_ms);
-        start_terminate(opts_.grace_ms);
-      }
-    } else if (line == "KILL") {
-      start_terminate(0);
-    } else {
-      trace("unknown control line ignored");
-    }
-  }
-
-  void send(const char* fmt, ...) {
+  void send(const std::string& line) {
     if (host_gone_) return;
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if (n > static_cast<int>(sizeof buf) - 2) n = sizeof buf - 2;
-    buf[n++] = '\n';
     auto* op = new WriteOp();
     ZeroMemory(&op->ov, sizeof op->ov);
-    op->data.assign(buf, static_cast<size_t>(n));
+    op->data = line;
     if (!WriteFile(out_, op->data.data(), static_cast<DWORD>(op->data.size()), nullptr, &op->ov) &&
         GetLastError() != ERROR_IO_PENDING) {
       trace("control write: error %lu", GetLastError());
@@ -743,18 +634,6 @@ class Anchor {
       return;
     }
     writes_pending_++;  // freed when its completion is dequeued
-  }
-
-  static std::string escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '\\') out += "\\\\";
-      else if (c == '\n') out += "\\n";
-      else if (c == '\r') out += "\\r";
-      else out += c;
-    }
-    if (out.size() > 4000) out.resize(4000);
-    return out;
   }
 
   std::vector<Member> members() {
@@ -784,56 +663,46 @@ class Anchor {
     DWORD code = 0;
     GetExitCodeProcess(root_, &code);
     trace("root exited code=%lu", code);
-    if (forced_ && code == kKilledCode) {
-      send("EXIT -1 9");
+    if (term_.forcing() && code == kKilledCode) {
+      send(protocol::exit(-1, 9));
     } else if (break_sent_ && code == kControlCExit) {
-      send("EXIT -1 21");
+      send(protocol::exit(-1, 21));
     } else {
-      send("EXIT %lu 0", code);
+      send(protocol::exit(code, 0));
     }
     auto left = members();
     trace("%zu member(s) left (active %d)", left.size(), job_ ? win::job_active(job_) : -1);
     for (auto& m : left) {
       if (m.pid == static_cast<int64_t>(root_pid_)) continue;
-      send("LEFT %lld 0 %s", static_cast<long long>(m.pid), escape(m.command).c_str());
+      send(protocol::left(m.pid, false, m.command));
     }
-    send("LEFTEND");
+    send(protocol::left_end());
     check_released();
   }
 
   void send_released() {
     if (released_sent_) return;
     released_sent_ = true;
-    send("RELEASED");
+    send(protocol::released());
   }
 
   void start_terminate(int grace_ms) {
-    int64_t deadline = now_ms() + (grace_ms < 0 ? 0 : grace_ms);
-    if (!terminating_) {
-      terminating_ = true;
-      deadline_ = deadline;
-      trace("terminate, grace %d ms", grace_ms);
-      if (grace_ms > 0) {
-        // The root leads its own console process group (CREATE_NEW_PROCESS_GROUP);
-        // its id stays pinned by our root handle even after the root exited.
-        if (GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_pid_)) {
-          break_sent_ = true;
-        } else {
-          trace("CTRL_BREAK not delivered (error %lu): forced stop now", GetLastError());
-          deadline_ = now_ms();
-        }
+    if (term_.start(grace_ms, now_ms()) && grace_ms > 0) {
+      // The root leads its own console process group (CREATE_NEW_PROCESS_GROUP);
+      // its id stays pinned by our root handle even after the root exited.
+      if (GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_pid_)) {
+        break_sent_ = true;
+      } else {
+        trace("CTRL_BREAK not delivered (error %lu): forced stop now", GetLastError());
+        term_.force_now(now_ms());
       }
-    } else if (deadline < deadline_) {
-      deadline_ = deadline;
     }
   }
 
   void step_terminate() {
     int64_t t = now_ms();
-    if (t < deadline_) return;
-    if (!forced_) {
-      forced_ = true;
-      force_started_ = t;
+    if (t < term_.deadline()) return;
+    if (term_.force_due(t)) {
       last_force_ = 0;
       trace("forced stop: TerminateJobObject");
     }
@@ -842,11 +711,9 @@ class Anchor {
       if (job_) TerminateJobObject(job_, kKilledCode);
       else if (!root_exited_) TerminateProcess(root_, kKilledCode);
     }
-    if (!stuck_reported_ && t - force_started_ > kStuckReportMs && !tree_empty()) {
-      stuck_reported_ = true;
-      std::string pids;
-      for (auto& m : members()) pids += " " + std::to_string(m.pid);
-      send("STUCK%s", pids.c_str());
+    if (term_.stuck_due(t) && !tree_empty()) {
+      term_.stuck_reported();
+      send(protocol::stuck(members()));
     }
   }
 
@@ -855,15 +722,14 @@ class Anchor {
       if (root_exited_ && tree_empty()) {
         send_released();
         trace("quiescent");
-        send("QUIET");
+        send(protocol::quiescent());
         return;
       }
-      if (terminating_) step_terminate();
+      if (term_.active()) step_terminate();
       check_released();
       DWORD timeout = INFINITE;
-      if (terminating_) {
-        int64_t left = deadline_ - now_ms();
-        timeout = forced_ ? 50 : static_cast<DWORD>(left < 0 ? 0 : (left > 50 ? 50 : left));
+      if (term_.active()) {
+        timeout = static_cast<DWORD>(term_.wait_ms(now_ms(), 50, 50));
       } else if (root_exited_ && job_) {
         // ACTIVE_PROCESS_ZERO wakes us; a slow re-check covers a lost message.
         timeout = 1000;
@@ -925,23 +791,18 @@ class Anchor {
   DWORD root_pid_ = 0;
   OVERLAPPED read_ov_;
   char read_buf_[512];
-  std::string inbox_;
-  bool inbox_overlong_ = false;  // discarding a control line that is too long
+  protocol::LineReader control_lines_{true};
   int writes_pending_ = 0;
   bool control_open_ = true;
   bool job_received_ = false;
   bool host_gone_ = false;
   bool root_exited_ = false;
   bool job_zero_ = false;
-  bool terminating_ = false;
-  bool forced_ = false;
   bool break_sent_ = false;
-  bool stuck_reported_ = false;
   bool released_sent_ = false;
   bool count_failed_ = false;
   std::vector<HANDLE> watched_;
-  int64_t deadline_ = 0;
-  int64_t force_started_ = 0;
+  protocol::Termination term_;
   int64_t last_force_ = 0;
 };
 

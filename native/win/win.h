@@ -1,6 +1,6 @@
 // Internal contract of the Windows sources (not part of cordon.h, which stays
-// free of platform headers): shared by the addon (job.cc) and the anchor
-// helper (anchor.cc), both linked with tree.cc.
+// free of platform headers): shared by the addon (host.cc) and the anchor
+// (anchor.cc), both linked with job_object.cc, which implements it.
 #pragma once
 
 #ifndef WIN32_LEAN_AND_MEAN

@@ -1,22 +1,24 @@
-// Windows, addon side of the contract (cordon.h): the host's handle on each
-// tree's Job Object, member listing through that handle, and the probe.
+// Windows, the host's side of the contract (cordon.h), in the addon: the
+// host's handle on each tree's Job Object, member listing through that
+// handle, and the probe. (The Job Object queries it shares with the anchor
+// are job_object.cc.)
 //
 // Which handle decides (see also native/win/anchor.cc):
 // - The host creates the job here, unnamed (so nothing can open it by name),
 //   not inheritable, with kill-on-close and no breakaway, before the anchor
-//   helper exists. job_attach duplicates a handle into the helper (the host's
-//   unreaped child, so its pid is pinned) with only the rights the helper
+//   anchor exists. job_attach duplicates a handle into the anchor (the host's
+//   unreaped child, so its pid is pinned) with only the rights the anchor
 //   uses; lib/anchor.ts sends its value as the first control line.
-//   A process of the same user can still open the host or the helper itself
+//   A process of the same user can still open the host or the anchor itself
 //   (PROCESS_DUP_HANDLE) and copy a handle out: same-user processes are not a
 //   security boundary on Windows without a restricted token for the command.
-// - While host and helper live, the helper carries out TERM/KILL with
+// - While host and anchor live, the anchor carries out TERM/KILL with
 //   TerminateJobObject and reports QUIET from the job's completion port.
-// - If the helper dies first, the host still holds this handle: lib/anchor.ts
+// - If the anchor dies first, the host still holds this handle: lib/anchor.ts
 //   terminates the job through it (job_terminate) before reporting the loss.
 // - If the host dies by any means, the kernel closes this handle; Node's own
-//   kill-on-close job ends the helper with it, and the helper's handle was the
-//   last one: KILL_ON_JOB_CLOSE kills the tree. A helper that outlives the host
+//   kill-on-close job ends the anchor with it, and the anchor's handle was the
+//   last one: KILL_ON_JOB_CLOSE kills the tree. An anchor that outlives the host
 //   (not in Node's job) sees control EOF and terminates the job itself.
 #include <cerrno>
 #include <map>
@@ -29,7 +31,7 @@ namespace cordon {
 namespace {
 
 std::mutex g_mu;
-std::map<int64_t, HANDLE> g_by_anchor;  // anchor helper pid -> job handle
+std::map<int64_t, HANDLE> g_by_anchor;  // anchor pid -> job handle
 
 HANDLE as_handle(uint64_t h) { return reinterpret_cast<HANDLE>(static_cast<uintptr_t>(h)); }
 
@@ -73,16 +75,16 @@ int job_attach(uint64_t handle, int64_t anchor_pid, uint64_t& remote_out) {
     g_by_anchor[anchor_pid] = as_handle(handle);
   }
   remote_out = 0;
-  HANDLE helper = OpenProcess(PROCESS_DUP_HANDLE, FALSE, static_cast<DWORD>(anchor_pid));
-  if (!helper) return -win::errno_from(GetLastError());
+  HANDLE anchor = OpenProcess(PROCESS_DUP_HANDLE, FALSE, static_cast<DWORD>(anchor_pid));
+  if (!anchor) return -win::errno_from(GetLastError());
   HANDLE remote = nullptr;
-  // Exactly what the helper uses: assign, terminate, list, completion port.
-  BOOL ok = DuplicateHandle(GetCurrentProcess(), as_handle(handle), helper, &remote,
+  // Exactly what the anchor uses: assign, terminate, list, completion port.
+  BOOL ok = DuplicateHandle(GetCurrentProcess(), as_handle(handle), anchor, &remote,
                             JOB_OBJECT_ASSIGN_PROCESS | JOB_OBJECT_TERMINATE | JOB_OBJECT_QUERY |
                                 JOB_OBJECT_SET_ATTRIBUTES,
                             FALSE, 0);
   DWORD err = ok ? 0 : GetLastError();
-  CloseHandle(helper);
+  CloseHandle(anchor);
   if (!ok) return -win::errno_from(err);
   remote_out = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(remote));
   return 0;

@@ -1,5 +1,5 @@
-// Windows: what both the addon and the anchor helper need to know about a
-// tree's Job Object: its limits, its members (JobObjectBasicProcessIdList,
+// Windows: what both the addon (host.cc) and the anchor (anchor.cc) need to
+// know about a tree's Job Object: its limits, its members (JobObjectBasicProcessIdList,
 // never a pid walk), their command lines, and GetLastError() as errno names.
 #include "win.h"
 

@@ -1,0 +1,87 @@
+// The POSIX anchor's tiers (tier.h): the table of tiers and what they share.
+#include "tier.h"
+
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace cordon {
+namespace anchor {
+
+// Each in its own file.
+std::unique_ptr<Tier> make_subreaper_tier(TierHost& host);
+std::unique_ptr<Tier> make_cgroup_tier(TierHost& host, std::unique_ptr<Tier> subreaper);
+std::unique_ptr<Tier> make_process_group_tier(TierHost& host);
+
+namespace {
+
+struct TierRow {
+  const char* name;
+  std::unique_ptr<Tier> (*make)(TierHost& host);
+  // The tier this one falls back to under --best-effort (nullptr: none) ...
+  const char* falls_back_to;
+  // ... and whether --fallback (the host's default tier, not asked for)
+  // takes that step too.
+  bool on_fallback;
+};
+
+// The cgroup tier is the subreaper tier plus a cgroup of the tree's own.
+const TierRow kTiers[] = {
+    {"cgroup", [](TierHost& h) { return make_cgroup_tier(h, make_subreaper_tier(h)); }, "subreaper", true},
+    {"subreaper", make_subreaper_tier, "process-group", false},
+    {"process-group", make_process_group_tier, nullptr, false},
+};
+
+const TierRow* find(const std::string& name) {
+  for (auto& row : kTiers) {
+    if (name == row.name) return &row;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t Tier::fork(const char*& what) {
+  (void)what;
+  pid_t pid = ::fork();
+  return pid < 0 ? -errno : pid;
+}
+
+// Descendants of the anchor (and, with a group, its members). A full /proc
+// (libproc) walk.
+std::vector<Member> Tier::members(bool commands, bool holds) {
+  std::vector<Member> out;
+  static const std::vector<FileId> kNone;
+  cordon::list_tree(getpid(), group(), holds ? host_.watched() : kNone, out, commands);
+  return out;
+}
+
+std::vector<std::unique_ptr<Tier>> make_tiers(const std::string& name, bool best_effort, bool fallback,
+                                              TierHost& host) {
+  std::vector<std::unique_ptr<Tier>> out;
+  for (const TierRow* row = find(name); row;) {
+    out.push_back(row->make(host));
+    if (!row->falls_back_to || !(best_effort || (fallback && row->on_fallback))) break;
+    row = find(row->falls_back_to);
+  }
+  return out;
+}
+
+bool is_tier(const std::string& name) { return find(name) != nullptr; }
+
+std::string tier_names() {
+  std::string out;
+  for (auto& row : kTiers) out += (out.empty() ? "" : "|") + std::string(row.name);
+  return out;
+}
+
+}  // namespace anchor
+}  // namespace cordon

@@ -1,0 +1,184 @@
+// The POSIX anchor's containment tiers, as strategies behind one interface.
+//
+// The anchor (anchor.cc) owns what every tier shares: the control channel,
+// the reaping loop, the termination schedule, the watched output. A tier owns
+// the means: how containment is made before the command exists (C1), its
+// steps around the fork, who the members are, how they are terminated and
+// when none is left, and what to release at the end. Each tier is one file:
+//   tier_subreaper.cc      the subreaper tier: every orphan is reparented to the anchor
+//   tier_cgroup.cc         the cgroup tier: the subreaper tier wrapped with a cgroup of
+//                          the tree's own (Linux)
+//   tier_process_group.cc  the process-group tier (the macOS strategy): a process group
+//                          of the tree's own, pinned by a child of the anchor
+// and one row of the table in tier.cc, which also says what --best-effort and
+// --fallback may fall back to. Adding a tier: one strategy file, one row
+// (and the file in the POSIX anchor's sources: binding.gyp and CMakeLists.txt
+// list them once each).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../cordon.h"
+#include "../protocol.h"
+
+namespace cordon {
+namespace anchor {
+
+// Milliseconds on the monotonic clock.
+int64_t now_ms();
+
+// What a tier may use of its anchor.
+class TierHost {
+ public:
+  virtual ~TierHost() = default;
+  virtual void send(const std::string& line) = 0;
+  // pidfd_open and pidfd_send_signal are there (the probe's answer).
+  virtual bool pidfd() const = 0;
+  virtual const protocol::Termination& termination() const = 0;
+  // One verified member: the forced kill once forcing, else the polite
+  // signal (and SIGCONT) once per process.
+  virtual void signal_one(const Member& m) = 0;
+  // STUCK, with the members still there (once: the schedule says when).
+  virtual void report_stuck(const std::vector<Member>& left) = 0;
+  // The captured output's pipes, whose holders list_tree marks.
+  virtual const std::vector<FileId>& watched() const = 0;
+};
+
+class Tier {
+ public:
+  explicit Tier(TierHost& host) : host_(host) {}
+  virtual ~Tier() = default;
+  Tier(const Tier&) = delete;
+  Tier& operator=(const Tier&) = delete;
+
+  // The tier's name as READY and --tier carry it.
+  virtual const char* name() const = 0;
+
+  // ---- containment (C1: it exists before the command's first instruction)
+
+  // 0, or a negative errno with `what` naming the tier whose means failed
+  // (NOCONTAIN <errno> <what> if no fallback is left).
+  virtual int contain(const char*& what) = 0;
+  // Whether a tier is left to fall back to (--best-effort, --fallback): a
+  // tier may then fall back by itself later (the cgroup tier, at the fork).
+  virtual void allow_fallback(bool allowed) { (void)allowed; }
+  // The tree's process group (GROUP, and what list_tree and signal_member
+  // take), or 0.
+  virtual int64_t group() const { return 0; }
+  // The tree's cgroup (READY names it), or empty.
+  virtual std::string cgroup_dir() const { return std::string(); }
+
+  // ---- starting the command: the anchor forks, the tier adds its steps
+
+  // Before the fork: 0 or a negative errno (EXECFAIL; the tier has undone its part).
+  virtual int before_fork() { return 0; }
+  // fork(): the child's pid, 0 in the child, or a negative errno. A failure
+  // the tier reports as NOCONTAIN sets `what`.
+  virtual int64_t fork(const char*& what);
+  // In the child, first thing: 0, or an errno the anchor reports as
+  // NOCONTAIN <errno> <tier> (nothing of the command runs). May _exit(127)
+  // when the anchor is gone.
+  virtual int child_enter() { return 0; }
+  // In the child, right before exec (its stdio set up, every other fd but
+  // the status pipe closed). May _exit(127) when the anchor is gone.
+  virtual void child_before_exec() {}
+  // In the anchor, once the child exists: 0, or a negative errno with `what`
+  // (NOCONTAIN; the tier has killed and reaped the child).
+  virtual int after_fork(pid_t child, const char*& what) {
+    (void)child;
+    (void)what;
+    return 0;
+  }
+  // The command did not start (fork or exec failed): undo what the steps made.
+  virtual void abandon_launch() {}
+
+  // ---- members, reaping, termination
+
+  // Whether every descendant is reparented to the anchor (and so is its
+  // child to reap).
+  virtual bool reaps_all() const { return false; }
+  // Whether the anchor may reap only the root (its other children must stay
+  // unreaped until QUIET).
+  virtual bool reaps_root_only() const { return false; }
+  // Current members (list_tree, plus whatever the tier knows beyond it).
+  virtual std::vector<Member> members(bool commands = false, bool holds = false);
+  // The members reported LEFT when the root has exited.
+  virtual std::vector<Member> leftovers() { return members(true, true); }
+  // With the anchor's children all reaped (`no_children`): whether no member
+  // is left.
+  virtual bool quiescent() { return members().empty(); }
+  // One round of termination (the schedule: termination(); forcing or not).
+  virtual void step_terminate(int64_t now) = 0;
+
+  // ---- the event loop, while not terminating
+
+  // How long the loop may sleep while the captured output is still held
+  // after the root exited.
+  virtual int held_output_wait_ms(int64_t since_root_exit) const {
+    (void)since_root_exit;
+    return 50;
+  }
+  // How long the loop may sleep otherwise (-1: until an event).
+  virtual int idle_wait_ms(bool root_exited) const { return root_exited ? 1000 : -1; }
+  // Called on every loop turn while not terminating.
+  virtual void idle_tick(int64_t now) { (void)now; }
+
+  // The tree is quiescent (or the command never started): let go of what the
+  // tier holds (its cgroup, its pin). Idempotent.
+  virtual void release() {}
+
+ protected:
+  TierHost& host_;
+};
+
+// A tier that adds to another (process-wrap's wrappers): everything it does
+// not override is the inner tier's.
+class TierWrapper : public Tier {
+ public:
+  TierWrapper(TierHost& host, std::unique_ptr<Tier> inner) : Tier(host), inner_(std::move(inner)) {}
+
+  const char* name() const override { return inner_->name(); }
+  int contain(const char*& what) override { return inner_->contain(what); }
+  void allow_fallback(bool allowed) override { inner_->allow_fallback(allowed); }
+  int64_t group() const override { return inner_->group(); }
+  std::string cgroup_dir() const override { return inner_->cgroup_dir(); }
+  int before_fork() override { return inner_->before_fork(); }
+  int64_t fork(const char*& what) override { return inner_->fork(what); }
+  int child_enter() override { return inner_->child_enter(); }
+  void child_before_exec() override { inner_->child_before_exec(); }
+  int after_fork(pid_t child, const char*& what) override { return inner_->after_fork(child, what); }
+  void abandon_launch() override { inner_->abandon_launch(); }
+  bool reaps_all() const override { return inner_->reaps_all(); }
+  bool reaps_root_only() const override { return inner_->reaps_root_only(); }
+  std::vector<Member> members(bool commands, bool holds) override { return inner_->members(commands, holds); }
+  std::vector<Member> leftovers() override { return inner_->leftovers(); }
+  bool quiescent() override { return inner_->quiescent(); }
+  void step_terminate(int64_t now) override { inner_->step_terminate(now); }
+  int held_output_wait_ms(int64_t since_root_exit) const override {
+    return inner_->held_output_wait_ms(since_root_exit);
+  }
+  int idle_wait_ms(bool root_exited) const override { return inner_->idle_wait_ms(root_exited); }
+  void idle_tick(int64_t now) override { inner_->idle_tick(now); }
+  void release() override { inner_->release(); }
+
+ protected:
+  std::unique_ptr<Tier> inner_;
+};
+
+// The tiers --tier names, the first named `name`, then the ones it falls
+// back to: under --best-effort as far as the table allows, under --fallback
+// only where the table says so. Empty if `name` is no tier.
+std::vector<std::unique_ptr<Tier>> make_tiers(const std::string& name, bool best_effort, bool fallback,
+                                              TierHost& host);
+// Whether `name` is a tier (a row of the table).
+bool is_tier(const std::string& name);
+// "cgroup|subreaper|process-group", for the usage text.
+std::string tier_names();
+
+}  // namespace anchor
+}  // namespace cordon

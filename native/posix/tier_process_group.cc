@@ -1,0 +1,389 @@
+// The process-group tier (the macOS strategy; on Linux where neither a cgroup
+// nor a subreaper is to be had): the tree gets a process group of its own,
+// pinned for its life by a child of the anchor. The group signal reaches
+// every in-group member at once; members seen leaving the group (setsid,
+// setpgid) are known from snapshots only, and signalled one by one after
+// identity checks.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "tier.h"
+
+namespace cordon {
+namespace anchor {
+
+using protocol::trace;
+
+namespace {
+
+constexpr int kGroupSnapshotMs = 1000;
+// A snapshot is a walk of every process on the host (no /proc children list
+// here, no other way to find who left the group): past the tree's first
+// seconds, while snapshots find nothing outside the tree's group, they back
+// off to this, so that many idle trees on
+// a host with thousands of processes do not spend its CPU walking /proc
+// (200 trees x 4,000 processes took both cores at 1 s each).
+constexpr int kGroupSnapshotMaxMs = 8000;
+// ...but not in a tree's first seconds, when daemons usually start.
+constexpr int kGroupSnapshotSteadyAfterMs = 5000;
+// In the grace, how often the process-group tier looks for members forked
+// after the group's SIGTERM (a walk of every process).
+constexpr int kGroupTermWalkMs = 250;
+
+class ProcessGroupTier : public Tier {
+ public:
+  using Tier::Tier;
+  // The poll-error exit of the anchor's loop ends here too.
+  ~ProcessGroupTier() override { release_pin(); }
+
+  const char* name() const override { return "process-group"; }
+
+  // The anchor first leaves the host's session (and so its process group
+  // and terminal: job control aimed at the host, such as `kill -9 -<host
+  // pgid>` or a hang-up, does not reach the anchor; the host's death reaches
+  // it as EOF on the control channel). Then the tree gets a process group X
+  // of its own that the anchor is NOT in, so that kill(-X, sig) reaches
+  // exactly the tree's in-group members, atomically (Linux delivers a group
+  // signal to a child being forked too), and kill(-X, 0) failing with ESRCH
+  // means no member (not even an unreaped zombie) is left in the group: no
+  // /proc walk decides whether the tree is quiescent.
+  // X is pinned for the tree's life by a child of the anchor, the pin: it
+  // creates X (X = its pid), the command joins X before exec, then the pin
+  // leaves X and is killed, and stays an unreaped zombie until QUIET. Its
+  // pid, so the id X, cannot be reused meanwhile; nobody can create group X
+  // (a new group's id is its creator's pid), and an empty group cannot be
+  // joined: once empty, X stays empty.
+  int contain(const char*& what) override {
+    if (setsid() < 0) {
+      trace("setsid: %s", strerror(errno));
+      if (getpgrp() != getpid() && setpgid(0, 0) != 0) trace("setpgid: %s", strerror(errno));
+    }
+    own_group_ = getpgrp();
+    pid_t pin = ::fork();
+    if (pin < 0) {
+      what = "process-group";
+      return -errno;
+    }
+    if (pin == 0) {
+      // The pin: no handler, no fd of interest; it only waits for its SIGKILL.
+      sigset_t all;
+      sigfillset(&all);
+      sigprocmask(SIG_SETMASK, &all, nullptr);
+      setpgid(0, 0);
+      for (;;) pause();
+    }
+    pin_ = pin;
+    // Also from here (the parent may move a child that has not exec'd), so X
+    // exists before the command is forked, whichever runs first.
+    if (setpgid(pin, pin) != 0) {
+      int err = errno;
+      release_pin();
+      what = "process-group";
+      return -err;
+    }
+    group_ = pin;
+    return 0;
+  }
+
+  int64_t group() const override { return group_; }
+
+  // The command joins the tree's group, then waits on `go` until the pin has
+  // left the group, then execs.
+  int before_fork() override {
+    if (pipe(go_) != 0) {
+      int err = errno;
+      go_[0] = go_[1] = -1;
+      release_pin();
+      return -err;
+    }
+    fcntl(go_[0], F_SETFD, FD_CLOEXEC);
+    fcntl(go_[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+  }
+
+  int child_enter() override {
+    close(go_[1]);
+    if (setpgid(0, static_cast<pid_t>(group_)) != 0) return errno;
+    char b;
+    ssize_t r;
+    do {
+      r = read(go_[0], &b, 1);
+    } while (r < 0 && errno == EINTR);
+    if (r != 1) _exit(127);  // the anchor gave up or is gone: nothing of the command runs
+    close(go_[0]);
+    return 0;
+  }
+
+  // The command is in the group once either side has moved it (it cannot
+  // have exec'd: it waits on `go`). Then the pin leaves; if either step
+  // fails, the command never runs.
+  int after_fork(pid_t child, const char*& what) override {
+    close(go_[0]);
+    go_[0] = -1;
+    int err = 0;
+    if (setpgid(child, static_cast<pid_t>(group_)) != 0 && errno != EACCES) err = errno;
+    if (err == 0 && !unpin()) err = errno;
+    if (err != 0) {
+      kill(child, SIGKILL);  // our unreaped child, still before exec
+      close(go_[1]);
+      go_[1] = -1;
+      int st;
+      while (waitpid(child, &st, 0) < 0 && errno == EINTR) {
+      }
+      release_pin();
+      what = "process-group";
+      return -err;
+    }
+    ssize_t w;
+    do {
+      w = write(go_[1], "x", 1);  // go
+    } while (w < 0 && errno == EINTR);
+    close(go_[1]);
+    go_[1] = -1;
+    return 0;
+  }
+
+  void abandon_launch() override {
+    for (int& fd : go_) {
+      if (fd >= 0) close(fd);
+      fd = -1;
+    }
+    release_pin();
+  }
+
+  // The anchor's only children are the root and the pin, whose zombie must
+  // stay unreaped until QUIET.
+  bool reaps_root_only() const override { return true; }
+
+  // Descendants, the group, and every member a snapshot saw that is still the
+  // same live process. A full /proc (libproc) walk: used for snapshots and
+  // reports only, never to decide whether the tree is quiescent.
+  std::vector<Member> members(bool commands = false, bool holds = false) override {
+    std::vector<Member> out = Tier::members(commands, holds);
+    std::set<int64_t> have;
+    for (auto& m : out) have.insert(m.pid);
+    for (auto it = remembered_.begin(); it != remembered_.end();) {
+      if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
+        it = remembered_.erase(it);
+        continue;
+      }
+      if (!have.count(it->first)) {
+        out.push_back(it->second);
+        out.back().from_snapshot = true;
+        // Out of the walk's sight now (left the group, orphaned): whether it
+        // holds the output is asked of it directly, so a report names it.
+        if (holds) out.back().holds_output = cordon::holds_output(it->second.pid, it->second.start_time, host_.watched());
+      }
+      ++it;
+    }
+    for (auto& m : out) {
+      if (m.from_snapshot) continue;
+      remembered_[m.pid] = m;
+      // Seen outside the tree's group (setsid, setpgid): the group signal
+      // misses it, only this snapshot knows it. The host reports it.
+      if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
+        std::string cmd = m.command.empty() ? cordon::command_line(m.pid) : m.command;
+        host_.send(protocol::left_group(m.pid, cmd));
+      }
+    }
+    return out;
+  }
+
+  // One walk can miss a member that forks and exits faster than the walk
+  // reads it (a pid hopper); the kernel says whether the group still has
+  // one. A few more walks, bounded.
+  std::vector<Member> leftovers() override {
+    auto list = members(true, true);
+    for (int64_t until = now_ms() + 200; group_ > 0 && now_ms() < until && !group_empty();) {
+      bool listed = false;
+      for (auto& m : list) listed = listed || m.pgid == group_;
+      if (listed) break;
+      usleep(5000);
+      list = members(true, true);
+    }
+    return list;
+  }
+
+  // Exact for the group (the kernel's count, zombies included); members seen
+  // leaving it are checked by identity. Members that left unseen are this
+  // tier's documented limit (the result says: partial).
+  bool quiescent() override { return group_quiescent() && remembered_alive().empty(); }
+
+  // The group signal reaches every in-group member at once (and, on Linux, a
+  // child being forked meanwhile); members seen leaving the group are
+  // signalled one by one after identity checks.
+  void step_terminate(int64_t t) override {
+    bool forcing = host_.termination().forcing();
+    // Which known members are outside the group, checked before the group
+    // signal, so an in-group member gets the polite signal once.
+    auto outside_now = [&]() {
+      std::vector<Member> out;
+      for (auto& m : remembered_alive()) {
+        int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
+        if (pgid >= 0 && (pgid != group_ || forcing)) out.push_back(m);
+      }
+      return out;
+    };
+    // Once, before the group signal: refresh the snapshot, so that members
+    // that left the group while still parented are known. (After it, their
+    // parents would be dead and they orphaned: out of sight.)
+    if (!group_termed_ && !forcing) {
+      // The in-group members this walk saw get the group signal below: they
+      // count as signalled. (One forked while the walk ran gets the group
+      // signal too but may be signalled once more below: the walk is not atomic.)
+      for (auto& m : members()) {
+        if (m.pgid == group_) group_signalled_.insert({m.pid, m.start_time});
+      }
+      last_term_walk_ = t;
+    } else if (group_termed_ && !forcing && t - last_term_walk_ >= kGroupTermWalkMs) {
+      // In the grace: a member forked after the group signal (a shell that
+      // forks while its TERM trap is pending) gets the polite signal too, as
+      // in the other tiers, rather than only the forced kill at the end.
+      last_term_walk_ = t;
+      for (auto& m : members()) {
+        if (m.from_snapshot || m.pgid != group_) continue;  // outside: handled below
+        auto key = std::make_pair(m.pid, m.start_time);
+        if (group_signalled_.count(key)) continue;
+        int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, host_.pidfd());
+        if (rc == 0) group_signalled_.insert(key);
+        cordon::signal_member(getpid(), group_, m, SIGCONT, host_.pidfd());
+        trace("SIGTERM %lld (forked after the group signal): %d", static_cast<long long>(m.pid), rc);
+      }
+    }
+    std::vector<Member> outside = outside_now();
+    if (forcing) {
+      kill_group();
+    } else if (!group_termed_) {
+      group_termed_ = true;
+      int rc = kill(static_cast<pid_t>(-group_), SIGTERM) == 0 ? 0 : -errno;
+      kill(static_cast<pid_t>(-group_), SIGCONT);
+      trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
+    }
+    for (auto& m : outside) host_.signal_one(m);
+    if (host_.termination().stuck_due(t) && (cordon::group_live_members(group_) != 0 || !outside.empty())) {
+      host_.report_stuck(members());
+    }
+  }
+
+  // Who holds the pipes is a walk of every process in this tier: prompt at
+  // first, then slower, for kept leftovers that hold on.
+  int held_output_wait_ms(int64_t since_root_exit) const override { return since_root_exit > 2000 ? 500 : 50; }
+
+  int idle_wait_ms(bool) const override { return snapshot_every_; }
+
+  void idle_tick(int64_t now) override {
+    if (now - last_snapshot_ < snapshot_every_) return;
+    // Refresh the snapshot so setsid'd members stay known: every second
+    // while the tree has members outside its group, backing off while not.
+    bool outside = false;
+    for (auto& m : members()) outside = outside || m.pgid != group_;
+    bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
+    snapshot_every_ = outside || young ? kGroupSnapshotMs : std::min(snapshot_every_ * 2, kGroupSnapshotMaxMs);
+    last_snapshot_ = now_ms();
+  }
+
+  // Group X is empty for good: its id may go now.
+  void release() override { release_pin(); }
+
+ private:
+  // The pin leaves the tree's group and dies; it is reaped only at QUIET.
+  // Returns false (errno set) if it could not leave the group.
+  bool unpin() {
+    if (setpgid(pin_, own_group_) != 0) return false;
+    kill(pin_, SIGKILL);  // our unreaped child: its pid is pinned
+    // Until it is a zombie, it would show up in a snapshot of our children.
+    siginfo_t info;
+    while (waitid(P_PID, static_cast<id_t>(pin_), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+    }
+    return true;
+  }
+
+  // Reaps the pin (a zombie by now, or killed here): the group id is free.
+  void release_pin() {
+    if (pin_ <= 0) return;
+    kill(pin_, SIGKILL);
+    int st;
+    while (waitpid(pin_, &st, 0) < 0 && errno == EINTR) {
+    }
+    pin_ = -1;
+  }
+
+  // No process (live or zombie) is left in the tree's process group.
+  bool group_empty() const {
+    return group_ <= 0 || (kill(static_cast<pid_t>(-group_), 0) != 0 && errno == ESRCH);
+  }
+
+  // No live process is left in the tree's process group. The kernel's answer
+  // (group_empty) also counts zombies, and members orphaned to init stay
+  // zombies until init reaps them (seconds, on some systems). So, while
+  // terminating: once a walk finds no live member (or the grace is over),
+  // the group gets SIGKILL (a no-op for zombies); right after it no member
+  // can fork (the group signal reaches a child being forked too), so the walk
+  // that follows cannot be outrun by a pid hopper: it is the answer.
+  // Outside termination (kept leftovers are never escalated) only the
+  // kernel's answer counts.
+  bool group_quiescent() {
+    if (group_empty()) return true;
+    if (!host_.termination().active() || !(group_termed_ || group_killed_)) return false;
+    // In the grace: members the walk sees keep their grace.
+    if (!group_killed_ && cordon::group_live_members(group_) != 0) return false;
+    kill_group();
+    trace("group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
+    return group_killed_ && cordon::group_live_members(group_) == 0;
+  }
+
+  void kill_group() {
+    int rc = kill(static_cast<pid_t>(-group_), SIGKILL);
+    if (rc == 0 || errno == ESRCH) group_killed_ = true;
+  }
+
+  // Members a snapshot saw that are still that same process (no /proc walk).
+  std::vector<Member> remembered_alive() {
+    std::vector<Member> out;
+    for (auto it = remembered_.begin(); it != remembered_.end();) {
+      if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
+        it = remembered_.erase(it);
+        continue;
+      }
+      out.push_back(it->second);
+      out.back().from_snapshot = true;
+      ++it;
+    }
+    return out;
+  }
+
+  int64_t group_ = 0;      // the tree's group (the pin's pid)
+  int64_t own_group_ = 0;  // the anchor's own group, which the pin moves to
+  pid_t pin_ = -1;         // pins group_'s id until QUIET
+  int go_[2] = {-1, -1};
+  bool group_termed_ = false;
+  bool group_killed_ = false;  // the group has had a SIGKILL
+  std::set<std::pair<int64_t, uint64_t>> reported_outside_;
+  // In-group members known to have had the polite signal (the group's, or
+  // their own if forked after it). Apart from the anchor's record of
+  // signalled members, which is for members outside the group: one that
+  // leaves the group between the walk and the group signal must still get
+  // its own.
+  std::set<std::pair<int64_t, uint64_t>> group_signalled_;
+  std::map<int64_t, Member> remembered_;
+  int snapshot_every_ = kGroupSnapshotMs;  // the snapshot interval
+  int64_t started_at_ = now_ms();
+  int64_t last_snapshot_ = 0;
+  int64_t last_term_walk_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Tier> make_process_group_tier(TierHost& host) { return std::make_unique<ProcessGroupTier>(host); }
+
+}  // namespace anchor
+}  // namespace cordon

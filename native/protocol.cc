@@ -1,0 +1,223 @@
+// The anchor protocol (protocol.h): line encoding, the control-line reader
+// and parser, the termination schedule and the trace, for both anchors.
+#include "protocol.h"
+
+#include <cstdarg>
+#include <cstring>
+
+namespace cordon {
+namespace protocol {
+
+namespace {
+
+constexpr const char* kNames[] = {
+    "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
+    "STUCK", "QUIET",  "TERM",      "KILL",     "JOB",   "",
+};
+static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
+
+// A line is at most this long, '\n' included (a longer one is cut).
+constexpr size_t kMaxLine = 8191;
+
+FILE* g_trace = nullptr;
+unsigned long g_trace_pid = 0;
+
+void arg(std::string& line, int64_t v) {
+  line += ' ';
+  line += std::to_string(static_cast<long long>(v));
+}
+
+void arg(std::string& line, const std::string& word) {
+  line += ' ';
+  line += word;
+}
+
+std::string start(Verb verb) { return name(verb); }
+
+std::string end(std::string line) {
+  if (line.size() > kMaxLine - 1) line.resize(kMaxLine - 1);
+  line += '\n';
+  return line;
+}
+
+}  // namespace
+
+const char* name(Verb verb) { return kNames[static_cast<size_t>(verb)]; }
+
+std::string group(int64_t pgid) {
+  std::string line = start(Verb::kGroup);
+  arg(line, pgid);
+  return end(line);
+}
+
+std::string ready(int64_t root, const std::string& tier, bool pidfd, const std::string& cgroup_dir) {
+  std::string line = start(Verb::kReady);
+  arg(line, root);
+  arg(line, tier);
+  arg(line, pidfd ? 1 : 0);
+  if (!cgroup_dir.empty()) arg(line, cgroup_dir);
+  return end(line);
+}
+
+std::string no_contain(int err, const char* what) {
+  std::string line = start(Verb::kNoContain);
+  arg(line, err);
+  arg(line, what);
+  return end(line);
+}
+
+std::string exec_fail(int err) {
+  std::string line = start(Verb::kExecFail);
+  arg(line, err);
+  return end(line);
+}
+
+std::string no_cwd(int err) {
+  std::string line = start(Verb::kNoCwd);
+  arg(line, err);
+  return end(line);
+}
+
+std::string exit(int64_t code, int signal) {
+  std::string line = start(Verb::kExit);
+  arg(line, code);
+  arg(line, signal);
+  return end(line);
+}
+
+std::string left(int64_t pid, bool holds_output, const std::string& command) {
+  std::string line = start(Verb::kLeft);
+  arg(line, pid);
+  arg(line, holds_output ? 1 : 0);
+  arg(line, escape(command));
+  return end(line);
+}
+
+std::string left_end() { return end(start(Verb::kLeftEnd)); }
+
+std::string left_group(int64_t pid, const std::string& command) {
+  std::string line = start(Verb::kLeftGroup);
+  arg(line, pid);
+  arg(line, escape(command));
+  return end(line);
+}
+
+std::string released() { return end(start(Verb::kReleased)); }
+
+std::string stuck(const std::vector<Member>& members) {
+  std::string line = start(Verb::kStuck);
+  for (auto& m : members) arg(line, m.pid);
+  return end(line);
+}
+
+std::string quiescent() { return end(start(Verb::kQuiet)); }
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  if (out.size() > 4000) out.resize(4000);
+  return out;
+}
+
+void LineReader::feed(const char* p, size_t n, std::vector<std::string>& lines) {
+  const char* end = p + n;
+  while (p < end) {
+    const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+    const char* stop = nl ? nl : end;
+    size_t len = static_cast<size_t>(stop - p);
+    if (!overlong_) {
+      if (inbox_.size() + len > kMaxControlLine) {
+        trace("control line longer than %u bytes: discarded up to its newline", static_cast<unsigned>(kMaxControlLine));
+        overlong_ = true;
+        inbox_.clear();
+      } else {
+        inbox_.append(p, len);
+      }
+    }
+    if (!nl) break;
+    if (!overlong_) {
+      if (strip_cr_ && !inbox_.empty() && inbox_.back() == '\r') inbox_.pop_back();
+      lines.push_back(inbox_);
+    }
+    inbox_.clear();
+    overlong_ = false;
+    p = nl + 1;
+  }
+}
+
+Command parse_command(const std::string& line, int teardown_grace_ms, bool expect_job) {
+  Command c;
+  if (expect_job && line.rfind("JOB ", 0) == 0) {
+    c.verb = Verb::kJob;
+    c.arg = line.substr(4);
+  } else if (line.rfind("TERM ", 0) == 0) {
+    c.verb = Verb::kTerm;
+    if (!parse_uint31(line.c_str() + 5, c.grace_ms)) {
+      trace("malformed TERM grace \"%s\": using the teardown grace %d ms", line.c_str() + 5, teardown_grace_ms);
+      c.grace_ms = teardown_grace_ms;
+    }
+  } else if (line == "KILL") {
+    c.verb = Verb::kKill;
+    c.grace_ms = 0;
+  } else {
+    trace("unknown control line ignored: \"%s\"", line.c_str());
+  }
+  return c;
+}
+
+bool Termination::start(int grace_ms, int64_t now) {
+  int64_t deadline = now + (grace_ms < 0 ? 0 : grace_ms);
+  if (!active_) {
+    active_ = true;
+    deadline_ = deadline;
+    trace("terminate, grace %d ms", grace_ms);
+    return true;
+  }
+  if (deadline < deadline_) deadline_ = deadline;
+  return false;
+}
+
+bool Termination::force_due(int64_t now) {
+  if (forcing_ || now < deadline_) return false;
+  forcing_ = true;
+  force_started_ = now;
+  return true;
+}
+
+int Termination::wait_ms(int64_t now, int forcing_ms, int max_ms) const {
+  if (forcing_) return forcing_ms;
+  int64_t left = deadline_ - now;
+  return static_cast<int>(left < 0 ? 0 : (left < max_ms ? left : max_ms));
+}
+
+void print_usage(const char* why, const std::string& synopsis, const char* channel) {
+  fprintf(stderr, "cordon-anchor: %s\n", why);
+  fprintf(stderr, "usage: %s\nIt is started by the cordon library with a control channel %s.\n", synopsis.c_str(),
+          channel);
+}
+
+void set_trace(FILE* file, unsigned long pid) {
+  g_trace = file;
+  g_trace_pid = pid;
+}
+
+FILE* trace_file() { return g_trace; }
+
+void trace(const char* fmt, ...) {
+  if (!g_trace) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(g_trace, "[cordon-anchor %lu] ", g_trace_pid);
+  vfprintf(g_trace, fmt, ap);
+  fputc('\n', g_trace);
+  fflush(g_trace);
+  va_end(ap);
+}
+
+}  // namespace protocol
+}  // namespace cordon

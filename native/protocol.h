@@ -1,0 +1,293 @@
+// The anchor protocol: what the host and a tree's anchor say to each other.
+// Written once, here, for both anchors (native/posix/anchor.cc,
+// native/win/anchor.cc); the host's side is lib/anchor.ts.
+//
+// The host starts the anchor with a command line (Options below) and a
+// control channel: on POSIX fd 3 (a socket pair, both ways), on Windows CRT
+// fd 3 (anchor -> host) and fd 4 (host -> anchor). Both directions carry
+// lines of ASCII words ending in '\n'.
+//
+// anchor -> host (Verb, in the order a tree's life sends them):
+//   GROUP <pgid>                    the process-group tier: the tree's process group (before READY)
+//   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
+//   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
+//   EXECFAIL <errno>                exec of the command failed; nothing ran
+//   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
+//   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
+//   LEFT <pid> <holds 0|1> <cmd>    a member still alive when the root exited
+//   LEFTEND
+//   LEFTGROUP <pid> <cmd>           the process-group tier: a member seen outside the tree's group
+//                                   (setsid, setpgid); reported once, tracked by snapshot only
+//   RELEASED                        no member holds the captured stdout/stderr
+//   STUCK <pid> ...                 members survived the forced kill for kStuckReportMs (cleanup failure)
+//   QUIET                           every member is gone and reaped (the tree is quiescent); the anchor exits
+// host -> anchor:
+//   TERM <grace ms>                 polite signal to every member, the forced kill after grace
+//                                   (grace: digits, 0..2^31-1; anything else: the --grace)
+//   KILL                            the forced kill to every member now
+//   JOB <handle value>              Windows, --job-from-host only: the first line, the tree's job
+//                                   as a handle the host duplicated into the anchor (0: it could not)
+// Lines over kMaxControlLine bytes and unknown lines are discarded (traced).
+// EOF on the control channel (the host is gone) = TERM <teardown grace>.
+// <cmd> is escaped (escape()); every other word is a number or a name without spaces.
+//
+// Windows: READY's tier is job-object or process-handle and its pidfd 0; a
+// root ended by the anchor's TerminateJobObject reports EXIT -1 9 (as Node
+// reports SIGKILL for a killed child), one ended by CTRL_BREAK EXIT -1 21
+// (SIGBREAK); LEFT's holds is always 0.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cordon.h"
+
+namespace cordon {
+namespace protocol {
+
+// ---- Verbs -----------------------------------------------------------------
+
+enum class Verb {
+  // anchor -> host
+  kGroup,
+  kReady,
+  kNoContain,
+  kExecFail,
+  kNoCwd,
+  kExit,
+  kLeft,
+  kLeftEnd,
+  kLeftGroup,
+  kReleased,
+  kStuck,
+  kQuiet,
+  // host -> anchor
+  kTerm,
+  kKill,
+  kJob,
+  // a control line that is none of these
+  kUnknown,
+};
+
+// The verb as it stands on the wire ("READY").
+const char* name(Verb verb);
+
+// ---- anchor -> host: each returns its whole line, '\n' included ------------
+
+std::string group(int64_t pgid);
+// `cgroup_dir` empty: no cgroup (every tier but the cgroup tier).
+std::string ready(int64_t root, const std::string& tier, bool pidfd, const std::string& cgroup_dir);
+std::string no_contain(int err, const char* what);
+std::string exec_fail(int err);
+std::string no_cwd(int err);
+// `code` -1 when the root was ended by `signal`; else `signal` 0.
+std::string exit(int64_t code, int signal);
+std::string left(int64_t pid, bool holds_output, const std::string& command);
+std::string left_end();
+std::string left_group(int64_t pid, const std::string& command);
+std::string released();
+std::string stuck(const std::vector<Member>& members);
+std::string quiescent();  // QUIET
+
+// A command line as LEFT and LEFTGROUP carry it: backslash, LF and CR escaped
+// (\\, \n, \r), at most 4000 bytes.
+std::string escape(const std::string& s);
+
+// ---- host -> anchor ---------------------------------------------------------
+
+// Control lines are short ("TERM 3000"). A longer line is no command: it is
+// discarded up to its newline (with a trace), so neither memory nor CPU grows
+// with what is written to the channel, and what follows it is still read.
+constexpr size_t kMaxControlLine = 256;
+
+// Splits what the control channel delivers into lines, whatever the reads'
+// boundaries. Each byte is looked at once (no rescanning of a growing buffer).
+class LineReader {
+ public:
+  // `strip_cr`: a line's trailing '\r' is dropped (the Windows anchor).
+  explicit LineReader(bool strip_cr) : strip_cr_(strip_cr) {}
+  // Appends every line `data` completes to `lines` (without its newline).
+  void feed(const char* data, size_t n, std::vector<std::string>& lines);
+
+ private:
+  bool strip_cr_;
+  std::string inbox_;
+  bool overlong_ = false;  // discarding a control line that is too long
+};
+
+struct Command {
+  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob or kUnknown
+  int grace_ms = 0;            // kTerm, kKill: the grace to terminate with
+  std::string arg;             // kJob: the handle value as the host wrote it
+};
+
+// One control line. A TERM whose grace is not a number the host could have
+// sent (garbage, a sign, an exponent, out of range) is never read as 0 (the
+// forced kill now): the host did ask for the tree to end, so it gets the
+// teardown grace (`teardown_grace_ms`, the --grace). KILL is grace 0. JOB is a
+// command only while `expect_job`. Anything else unknown is ignored, with a
+// trace.
+Command parse_command(const std::string& line, int teardown_grace_ms, bool expect_job);
+
+// ---- The termination schedule ---------------------------------------------
+
+// The teardown grace when the host passes no --grace.
+constexpr int kDefaultGraceMs = 3000;
+// How long members may survive the forced kill before the anchor reports
+// them STUCK (lib/anchor.ts waits this long, plus a margin, on an anchor).
+constexpr int kStuckReportMs = 5000;
+
+// TERM, KILL, control EOF and SIGTERM each ask for termination with a grace;
+// the earliest deadline asked for wins. From the deadline on, the forced
+// kill; kStuckReportMs into it, what is left is reported STUCK, once.
+class Termination {
+ public:
+  // Returns true when termination starts with this call.
+  bool start(int grace_ms, int64_t now);
+  // The deadline is now (no polite signal reached anyone: nothing to wait for).
+  void force_now(int64_t now) { deadline_ = now; }
+  // True once: when, from the deadline on, the forced kill begins.
+  bool force_due(int64_t now);
+  // Whether STUCK is due now (the caller says whether anything is left);
+  // stuck_reported() once it is sent.
+  bool stuck_due(int64_t now) const {
+    return forcing_ && !stuck_reported_ && now - force_started_ > kStuckReportMs;
+  }
+  void stuck_reported() { stuck_reported_ = true; }
+  // How long the event loop may sleep: until the deadline, at most `max_ms`,
+  // `forcing_ms` while forcing.
+  int wait_ms(int64_t now, int forcing_ms, int max_ms) const;
+
+  bool active() const { return active_; }
+  bool forcing() const { return forcing_; }
+  int64_t deadline() const { return deadline_; }
+
+ private:
+  bool active_ = false;
+  bool forcing_ = false;
+  bool stuck_reported_ = false;
+  int64_t deadline_ = 0;
+  int64_t force_started_ = 0;
+};
+
+// ---- The anchor's command line ---------------------------------------------
+
+//   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
+//                 [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]
+// Options only one platform's anchor takes:
+enum Extra : unsigned {
+  kCwdOption = 1,          // --cwd DIR (POSIX)
+  kFallbackOption = 2,     // --fallback (POSIX)
+  kJobFromHostOption = 4,  // --job-from-host (Windows)
+};
+
+template <typename Char>
+struct Options {
+  using String = std::basic_string<Char>;
+  std::string tier;  // as given (non-ASCII as '?'); each anchor checks it against its own tiers
+  bool best_effort = false;
+  // The cgroup tier was the host's default, not asked for: if its cgroup
+  // cannot be made or entered now, run in the subreaper tier (READY says so).
+  bool fallback = false;
+  bool job_from_host = false;  // the first control line is JOB
+  int grace_ms = kDefaultGraceMs;
+  std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
+  String cwd;                  // the command's working directory (else the anchor's)
+  String path;
+  std::vector<String> argv;
+};
+
+// A bad command line: the anchor prints why, its synopsis and how it is
+// started (`channel`: where its control channel is) on stderr, and exits
+// with kUsageExit.
+constexpr int kUsageExit = 64;
+void print_usage(const char* why, const std::string& synopsis, const char* channel);
+
+// A duration or descriptor number as the host writes it: decimal digits
+// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
+// fraction, an overflow, trailing garbage, nothing) is rejected: read with
+// atoi() it would become 0, which for a grace means "the forced kill now".
+template <typename Char>
+bool parse_uint31(const Char* s, int& out) {
+  if (!s || !*s) return false;
+  long long v = 0;
+  for (const Char* p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+    if (v > 2147483647LL) return false;
+  }
+  out = static_cast<int>(v);
+  return true;
+}
+
+namespace detail {
+template <typename Char>
+bool is(const Char* arg, const char* ascii) {
+  for (; *arg && *ascii; arg++, ascii++) {
+    if (*arg != static_cast<Char>(*ascii)) return false;
+  }
+  return *arg == 0 && *ascii == 0;
+}
+template <typename Char>
+std::string ascii(const Char* s) {
+  std::string out;
+  for (; *s; s++) out += sizeof(Char) == 1 || (*s > 0 && *s < 0x80) ? static_cast<char>(*s) : '?';
+  return out;
+}
+}  // namespace detail
+
+// Parses argv (argv[0] is the anchor) into `o`, whose tier is preset to the
+// anchor's default. `extra`: the Extra options this anchor takes. A bad
+// command line calls `usage(why)`, which does not return; --trace FILE calls
+// `open_trace(FILE)`, which opens the trace and calls set_trace().
+template <typename Char>
+void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void (*usage)(const char* why),
+                   void (*open_trace)(const Char* file)) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const Char* a = argv[i];
+    bool has_value = i + 1 < argc;
+    if (detail::is(a, "--")) {
+      i++;
+      break;
+    } else if (detail::is(a, "--tier") && has_value) {
+      o.tier = detail::ascii(argv[++i]);
+    } else if (detail::is(a, "--job-from-host") && (extra & kJobFromHostOption)) {
+      o.job_from_host = true;
+    } else if (detail::is(a, "--watch-fd") && has_value) {
+      int fd;
+      if (!parse_uint31(argv[++i], fd)) usage("--watch-fd takes a descriptor number");
+      o.watch_fds.push_back(fd);
+    } else if (detail::is(a, "--cwd") && has_value && (extra & kCwdOption)) {
+      o.cwd = argv[++i];
+    } else if (detail::is(a, "--best-effort")) {
+      o.best_effort = true;
+    } else if (detail::is(a, "--fallback") && (extra & kFallbackOption)) {
+      o.fallback = true;
+    } else if (detail::is(a, "--grace") && has_value) {
+      if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
+    } else if (detail::is(a, "--trace") && has_value) {
+      open_trace(argv[++i]);
+    } else {
+      usage("unknown option");
+    }
+  }
+  if (i + 1 >= argc) usage("missing command");
+  o.path = argv[i++];
+  for (; i < argc; i++) o.argv.push_back(argv[i]);
+}
+
+// ---- Tracing (--trace) -----------------------------------------------------
+
+// Where trace() writes ("[cordon-anchor <pid>] ..." lines), or nullptr.
+void set_trace(FILE* file, unsigned long pid);
+FILE* trace_file();
+#if defined(__GNUC__) && !defined(_WIN32)  // (mingw checks formats against msvcrt)
+__attribute__((format(printf, 1, 2)))
+#endif
+void trace(const char* fmt, ...);
+
+}  // namespace protocol
+}  // namespace cordon
