@@ -11,16 +11,17 @@ import { debug } from './debug.js';
 import { CordonError, invalidArg } from './errors.js';
 import { binding } from './native.js';
 import { streamFd } from './options.js';
+import { encodeCommand, parseLine, splitLines, STUCK_REPORT_MS } from './anchor/protocol.js';
 
 /**
  * How long the host waits on an anchor beyond the grace it asked for before it
- * acts without it: the anchor's own STUCK report comes 5 s after its forced
- * kill (native/posix/anchor.cc, kStuckReportMs), plus 2 s of margin. Past
+ * acts without it: the anchor's own STUCK report comes STUCK_REPORT_MS (5 s)
+ * after its forced kill, plus 2 s of margin. Past
  * `grace + ANCHOR_WAIT_SLACK_MS` the host ends the tree by the means it still
  * has (the cgroup tier: cgroup.kill, then, 2 s later, SIGKILL of the anchor)
  * and reports a cleanup failure wherever quiescence is not proven.
  */
-export const ANCHOR_WAIT_SLACK_MS = 7000;
+export const ANCHOR_WAIT_SLACK_MS = STUCK_REPORT_MS + 2000;
 /** The longest delay a Node timer takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** The cgroup tier: how long after its cgroup.kill the anchor gets to report quiescence itself. */
@@ -176,10 +177,6 @@ function removeCgroupDir(dir: string, depth: number): void {
   }
 }
 
-function unescape(s: string): string {
-  return s.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\'));
-}
-
 export class AnchorChannel {
   readonly child: HelperProcess;
   private readonly socket: Socket;
@@ -247,7 +244,7 @@ export class AnchorChannel {
         } catch (err) {
           debug('job handle not duplicated into the helper: %s', (err as Error).message);
         }
-        this.writer?.write(`JOB ${remote}\n`);
+        this.writer?.write(encodeCommand({ type: 'job', handle: remote }));
       }
     } else {
       // POSIX: the helper is started with posix_spawn (no copy of the host's
@@ -367,72 +364,49 @@ export class AnchorChannel {
   }
 
   private receive(chunk: string): void {
-    this.inbox += chunk;
-    let nl: number;
-    while ((nl = this.inbox.indexOf('\n')) >= 0) {
-      const line = this.inbox.slice(0, nl);
-      this.inbox = this.inbox.slice(nl + 1);
-      this.dispatch(line);
-    }
+    const { lines, rest } = splitLines(this.inbox + chunk);
+    this.inbox = rest;
+    for (const line of lines) this.dispatch(line);
   }
 
   private dispatch(line: string): void {
     debug('anchor %d: %s', this.child.pid, line.length > 200 ? line.slice(0, 200) + '...' : line);
-    const space = line.indexOf(' ');
-    const verb = space < 0 ? line : line.slice(0, space);
-    const rest = space < 0 ? '' : line.slice(space + 1);
-    const words = rest.split(' ');
-    switch (verb) {
-      case 'READY':
-        if (words.length > 3) this.cgroup = words.slice(3).join(' ');
+    const event = parseLine(line);
+    switch (event.type) {
+      case 'ready':
+        if (event.cgroup !== undefined) this.cgroup = event.cgroup;
         this.launchSettled();
-        this.on.ready(Number(words[0]), words[1] ?? '', words[2] === '1');
-        break;
-      case 'NOCONTAIN':
+        return this.on.ready(event.pid, event.tier, event.pidfd);
+      case 'noContain':
         this.launchSettled();
-        this.on.noContain(Number(words[0]), words[1] ?? '');
-        break;
-      case 'EXECFAIL':
+        return this.on.noContain(event.errno, event.what);
+      case 'execFail':
         this.launchSettled();
-        this.on.execFail(Number(words[0]));
-        break;
-      case 'NOCWD':
+        return this.on.execFail(event.errno);
+      case 'noCwd':
         this.launchSettled();
-        this.on.noCwd(Number(words[0]));
-        break;
-      case 'EXIT': {
-        const code = Number(words[0]);
-        const sig = Number(words[1]);
-        this.on.rootExit(code >= 0 ? code : null, sig > 0 ? sig : null);
-        break;
-      }
-      case 'LEFT': {
-        const [pid, held] = words;
-        const command = rest.split(' ').slice(2).join(' ');
-        this.on.left(Number(pid), held === '1', unescape(command));
-        break;
-      }
-      case 'GROUP':
-        this.on.group(Number(words[0]));
-        break;
-      case 'LEFTGROUP':
-        this.on.leftGroup(Number(words[0]), unescape(words.slice(1).join(' ')));
-        break;
-      case 'LEFTEND':
-        this.on.leftEnd();
-        break;
-      case 'RELEASED':
-        this.on.released();
-        break;
-      case 'STUCK':
-        this.on.stuck(words.filter(Boolean).map(Number));
-        break;
-      case 'QUIET':
+        return this.on.noCwd(event.errno);
+      case 'exit':
+        return this.on.rootExit(event.code, event.signal);
+      case 'left':
+        return this.on.left(event.pid, event.heldOutput, event.command);
+      case 'group':
+        return this.on.group(event.pgid);
+      case 'leftGroup':
+        return this.on.leftGroup(event.pid, event.command);
+      case 'leftEnd':
+        return this.on.leftEnd();
+      case 'released':
+        return this.on.released();
+      case 'stuck':
+        return this.on.stuck(event.pids);
+      case 'quiet':
         this.quietSeen = true;
-        this.on.quiet();
-        break;
-      default:
-        debug('unknown anchor line: %s', line);
+        return this.on.quiet();
+      case 'unknown':
+        return debug('unknown anchor line: %s', line);
+      case 'malformed':
+        return debug('malformed anchor line: %s', event.reason);
     }
   }
 
@@ -464,7 +438,7 @@ export class AnchorChannel {
 
   /** Polite signal to every member now, the forced kill after `graceMs`. */
   terminate(graceMs: number): void {
-    this.send(graceMs <= 0 ? 'KILL\n' : `TERM ${graceMs}\n`);
+    this.send(encodeCommand(graceMs <= 0 ? { type: 'kill' } : { type: 'term', graceMs }));
     this.keepRunning(graceMs);
   }
 
@@ -582,7 +556,7 @@ export class AnchorChannel {
     }
     if (!this.open || this.socket.destroyed) return;
     try {
-      writeSync(this.hostFd, `TERM ${this.exitGrace}\n`);
+      writeSync(this.hostFd, encodeCommand({ type: 'term', graceMs: this.exitGrace }));
     } catch (err) {
       debug('exit-time TERM failed: %s', (err as Error).message);
     }
