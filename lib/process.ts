@@ -239,7 +239,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     ];
     try {
       this.anchor = new AnchorChannel(
-        { helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
+        { path: helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
         {
           ready: (pid, tier) => this.onReady(pid, tier),
           noContain: (errno, what) => this.onLaunchFailure(this.containmentError(errno, what)),
