@@ -19,7 +19,7 @@ describe('anchor protocol: lines from the anchor', () => {
     expect(parseLine('RELEASED')).toEqual({ type: 'released' });
     expect(parseLine('STUCK 5 6')).toEqual({ type: 'stuck', pids: [5, 6] });
     expect(parseLine('STUCK')).toEqual({ type: 'stuck', pids: [] });
-    expect(parseLine('QUIET')).toEqual({ type: 'quiet' });
+    expect(parseLine('QUIET')).toEqual({ type: 'quiescent' });
   });
 
   it('READY of the cgroup tier names its cgroup, spaces and all', () => {

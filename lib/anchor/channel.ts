@@ -27,6 +27,7 @@ export interface AnchorHandlers {
   leftGroup(pid: number, command: string): void;
   released(): void;
   stuck(pids: number[]): void;
+  /** QUIET: the tree is quiescent (every member gone and reaped); the anchor exits. */
   quiet(): void;
   /**
    * The anchor did not finish within the grace asked for plus
@@ -266,7 +267,7 @@ export abstract class AnchorChannel {
         return on.released();
       case 'stuck':
         return on.stuck(event.pids);
-      case 'quiet':
+      case 'quiescent':
         return on.quiet();
     }
   }

@@ -98,7 +98,7 @@ export class PosixAnchorChannel extends AnchorChannel {
   private reapRef = true;
   /** The cgroup tier: the tree's cgroup, as READY named it. */
   private cgroup: string | undefined;
-  private quietSeen = false;
+  private quiescentSeen = false;
   /** While the host waits on the anchor: SIGCONT every CONTINUE_EVERY_MS. */
   private continueTimer: NodeJS.Timeout | undefined;
   /** When the host stops waiting on the anchor (grace + ANCHOR_WAIT_SLACK_MS), and its timer. */
@@ -179,8 +179,8 @@ export class PosixAnchorChannel extends AnchorChannel {
       case 'noCwd':
         this.launchSettled();
         break;
-      case 'quiet':
-        this.quietSeen = true;
+      case 'quiescent':
+        this.quiescentSeen = true;
         break;
     }
   }
@@ -202,7 +202,7 @@ export class PosixAnchorChannel extends AnchorChannel {
 
   /** The cgroup tier, the anchor gone before its tree was quiescent: the host ends the tree through its cgroup. */
   protected override cleanupAfterExit(): Promise<void> | undefined {
-    return this.cgroup !== undefined && !this.quietSeen ? endCgroup(this.cgroup) : undefined;
+    return this.cgroup !== undefined && !this.quiescentSeen ? endCgroup(this.cgroup) : undefined;
   }
 
   protected override close(): void {
@@ -254,7 +254,7 @@ export class PosixAnchorChannel extends AnchorChannel {
     if (this.gone) return;
     const waited = Date.now() - this.waitStartedAt;
     const dir = this.cgroup;
-    if (dir !== undefined && !this.quietSeen) {
+    if (dir !== undefined && !this.quiescentSeen) {
       // The cgroup tier: every member ends now, whoever stopped the anchor
       // included; resumed, the anchor then reaps them and reports QUIET. If
       // it does not within CGROUP_KILL_WAIT_MS, it is killed (and reaped

@@ -46,7 +46,7 @@ export type AnchorEvent =
   /** Members that survived the forced kill for STUCK_REPORT_MS. */
   | { type: 'stuck'; pids: number[] }
   /** Every member is gone and reaped: the tree is quiescent; the anchor exits. */
-  | { type: 'quiet' };
+  | { type: 'quiescent' };
 
 /** A line that is not an event: a verb this host does not know, or a known verb with fields it cannot read. */
 export type UnreadLine = { type: 'unknown'; line: string } | { type: 'malformed'; line: string; reason: string };
@@ -112,7 +112,7 @@ export function parseLine(line: string): ParsedLine {
       case 'STUCK':
         return { type: 'stuck', pids: words.filter(Boolean).map((_, i, all) => int(all, i, 'pid')) };
       case 'QUIET':
-        return { type: 'quiet' };
+        return { type: 'quiescent' };
       default:
         return { type: 'unknown', line };
     }
