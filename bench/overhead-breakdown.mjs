@@ -7,7 +7,7 @@
 // Where the time of a contained /bin/true goes, phase by phase, next to plain
 // child_process (interleaved runs, medians). A profiling aid: it reads
 // cordon's private AnchorChannel (proc.anchor) to timestamp the protocol
-// lines, so it may need updating when lib/anchor.ts changes.
+// lines, so it may need updating when lib/anchor/channel.ts changes.
 //
 // cordon phases:
 //   spawn()         the synchronous part of spawn(): option checks, PATH lookup, socketpair, uv_spawn of the anchor

@@ -1,12 +1,17 @@
 #!/usr/bin/env node
 // cordon run [options] -- <command> [args...]
-// Runs a command contained, forwards its output and exit status, and on
-// Ctrl-C, SIGTERM or timeout terminates the whole tree.
+//   Runs a command contained, forwards its output and exit status, and on
+//   Ctrl-C, SIGTERM or timeout terminates the whole tree.
+// cordon leaks [options] -- <command> [args...]
+//   Runs it and reports every process it left behind, then terminates them.
+// cordon capabilities
+//   What this host guarantees, per tier (JSON).
 import { constants as osConstants } from 'node:os';
 import { capabilities } from './capabilities.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
 import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type SpawnOptions, type Tier } from './options.js';
+import { selectableTiers, tierSpec } from './tiers.js';
 import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
 
 const USAGE = `Usage:
@@ -20,7 +25,7 @@ Options for run:
   --interrupt-grace <d>  grace on Ctrl-C, SIGTERM and timeout (default 500ms)
   --wait-delay <d>       how long descendants may hold the output after the root exits (default 2s)
   --leftovers <policy>   kill | kill-on-failure | keep (default kill)
-  --tier <tier>          subreaper | process-group (default: the strongest available)
+  --tier <tier>          ${selectableTiers().join(' | ')} (default: the strongest available)
   --best-effort          run with a weaker tier rather than refuse when containment fails
   --log <file>           also append stdout and stderr to this file
   --report               print what was left over and how long cleanup took (stderr)
@@ -99,11 +104,13 @@ function exitStatus(result: ContainedResult): number {
   return result.exitCode ?? 1;
 }
 
-/** What a tier with partial coverage cannot see, in words (C11). */
+/** Where a tier with partial coverage looked, and what it cannot see, in words (C11). */
+function partialView(result: ContainedResult): { seenIn: string; unseen: string } {
+  return tierSpec(result.tier)?.partialView ?? { seenIn: 'of the root', unseen: `the ${result.tier} tier cannot see the root's descendants` };
+}
+
 function unseen(result: ContainedResult): string {
-  return result.tier === 'process-group'
-    ? 'this tier cannot see processes that left it (setsid, daemons)'
-    : `the ${result.tier} tier cannot see the root's descendants`;
+  return partialView(result).unseen;
 }
 
 /** Members the anchor saw leave the tree's process group (process-group tier). */
@@ -124,7 +131,7 @@ function printReport(result: ContainedResult): void {
     lines.push(
       result.coverage === 'complete'
         ? 'cordon: no leftovers: the tree ended with its root'
-        : `cordon: no leftovers seen ${result.tier === 'process-group' ? 'in the process group' : 'of the root'}; ${unseen(result)}`,
+        : `cordon: no leftovers seen ${partialView(result).seenIn}; ${unseen(result)}`,
     );
   } else {
     const fate = result.leftoversKept ? 'kept running' : 'terminated';
@@ -237,7 +244,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
     lines.push(
       result.coverage === 'complete'
         ? 'cordon: no leaks: nothing outlived the command'
-        : `cordon: no leaks seen ${result.tier === 'process-group' ? 'in the process group' : 'of the root'}; ${unseen(result)}`,
+        : `cordon: no leaks seen ${partialView(result).seenIn}; ${unseen(result)}`,
     );
     if (result.waitDelayExceeded) {
       // Something outlived the command after all: it held the output.

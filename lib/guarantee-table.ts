@@ -1,6 +1,8 @@
-// The README's guarantee table, generated from tierGuarantees() so the two
-// cannot drift (test/capabilities.test.ts compares them).
+// The README's guarantee table, generated from the tier table (tiers.ts) so the
+// two cannot drift (test/capabilities.test.ts compares them): one column per
+// selectable tier and platform, in the table's order.
 import { tierGuarantees, type Guarantees } from './capabilities.js';
+import { PLATFORMS, TIERS, type Tier, type TierSpec } from './tiers.js';
 
 const ROWS: Array<[keyof Guarantees, string]> = [
   ['containedBeforeExec', 'C1 contained before the command runs'],
@@ -16,13 +18,26 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['holdsHostileMembers', 'contains a hostile member with the host\'s privileges (not a sandbox)'],
 ];
 
-const COLUMNS = [
-  { title: 'Linux, cgroup tier (default where a cgroup is writable)', platform: 'linux', tier: 'cgroup', pidfd: true },
-  { title: 'Linux, subreaper tier (default otherwise)', platform: 'linux', tier: 'subreaper', pidfd: true },
-  { title: 'Linux, process-group tier', platform: 'linux', tier: 'process-group', pidfd: true },
-  { title: 'macOS, process-group tier', platform: 'darwin', tier: 'process-group', pidfd: false },
-  { title: 'Windows, Job Object tier', platform: 'win32', tier: 'job-object', pidfd: false },
-] as const;
+interface Column {
+  title: string;
+  platform: NodeJS.Platform;
+  tier: Tier;
+  pidfd: boolean;
+}
+
+function columns(): Column[] {
+  const out: Column[] = [];
+  for (const spec of TIERS) {
+    if (!spec.selectable) continue;
+    const readme = (spec as TierSpec).readme ?? {};
+    for (const platform of spec.platforms) {
+      const where = PLATFORMS[platform]!;
+      const title = `${where.name}, ${readme.label ?? spec.name} tier${readme.defaultWhen ? ` (${readme.defaultWhen})` : ''}`;
+      out.push({ title, platform, tier: spec.name, pidfd: where.pidfd });
+    }
+  }
+  return out;
+}
 
 function cell(value: boolean | string): string {
   if (value === true || value === 'always') return 'yes';
@@ -31,9 +46,10 @@ function cell(value: boolean | string): string {
 }
 
 export function guaranteeTable(): string {
-  const header = `| guarantee | ${COLUMNS.map((c) => c.title).join(' | ')} |`;
-  const rule = `| --- | ${COLUMNS.map(() => '---').join(' | ')} |`;
-  const data = COLUMNS.map((c) => tierGuarantees(c.platform, c.tier, c.pidfd).guarantees);
+  const cols = columns();
+  const header = `| guarantee | ${cols.map((c) => c.title).join(' | ')} |`;
+  const rule = `| --- | ${cols.map(() => '---').join(' | ')} |`;
+  const data = cols.map((c) => tierGuarantees(c.platform, c.tier, c.pidfd).guarantees);
   const lines = ROWS.map(([key, title]) => `| ${title} | ${data.map((g) => cell(g[key])).join(' | ')} |`);
   return [header, rule, ...lines].join('\n');
 }

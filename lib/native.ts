@@ -1,6 +1,6 @@
 // The raw binding, typed in one place and never exported from the package.
 // node-gyp-build finds build/Release, build/Debug or prebuilds/<platform>-<arch>;
-// the anchor helper is resolved beside whichever .node was loaded, by
+// the anchor executable is resolved beside whichever .node was loaded, by
 // absolute path, never through PATH.
 import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -30,35 +30,52 @@ export interface RawMember {
   command: string;
 }
 
-export interface RawBinding {
+/** What the addon has on every platform. */
+interface CommonBinding {
   probe(): RawProbe;
   listTree(anchorPid: number, groupId: number): RawMember[];
   countOpenFds(): number;
-  /**
-   * POSIX only: posix_spawn the anchor helper with fds 0-2 (-1: a new pipe, -2:
-   * /dev/null, else a host descriptor) and a new control socket pair's end as
-   * its fd 3. `control`: the host's end; `fds`: the host's end of each new
-   * pipe, else -1. Creates every descriptor it returns (none to close on throw).
-   */
-  spawnHelper?(path: string, argv: string[], env: string[], stdio: number[]): { pid: number; control: number; fds: number[] };
-  /** POSIX only: reaps the helper if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
-  reapHelper?(pid: number): { code: number; signal: number } | null;
-  /** POSIX only: signals the helper while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */
-  signalHelper?(pid: number, signal: number): void;
-  /** Windows only: an unnamed Job Object (kill-on-close, no breakaway) held by the host. */
-  jobCreate?(): { handle: number };
-  /**
-   * Windows only: lets listTree(anchorPid) find the job, and duplicates it
-   * into the helper: returns the handle's value there.
-   */
-  jobAttach?(handle: number, anchorPid: number): number;
-  /** Windows only: TerminateJobObject through the host's handle. */
-  jobTerminate?(handle: number): void;
-  /** Windows only: live processes in the job. */
-  jobActive?(handle: number): number;
-  /** Windows only: closes the host's handle. */
-  jobClose?(handle: number): void;
 }
+
+/**
+ * The addon on Linux and macOS. (The native names say "helper": the anchor
+ * executable, as native/binding.cc exports it.)
+ */
+export interface PosixBinding extends CommonBinding {
+  readonly os: 'posix';
+  /**
+   * posix_spawn the anchor with fds 0-2 (-1: a new pipe, -2: /dev/null, else
+   * a host descriptor) and a new control socket pair's end as its fd 3.
+   * `control`: the host's end; `fds`: the host's end of each new pipe, else
+   * -1. Creates every descriptor it returns (none to close on throw).
+   */
+  spawnHelper(path: string, argv: string[], env: string[], stdio: number[]): { pid: number; control: number; fds: number[] };
+  /** Reaps the anchor if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
+  reapHelper(pid: number): { code: number; signal: number } | null;
+  /** Signals the anchor while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */
+  signalHelper(pid: number, signal: number): void;
+}
+
+/** The addon on Windows. */
+export interface WindowsBinding extends CommonBinding {
+  readonly os: 'win32';
+  /** An unnamed Job Object (kill-on-close, no breakaway) held by the host. */
+  jobCreate(): { handle: number };
+  /**
+   * Lets listTree(anchorPid) find the job, and duplicates it into the anchor:
+   * returns the handle's value there.
+   */
+  jobAttach(handle: number, anchorPid: number): number;
+  /** TerminateJobObject through the host's handle. */
+  jobTerminate(handle: number): void;
+  /** Live processes in the job. */
+  jobActive(handle: number): number;
+  /** Closes the host's handle. */
+  jobClose(handle: number): void;
+}
+
+/** The raw binding: which one is loaded is the platform's (`os` tells them apart). */
+export type RawBinding = PosixBinding | WindowsBinding;
 
 const require = createRequire(import.meta.url);
 export const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -76,7 +93,10 @@ export function binding(): RawBinding {
   try {
     const gypBuild = require('node-gyp-build') as { resolve(dir: string): string };
     const path = gypBuild.resolve(packageRoot);
-    loaded = { binding: require(path) as RawBinding, path };
+    // Tagged with its platform, so that each host side of an anchor takes the binding it is written for.
+    const addon = require(path) as object;
+    const typed = process.platform === 'win32' ? { ...addon, os: 'win32' } : { ...addon, os: 'posix' };
+    loaded = { binding: typed as RawBinding, path };
     return loaded.binding;
   } catch (cause) {
     loadError = new CordonError(`cordon's native addon could not be loaded. ${rebuildHint()}`, {
@@ -88,15 +108,36 @@ export function binding(): RawBinding {
   }
 }
 
-let helperChecked: string | undefined;
+/** The binding on Linux and macOS (the POSIX host side of an anchor). */
+export function posixBinding(): PosixBinding {
+  const b = binding();
+  if (b.os !== 'posix') throw wrongBinding('POSIX', b.os);
+  return b;
+}
+
+/** The binding on Windows (the Windows host side of an anchor). */
+export function windowsBinding(): WindowsBinding {
+  const b = binding();
+  if (b.os !== 'win32') throw wrongBinding('Windows', b.os);
+  return b;
+}
+
+function wrongBinding(wanted: string, os: string): CordonError {
+  return new CordonError(`cordon's ${wanted} anchor host was used with the ${os} addon; this is a bug in cordon.`, {
+    code: 'ERR_CORDON_UNSUPPORTED',
+    stage: 'launch',
+  });
+}
+
+let anchorChecked: string | undefined;
 
 /**
- * Absolute path of the anchor helper that sits beside the loaded addon,
- * checked once; a helper removed later fails its spawn, which is reported as
- * ERR_CORDON_HELPER_MISSING as well.
+ * Absolute path of the anchor executable that sits beside the loaded addon,
+ * checked once; an anchor removed later fails its spawn, which is reported as
+ * ERR_CORDON_HELPER_MISSING as well (the code's name is API).
  */
-export function helperPath(): string {
-  if (helperChecked !== undefined) return helperChecked;
+export function anchorPath(): string {
+  if (anchorChecked !== undefined) return anchorChecked;
   binding();
   const name = process.platform === 'win32' ? 'cordon-anchor.exe' : 'cordon-anchor';
   const path = join(dirname(loaded!.path), name);
@@ -111,9 +152,12 @@ export function helperPath(): string {
       stage: 'launch',
     });
   }
-  helperChecked = path;
+  anchorChecked = path;
   return path;
 }
+
+/** @deprecated The old name of anchorPath() (lib/process.ts and tests still import it). */
+export const helperPath = anchorPath;
 
 let probed: RawProbe | undefined;
 export function probe(): RawProbe {

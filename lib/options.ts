@@ -5,18 +5,9 @@ import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { duration } from './duration.js';
 import { CordonError, errnoName, invalidArg } from './errors.js';
+import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 
-/**
- * Containment tiers. 'cgroup' and 'subreaper' are Linux ('cgroup' where a
- * cgroup v2 directory is writable); 'process-group' is the macOS strategy
- * (available on Linux too); 'job-object' is Windows; 'process-handle' is only ever
- * reported (Windows best-effort when the job could not be assigned: the root's
- * handle is the only identity, descendants are not contained).
- */
-export type Tier = 'cgroup' | 'subreaper' | 'process-group' | 'job-object' | 'process-handle';
-// The tiers this platform's anchor implements (availability on this host is capabilities()' business).
-const SELECTABLE_TIERS: readonly Tier[] =
-  process.platform === 'win32' ? ['job-object'] : process.platform === 'linux' ? ['cgroup', 'subreaper', 'process-group'] : ['process-group'];
+export type { Tier } from './tiers.js';
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
 export type StdioOption = 'pipe' | 'ignore' | 'inherit' | number | Stream;
 
@@ -244,9 +235,10 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (o.argv0 !== undefined && typeof o.argv0 !== 'string') throw invalidArg('argv0', o.argv0, 'a string', 'ERR_INVALID_ARG_TYPE');
   if (typeof o.argv0 === 'string') noNul('argv0', o.argv0);
 
-  const envTier = process.env.CORDON_TIER;
-  let tier = oneOf<Tier>('tier', o.tier, SELECTABLE_TIERS, undefined);
-  if (tier === undefined && envTier) tier = oneOf<Tier>('CORDON_TIER', envTier, SELECTABLE_TIERS, undefined);
+  // The tiers this platform's anchor implements (availability on this host is capabilities()' business).
+  const selectable = selectableTiers();
+  let tier = oneOf<Tier>('tier', o.tier, selectable, undefined);
+  if (tier === undefined && requestedTier() !== undefined) tier = oneOf<Tier>('CORDON_TIER', requestedTier(), selectable, undefined);
 
   return {
     cwd,

@@ -12,6 +12,7 @@ import { debug } from './debug.js';
 import { duration } from './duration.js';
 import { CordonError, errnoName, invalidArg } from './errors.js';
 import { binding, helperPath } from './native.js';
+import { tierSpec } from './tiers.js';
 import {
   cwdError,
   normalizeOptions,
@@ -239,7 +240,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     ];
     try {
       this.anchor = new AnchorChannel(
-        { helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
+        { path: helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
         {
           ready: (pid, tier) => this.onReady(pid, tier),
           noContain: (errno, what) => this.onLaunchFailure(this.containmentError(errno, what)),
@@ -654,7 +655,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     // through it, ever.
     if (this.anchorPid === undefined || this.quiescent || this.anchorGone || this.anchor.exited) return [];
     return binding()
-      .listTree(this.anchorPid, this.tier === 'process-group' ? this.group : 0)
+      .listTree(this.anchorPid, tierSpec(this.tier)?.membersByGroup ? this.group : 0)
       .map((m) => ({ pid: m.pid, ppid: m.ppid, command: m.command }));
   }
 }

@@ -1,0 +1,274 @@
+// The host side of one anchor, what both platforms share: reading the
+// anchor's lines off the control channel into events (./protocol.ts) for the
+// handlers, reporting the anchor's exit only once everything it wrote was
+// read, and the host's exit hook. How the anchor is started, kept running,
+// told things and cleaned up after is each platform's (./posix.ts,
+// ./windows.ts). The host never signals a tree pid itself: only the anchor
+// does, through pinned identities.
+import type { IOType } from 'node:child_process';
+import type { Socket } from 'node:net';
+import type { Readable, Stream, Writable } from 'node:stream';
+import { debug } from '../debug.js';
+import { CordonError } from '../errors.js';
+import { encodeCommand, parseLine, splitLines, type AnchorEvent } from './protocol.js';
+
+export interface AnchorHandlers {
+  ready(pid: number, tier: string, pidfd: boolean): void;
+  noContain(errno: number, what: string): void;
+  execFail(errno: number): void;
+  /** The anchor could not enter the command's working directory (POSIX; nothing ran). */
+  noCwd(errno: number): void;
+  rootExit(code: number | null, signal: number | null): void;
+  left(pid: number, heldOutput: boolean, command: string): void;
+  leftEnd(): void;
+  /** The process-group tier: the tree's process group (sent before READY). */
+  group(pgid: number): void;
+  /** The process-group tier: a member the anchor saw outside the tree's process group. */
+  leftGroup(pid: number, command: string): void;
+  released(): void;
+  stuck(pids: number[]): void;
+  /** QUIET: the tree is quiescent (every member gone and reaped); the anchor exits. */
+  quiet(): void;
+  /**
+   * The anchor did not finish within the grace asked for plus
+   * ANCHOR_WAIT_SLACK_MS (stopped, or stuck): quiescence cannot be proven.
+   */
+  unresponsive(waitedMs: number): void;
+  anchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void;
+}
+
+export interface AnchorSpawn {
+  /** The anchor executable (absolute). */
+  path: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdio: Array<IOType | number | Stream>;
+  /** Teardown grace the host asks for if it exits while the tree lives. */
+  exitGrace: number;
+}
+
+/** The anchor process as the host sees it (a ChildProcess on Windows). */
+export interface AnchorProcess {
+  readonly pid?: number | undefined;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  ref(): void;
+  unref(): void;
+}
+
+const live = new Set<AnchorChannel>();
+let exitHookInstalled = false;
+
+// Where the host can still act (normal exit, uncaught exception), it tells
+// every anchor at once, synchronously; the anchors carry out the escalation
+// after the host is gone. A SIGKILLed host reaches the same end through EOF.
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.prependListener('exit', () => {
+    for (const channel of live) channel.terminateSync();
+  });
+}
+
+/** Starting the anchor failed: nothing ran. */
+export function spawnFailure(cause: unknown, path: string): CordonError {
+  const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_HELPER_MISSING';
+  if (code === 'E2BIG') {
+    // The kernel's limit on what one exec carries (every argument and
+    // environment string together, and 128 KiB for any single one): the
+    // anchor's exec carries the command's, so this is about the command.
+    return new CordonError(
+      "The command's arguments and environment are too large for one exec (E2BIG: the total, or a single string over 128 KiB); nothing ran. " +
+        'Pass large data through a file or stdin instead.',
+      { code, cause, syscall: 'spawn', path, stage: 'launch' },
+    );
+  }
+  // (The message's wording is matched by the Wine suite's retry of a transient start failure.)
+  return new CordonError(`The anchor helper could not be started (${code}); nothing ran.`, {
+    code,
+    cause,
+    syscall: 'spawn',
+    path,
+    stage: 'launch',
+  });
+}
+
+export abstract class AnchorChannel {
+  abstract readonly child: AnchorProcess;
+  /** The anchor -> host side of the control channel (set by listen()). */
+  protected socket!: Socket;
+  /** The channel is usable: not closed by the anchor, nor by the host. */
+  protected open = true;
+  /** The anchor exited (POSIX: and was reaped; its pid may be reused from now on). */
+  protected gone = false;
+  private inbox = '';
+  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private channelClosed = false;
+  private exitReported = false;
+
+  protected constructor(
+    protected readonly on: AnchorHandlers,
+    /** The teardown grace the host asks for in its exit hook. */
+    protected readonly exitGrace: number,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** The anchor has exited (POSIX: and was reaped): its pid is free and may be anyone's now. */
+  get exited(): boolean {
+    return this.gone;
+  }
+
+  /** Polite signal to every member now, the forced kill after `graceMs`. */
+  terminate(graceMs: number): void {
+    this.send(encodeCommand(graceMs <= 0 ? { type: 'kill' } : { type: 'term', graceMs }));
+    this.keepRunning(graceMs);
+  }
+
+  /** For the host's 'exit' listener: no event loop left, so it acts synchronously. */
+  abstract terminateSync(): void;
+
+  ref(): void {
+    this.child.ref();
+    this.socket.ref();
+  }
+
+  unref(): void {
+    this.child.unref();
+    this.socket.unref();
+  }
+
+  /** Writes one host command line to the anchor (dropped once the channel is closed). */
+  protected abstract send(line: string): void;
+
+  /** The host has asked the anchor to act (TERM, KILL) with this grace. */
+  protected keepRunning(_graceMs: number): void {}
+
+  /** An event, seen before its handler runs (what a platform's side keeps of it). */
+  protected observe(_event: AnchorEvent): void {}
+
+  /** The anchor's end of the channel closed before its exit was known. */
+  protected closedBeforeExit(): void {}
+
+  /** The anchor exited: what the platform's side stops doing now. */
+  protected exiting(): void {}
+
+  /** Before the anchor's exit is reported: cleanup the host still owes the tree (bounded), if any. */
+  protected cleanupAfterExit(): Promise<void> | undefined {
+    return undefined;
+  }
+
+  /** Reads the anchor's lines off `socket`, and learns from it when the anchor's end closes. */
+  protected listen(socket: Socket): void {
+    this.socket = socket;
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => this.receive(chunk));
+    socket.on('error', (err) => debug('control channel error: %s', err.message));
+    socket.on('close', () => {
+      this.open = false;
+      this.channelClosed = true;
+      if (!this.exitInfo) this.closedBeforeExit();
+      this.report();
+    });
+  }
+
+  /** Lets the host's exit hook reach this anchor. */
+  protected register(): void {
+    live.add(this);
+    installExitHook();
+  }
+
+  /** The anchor process exited. */
+  protected anchorExited(code: number | null, signal: NodeJS.Signals | null): void {
+    debug('anchor %d exited code=%s signal=%s', this.child.pid, code, signal);
+    this.gone = true;
+    this.exitInfo = { code, signal };
+    this.exiting();
+    // Everything the anchor wrote is read before its exit is reported: its
+    // end of the channel closes as it exits. Bounded in case a stray copy
+    // of that end lives on somewhere.
+    // setImmediate: a stalled event loop must first get to read what is
+    // already waiting on the channel (QUIET) before this verdict.
+    setTimeout(() => {
+      setImmediate(() => {
+        this.channelClosed = true;
+        this.report();
+      });
+    }, 1000).unref();
+    this.report();
+  }
+
+  /** The anchor process could not be started at all (Windows: child_process's 'error'). */
+  protected startFailed(err: Error): void {
+    if (this.exitReported) return;
+    this.exitReported = true;
+    this.close();
+    this.on.anchorExit(null, null, err);
+  }
+
+  protected close(): void {
+    live.delete(this);
+    this.open = false;
+    if (!this.socket.destroyed) this.socket.destroy();
+  }
+
+  private report(): void {
+    if (this.exitReported || !this.exitInfo || !this.channelClosed) return;
+    this.exitReported = true;
+    const info = this.exitInfo;
+    const done = () => {
+      this.close();
+      this.on.anchorExit(info.code, info.signal);
+    };
+    const cleanup = this.cleanupAfterExit();
+    if (cleanup) void cleanup.then(done);
+    else done();
+  }
+
+  private receive(chunk: string): void {
+    const { lines, rest } = splitLines(this.inbox + chunk);
+    this.inbox = rest;
+    for (const line of lines) this.dispatch(line);
+  }
+
+  private dispatch(line: string): void {
+    debug('anchor %d: %s', this.child.pid, line.length > 200 ? line.slice(0, 200) + '...' : line);
+    const event = parseLine(line);
+    if (event.type === 'unknown' || event.type === 'malformed') {
+      debug('%s anchor line: %s', event.type, event.type === 'malformed' ? event.reason : line);
+      return;
+    }
+    this.observe(event);
+    const on = this.on;
+    switch (event.type) {
+      case 'group':
+        return on.group(event.pgid);
+      case 'ready':
+        return on.ready(event.pid, event.tier, event.pidfd);
+      case 'noContain':
+        return on.noContain(event.errno, event.what);
+      case 'execFail':
+        return on.execFail(event.errno);
+      case 'noCwd':
+        return on.noCwd(event.errno);
+      case 'exit':
+        return on.rootExit(event.code, event.signal);
+      case 'left':
+        return on.left(event.pid, event.heldOutput, event.command);
+      case 'leftEnd':
+        return on.leftEnd();
+      case 'leftGroup':
+        return on.leftGroup(event.pid, event.command);
+      case 'released':
+        return on.released();
+      case 'stuck':
+        return on.stuck(event.pids);
+      case 'quiescent':
+        return on.quiet();
+    }
+  }
+}

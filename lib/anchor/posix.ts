@@ -1,0 +1,298 @@
+// The host side of an anchor on Linux and macOS: the anchor is posix_spawned
+// with the command's stdio on fds 0-2 and its end of a socket pair on fd 3
+// (the control channel, both ways). It is the host's own child, which libuv
+// does not know about: reaped here by pid (an unreaped child's pid is pinned,
+// so the host may signal it: SIGCONT, to keep a stopped anchor running while
+// the host waits on it), and the host's wait on it is bounded.
+import { writeSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { constants as osConstants } from 'node:os';
+import type { IOType } from 'node:child_process';
+import type { Stream } from 'node:stream';
+import { debug } from '../debug.js';
+import { invalidArg } from '../errors.js';
+import { posixBinding } from '../native.js';
+import { streamFd } from '../options.js';
+import { endCgroup, killCgroup } from './cgroup.js';
+import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
+import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
+
+/**
+ * How long the host waits on an anchor beyond the grace it asked for before it
+ * acts without it: the anchor's own STUCK report comes STUCK_REPORT_MS (5 s)
+ * after its forced kill, plus 2 s of margin. Past
+ * `grace + ANCHOR_WAIT_SLACK_MS` the host ends the tree by the means it still
+ * has (the cgroup tier: cgroup.kill, then, 2 s later, SIGKILL of the anchor)
+ * and reports a cleanup failure wherever quiescence is not proven.
+ */
+export const ANCHOR_WAIT_SLACK_MS = STUCK_REPORT_MS + 2000;
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The cgroup tier: how long after its cgroup.kill the anchor gets to report quiescence itself. */
+const CGROUP_KILL_WAIT_MS = 2000;
+/** While the host waits on an anchor, it resumes it this often (a member may stop it, and again). */
+const CONTINUE_EVERY_MS = 200;
+
+/** What the addon's spawnHelper() takes for one stdio entry (-1 a pipe, -2 /dev/null, else a descriptor). */
+function stdioFd(entry: IOType | number | Stream, index: number): number {
+  if (entry === 'pipe') return -1;
+  if (entry === 'ignore') return -2;
+  if (entry === 'inherit') return index;
+  if (typeof entry === 'number') return entry;
+  const fd = streamFd(entry as Stream);
+  if (fd === undefined) throw invalidArg(`stdio[${index}]`, entry, 'a stream with an open file descriptor');
+  return fd;
+}
+
+const signalNames = new Map<number, NodeJS.Signals>(
+  Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
+);
+
+// The anchors are reaped here, by pid: when an anchor's end of the channel
+// closes (it exits), and on every SIGCHLD (in case a stray copy of that end
+// delays the EOF).
+type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
+const unreaped = new Map<number, ExitListener>();
+
+function reap(pid: number): boolean {
+  const listener = unreaped.get(pid);
+  if (!listener) return true;
+  const r = posixBinding().reapHelper(pid);
+  if (r === null) return false;
+  unreaped.delete(pid);
+  if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
+  listener(r.code >= 0 ? r.code : null, r.signal > 0 ? (signalNames.get(r.signal) ?? null) : null);
+  return true;
+}
+
+function reapAll(): void {
+  for (const pid of [...unreaped.keys()]) reap(pid);
+}
+
+/**
+ * A signal to one of our anchors, only while it is in the unreaped set (its
+ * pid pinned: the addon checks again that it is an unreaped child).
+ */
+function signalAnchor(pid: number, signal: NodeJS.Signals): boolean {
+  if (!unreaped.has(pid)) return false;
+  try {
+    posixBinding().signalHelper(pid, osConstants.signals[signal]);
+    return true;
+  } catch (err) {
+    debug('%s to anchor %d failed: %s', signal, pid, (err as Error).message);
+    return false;
+  }
+}
+
+function watchExit(pid: number, listener: ExitListener): void {
+  if (unreaped.size === 0) process.on('SIGCHLD', reapAll);
+  unreaped.set(pid, listener);
+}
+
+export class PosixAnchorChannel extends AnchorChannel {
+  readonly child: AnchorProcess & { readonly pid: number };
+  /** The host's end of the control socket pair (written directly, see send()). */
+  private readonly hostFd: number;
+  /** Retries of reaping the anchor after its end of the channel closed. */
+  private reapTimer: NodeJS.Timeout | undefined;
+  private reapRef = true;
+  /** The cgroup tier: the tree's cgroup, as READY named it. */
+  private cgroup: string | undefined;
+  private quiescentSeen = false;
+  /** While the host waits on the anchor: SIGCONT every CONTINUE_EVERY_MS. */
+  private continueTimer: NodeJS.Timeout | undefined;
+  /** When the host stops waiting on the anchor (grace + ANCHOR_WAIT_SLACK_MS), and its timer. */
+  private waitDeadline = Infinity;
+  private waitTimer: NodeJS.Timeout | undefined;
+  private waitStartedAt = 0;
+
+  constructor(spec: AnchorSpawn, on: AnchorHandlers) {
+    super(on, spec.exitGrace);
+    // posix_spawn: no copy of the host's address space, unlike child_process's fork.
+    const b = posixBinding();
+    const stdio = spec.stdio.map(stdioFd);
+    const env: string[] = [];
+    for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
+    let started: { pid: number; control: number; fds: number[] };
+    try {
+      // The anchor enters the command's working directory itself (glibc's
+      // posix_spawn can do it only from 2.29 on).
+      started = b.spawnHelper(spec.path, [spec.path, '--cwd', spec.cwd, ...spec.args], env, stdio);
+    } catch (cause) {
+      throw spawnFailure(cause, spec.path);
+    }
+    this.hostFd = started.control;
+    const [inFd, outFd, errFd] = started.fds as [number, number, number];
+    this.child = {
+      pid: started.pid,
+      stdin: inFd >= 0 ? new Socket({ fd: inFd, readable: false, writable: true }) : null,
+      stdout: outFd >= 0 ? new Socket({ fd: outFd, readable: true, writable: false }) : null,
+      stderr: errFd >= 0 ? new Socket({ fd: errFd, readable: true, writable: false }) : null,
+      ref: () => {
+        this.reapRef = true;
+        this.reapTimer?.ref();
+      },
+      unref: () => {
+        this.reapRef = false;
+        this.reapTimer?.unref();
+      },
+    };
+    this.listen(new Socket({ fd: started.control, readable: true, writable: true }));
+    watchExit(started.pid, (code, signal) => this.anchorExited(code, signal));
+    // The host waits for the anchor's READY (spawn's `started`): the command
+    // may already run and stop it (kill -STOP $PPID) before it reports.
+    this.continueEvery(started.pid);
+    this.register();
+  }
+
+  terminateSync(): void {
+    if (!this.open || this.socket.destroyed) return;
+    try {
+      writeSync(this.hostFd, encodeCommand({ type: 'term', graceMs: this.exitGrace }));
+    } catch (err) {
+      debug('exit-time TERM failed: %s', (err as Error).message);
+    }
+    // A stopped anchor could not act on it: the last time the host can resume it.
+    if (!this.gone) signalAnchor(this.child.pid, 'SIGCONT');
+  }
+
+  protected override send(line: string): void {
+    if (!this.open || this.socket.destroyed) return;
+    // Written directly, so a write that fails because the anchor has just
+    // exited (EPIPE) cannot make the socket destroy itself before the lines
+    // the anchor sent last (QUIET) are read.
+    try {
+      writeSync(this.hostFd, line);
+    } catch (err) {
+      debug('control write failed (the anchor is exiting): %s', (err as Error).message);
+    }
+  }
+
+  protected override observe(event: AnchorEvent): void {
+    switch (event.type) {
+      case 'ready':
+        if (event.cgroup !== undefined) this.cgroup = event.cgroup;
+        this.launchSettled();
+        break;
+      case 'noContain':
+      case 'execFail':
+      case 'noCwd':
+        this.launchSettled();
+        break;
+      case 'quiescent':
+        this.quiescentSeen = true;
+        break;
+    }
+  }
+
+  /**
+   * The anchor closed its end of the channel, so it is exiting; it becomes
+   * reapable a moment later (SIGCHLD usually gets there first).
+   */
+  protected override closedBeforeExit(): void {
+    this.reapSoon(this.child.pid, 0);
+  }
+
+  protected override exiting(): void {
+    clearTimeout(this.reapTimer);
+    this.stopWaiting();
+    // As child_process does at exit: nobody is left to read stdin.
+    this.child.stdin?.destroy();
+  }
+
+  /** The cgroup tier, the anchor gone before its tree was quiescent: the host ends the tree through its cgroup. */
+  protected override cleanupAfterExit(): Promise<void> | undefined {
+    return this.cgroup !== undefined && !this.quiescentSeen ? endCgroup(this.cgroup) : undefined;
+  }
+
+  protected override close(): void {
+    this.stopWaiting();
+    super.close();
+  }
+
+  /**
+   * The host has asked the anchor to act, so it keeps it running until it
+   * exits (a member may have stopped it with SIGSTOP, and may do so again):
+   * SIGCONT now and every CONTINUE_EVERY_MS. And the wait is bounded: past
+   * `graceMs + ANCHOR_WAIT_SLACK_MS` the host acts without it.
+   */
+  protected override keepRunning(graceMs: number): void {
+    if (this.gone) return;
+    const pid = this.child.pid;
+    signalAnchor(pid, 'SIGCONT');
+    this.continueEvery(pid);
+    if (this.waitDeadline === Infinity) this.waitStartedAt = Date.now();
+    const deadline = Date.now() + Math.max(0, graceMs) + ANCHOR_WAIT_SLACK_MS;
+    if (deadline >= this.waitDeadline) return;
+    this.waitDeadline = deadline;
+    this.armWaitTimer(pid);
+  }
+
+  private reapSoon(pid: number, attempt: number): void {
+    this.reapTimer = undefined;
+    if (reap(pid)) return;
+    const delay = Math.min(2 ** attempt, 100);
+    this.reapTimer = setTimeout(() => this.reapSoon(pid, attempt + 1), delay);
+    if (!this.reapRef) this.reapTimer.unref();
+  }
+
+  /**
+   * Node's timers take at most 2^31-1 ms (a longer delay fires after 1 ms), and
+   * a grace may be that long on its own: re-armed until the deadline is reached.
+   */
+  private armWaitTimer(pid: number): void {
+    clearTimeout(this.waitTimer);
+    const left = this.waitDeadline - Date.now();
+    this.waitTimer = setTimeout(() => {
+      if (Date.now() < this.waitDeadline) this.armWaitTimer(pid);
+      else this.onWaitOver(pid);
+    }, Math.max(0, Math.min(left, MAX_TIMER_MS)));
+    this.waitTimer.unref();
+  }
+
+  private onWaitOver(pid: number): void {
+    if (this.gone) return;
+    const waited = Date.now() - this.waitStartedAt;
+    const dir = this.cgroup;
+    if (dir !== undefined && !this.quiescentSeen) {
+      // The cgroup tier: every member ends now, whoever stopped the anchor
+      // included; resumed, the anchor then reaps them and reports QUIET. If
+      // it does not within CGROUP_KILL_WAIT_MS, it is killed (and reaped
+      // here); the exit path empties and removes the cgroup.
+      debug('anchor %d did not finish within %d ms: cgroup.kill of %s', pid, waited, dir);
+      killCgroup(dir);
+      signalAnchor(pid, 'SIGCONT');
+      this.waitTimer = setTimeout(() => {
+        if (this.gone) return;
+        debug('anchor %d still running %d ms after cgroup.kill: SIGKILL', pid, CGROUP_KILL_WAIT_MS);
+        this.on.unresponsive(Date.now() - this.waitStartedAt);
+        signalAnchor(pid, 'SIGKILL');
+      }, CGROUP_KILL_WAIT_MS);
+      this.waitTimer.unref();
+      return;
+    }
+    // No other means here: the anchor keeps being resumed (it may still finish)
+    // but the host cannot prove quiescence.
+    debug('anchor %d did not finish within %d ms', pid, waited);
+    this.on.unresponsive(waited);
+  }
+
+  private continueEvery(pid: number): void {
+    if (this.continueTimer) return;
+    this.continueTimer = setInterval(() => signalAnchor(pid, 'SIGCONT'), CONTINUE_EVERY_MS);
+    this.continueTimer.unref();
+  }
+
+  /** The anchor reported how the launch went: the host waits on it no more, unless it asked it to act. */
+  private launchSettled(): void {
+    if (this.waitDeadline !== Infinity) return;
+    clearInterval(this.continueTimer);
+    this.continueTimer = undefined;
+  }
+
+  private stopWaiting(): void {
+    clearInterval(this.continueTimer);
+    clearTimeout(this.waitTimer);
+    this.continueTimer = this.waitTimer = undefined;
+  }
+}

@@ -1,0 +1,145 @@
+// The line protocol between the host and an anchor, on the host's side: what
+// an anchor's line means (a typed event) and how a host command is written.
+// Pure: no I/O, no state. The anchors' side of it is described in the header
+// of native/posix/anchor.cc; both anchors (POSIX and Windows) speak it alike.
+//
+// anchor -> host (one line each, '\n'-terminated):
+//   GROUP <pgid>                                  the process-group tier: the tree's group (before READY)
+//   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]
+//   NOCONTAIN <errno> <what>   EXECFAIL <errno>   NOCWD <errno>     (nothing ran)
+//   EXIT <code|-1> <signal|0>                     the root exited (and was reaped)
+//   LEFT <pid> <holds 0|1> <cmd>  ...  LEFTEND    members alive when the root exited
+//   LEFTGROUP <pid> <cmd>                         the process-group tier: a member seen leaving the group
+//   RELEASED                                      no member holds the captured output
+//   STUCK <pid> ...                               members survived SIGKILL for STUCK_REPORT_MS
+//   QUIET                                         every member is gone and reaped; the anchor exits
+// host -> anchor: TERM <grace ms>, KILL, and on Windows first JOB <handle>.
+
+/**
+ * How long after its forced kill an anchor reports members that survived it
+ * (STUCK): the anchors' kStuckReportMs.
+ */
+export const STUCK_REPORT_MS = 5000;
+
+/** What an anchor reports, one event per line. */
+export type AnchorEvent =
+  /** The process-group tier: the tree's process group (sent before READY). */
+  | { type: 'group'; pgid: number }
+  /** The command runs, contained: its pid, the tier in force, whether members are signalled through pidfds; the cgroup tier names its cgroup. */
+  | { type: 'ready'; pid: number; tier: string; pidfd: boolean; cgroup?: string }
+  /** Containment could not be established; nothing ran. */
+  | { type: 'noContain'; errno: number; what: string }
+  /** The command could not be executed; nothing ran. */
+  | { type: 'execFail'; errno: number }
+  /** The command's working directory cannot be entered (POSIX); nothing ran. */
+  | { type: 'noCwd'; errno: number }
+  /** The root exited: its exit code, or the number of the signal that ended it. */
+  | { type: 'exit'; code: number | null; signal: number | null }
+  /** A member still alive when the root exited. */
+  | { type: 'left'; pid: number; heldOutput: boolean; command: string }
+  /** The end of the LEFT list. */
+  | { type: 'leftEnd' }
+  /** The process-group tier: a member seen outside the tree's process group. */
+  | { type: 'leftGroup'; pid: number; command: string }
+  /** No member holds the captured stdout/stderr any more. */
+  | { type: 'released' }
+  /** Members that survived the forced kill for STUCK_REPORT_MS. */
+  | { type: 'stuck'; pids: number[] }
+  /** Every member is gone and reaped: the tree is quiescent; the anchor exits. */
+  | { type: 'quiescent' };
+
+/** A line that is not an event: a verb this host does not know, or a known verb with fields it cannot read. */
+export type UnreadLine = { type: 'unknown'; line: string } | { type: 'malformed'; line: string; reason: string };
+
+export type ParsedLine = AnchorEvent | UnreadLine;
+
+/** What the host tells an anchor. */
+export type HostCommand =
+  /** Polite signal to every member now, the forced kill after `graceMs`. */
+  | { type: 'term'; graceMs: number }
+  /** The forced kill to every member now. */
+  | { type: 'kill' }
+  /** Windows, the first line: the tree's Job Object's handle value in the anchor (0: none). */
+  | { type: 'job'; handle: number };
+
+/** The anchors escape a command line's backslash, LF and CR (`\\`, `\n`, `\r`). */
+function unescape(s: string): string {
+  return s.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\'));
+}
+
+class Malformed extends Error {}
+
+/** A field that must be an integer (the anchors print them with %d / %lld / %lu). */
+function int(words: string[], i: number, name: string): number {
+  const word = words[i];
+  if (word === undefined || !/^-?\d+$/.test(word)) throw new Malformed(`${name} is not an integer: ${JSON.stringify(word ?? null)}`);
+  return Number(word);
+}
+
+/** One line from an anchor (without its '\n'). Never throws: what it cannot read is an UnreadLine. */
+export function parseLine(line: string): ParsedLine {
+  const space = line.indexOf(' ');
+  const verb = space < 0 ? line : line.slice(0, space);
+  const words = space < 0 ? [''] : line.slice(space + 1).split(' ');
+  try {
+    switch (verb) {
+      case 'GROUP':
+        return { type: 'group', pgid: int(words, 0, 'pgid') };
+      case 'READY': {
+        const event: AnchorEvent = { type: 'ready', pid: int(words, 0, 'pid'), tier: words[1] ?? '', pidfd: words[2] === '1' };
+        if (words.length > 3) event.cgroup = words.slice(3).join(' ');
+        return event;
+      }
+      case 'NOCONTAIN':
+        return { type: 'noContain', errno: int(words, 0, 'errno'), what: words[1] ?? '' };
+      case 'EXECFAIL':
+        return { type: 'execFail', errno: int(words, 0, 'errno') };
+      case 'NOCWD':
+        return { type: 'noCwd', errno: int(words, 0, 'errno') };
+      case 'EXIT': {
+        const code = int(words, 0, 'code');
+        const signal = int(words, 1, 'signal');
+        return { type: 'exit', code: code >= 0 ? code : null, signal: signal > 0 ? signal : null };
+      }
+      case 'LEFT':
+        return { type: 'left', pid: int(words, 0, 'pid'), heldOutput: words[1] === '1', command: unescape(words.slice(2).join(' ')) };
+      case 'LEFTEND':
+        return { type: 'leftEnd' };
+      case 'LEFTGROUP':
+        return { type: 'leftGroup', pid: int(words, 0, 'pid'), command: unescape(words.slice(1).join(' ')) };
+      case 'RELEASED':
+        return { type: 'released' };
+      case 'STUCK':
+        return { type: 'stuck', pids: words.filter(Boolean).map((_, i, all) => int(all, i, 'pid')) };
+      case 'QUIET':
+        return { type: 'quiescent' };
+      default:
+        return { type: 'unknown', line };
+    }
+  } catch (err) {
+    if (err instanceof Malformed) return { type: 'malformed', line, reason: `${verb}: ${err.message}` };
+    throw err;
+  }
+}
+
+/**
+ * Splits what arrived on the channel into complete lines; returns them and
+ * what is left of an unfinished last line.
+ */
+export function splitLines(buffered: string): { lines: string[]; rest: string } {
+  const lines = buffered.split('\n');
+  const rest = lines.pop()!;
+  return { lines, rest };
+}
+
+/** A host command as the line the anchor reads. */
+export function encodeCommand(command: HostCommand): string {
+  switch (command.type) {
+    case 'term':
+      return `TERM ${command.graceMs}\n`;
+    case 'kill':
+      return 'KILL\n';
+    case 'job':
+      return `JOB ${command.handle}\n`;
+  }
+}

@@ -1,0 +1,290 @@
+// The containment tiers, one row each: where a tier runs, whether a caller may
+// ask for it, how a host is probed for it, what it guarantees and why (its
+// notes), how its members are listed and what a report says it cannot see.
+// Everything in the facade that depends on the tier reads it here: the
+// `tier` option and CORDON_TIER (options.ts), capabilities() and coverage
+// (capabilities.ts), the README's guarantee table (guarantee-table.ts),
+// members() (process.ts), the CLI's usage and reports (cli.ts), and the test
+// projects (vitest.config.ts). How a tier contains a tree is its anchor's
+// (native/); the host side of an anchor is the same for every tier, but for
+// the cgroup tier's fallback (anchor/cgroup.ts).
+//
+// Pure: no I/O here (the probe is passed in), so build tooling can read it.
+import type { RawProbe } from './native.js';
+
+export type EscapeeCatch = 'always' | 'while-parented' | 'never';
+
+export interface Guarantees {
+  /** C1: containment is in place before the command's first instruction. */
+  containedBeforeExec: boolean;
+  /** C2/C5: descendants that setsid, double-fork or nohup are still caught. */
+  catchesEscapees: EscapeeCatch;
+  /** C2: nothing is signalled through a number that may have been recycled. */
+  pidReuseSafe: boolean;
+  /** C8: the tree is terminated when the host is SIGKILLed, with no host code. */
+  survivesHostSigkill: boolean;
+  /** C2: if the anchor itself dies, the host still ends the tree through a handle it holds (a cgroup, a job). */
+  survivesAnchorDeath: boolean;
+  /** C3: polite signal, grace, then forced kill, to every member. */
+  gracefulStop: boolean;
+  /** C4: output reading is bounded after the root exits. */
+  waitDelay: boolean;
+  /** C9: every orphan of the tree is reaped by the anchor. */
+  reapsOrphans: boolean;
+  /** Resource limits (memory, pids) on the whole tree. */
+  limits: boolean;
+  /**
+   * The command runs in a cgroup namespace rooted at its tree's cgroup (the
+   * cgroup tier, where the host has CAP_SYS_ADMIN): its view of cgroup paths
+   * starts at its own cgroup. Not a wall against a privileged member (see
+   * docs/contract.md, "What cordon is not").
+   */
+  cgroupNamespace: boolean;
+  /**
+   * A member running with the host's privileges cannot leave the tree or stop
+   * its anchor. Never given: cordon is not a sandbox (docs/contract.md).
+   */
+  holdsHostileMembers: false;
+}
+
+/** What a tier's guarantees and notes depend on besides the tier. */
+export interface TierContext {
+  platform: NodeJS.Platform;
+  /** Members that are not the anchor's children are signalled through pidfds. */
+  pidfd: boolean;
+  /** Linux: the host has CAP_SYS_ADMIN (a cgroup namespace needs it). */
+  capSysAdmin: boolean;
+}
+
+export interface TierSpec {
+  readonly name: string;
+  /** The platforms whose anchor implements the tier, in the README's column order. */
+  readonly platforms: readonly NodeJS.Platform[];
+  /** A caller may ask for it (the `tier` option, CORDON_TIER); else it is only ever reported (a best-effort fallback). */
+  readonly selectable: boolean;
+  /** Whether a host of one of its platforms can run it, from the addon's probe (called only when needed). */
+  available(probe: () => RawProbe): boolean;
+  guarantees(ctx: TierContext): Guarantees;
+  /** Why its guarantees are what they are, in words (after the note every tier has). */
+  notes(ctx: TierContext): string[];
+  /** Host-specific amendments capabilities() makes from the probe (Windows without CTRL_BREAK). */
+  amend?(result: { guarantees: Guarantees; notes: string[] }, probe: RawProbe): void;
+  /** members(): listed as the tree's process group (its id, from GROUP), not as the anchor's descendants. */
+  readonly membersByGroup: boolean;
+  /** Where coverage is partial, the reports' words: where the tier looked, and what it cannot see (C11). */
+  readonly partialView?: { readonly seenIn: string; readonly unseen: string };
+  /** The README's guarantee table: the tier's name in a column title, and when it is the default. */
+  readonly readme?: { readonly label?: string; readonly defaultWhen?: string };
+}
+
+const noPidfdLinux = "This kernel has no pidfd: members that are not the anchor's own children are signalled by a verified pid, with a small reuse window.";
+
+/** The tiers, strongest first: a host's default is the first it can run. */
+export const TIERS = [
+  {
+    name: 'cgroup',
+    platforms: ['linux'],
+    selectable: true,
+    // (a cgroup tier's anchor is a subreaper too)
+    available: (probe) => probe().subreaper && !!probe().cgroup,
+    guarantees: ({ pidfd, capSysAdmin }) => ({
+      containedBeforeExec: true,
+      catchesEscapees: 'always',
+      pidReuseSafe: pidfd,
+      survivesHostSigkill: true,
+      survivesAnchorDeath: true,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: true,
+      limits: false,
+      cgroupNamespace: capSysAdmin,
+      holdsHostileMembers: false,
+    }),
+    notes: ({ pidfd, capSysAdmin }) => [
+      ...(pidfd ? [] : [noPidfdLinux]),
+      "Each tree's command is born in a cgroup of its own (clone3 into the cgroup), below this process's cgroup; the forced stop is cgroup.kill, which reaches every member at once, new forks included.",
+      'If the anchor itself dies, the host kills the tree through its cgroup.',
+      'No cgroup controllers are enabled for the tree: memory and pid limits are not enforced.',
+      capSysAdmin
+        ? "The command runs in a cgroup namespace rooted at its tree's cgroup. A member with CAP_SYS_ADMIN can still move itself to an ancestor cgroup through a cgroup2 mount it can reach (unless that mount has nsdelegate) or setns() out of the namespace."
+        : 'No cgroup namespace for the command: the host lacks CAP_SYS_ADMIN.',
+    ],
+    membersByGroup: false,
+    readme: { defaultWhen: 'default where a cgroup is writable' },
+  },
+  {
+    name: 'subreaper',
+    platforms: ['linux'],
+    selectable: true,
+    available: (probe) => probe().subreaper,
+    guarantees: ({ pidfd }) => ({
+      containedBeforeExec: true,
+      catchesEscapees: 'always',
+      pidReuseSafe: pidfd,
+      survivesHostSigkill: true,
+      survivesAnchorDeath: false,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: true,
+      limits: false,
+      cgroupNamespace: false,
+      holdsHostileMembers: false,
+    }),
+    notes: ({ pidfd }) => [
+      ...(pidfd ? [] : [noPidfdLinux]),
+      'No cgroup is used (none is writable here, or the subreaper tier was asked for): memory and pid limits are not enforced, and a tree whose anchor is killed is not ended.',
+    ],
+    membersByGroup: false,
+    readme: { defaultWhen: 'default otherwise' },
+  },
+  {
+    name: 'process-group',
+    platforms: ['linux', 'darwin'],
+    selectable: true,
+    available: () => true,
+    guarantees: ({ pidfd }) => ({
+      containedBeforeExec: true,
+      catchesEscapees: 'while-parented',
+      pidReuseSafe: pidfd,
+      survivesHostSigkill: true,
+      survivesAnchorDeath: false,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: false,
+      limits: false,
+      cgroupNamespace: false,
+      holdsHostileMembers: false,
+    }),
+    notes: ({ platform, pidfd }) => [
+      "The tree runs in a process group of its own, which the anchor is not in (the anchor is in a session of its own) and which the anchor's unreaped pin child keeps from being recycled: termination signals the whole group at once, and quiescence of the group is the kernel's word, not a scan's.",
+      "A member that leaves the process group (setsid, daemons) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes. So results say coverage: 'partial' and list in leftGroup the members seen leaving.",
+      'Orphans are reparented to init, not to the anchor: init reaps them.',
+      ...(pidfd
+        ? []
+        : [
+            platform === 'darwin'
+              ? "macOS has no pidfd: members that left the group are signalled by pid after their start time is verified, with a small reuse window (the group id itself is pinned by the anchor's pin child)."
+              : 'Members are signalled by pid after their start time is verified, with a small reuse window.',
+          ]),
+    ],
+    membersByGroup: true,
+    partialView: { seenIn: 'in the process group', unseen: 'this tier cannot see processes that left it (setsid, daemons)' },
+  },
+  {
+    name: 'job-object',
+    platforms: ['win32'],
+    selectable: true,
+    available: (probe) => !!probe().jobObjects,
+    guarantees: () => ({
+      containedBeforeExec: true,
+      catchesEscapees: 'always',
+      pidReuseSafe: true,
+      survivesHostSigkill: true,
+      survivesAnchorDeath: true,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: true,
+      limits: false,
+      cgroupNamespace: false,
+      holdsHostileMembers: false,
+    }),
+    notes: () => [
+      'Each tree runs in its own Job Object with kill-on-close and no breakaway: the command is created suspended and assigned before it runs; every descendant (detached or not) stays in the job.',
+      'Identity is held by handles (the job, the root process), never by a pid number.',
+      "The polite stop is CTRL_BREAK_EVENT to the root's console process group (members that left the console or the group are reached only by the forced TerminateJobObject); without a shared console the forced stop follows at once.",
+      "When the host exits, Node's own kill-on-close job ends the anchor helper with it, so the tree is ended at once (no grace).",
+      'Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).',
+      "Whether anyone still holds the captured output is read from the pipe's handle count; which member holds it is not determined (leftovers report heldOutput false).",
+      'No job limits are set: memory and process-count limits are not enforced.',
+    ],
+    amend: (result, probe) => {
+      if (probe.ctrlBreak !== false) return;
+      result.guarantees.gracefulStop = false;
+      result.notes.push(
+        probe.wine
+          ? 'Under Wine, GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) is not implemented: terminate() is the forced TerminateJobObject at once.'
+          : 'CTRL_BREAK_EVENT cannot be delivered here: terminate() is the forced TerminateJobObject at once.',
+      );
+    },
+    membersByGroup: false,
+    readme: { label: 'Job Object' },
+  },
+  {
+    name: 'process-handle',
+    platforms: ['win32'],
+    selectable: false,
+    available: () => false,
+    guarantees: () => ({
+      containedBeforeExec: false,
+      catchesEscapees: 'never',
+      pidReuseSafe: true,
+      survivesHostSigkill: false,
+      survivesAnchorDeath: false,
+      gracefulStop: true,
+      waitDelay: true,
+      reapsOrphans: true,
+      limits: false,
+      cgroupNamespace: false,
+      holdsHostileMembers: false,
+    }),
+    notes: () => [
+      "Best-effort fallback: the job could not be assigned, so only the root (by its handle) is contained; descendants are not (results say coverage: 'partial').",
+    ],
+    membersByGroup: false,
+    partialView: { seenIn: 'of the root', unseen: "the process-handle tier cannot see the root's descendants" },
+  },
+] as const satisfies readonly TierSpec[];
+
+/**
+ * Containment tiers. 'cgroup' and 'subreaper' are Linux ('cgroup' where a
+ * cgroup v2 directory is writable); 'process-group' is the macOS strategy
+ * (available on Linux too); 'job-object' is Windows; 'process-handle' is only ever
+ * reported (Windows best-effort when the job could not be assigned: the root's
+ * handle is the only identity, descendants are not contained).
+ */
+export type Tier = (typeof TIERS)[number]['name'];
+
+const byName = new Map<string, TierSpec>(TIERS.map((t) => [t.name, t]));
+
+/** A tier's row (undefined for a name that is no tier). */
+export function tierSpec(name: string): TierSpec | undefined {
+  return byName.get(name);
+}
+
+/** The tiers a caller may ask for on a platform (its anchor implements them), strongest first. */
+export function selectableTiers(platform: NodeJS.Platform = process.platform): Tier[] {
+  return TIERS.filter((t) => t.selectable && (t.platforms as readonly string[]).includes(platform)).map((t) => t.name);
+}
+
+/** The tiers this host can run, strongest first. */
+export function availableTiers(probe: () => RawProbe, platform: NodeJS.Platform = process.platform): Tier[] {
+  return selectableTiers(platform).filter((name) => byName.get(name)!.available(probe));
+}
+
+/** The note every tier's capabilities() begins with. */
+const NOT_A_SANDBOX =
+  "cordon contains careless and daemonizing programs, not hostile ones: a member running as the host's user can signal, stop or ptrace the anchor, and one with root privileges can leave the tree's cgroup or job. Use a separate user, a container or VM for untrusted code (docs/contract.md).";
+
+/** What a tier guarantees in a context, and why, in words. */
+export function describeTier(tier: Tier, ctx: TierContext): { guarantees: Guarantees; notes: string[] } {
+  const spec = byName.get(tier)!;
+  return { guarantees: spec.guarantees(ctx), notes: [NOT_A_SANDBOX, ...spec.notes(ctx)] };
+}
+
+/** The platforms' names in the README, and whether they have pidfds at best. */
+export const PLATFORMS: Partial<Record<NodeJS.Platform, { name: string; pidfd: boolean }>> = {
+  linux: { name: 'Linux', pidfd: true },
+  darwin: { name: 'macOS', pidfd: false },
+  win32: { name: 'Windows', pidfd: false },
+};
+
+let envTier: { value: string | undefined } | undefined;
+
+/**
+ * CORDON_TIER: the tier the environment asks for, as given (undefined when
+ * unset or empty). Read once, here, the first time it is needed.
+ */
+export function requestedTier(): string | undefined {
+  envTier ??= { value: process.env.CORDON_TIER || undefined };
+  return envTier.value;
+}

@@ -1,0 +1,74 @@
+// The host's reading of the anchor line protocol (lib/anchor/protocol.ts):
+// pure, no processes. Each verb as the anchors print it (native/posix/anchor.cc,
+// native/win/anchor.cc); what the host cannot read is a typed result.
+import { describe, expect, it } from 'vitest';
+import { encodeCommand, parseLine, splitLines } from '../lib/anchor/protocol.js';
+
+describe('anchor protocol: lines from the anchor', () => {
+  it('reads every verb', () => {
+    expect(parseLine('GROUP 4242')).toEqual({ type: 'group', pgid: 4242 });
+    expect(parseLine('READY 100 subreaper 1')).toEqual({ type: 'ready', pid: 100, tier: 'subreaper', pidfd: true });
+    expect(parseLine('READY 100 process-group 0')).toEqual({ type: 'ready', pid: 100, tier: 'process-group', pidfd: false });
+    expect(parseLine('NOCONTAIN 1 cgroup')).toEqual({ type: 'noContain', errno: 1, what: 'cgroup' });
+    expect(parseLine('EXECFAIL 2')).toEqual({ type: 'execFail', errno: 2 });
+    expect(parseLine('NOCWD 20')).toEqual({ type: 'noCwd', errno: 20 });
+    expect(parseLine('LEFT 7 1 sleep 300')).toEqual({ type: 'left', pid: 7, heldOutput: true, command: 'sleep 300' });
+    expect(parseLine('LEFT 7 0 ')).toEqual({ type: 'left', pid: 7, heldOutput: false, command: '' });
+    expect(parseLine('LEFTEND')).toEqual({ type: 'leftEnd' });
+    expect(parseLine('LEFTGROUP 9 sh -c daemon')).toEqual({ type: 'leftGroup', pid: 9, command: 'sh -c daemon' });
+    expect(parseLine('RELEASED')).toEqual({ type: 'released' });
+    expect(parseLine('STUCK 5 6')).toEqual({ type: 'stuck', pids: [5, 6] });
+    expect(parseLine('STUCK')).toEqual({ type: 'stuck', pids: [] });
+    expect(parseLine('QUIET')).toEqual({ type: 'quiescent' });
+  });
+
+  it('READY of the cgroup tier names its cgroup, spaces and all', () => {
+    expect(parseLine('READY 100 cgroup 1 /sys/fs/cgroup/a b/cordon-1')).toEqual({
+      type: 'ready',
+      pid: 100,
+      tier: 'cgroup',
+      pidfd: true,
+      cgroup: '/sys/fs/cgroup/a b/cordon-1',
+    });
+  });
+
+  it('EXIT: a code, or a signal; -1 and 0 say "none"', () => {
+    expect(parseLine('EXIT 3 0')).toEqual({ type: 'exit', code: 3, signal: null });
+    expect(parseLine('EXIT -1 9')).toEqual({ type: 'exit', code: null, signal: 9 });
+    expect(parseLine('EXIT 0 0')).toEqual({ type: 'exit', code: 0, signal: null });
+  });
+
+  it("command lines come unescaped (the anchors escape \\, LF and CR)", () => {
+    expect(parseLine('LEFT 7 0 printf a\\nb\\rc\\\\d')).toEqual({ type: 'left', pid: 7, heldOutput: false, command: 'printf a\nb\rc\\d' });
+    expect(parseLine('LEFTGROUP 9 x\\\\n')).toEqual({ type: 'leftGroup', pid: 9, command: 'x\\n' });
+  });
+
+  it('an unknown verb is a typed result, not an exception', () => {
+    expect(parseLine('HELLO 1 2')).toEqual({ type: 'unknown', line: 'HELLO 1 2' });
+    expect(parseLine('')).toEqual({ type: 'unknown', line: '' });
+    expect(parseLine('quiet')).toEqual({ type: 'unknown', line: 'quiet' });
+  });
+
+  it('a known verb whose numbers cannot be read is malformed, and says which field', () => {
+    for (const line of ['READY x subreaper 1', 'READY', 'EXIT 1', 'EXIT a 0', 'GROUP', 'LEFT one 1 sh', 'STUCK 1 x', 'NOCONTAIN', 'EXECFAIL 1.5']) {
+      const r = parseLine(line);
+      expect(r.type, line).toBe('malformed');
+      expect(r, line).toMatchObject({ line, reason: expect.stringMatching(/is not an integer/) });
+    }
+  });
+
+  it('splits what arrived into whole lines and keeps the unfinished one', () => {
+    expect(splitLines('READY 1 subreaper 1\nEXIT 0 0\nQUI')).toEqual({ lines: ['READY 1 subreaper 1', 'EXIT 0 0'], rest: 'QUI' });
+    expect(splitLines('QUIET\n')).toEqual({ lines: ['QUIET'], rest: '' });
+    expect(splitLines('')).toEqual({ lines: [], rest: '' });
+  });
+});
+
+describe('anchor protocol: commands from the host', () => {
+  it('writes TERM with its grace, KILL, and JOB with the handle value', () => {
+    expect(encodeCommand({ type: 'term', graceMs: 3000 })).toBe('TERM 3000\n');
+    expect(encodeCommand({ type: 'term', graceMs: 0 })).toBe('TERM 0\n');
+    expect(encodeCommand({ type: 'kill' })).toBe('KILL\n');
+    expect(encodeCommand({ type: 'job', handle: 1234 })).toBe('JOB 1234\n');
+  });
+});
