@@ -4,7 +4,7 @@ import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { duration } from './duration.js';
-import { CordonError, errnoName, invalidArg } from './errors.js';
+import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
 
 /**
  * Containment tiers. 'cgroup' and 'subreaper' are Linux ('cgroup' where a
@@ -87,12 +87,7 @@ function oneOf<T extends string>(name: string, value: unknown, allowed: readonly
 }
 
 export function noNul(name: string, value: string): void {
-  if (value.includes('\0')) {
-    throw new CordonError(`${name} must not contain a NUL byte; it would be cut short where the OS reads it.`, {
-      code: 'ERR_INVALID_ARG_VALUE',
-      stage: 'input',
-    });
-  }
+  if (value.includes('\0')) throw nulByte(name);
 }
 
 function stdioEntry(name: string, value: unknown): StdioOption {
@@ -101,12 +96,7 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     try {
       fstatSync(value);
     } catch (cause) {
-      const code = (cause as NodeJS.ErrnoException).code ?? 'EBADF';
-      throw new CordonError(`The option "${name}" is ${value}, which is not an open file descriptor (${code}); nothing ran. Pass an open descriptor, 'pipe', 'ignore' or 'inherit'.`, {
-        code,
-        cause,
-        stage: 'input',
-      });
+      throw stdioFdNotOpen(name, value, cause);
     }
     return value;
   }
@@ -117,17 +107,6 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     return value;
   }
   throw invalidArg(name, value, "'pipe', 'ignore', 'inherit', a file descriptor or a stream with a descriptor", typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-}
-
-/** A working directory that cannot be entered: checked here, and by the anchor as it enters it. */
-export function cwdError(cwd: string, code: string, extra: { cause?: unknown; errno?: number } = {}): CordonError {
-  return new CordonError(`The working directory ${cwd} cannot be used (${code}). Pass an existing directory as cwd.`, {
-    code,
-    ...extra,
-    syscall: 'chdir',
-    path: cwd,
-    stage: 'launch',
-  });
 }
 
 /** The descriptor under a stream (a file stream's fd, a socket's or TTY's handle), if it has one. */
@@ -149,12 +128,7 @@ function hostCwd(): string {
     statSync(cwd);
     return cwd;
   } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code ?? 'ENOENT';
-    throw new CordonError(
-      `The host's own working directory cannot be read (${code}: it was probably deleted), and the command would inherit it; nothing ran. ` +
-        'Pass an existing directory as cwd, or process.chdir() the host to one.',
-      { code, cause, syscall: 'uv_cwd', stage: 'launch' },
-    );
+    throw hostCwdUnreadable(cause);
   }
 }
 
@@ -177,12 +151,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (typeof options !== 'object') throw invalidArg('options', options, 'an object', 'ERR_INVALID_ARG_TYPE');
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
-    if (!KNOWN.has(key) && o[key] !== undefined) {
-      throw new CordonError(`Unknown option "${key}". Known options: ${[...KNOWN].join(', ')}.`, {
-        code: 'ERR_INVALID_ARG_VALUE',
-        stage: 'input',
-      });
-    }
+    if (!KNOWN.has(key) && o[key] !== undefined) throw unknownOption(key, KNOWN);
   }
 
   let cwd: string;
@@ -199,17 +168,9 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     try {
       isDir = statSync(cwd).isDirectory();
     } catch (cause) {
-      throw cwdError(cwd, (cause as NodeJS.ErrnoException).code ?? 'ENOENT', { cause });
+      throw cwdUnusable(cwd, (cause as NodeJS.ErrnoException).code ?? 'ENOENT', { cause });
     }
-    if (!isDir) {
-      throw new CordonError(`The working directory ${cwd} is not a directory. Pass an existing directory as cwd.`, {
-        code: 'ENOTDIR',
-        errno: -20,
-        syscall: 'chdir',
-        path: cwd,
-        stage: 'launch',
-      });
-    }
+    if (!isDir) throw cwdNotDirectory(cwd);
   }
 
   let env: NodeJS.ProcessEnv = process.env;

@@ -10,10 +10,10 @@ import { AnchorChannel } from './anchor.js';
 import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
 import { debug } from './debug.js';
 import { duration } from './duration.js';
-import { CordonError, errnoName, invalidArg } from './errors.js';
+import * as errors from './errors.js';
+import { invalidArg, type CordonError } from './errors.js';
 import { binding, helperPath } from './native.js';
 import {
-  cwdError,
   normalizeOptions,
   validateCommand,
   type LeftoversPolicy,
@@ -179,13 +179,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.command = command;
     this.args = args;
     this.opts = opts;
-    if (opts.signal?.aborted) {
-      throw new CordonError('The AbortSignal was already aborted; nothing ran.', {
-        code: 'ABORT_ERR',
-        cause: opts.signal.reason,
-        stage: 'input',
-      });
-    }
+    if (opts.signal?.aborted) throw errors.alreadyAborted(opts.signal.reason);
     if (opts.log !== undefined) {
       for (const [i, name] of [[1, 'stdout'], [2, 'stderr']] as const) {
         const s = opts.stdio[i];
@@ -204,14 +198,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       try {
         logFd = openSync(opts.log, 'a');
       } catch (cause) {
-        const code = (cause as NodeJS.ErrnoException).code ?? 'EIO';
-        throw new CordonError(`The log file ${opts.log} cannot be opened (${code}). Pass a writable path.`, {
-          code,
-          cause,
-          syscall: 'open',
-          path: opts.log,
-          stage: 'launch',
-        });
+        throw errors.logUnopenable(opts.log, cause);
       }
     }
 
@@ -242,9 +229,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         { helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
         {
           ready: (pid, tier) => this.onReady(pid, tier),
-          noContain: (errno, what) => this.onLaunchFailure(this.containmentError(errno, what)),
-          execFail: (errno) => this.onLaunchFailure(this.execError(errno, path)),
-          noCwd: (errno) => this.onLaunchFailure(cwdError(opts.cwd, errnoName(errno), { errno: -Math.abs(errno) })),
+          noContain: (errno, what) => this.onLaunchFailure(errors.noContainment(errno, what)),
+          execFail: (errno) => this.onLaunchFailure(errors.execFailed(errno, path, this.command)),
+          noCwd: (errno) => this.onLaunchFailure(errors.anchorNoCwd(opts.cwd, errno)),
           rootExit: (code, signal) => this.onRootExit(code, signal),
           left: (pid, heldOutput, cmd) => this.leftovers.push({ pid, command: cmd, heldOutput }),
           group: (pgid) => {
@@ -336,26 +323,6 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     return null;
   }
 
-  private containmentError(errno: number, what: string): CordonError {
-    const code = errnoName(errno);
-    return new CordonError(
-      `Containment (${what}) could not be established on this host (${code}); nothing ran. ` +
-        "Use containment: 'best-effort' to run with the strongest tier available, or see capabilities().",
-      { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
-    );
-  }
-
-  private execError(errno: number, path: string): CordonError {
-    const code = errnoName(errno);
-    return new CordonError(`Could not run ${path} (${code}); nothing ran. Check that it exists and is executable.`, {
-      code,
-      errno: -Math.abs(errno),
-      syscall: `spawn ${this.command}`,
-      path,
-      stage: 'launch',
-    });
-  }
-
   private onReady(pid: number, tier: string): void {
     this.pid = pid;
     this.tier = tier as Tier;
@@ -400,23 +367,14 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private onStuck(pids: number[]): void {
-    this.cleanupError ??= new CordonError(
-      `Tree members survived SIGKILL for 5 s (pids ${pids.join(', ')}); they may be in uninterruptible sleep. ` +
-        'The anchor keeps trying; inspect them with ps.',
-      { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
-    );
+    this.cleanupError ??= errors.cleanupStuck(pids);
     this.quiescentD.reject(this.cleanupError);
     this.advance();
   }
 
   private onUnresponsive(waitedMs: number): void {
     if (this.quiet || this.anchorGone) return;
-    this.cleanupError ??= new CordonError(
-      `The anchor of this tree (pid ${this.anchorPid}) did not finish stopping it within ${waitedMs} ms ` +
-        '(the grace plus 7 s; a member may have stopped it with SIGSTOP, or it is stuck): quiescence cannot be proven ' +
-        `and members may still run. cordon keeps resuming the anchor; inspect the tree with ps.`,
-      { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
-    );
+    this.cleanupError ??= errors.anchorUnresponsive(this.anchorPid, waitedMs);
     this.quiescentD.reject(this.cleanupError);
     this.advance();
   }
@@ -424,21 +382,13 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private onAnchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
     if (error && this.pid === undefined && !this.launchError) {
       // The helper itself could not be started (removed or broken install): nothing ran.
-      this.launchError = new CordonError(
-        `cordon's anchor helper could not be started (${(error as NodeJS.ErrnoException).code ?? error.message}); nothing ran. ` +
-          'Reinstall or rebuild cordon (`npm rebuild cordon`).',
-        { code: 'ERR_CORDON_HELPER_MISSING', cause: error, stage: 'launch' },
-      );
+      this.launchError = errors.helperNotStarted(error);
       this.startedD.reject(this.launchError);
     }
     this.anchorGone = true;
     queueMicrotask(() => this.emit('quiescent'));
     if (!this.quiet && !this.launchError) {
-      const how = error ? error.message : signal ? `signal ${signal}` : `code ${code}`;
-      this.cleanupError ??= new CordonError(
-        `The anchor of this tree ended unexpectedly (${how}) before the tree was quiescent; its members may still run.`,
-        { code: 'ERR_CORDON_ANCHOR_LOST', cause: error, stage: 'cleanup' },
-      );
+      this.cleanupError ??= errors.anchorLost(code, signal, error);
       if (!this.rootExit) this.startedD.reject(this.cleanupError);
       this.quiescentD.reject(this.cleanupError);
     } else {

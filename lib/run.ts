@@ -2,7 +2,8 @@
 // maxBuffer) and rejects on a nonzero exit unless `reject: false`.
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { CordonError } from './errors.js';
+import * as errors from './errors.js';
+import type { CordonError, RunFailure } from './errors.js';
 import type { SpawnOptions } from './options.js';
 import { spawn, type ContainedResult } from './process.js';
 
@@ -48,18 +49,10 @@ function collect(stream: Readable | null, max: number, onOverflow: () => void) {
 
 export async function run(command: string, args: string[] = [], options: RunOptions = {}): Promise<RunResult<string | Buffer>> {
   if (options !== null && typeof options === 'object' && 'stdio' in options && (options as { stdio?: unknown }).stdio !== undefined) {
-    throw new CordonError('The option "stdio" must be left out of run(): it collects stdout and stderr itself. Use "input" for stdin and "stderr" for where stderr goes, or spawn() for full control.', {
-      code: 'ERR_INVALID_ARG_VALUE',
-      stage: 'input',
-    });
+    throw errors.runStdio();
   }
   const { input, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stderr = 'pipe', ...spawnOptions } = options;
-  if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) {
-    throw new CordonError(`The option "maxBuffer" must be a positive number. Received ${String(maxBuffer)}.`, {
-      code: 'ERR_INVALID_ARG_VALUE',
-      stage: 'input',
-    });
-  }
+  if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) throw errors.badMaxBuffer(maxBuffer);
   const proc = spawn(command, args, {
     ...spawnOptions,
     stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', stderr],
@@ -92,19 +85,15 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   }
   const full: RunResult<string | Buffer> = { ...result, stdout: decode(out.value), stderr: decode(err.value) };
   if (!reject) return full;
-  let failure: { code: string; why: string } | undefined;
-  if (overflow) failure = { code: 'ERR_CORDON_MAX_BUFFER', why: `produced more than maxBuffer (${maxBuffer} bytes)` };
-  else if (result.reason === 'timeout') failure = { code: 'ERR_CORDON_TIMEOUT', why: 'timed out' };
-  else if (result.reason === 'canceled') failure = { code: 'ERR_CORDON_CANCELED', why: 'was canceled' };
-  else if (result.signal) failure = { code: 'ERR_CORDON_SIGNAL', why: `was killed by ${result.signal}` };
-  else if (result.exitCode !== 0) failure = { code: 'ERR_CORDON_EXIT', why: `exited with code ${result.exitCode}` };
+  let failure: RunFailure | undefined;
+  if (overflow) failure = { kind: 'maxBuffer', maxBuffer };
+  else if (result.reason === 'timeout') failure = { kind: 'timeout' };
+  else if (result.reason === 'canceled') failure = { kind: 'canceled' };
+  else if (result.signal) failure = { kind: 'signal', signal: result.signal };
+  else if (result.exitCode !== 0) failure = { kind: 'exit', exitCode: result.exitCode };
   if (failure) {
     const shown = [command, ...args].join(' ');
-    const error = new CordonError(`Command ${failure.why}: ${shown}`, {
-      code: failure.code,
-      stage: 'run',
-      cause: spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined,
-    });
+    const error = errors.commandFailed(failure, shown, spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined);
     Object.assign(error, { result: full, stdout: full.stdout, stderr: full.stderr, exitCode: result.exitCode, signal: result.signal });
     throw error;
   }
