@@ -3,6 +3,7 @@ import { fstatSync, statSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import * as defaults from './defaults.js';
 import { duration } from './duration.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
 
@@ -20,10 +21,8 @@ const SELECTABLE_TIERS: readonly Tier[] =
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
 export type StdioOption = 'pipe' | 'ignore' | 'inherit' | number | Stream;
 
-/** Defaults seen in production hosts (CONTRACT C3, C4). */
-export const DEFAULT_GRACE_MS = 3000;
-export const DEFAULT_INTERRUPT_GRACE_MS = 500;
-export const DEFAULT_WAIT_DELAY_MS = 2000;
+/** Defaults seen in production hosts (CONTRACT C3, C4): lib/defaults.ts. */
+export { DEFAULT_GRACE_MS, DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_WAIT_DELAY_MS } from './defaults.js';
 
 export interface SpawnOptions {
   /** Working directory of the command (must exist). */
@@ -214,12 +213,12 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     env,
     stdio,
     signal: o.signal as AbortSignal | undefined,
-    timeout: duration('timeout', o.timeout, 0),
-    grace: duration('grace', o.grace, DEFAULT_GRACE_MS),
-    interruptGrace: duration('interruptGrace', o.interruptGrace, DEFAULT_INTERRUPT_GRACE_MS),
-    waitDelay: duration('waitDelay', o.waitDelay, DEFAULT_WAIT_DELAY_MS),
-    leftovers: oneOf<LeftoversPolicy>('leftovers', o.leftovers, ['kill', 'kill-on-failure', 'keep'], 'kill')!,
-    containment: oneOf('containment', o.containment, ['strict', 'best-effort'] as const, 'strict')!,
+    timeout: duration('timeout', o.timeout, defaults.DEFAULT_TIMEOUT_MS),
+    grace: duration('grace', o.grace, defaults.DEFAULT_GRACE_MS),
+    interruptGrace: duration('interruptGrace', o.interruptGrace, defaults.DEFAULT_INTERRUPT_GRACE_MS),
+    waitDelay: duration('waitDelay', o.waitDelay, defaults.DEFAULT_WAIT_DELAY_MS),
+    leftovers: oneOf<LeftoversPolicy>('leftovers', o.leftovers, ['kill', 'kill-on-failure', 'keep'], defaults.DEFAULT_LEFTOVERS)!,
+    containment: oneOf('containment', o.containment, ['strict', 'best-effort'] as const, defaults.DEFAULT_CONTAINMENT)!,
     tier,
     log: o.log === undefined ? undefined : resolvePath(o.log as string),
     argv0: o.argv0 as string | undefined,

@@ -9,6 +9,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
 import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
 import { debug } from './debug.js';
+import { LOG_FLUSH_BOUND_MS, VIEW_BUFFER_LIMIT } from './defaults.js';
 import { duration } from './duration.js';
 import * as errors from './errors.js';
 import { invalidArg, type CordonError } from './errors.js';
@@ -111,9 +112,6 @@ function stillHeld(raw: Readable): boolean {
   const state = (raw as Readable & { _readableState?: { ended?: boolean } })._readableState;
   return !raw.destroyed && !raw.readableEnded && state?.ended !== true;
 }
-
-/** Unread bytes a log-backed stdout/stderr view buffers before it drops output. */
-const VIEW_BUFFER_LIMIT = 16 * 1024 * 1024;
 
 export type TreeState = 'starting' | 'running' | 'leftovers' | 'ended' | 'failed';
 
@@ -462,9 +460,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       return;
     }
     const bound = setTimeout(() => {
-      debug('log %s not flushed within 2 s', this.opts.log);
+      debug('log %s not flushed within %d s', this.opts.log, LOG_FLUSH_BOUND_MS / 1000);
       this.finish(error);
-    }, 2000);
+    }, LOG_FLUSH_BOUND_MS);
     log.once('close', () => {
       clearTimeout(bound);
       this.finish(error);

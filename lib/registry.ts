@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { debug } from './debug.js';
 import { duration } from './duration.js';
 import * as errors from './errors.js';
-import { DEFAULT_GRACE_MS, type SpawnOptions } from './options.js';
+import { DEFAULT_GRACE_MS } from './defaults.js';
+import type { SpawnOptions } from './options.js';
 import { ContainedProcess, type ContainedResult, type Leftover, type TreeState } from './process.js';
 
 export interface KindSpec {

@@ -2,6 +2,7 @@
 // maxBuffer) and rejects on a nonzero exit unless `reject: false`.
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
+import { DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_MAX_BUFFER, DEFAULT_WAIT_DELAY_MS } from './defaults.js';
 import * as errors from './errors.js';
 import type { CordonError, RunFailure } from './errors.js';
 import type { SpawnOptions } from './options.js';
@@ -24,8 +25,6 @@ export interface RunResult<T = string> extends ContainedResult {
   stdout: T;
   stderr: T;
 }
-
-const DEFAULT_MAX_BUFFER = 10 * 1024 * 1024;
 
 function collect(stream: Readable | null, max: number, onOverflow: () => void) {
   const chunks: Buffer[] = [];
@@ -61,7 +60,7 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   const onOverflow = () => {
     if (overflow) return;
     overflow = true;
-    void proc.terminate({ grace: spawnOptions.interruptGrace ?? 500 }).catch(() => {});
+    void proc.terminate({ grace: spawnOptions.interruptGrace ?? DEFAULT_INTERRUPT_GRACE_MS }).catch(() => {});
   };
   const out = collect(proc.stdout, maxBuffer, onOverflow);
   const err = collect(proc.stderr, maxBuffer, onOverflow);
@@ -77,7 +76,7 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   }
   // The streams are ended, released by every writer, or destroyed at the
   // wait delay: their close is near. Bounded all the same.
-  const bound = new Promise<void>((resolve) => setTimeout(resolve, spawnOptions.waitDelay ?? 2000).unref());
+  const bound = new Promise<void>((resolve) => setTimeout(resolve, spawnOptions.waitDelay ?? DEFAULT_WAIT_DELAY_MS).unref());
   await Promise.race([Promise.all([out.done, err.done]), bound]);
 
   function decode(b: Buffer): string | Buffer {
