@@ -4,7 +4,6 @@
 // whole-tree termination that resolves at quiescence (C3).
 import { EventEmitter } from 'node:events';
 import { closeSync, createWriteStream, openSync, type WriteStream } from 'node:fs';
-import { constants as osConstants } from 'node:os';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
 import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
@@ -24,6 +23,7 @@ import {
   type Tier,
 } from './options.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
+import { signalName } from './signals.js';
 
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
 
@@ -86,11 +86,6 @@ export interface MemberInfo {
   pid: number;
   ppid: number;
   command: string;
-}
-
-const signalNames = new Map<number, NodeJS.Signals>();
-for (const [name, value] of Object.entries(osConstants.signals)) {
-  if (!signalNames.has(value)) signalNames.set(value, name as NodeJS.Signals);
 }
 
 function deferred<T>() {
@@ -335,7 +330,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private onRootExit(code: number | null, signal: number | null): void {
-    this.rootExit = { code, signal: signal === null ? null : signalNames.get(signal) ?? null, at: Date.now() };
+    this.rootExit = { code, signal: signal === null ? null : signalName(signal), at: Date.now() };
     this.emit('exit', this.rootExit.code, this.rootExit.signal);
     // The timeout bounds the command's run; after it, waitDelay bounds the drain.
     clearTimeout(this.timeoutTimer);
