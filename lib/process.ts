@@ -11,7 +11,7 @@ import { debug } from './debug.js';
 import { LOG_FLUSH_BOUND_MS, VIEW_BUFFER_LIMIT } from './defaults.js';
 import { duration } from './duration.js';
 import * as errors from './errors.js';
-import { invalidArg, type CordonError } from './errors.js';
+import type { CordonError } from './errors.js';
 import { binding, helperPath } from './native.js';
 import {
   normalizeOptions,
@@ -22,6 +22,7 @@ import {
   type StdioOption,
   type Tier,
 } from './options.js';
+import { checkLogStdio, planLaunch } from './launch.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
 import { signalName } from './signals.js';
 
@@ -173,18 +174,11 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.args = args;
     this.opts = opts;
     if (opts.signal?.aborted) throw errors.alreadyAborted(opts.signal.reason);
-    if (opts.log !== undefined) {
-      for (const [i, name] of [[1, 'stdout'], [2, 'stderr']] as const) {
-        const s = opts.stdio[i];
-        if (s !== 'pipe' && s !== 'inherit' && s !== 'ignore') {
-          throw invalidArg(`stdio[${i}]`, s, `'pipe', 'inherit' or 'ignore' when log is set (the ${name} is copied to the log)`);
-        }
-      }
-    }
+    checkLogStdio(opts);
     const path = resolveCommand(command, opts.cwd, opts.env);
     checkBatchArgs(path, args);
-    this.tier = opts.tier ?? defaultTier();
-    const helper = helperPath();
+    const tier = opts.tier ?? defaultTier();
+    const anchor = helperPath();
 
     let logFd: number | undefined;
     if (opts.log !== undefined) {
@@ -195,31 +189,11 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       }
     }
 
-    // What the anchor (and so the command) gets on fds 0-2.
-    const stdio: StdioOption[] = opts.stdio.map((s, i) => (i > 0 && logFd !== undefined ? 'pipe' : s));
-    const watch: string[] = [];
-    if (stdio[1] === 'pipe') watch.push('--watch-fd', '1');
-    if (stdio[2] === 'pipe') watch.push('--watch-fd', '2');
-    const anchorArgs = [
-      '--tier', this.tier,
-      '--grace', String(opts.grace),
-      ...watch,
-      ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
-      // The default tier (not one the caller or CORDON_TIER asked for): a
-      // cgroup that was writable when the host probed it and cannot be made
-      // or entered now (permissions, cgroup.max.descendants) falls back to
-      // the subreaper tier, reported in proc.tier and result.tier. A tier
-      // asked for stays strict.
-      ...(opts.tier === undefined && this.tier === 'cgroup' ? ['--fallback'] : []),
-      ...(process.env.CORDON_TRACE ? ['--trace', process.env.CORDON_TRACE] : []),
-      '--',
-      path,
-      opts.argv0 ?? command,
-      ...args,
-    ];
+    const plan = planLaunch({ command, args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE });
+    this.tier = plan.tier;
     try {
       this.anchor = new AnchorChannel(
-        { helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
+        plan.anchor,
         {
           ready: (pid, tier) => this.onReady(pid, tier),
           noContain: (errno, what) => this.onLaunchFailure(errors.noContainment(errno, what)),
@@ -262,8 +236,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
     if (logFd !== undefined) {
       this.log = createWriteStream('', { fd: logFd });
-      this.stdout = this.tee(child.stdout!, opts.stdio[1], 'stdout');
-      this.stderr = this.tee(child.stderr!, opts.stdio[2], 'stderr');
+      this.stdout = this.tee(child.stdout!, plan.outputs.stdout, 'stdout');
+      this.stderr = this.tee(child.stderr!, plan.outputs.stderr, 'stderr');
     } else {
       this.stdout = child.stdout;
       this.stderr = child.stderr;
