@@ -1,17 +1,18 @@
 // A contained process: the facade over one anchored tree. Result
-// classification (C6), leftovers policy (C5), the bounded drain of output
-// pipes after the root exits (C4, WaitDelay), cancellation (C10) and
-// whole-tree termination that resolves at quiescence (C3).
+// classification (C6), leftovers policy (C5), cancellation (C10) and
+// whole-tree termination that resolves at quiescence (C3). What runs is planned in
+// launch.ts; the output pipes, the log and the bounded drain after the root
+// exits (C4, WaitDelay) are output.ts; every error comes from errors.ts.
 import { EventEmitter } from 'node:events';
-import { closeSync, createWriteStream, openSync, type WriteStream } from 'node:fs';
-import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { closeSync, openSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
 import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
 import { debug } from './debug.js';
-import { LOG_FLUSH_BOUND_MS, VIEW_BUFFER_LIMIT } from './defaults.js';
 import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
+import { checkLogStdio, planLaunch } from './launch.js';
 import { binding, helperPath } from './native.js';
 import {
   normalizeOptions,
@@ -19,10 +20,9 @@ import {
   type LeftoversPolicy,
   type NormalizedOptions,
   type SpawnOptions,
-  type StdioOption,
   type Tier,
 } from './options.js';
-import { checkLogStdio, planLaunch } from './launch.js';
+import { TreeOutput } from './output.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
 import { signalName } from './signals.js';
 
@@ -101,14 +101,6 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
-type StreamRole = 'stdout' | 'stderr';
-
-/** Our end of an output pipe that has not seen end-of-file: someone still holds the other end. */
-function stillHeld(raw: Readable): boolean {
-  const state = (raw as Readable & { _readableState?: { ended?: boolean } })._readableState;
-  return !raw.destroyed && !raw.readableEnded && state?.ended !== true;
-}
-
 export type TreeState = 'starting' | 'running' | 'leftovers' | 'ended' | 'failed';
 
 let treeCounter = 0;
@@ -138,9 +130,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private readonly quiescentD = deferred<void>();
   /** Epoch milliseconds. */
   readonly startedAt = Date.now();
-  private readonly rawOutputs: Readable[] = [];
-  private readonly log: WriteStream | undefined;
-  private openOutputs = 0;
+  private readonly output: TreeOutput;
 
   private rootExit: { code: number | null; signal: NodeJS.Signals | null; at: number } | undefined;
   private leftovers: Leftover[] = [];
@@ -152,17 +142,12 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private quiet = false;
   private anchorGone = false;
   private terminateSent = false;
-  private cancelReason: 'canceled' | 'timeout' | undefined;
-  private waitDelayExceeded = false;
-  private drainDone = false;
-  /** The wait-delay deadline passed: stop waiting for readers to reach EOF. */
-  private drainDeadlinePassed = false;
   private policyApplied = false;
   private kept = false;
   private settled = false;
+  private cancelReason: 'canceled' | 'timeout' | undefined;
   private launchError: CordonError | undefined;
   private cleanupError: CordonError | undefined;
-  private waitDelayTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
   private readonly onAbort = () => this.cancel('canceled');
 
@@ -234,15 +219,13 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.stdin = child.stdin;
     this.stdin?.on('error', (err) => debug('stdin: %s', err.message));
 
-    if (logFd !== undefined) {
-      this.log = createWriteStream('', { fd: logFd });
-      this.stdout = this.tee(child.stdout!, plan.outputs.stdout, 'stdout');
-      this.stderr = this.tee(child.stderr!, plan.outputs.stderr, 'stderr');
-    } else {
-      this.stdout = child.stdout;
-      this.stderr = child.stderr;
-      for (const raw of [child.stdout, child.stderr]) if (raw) this.trackOutput(raw);
-    }
+    this.output = new TreeOutput(
+      { command, waitDelay: opts.waitDelay, logFd, logPath: opts.log, targets: plan.outputs },
+      { stdout: child.stdout, stderr: child.stderr },
+      { changed: () => this.advance(), partial: () => this.coverage === 'partial' },
+    );
+    this.stdout = this.output.stdout;
+    this.stderr = this.output.stderr;
 
     this.started = this.startedD.promise;
     this.result = this.resultD.promise;
@@ -251,43 +234,6 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       this.timeoutTimer = setTimeout(() => this.cancel('timeout'), opts.timeout);
       this.timeoutTimer.unref();
     }
-  }
-
-  private trackOutput(raw: Readable): void {
-    this.rawOutputs.push(raw);
-    this.openOutputs++;
-    raw.once('close', () => {
-      this.openOutputs--;
-      if (this.openOutputs === 0) this.log?.end();
-      this.advance();
-    });
-  }
-
-  private tee(raw: Readable, target: StdioOption, role: StreamRole): Readable | null {
-    this.trackOutput(raw);
-    raw.on('data', (chunk: Buffer) => this.log!.write(chunk));
-    if (target === 'pipe') {
-      // The log is the reader that never stops; this stream is a view of the
-      // same output. A view nobody reads must not stall the command through
-      // backpressure: past VIEW_BUFFER_LIMIT unread bytes it drops chunks
-      // (the log still has everything).
-      const pass = new PassThrough();
-      let dropped = 0;
-      raw.on('data', (chunk: Buffer) => {
-        if (pass.readableLength + chunk.length > VIEW_BUFFER_LIMIT) {
-          if (dropped++ === 0) debug('%s of %s: unread view over %d bytes, dropping (the log keeps all)', role, this.command, VIEW_BUFFER_LIMIT);
-          return;
-        }
-        pass.write(chunk);
-      });
-      raw.once('close', () => pass.end());
-      return pass;
-    }
-    if (target === 'inherit') {
-      const out = role === 'stdout' ? process.stdout : process.stderr;
-      raw.on('data', (chunk: Buffer) => out.write(chunk));
-    }
-    return null;
   }
 
   private onReady(pid: number, tier: string): void {
@@ -308,28 +254,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.emit('exit', this.rootExit.code, this.rootExit.signal);
     // The timeout bounds the command's run; after it, waitDelay bounds the drain.
     clearTimeout(this.timeoutTimer);
-    this.waitDelayTimer = setTimeout(() => this.onWaitDelay(), this.opts.waitDelay);
-    this.advance();
-  }
-
-  private onWaitDelay(): void {
-    this.waitDelayTimer = undefined;
-    this.drainDeadlinePassed = true;
-    // Where coverage is partial, the anchor's word that no member holds the
-    // pipes (RELEASED, QUIET) covers only the members it can see: one that
-    // left the process group unseen (a daemon) may hold them still. A pipe
-    // that has not reached end-of-file by now is held by someone.
-    const unseenHolder = this.drainDone && this.coverage === 'partial' && this.rawOutputs.some(stillHeld);
-    if (this.drainDone && !unseenHolder) {
-      this.advance();
-      return;
-    }
-    // WaitDelay: descendants still hold our pipes. Close our ends, keep what
-    // was read, and say so in the result (if it has not settled yet).
-    if (!this.settled) this.waitDelayExceeded = true;
-    this.drainDone = true;
-    for (const raw of this.rawOutputs) if (!unseenHolder || stillHeld(raw)) raw.destroy();
-    debug('waitDelay %d ms exceeded for %s%s', this.opts.waitDelay, this.command, unseenHolder ? ' (by a process outside the tier\'s view)' : '');
+    this.output.rootExited();
     this.advance();
   }
 
@@ -366,7 +291,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
   private failed(): boolean {
     const r = this.rootExit!;
-    return r.code !== 0 || r.signal !== null || this.cancelReason !== undefined || this.waitDelayExceeded;
+    return r.code !== 0 || r.signal !== null || this.cancelReason !== undefined || this.output.waitDelayExceeded;
   }
 
   private sendTerminate(graceMs: number): void {
@@ -386,16 +311,11 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       return;
     }
     if (!this.rootExit || !this.leftoversComplete) return;
-    if (!this.drainDone) {
+    if (!this.output.drained) {
       if (!this.released && !this.quiet) return;
-      this.drainDone = true;
+      this.output.release();
     }
-    // No writer is left, so a stream that is being read reaches EOF as soon
-    // as its reader has taken everything: settle after that, so code that
-    // awaits the result then looks at what it read sees all of it. A stream
-    // nobody reads is not waited for (its data stays readable), and the
-    // wait-delay deadline bounds the rest.
-    if (!this.drainDeadlinePassed && this.rawOutputs.some((raw) => !raw.closed && raw.readableFlowing === true)) return;
+    if (!this.output.readersDone) return;
     if (!this.policyApplied) {
       this.policyApplied = true;
       if (!this.quiet && !this.terminateSent) {
@@ -416,34 +336,15 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (this.quiet && this.anchorGone) this.settle();
   }
 
-  /**
-   * Everything the command wrote is in the log before the result settles:
-   * its pipes have no writers left (or were closed at the wait delay), so
-   * this waits only on our own reading and writing, bounded all the same.
-   */
   private settle(error?: CordonError): void {
     this.settled = true;
-    const log = this.log;
-    if (!log || log.closed || this.kept) {
-      this.finish(error);
-      return;
-    }
-    const bound = setTimeout(() => {
-      debug('log %s not flushed within %d s', this.opts.log, LOG_FLUSH_BOUND_MS / 1000);
-      this.finish(error);
-    }, LOG_FLUSH_BOUND_MS);
-    log.once('close', () => {
-      clearTimeout(bound);
-      this.finish(error);
-    });
+    this.output.seal();
+    if (this.kept) this.finish(error);
+    else this.output.flushLog(() => this.finish(error));
   }
 
   private finish(error?: CordonError): void {
-    // C4 holds after the result, too: where coverage is partial, a pipe may
-    // be held by a process the tier cannot see; the wait-delay deadline still
-    // closes it, so that no reader (and no host event loop) waits on it forever.
-    if (this.coverage === 'partial' && this.waitDelayTimer !== undefined && this.rawOutputs.some(stillHeld)) this.waitDelayTimer.unref();
-    else clearTimeout(this.waitDelayTimer);
+    this.output.resultOut();
     clearTimeout(this.timeoutTimer);
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     if (error) {
@@ -469,7 +370,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       exitCode: root.code,
       signal: root.signal,
       reason,
-      waitDelayExceeded: this.waitDelayExceeded,
+      waitDelayExceeded: this.output.waitDelayExceeded,
       leftovers: this.leftovers,
       leftoversKept: this.kept,
       coverage: this.coverage,
