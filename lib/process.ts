@@ -1,6 +1,7 @@
 // A contained process: the facade over one anchored tree. Result
 // classification (C6), leftovers policy (C5), cancellation (C10) and
-// whole-tree termination that resolves at quiescence (C3). What runs is planned in
+// whole-tree termination that resolves at quiescence (C3), as one state
+// machine (`phase`) over what the anchor reports. What runs is planned in
 // launch.ts; the output pipes, the log and the bounded drain after the root
 // exits (C4, WaitDelay) are output.ts; every error comes from errors.ts.
 import { EventEmitter } from 'node:events';
@@ -103,6 +104,25 @@ function deferred<T>() {
 
 export type TreeState = 'starting' | 'running' | 'leftovers' | 'ended' | 'failed';
 
+/**
+ * How far the result has come. The anchor's protocol orders the steps: READY
+ * (or a launch failure), then EXIT, its LEFT lines and LEFTEND, in that order;
+ * RELEASED and QUIET come only after LEFTEND.
+ * - 'starting': the anchor sets up containment and starts the root (until READY or a launch failure);
+ * - 'running': the root runs;
+ * - 'exited': the root exited; the anchor lists the leftovers (until LEFTEND);
+ * - 'draining': waiting for the captured output to be released (or the wait
+ *   delay) and its readers to take it; then the leftovers policy is applied;
+ * - 'stopping': the policy let nothing run on: waiting for quiescence (QUIET
+ *   and the anchor's exit);
+ * - 'settling': the outcome is decided; the log is flushed (bounded);
+ * - 'settled': `result` has resolved or rejected.
+ * A launch failure or a cleanup failure goes to 'settling' from where it is.
+ * The tree's own state for callers is `state` (TreeState): the tree may live
+ * on after the result (kept leftovers).
+ */
+type Phase = 'starting' | 'running' | 'exited' | 'draining' | 'stopping' | 'settling' | 'settled';
+
 let treeCounter = 0;
 
 export class ContainedProcess extends EventEmitter implements AsyncDisposable {
@@ -131,20 +151,38 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   /** Epoch milliseconds. */
   readonly startedAt = Date.now();
   private readonly output: TreeOutput;
+  private phase: Phase = 'starting';
 
   private rootExit: { code: number | null; signal: NodeJS.Signals | null; at: number } | undefined;
   private leftovers: Leftover[] = [];
   private readonly leavers: GroupLeaver[] = [];
   /** The process-group tier: the tree's process group (not the anchor's). */
   private group = 0;
-  private leftoversComplete = false;
+  // Facts that do not follow from the phase, each set once:
+  /**
+   * The anchor said RELEASED: no member it sees holds the captured output.
+   * Reported once the root has exited; the drain takes it in 'draining'.
+   */
   private released = false;
+  /**
+   * The anchor said QUIET: every member is gone and reaped. The tree's fact,
+   * not the result's: a kept tree becomes quiet after its result settled.
+   */
   private quiet = false;
+  /**
+   * The anchor process has exited (and, on POSIX, was reaped): its pid is
+   * free. Independent of the phase: it ends a launch failure's wait, and a
+   * cleanup failure can come before or after the result.
+   */
   private anchorGone = false;
+  /**
+   * The host asked the anchor to end the tree (terminate(), kill(), a
+   * cancellation, the leftovers policy): the policy then neither runs again
+   * nor reports leftovers as 'kept'. Can happen in any phase.
+   */
   private terminateSent = false;
-  private policyApplied = false;
+  /** The leftovers policy kept them running: the result's `leftoversKept`. */
   private kept = false;
-  private settled = false;
   private cancelReason: 'canceled' | 'timeout' | undefined;
   private launchError: CordonError | undefined;
   private cleanupError: CordonError | undefined;
@@ -194,7 +232,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
             this.emit('leftGroup', { pid, command: cmd });
           },
           leftEnd: () => {
-            this.leftoversComplete = true;
+            if (this.phase === 'exited') this.phase = 'draining';
             this.advance();
           },
           released: () => {
@@ -237,6 +275,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private onReady(pid: number, tier: string): void {
+    if (this.phase === 'starting') this.phase = 'running';
     this.pid = pid;
     this.tier = tier as Tier;
     this.startedD.resolve(pid);
@@ -252,6 +291,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private onRootExit(code: number | null, signal: number | null): void {
     this.rootExit = { code, signal: signal === null ? null : signalName(signal), at: Date.now() };
     this.emit('exit', this.rootExit.code, this.rootExit.signal);
+    if (this.phase === 'running') this.phase = 'exited';
     // The timeout bounds the command's run; after it, waitDelay bounds the drain.
     clearTimeout(this.timeoutTimer);
     this.output.rootExited();
@@ -300,8 +340,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.anchor.terminate(graceMs);
   }
 
+  /** Takes the result as far as the facts allow; called on every fact that may move it. */
   private advance(): void {
-    if (this.settled) return;
+    if (this.phase === 'settling' || this.phase === 'settled') return;
     if (this.launchError) {
       if (this.anchorGone) this.settle(this.launchError);
       return;
@@ -310,40 +351,45 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       this.settle(this.cleanupError);
       return;
     }
-    if (!this.rootExit || !this.leftoversComplete) return;
+    if (this.phase !== 'draining' && this.phase !== 'stopping') return;
     if (!this.output.drained) {
       if (!this.released && !this.quiet) return;
       this.output.release();
     }
     if (!this.output.readersDone) return;
-    if (!this.policyApplied) {
-      this.policyApplied = true;
-      if (!this.quiet && !this.terminateSent) {
-        const policy: LeftoversPolicy = this.opts.leftovers;
-        const kill = policy === 'kill' || (policy === 'kill-on-failure' && this.failed());
-        if (kill) this.sendTerminate(this.opts.grace);
-        else this.kept = true;
-        if (this.leftovers.length > 0) this.emit('leftovers', this.leftovers, kill ? 'killing' : 'kept');
+    if (this.phase === 'draining') {
+      this.applyLeftoversPolicy();
+      if (this.kept) {
+        // Kept trees stay under this handle (terminate() still reaches them)
+        // but no longer hold the host's event loop open; host exit ends them.
+        this.anchor.unref();
+        this.settle();
+        return;
       }
-    }
-    if (this.kept) {
-      // Kept trees stay under this handle (terminate() still reaches them)
-      // but no longer hold the host's event loop open; host exit ends them.
-      this.anchor.unref();
-      this.settle();
-      return;
+      this.phase = 'stopping';
     }
     if (this.quiet && this.anchorGone) this.settle();
   }
 
+  /** C5: what happens to what is left of the tree; nothing to decide once it is quiet or already being ended. */
+  private applyLeftoversPolicy(): void {
+    if (this.quiet || this.terminateSent) return;
+    const policy: LeftoversPolicy = this.opts.leftovers;
+    const kill = policy === 'kill' || (policy === 'kill-on-failure' && this.failed());
+    if (kill) this.sendTerminate(this.opts.grace);
+    else this.kept = true;
+    if (this.leftovers.length > 0) this.emit('leftovers', this.leftovers, kill ? 'killing' : 'kept');
+  }
+
   private settle(error?: CordonError): void {
-    this.settled = true;
+    this.phase = 'settling';
     this.output.seal();
     if (this.kept) this.finish(error);
     else this.output.flushLog(() => this.finish(error));
   }
 
   private finish(error?: CordonError): void {
+    this.phase = 'settled';
     this.output.resultOut();
     clearTimeout(this.timeoutTimer);
     this.opts.signal?.removeEventListener('abort', this.onAbort);
@@ -384,7 +430,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private cancel(reason: 'canceled' | 'timeout'): void {
-    if (this.settled || this.cancelReason || this.launchError) return;
+    if (this.phase === 'settling' || this.phase === 'settled' || this.cancelReason || this.launchError) return;
     if (this.rootExit) {
       // The root already ended on its own: its result stays what it was; what
       // is left of the tree is stopped all the same.
