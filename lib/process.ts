@@ -340,9 +340,14 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.anchor.terminate(graceMs);
   }
 
+  /** The result's outcome is fixed (it may still be flushing the log). */
+  private get decided(): boolean {
+    return this.phase === 'settling' || this.phase === 'settled';
+  }
+
   /** Takes the result as far as the facts allow; called on every fact that may move it. */
   private advance(): void {
-    if (this.phase === 'settling' || this.phase === 'settled') return;
+    if (this.decided) return;
     if (this.launchError) {
       if (this.anchorGone) this.settle(this.launchError);
       return;
@@ -430,7 +435,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private cancel(reason: 'canceled' | 'timeout'): void {
-    if (this.phase === 'settling' || this.phase === 'settled' || this.cancelReason || this.launchError) return;
+    if (this.decided || this.cancelReason || this.launchError) return;
     if (this.rootExit) {
       // The root already ended on its own: its result stays what it was; what
       // is left of the tree is stopped all the same.
