@@ -109,7 +109,7 @@ export function invalidArg(
 // and what to do; tests match some of them, so change them with care.
 //
 // Still built elsewhere (files owned by other parts of the code): the anchor
-// helper's spawn failure (anchor.ts), the addon and helper checks (native.ts),
+// anchor's spawn failure (anchor.ts), the addon and anchor checks (native.ts),
 // tier availability (capabilities.ts), duration parsing (duration.ts) and
 // command lookup (resolve.ts).
 // ---------------------------------------------------------------------------
@@ -221,7 +221,7 @@ export function anchorNoCwd(cwd: string, errno: number): CordonError {
 }
 
 /** The anchor process itself could not be started (removed or broken install); nothing ran. */
-export function helperNotStarted(error: Error): CordonError {
+export function anchorNotStarted(error: Error): CordonError {
   return new CordonError(
     `cordon's anchor helper could not be started (${(error as NodeJS.ErrnoException).code ?? error.message}); nothing ran. ` +
       'Reinstall or rebuild cordon (`npm rebuild cordon`).',

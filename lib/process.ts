@@ -132,7 +132,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   readonly args: readonly string[];
   /** The root's pid, once it runs (see `started`). */
   pid: number | undefined;
-  /** The anchor helper's pid (the tree's identity holder). */
+  /** The anchor's pid (the tree's identity holder). */
   readonly anchorPid: number | undefined;
   tier: Tier;
   readonly stdin: Writable | null;
@@ -313,8 +313,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
   private onAnchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
     if (error && this.pid === undefined && !this.launchError) {
-      // The helper itself could not be started (removed or broken install): nothing ran.
-      this.launchError = errors.helperNotStarted(error);
+      // The anchor itself could not be started (removed or broken install): nothing ran.
+      this.launchError = errors.anchorNotStarted(error);
       this.startedD.reject(this.launchError);
     }
     this.anchorGone = true;
