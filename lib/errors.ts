@@ -1,6 +1,8 @@
 // One error class for everything cordon throws or rejects with: a string
 // `code` (ERR_CORDON_* or an errno name), the failing `syscall` where there is
-// one, the `cause`, a brand and facets, so callers never parse messages.
+// one, the `cause`, a brand and facets, so callers never parse messages. Below
+// the class, the catalogue: one function per error, so every message and code
+// is written here once.
 import { constants as osConstants } from 'node:os';
 
 export type CordonErrorCode =
@@ -99,4 +101,274 @@ export function invalidArg(
     code,
     stage: 'input',
   });
+}
+
+// ---------------------------------------------------------------------------
+// The catalogue: every error the facade builds, one function each, so that
+// messages and codes live here and nowhere else. A message says what happened
+// and what to do; tests match some of them, so change them with care.
+//
+// Still built elsewhere (files owned by other parts of the code): the anchor
+// anchor's spawn failure (anchor.ts), the addon and anchor checks (native.ts),
+// tier availability (capabilities.ts), duration parsing (duration.ts) and
+// command lookup (resolve.ts).
+// ---------------------------------------------------------------------------
+
+/** Options: a string the OS would cut short at a NUL byte. */
+export function nulByte(name: string): CordonError {
+  return new CordonError(`${name} must not contain a NUL byte; it would be cut short where the OS reads it.`, {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
+/** Options: a key spawn() does not know. */
+export function unknownOption(key: string, known: Iterable<string>): CordonError {
+  return new CordonError(`Unknown option "${key}". Known options: ${[...known].join(', ')}.`, {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
+/** Options: a stdio entry that is a number but no open descriptor. */
+export function stdioFdNotOpen(name: string, fd: number, cause: unknown): CordonError {
+  const code = (cause as NodeJS.ErrnoException).code ?? 'EBADF';
+  return new CordonError(`The option "${name}" is ${fd}, which is not an open file descriptor (${code}); nothing ran. Pass an open descriptor, 'pipe', 'ignore' or 'inherit'.`, {
+    code,
+    cause,
+    stage: 'input',
+  });
+}
+
+/** A working directory that cannot be used: checked before the launch, and by the anchor as it enters it. */
+export function cwdUnusable(cwd: string, code: string, extra: { cause?: unknown; errno?: number } = {}): CordonError {
+  return new CordonError(`The working directory ${cwd} cannot be used (${code}). Pass an existing directory as cwd.`, {
+    code,
+    ...extra,
+    syscall: 'chdir',
+    path: cwd,
+    stage: 'launch',
+  });
+}
+
+/** The working directory exists but is a file. */
+export function cwdNotDirectory(cwd: string): CordonError {
+  return new CordonError(`The working directory ${cwd} is not a directory. Pass an existing directory as cwd.`, {
+    code: 'ENOTDIR',
+    errno: -20,
+    syscall: 'chdir',
+    path: cwd,
+    stage: 'launch',
+  });
+}
+
+/** The host's own working directory, which the command would inherit, is gone. */
+export function hostCwdUnreadable(cause: unknown): CordonError {
+  const code = (cause as NodeJS.ErrnoException).code ?? 'ENOENT';
+  return new CordonError(
+    `The host's own working directory cannot be read (${code}: it was probably deleted), and the command would inherit it; nothing ran. ` +
+      'Pass an existing directory as cwd, or process.chdir() the host to one.',
+    { code, cause, syscall: 'uv_cwd', stage: 'launch' },
+  );
+}
+
+/** spawn(): the AbortSignal given was aborted before the call. */
+export function alreadyAborted(reason: unknown): CordonError {
+  return new CordonError('The AbortSignal was already aborted; nothing ran.', {
+    code: 'ABORT_ERR',
+    cause: reason,
+    stage: 'input',
+  });
+}
+
+/** spawn(): the log file cannot be opened for appending. */
+export function logUnopenable(path: string, cause: unknown): CordonError {
+  const code = (cause as NodeJS.ErrnoException).code ?? 'EIO';
+  return new CordonError(`The log file ${path} cannot be opened (${code}). Pass a writable path.`, {
+    code,
+    cause,
+    syscall: 'open',
+    path,
+    stage: 'launch',
+  });
+}
+
+/** The anchor's NOCONTAIN: the tier's containment could not be set up; nothing ran. */
+export function noContainment(errno: number, what: string): CordonError {
+  const code = errnoName(errno);
+  return new CordonError(
+    `Containment (${what}) could not be established on this host (${code}); nothing ran. ` +
+      "Use containment: 'best-effort' to run with the strongest tier available, or see capabilities().",
+    { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
+  );
+}
+
+/** The anchor's EXECFAIL: the command could not be executed; nothing ran. */
+export function execFailed(errno: number, path: string, command: string): CordonError {
+  const code = errnoName(errno);
+  return new CordonError(`Could not run ${path} (${code}); nothing ran. Check that it exists and is executable.`, {
+    code,
+    errno: -Math.abs(errno),
+    syscall: `spawn ${command}`,
+    path,
+    stage: 'launch',
+  });
+}
+
+/** The anchor's NOCWD: it could not enter the working directory; nothing ran. */
+export function anchorNoCwd(cwd: string, errno: number): CordonError {
+  return cwdUnusable(cwd, errnoName(errno), { errno: -Math.abs(errno) });
+}
+
+/** The anchor process itself could not be started (removed or broken install); nothing ran. */
+export function anchorNotStarted(error: Error): CordonError {
+  return new CordonError(
+    `cordon's anchor helper could not be started (${(error as NodeJS.ErrnoException).code ?? error.message}); nothing ran. ` +
+      'Reinstall or rebuild cordon (`npm rebuild cordon`).',
+    { code: 'ERR_CORDON_HELPER_MISSING', cause: error, stage: 'launch' },
+  );
+}
+
+/**
+ * The anchor's STUCK: members survived SIGKILL for the anchor's stuck delay
+ * (5 s: kStuckReportMs in native/posix/anchor.cc).
+ */
+export function cleanupStuck(pids: number[]): CordonError {
+  return new CordonError(
+    `Tree members survived SIGKILL for 5 s (pids ${pids.join(', ')}); they may be in uninterruptible sleep. ` +
+      'The anchor keeps trying; inspect them with ps.',
+    { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
+  );
+}
+
+/**
+ * The anchor did not finish stopping the tree within the grace plus
+ * ANCHOR_WAIT_SLACK_MS (7 s, lib/anchor.ts).
+ */
+export function anchorUnresponsive(anchorPid: number | undefined, waitedMs: number): CordonError {
+  return new CordonError(
+    `The anchor of this tree (pid ${anchorPid}) did not finish stopping it within ${waitedMs} ms ` +
+      '(the grace plus 7 s; a member may have stopped it with SIGSTOP, or it is stuck): quiescence cannot be proven ' +
+      `and members may still run. cordon keeps resuming the anchor; inspect the tree with ps.`,
+    { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
+  );
+}
+
+/** The anchor ended before it reported quiescence. */
+export function anchorLost(code: number | null, signal: NodeJS.Signals | null, error?: Error): CordonError {
+  const how = error ? error.message : signal ? `signal ${signal}` : `code ${code}`;
+  return new CordonError(
+    `The anchor of this tree ended unexpectedly (${how}) before the tree was quiescent; its members may still run.`,
+    { code: 'ERR_CORDON_ANCHOR_LOST', cause: error, stage: 'cleanup' },
+  );
+}
+
+/** run(): `stdio` is run()'s own business. */
+export function runStdio(): CordonError {
+  return new CordonError('The option "stdio" must be left out of run(): it collects stdout and stderr itself. Use "input" for stdin and "stderr" for where stderr goes, or spawn() for full control.', {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
+/** run(): a maxBuffer that is not a positive number. */
+export function badMaxBuffer(maxBuffer: unknown): CordonError {
+  return new CordonError(`The option "maxBuffer" must be a positive number. Received ${String(maxBuffer)}.`, {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
+/** Why run() rejects a result (with `reject: true`), first match wins. */
+export type RunFailure =
+  | { kind: 'maxBuffer'; maxBuffer: number }
+  | { kind: 'timeout' }
+  | { kind: 'canceled' }
+  | { kind: 'signal'; signal: NodeJS.Signals }
+  | { kind: 'exit'; exitCode: number | null };
+
+/** run(): the command's result is a failure; `shown` is the command line. */
+export function commandFailed(failure: RunFailure, shown: string, cause: unknown): CordonError {
+  let code: CordonErrorCode;
+  let why: string;
+  switch (failure.kind) {
+    case 'maxBuffer':
+      code = 'ERR_CORDON_MAX_BUFFER';
+      why = `produced more than maxBuffer (${failure.maxBuffer} bytes)`;
+      break;
+    case 'timeout':
+      code = 'ERR_CORDON_TIMEOUT';
+      why = 'timed out';
+      break;
+    case 'canceled':
+      code = 'ERR_CORDON_CANCELED';
+      why = 'was canceled';
+      break;
+    case 'signal':
+      code = 'ERR_CORDON_SIGNAL';
+      why = `was killed by ${failure.signal}`;
+      break;
+    case 'exit':
+      code = 'ERR_CORDON_EXIT';
+      why = `exited with code ${failure.exitCode}`;
+      break;
+  }
+  return new CordonError(`Command ${why}: ${shown}`, { code, stage: 'run', cause });
+}
+
+// The registry (owners and kinds): misuse is a typed error before anything runs or stops.
+function registryError(message: string, code: CordonErrorCode): CordonError {
+  return new CordonError(message, { code, stage: 'input' });
+}
+
+export function ownerReleased(owner: string): CordonError {
+  return registryError(`Owner "${owner}" was released; get a new handle with registry.owner(id).`, 'ERR_CORDON_OWNER_RELEASED');
+}
+
+export function ownerLogOption(): CordonError {
+  return registryError(`The option "log" must be true, false or a file path.`, 'ERR_INVALID_ARG_VALUE');
+}
+
+export function ownerLabelOption(): CordonError {
+  return registryError(`The option "label" must be a string.`, 'ERR_INVALID_ARG_TYPE');
+}
+
+export function treeStillLive(id: string): CordonError {
+  return registryError(`Tree ${id} is still live; stop it first.`, 'ERR_CORDON_TREE_LIVE');
+}
+
+export function treeNotOwned(id: string, owner: string): CordonError {
+  return registryError(`Tree ${id} belongs to another owner; owner "${owner}" cannot reach it.`, 'ERR_CORDON_NOT_OWNER');
+}
+
+export function unknownTree(owner: string, id: string): CordonError {
+  return registryError(`Owner "${owner}" has no tree ${id}.`, 'ERR_CORDON_UNKNOWN_TREE');
+}
+
+export function stopTarget(): CordonError {
+  return registryError('stop() takes a tree id or { kinds }.', 'ERR_INVALID_ARG_TYPE');
+}
+
+export function ownerIdInvalid(): CordonError {
+  return registryError('An owner id is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
+}
+
+export function ownerExists(owner: string): CordonError {
+  return registryError(`Owner "${owner}" already exists.`, 'ERR_CORDON_OWNER_EXISTS');
+}
+
+export function kindNameInvalid(): CordonError {
+  return registryError('A kind name is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
+}
+
+export function kindSpecInvalid(): CordonError {
+  return registryError('defineKind(name, { unfinishedWork: boolean })', 'ERR_INVALID_ARG_TYPE');
+}
+
+export function kindBuiltIn(name: string): CordonError {
+  return registryError(`The kind "${name}" is built in and cannot be redefined.`, 'ERR_INVALID_ARG_VALUE');
+}
+
+export function unknownKind(name: string, known: Iterable<string>): CordonError {
+  return registryError(`Unknown kind "${name}". Known: ${[...known].join(', ')}; add one with registry.defineKind().`, 'ERR_INVALID_ARG_VALUE');
 }

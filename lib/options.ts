@@ -3,18 +3,17 @@ import { fstatSync, statSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import * as defaults from './defaults.js';
 import { duration } from './duration.js';
-import { CordonError, errnoName, invalidArg } from './errors.js';
+import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 
 export type { Tier } from './tiers.js';
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
 export type StdioOption = 'pipe' | 'ignore' | 'inherit' | number | Stream;
 
-/** Defaults seen in production hosts (CONTRACT C3, C4). */
-export const DEFAULT_GRACE_MS = 3000;
-export const DEFAULT_INTERRUPT_GRACE_MS = 500;
-export const DEFAULT_WAIT_DELAY_MS = 2000;
+/** Defaults seen in production hosts (CONTRACT C3, C4): lib/defaults.ts. */
+export { DEFAULT_GRACE_MS, DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_WAIT_DELAY_MS } from './defaults.js';
 
 export interface SpawnOptions {
   /** Working directory of the command (must exist). */
@@ -78,12 +77,7 @@ function oneOf<T extends string>(name: string, value: unknown, allowed: readonly
 }
 
 export function noNul(name: string, value: string): void {
-  if (value.includes('\0')) {
-    throw new CordonError(`${name} must not contain a NUL byte; it would be cut short where the OS reads it.`, {
-      code: 'ERR_INVALID_ARG_VALUE',
-      stage: 'input',
-    });
-  }
+  if (value.includes('\0')) throw nulByte(name);
 }
 
 function stdioEntry(name: string, value: unknown): StdioOption {
@@ -92,12 +86,7 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     try {
       fstatSync(value);
     } catch (cause) {
-      const code = (cause as NodeJS.ErrnoException).code ?? 'EBADF';
-      throw new CordonError(`The option "${name}" is ${value}, which is not an open file descriptor (${code}); nothing ran. Pass an open descriptor, 'pipe', 'ignore' or 'inherit'.`, {
-        code,
-        cause,
-        stage: 'input',
-      });
+      throw stdioFdNotOpen(name, value, cause);
     }
     return value;
   }
@@ -108,17 +97,6 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     return value;
   }
   throw invalidArg(name, value, "'pipe', 'ignore', 'inherit', a file descriptor or a stream with a descriptor", typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-}
-
-/** A working directory that cannot be entered: checked here, and by the anchor as it enters it. */
-export function cwdError(cwd: string, code: string, extra: { cause?: unknown; errno?: number } = {}): CordonError {
-  return new CordonError(`The working directory ${cwd} cannot be used (${code}). Pass an existing directory as cwd.`, {
-    code,
-    ...extra,
-    syscall: 'chdir',
-    path: cwd,
-    stage: 'launch',
-  });
 }
 
 /** The descriptor under a stream (a file stream's fd, a socket's or TTY's handle), if it has one. */
@@ -140,12 +118,7 @@ function hostCwd(): string {
     statSync(cwd);
     return cwd;
   } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code ?? 'ENOENT';
-    throw new CordonError(
-      `The host's own working directory cannot be read (${code}: it was probably deleted), and the command would inherit it; nothing ran. ` +
-        'Pass an existing directory as cwd, or process.chdir() the host to one.',
-      { code, cause, syscall: 'uv_cwd', stage: 'launch' },
-    );
+    throw hostCwdUnreadable(cause);
   }
 }
 
@@ -168,12 +141,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (typeof options !== 'object') throw invalidArg('options', options, 'an object', 'ERR_INVALID_ARG_TYPE');
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
-    if (!KNOWN.has(key) && o[key] !== undefined) {
-      throw new CordonError(`Unknown option "${key}". Known options: ${[...KNOWN].join(', ')}.`, {
-        code: 'ERR_INVALID_ARG_VALUE',
-        stage: 'input',
-      });
-    }
+    if (!KNOWN.has(key) && o[key] !== undefined) throw unknownOption(key, KNOWN);
   }
 
   let cwd: string;
@@ -190,17 +158,9 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     try {
       isDir = statSync(cwd).isDirectory();
     } catch (cause) {
-      throw cwdError(cwd, (cause as NodeJS.ErrnoException).code ?? 'ENOENT', { cause });
+      throw cwdUnusable(cwd, (cause as NodeJS.ErrnoException).code ?? 'ENOENT', { cause });
     }
-    if (!isDir) {
-      throw new CordonError(`The working directory ${cwd} is not a directory. Pass an existing directory as cwd.`, {
-        code: 'ENOTDIR',
-        errno: -20,
-        syscall: 'chdir',
-        path: cwd,
-        stage: 'launch',
-      });
-    }
+    if (!isDir) throw cwdNotDirectory(cwd);
   }
 
   let env: NodeJS.ProcessEnv = process.env;
@@ -245,12 +205,12 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     env,
     stdio,
     signal: o.signal as AbortSignal | undefined,
-    timeout: duration('timeout', o.timeout, 0),
-    grace: duration('grace', o.grace, DEFAULT_GRACE_MS),
-    interruptGrace: duration('interruptGrace', o.interruptGrace, DEFAULT_INTERRUPT_GRACE_MS),
-    waitDelay: duration('waitDelay', o.waitDelay, DEFAULT_WAIT_DELAY_MS),
-    leftovers: oneOf<LeftoversPolicy>('leftovers', o.leftovers, ['kill', 'kill-on-failure', 'keep'], 'kill')!,
-    containment: oneOf('containment', o.containment, ['strict', 'best-effort'] as const, 'strict')!,
+    timeout: duration('timeout', o.timeout, defaults.DEFAULT_TIMEOUT_MS),
+    grace: duration('grace', o.grace, defaults.DEFAULT_GRACE_MS),
+    interruptGrace: duration('interruptGrace', o.interruptGrace, defaults.DEFAULT_INTERRUPT_GRACE_MS),
+    waitDelay: duration('waitDelay', o.waitDelay, defaults.DEFAULT_WAIT_DELAY_MS),
+    leftovers: oneOf<LeftoversPolicy>('leftovers', o.leftovers, ['kill', 'kill-on-failure', 'keep'], defaults.DEFAULT_LEFTOVERS)!,
+    containment: oneOf('containment', o.containment, ['strict', 'best-effort'] as const, defaults.DEFAULT_CONTAINMENT)!,
     tier,
     log: o.log === undefined ? undefined : resolvePath(o.log as string),
     argv0: o.argv0 as string | undefined,

@@ -1,29 +1,32 @@
 // A contained process: the facade over one anchored tree. Result
-// classification (C6), leftovers policy (C5), the bounded drain of output
-// pipes after the root exits (C4, WaitDelay), cancellation (C10) and
-// whole-tree termination that resolves at quiescence (C3).
+// classification (C6), leftovers policy (C5), cancellation (C10) and
+// whole-tree termination that resolves at quiescence (C3), as one state
+// machine (`phase`) over what the anchor reports. What runs is planned in
+// launch.ts; the output pipes, the log and the bounded drain after the root
+// exits (C4, WaitDelay) are output.ts; every error comes from errors.ts.
 import { EventEmitter } from 'node:events';
-import { closeSync, createWriteStream, openSync, type WriteStream } from 'node:fs';
-import { constants as osConstants } from 'node:os';
-import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { closeSync, openSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
 import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
 import { debug } from './debug.js';
 import { duration } from './duration.js';
-import { CordonError, errnoName, invalidArg } from './errors.js';
+import * as errors from './errors.js';
+import type { CordonError } from './errors.js';
+import { checkLogStdio, planLaunch } from './launch.js';
 import { binding, helperPath } from './native.js';
 import { tierSpec } from './tiers.js';
 import {
-  cwdError,
   normalizeOptions,
   validateCommand,
   type LeftoversPolicy,
   type NormalizedOptions,
   type SpawnOptions,
-  type StdioOption,
   type Tier,
 } from './options.js';
+import { TreeOutput } from './output.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
+import { signalName } from './signals.js';
 
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
 
@@ -88,11 +91,6 @@ export interface MemberInfo {
   command: string;
 }
 
-const signalNames = new Map<number, NodeJS.Signals>();
-for (const [name, value] of Object.entries(osConstants.signals)) {
-  if (!signalNames.has(value)) signalNames.set(value, name as NodeJS.Signals);
-}
-
 function deferred<T>() {
   let resolve!: (value: T) => void;
   let reject!: (error: unknown) => void;
@@ -105,18 +103,26 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
-type StreamRole = 'stdout' | 'stderr';
-
-/** Our end of an output pipe that has not seen end-of-file: someone still holds the other end. */
-function stillHeld(raw: Readable): boolean {
-  const state = (raw as Readable & { _readableState?: { ended?: boolean } })._readableState;
-  return !raw.destroyed && !raw.readableEnded && state?.ended !== true;
-}
-
-/** Unread bytes a log-backed stdout/stderr view buffers before it drops output. */
-const VIEW_BUFFER_LIMIT = 16 * 1024 * 1024;
-
 export type TreeState = 'starting' | 'running' | 'leftovers' | 'ended' | 'failed';
+
+/**
+ * How far the result has come. The anchor's protocol orders the steps: READY
+ * (or a launch failure), then EXIT, its LEFT lines and LEFTEND, in that order;
+ * RELEASED and QUIET come only after LEFTEND.
+ * - 'starting': the anchor sets up containment and starts the root (until READY or a launch failure);
+ * - 'running': the root runs;
+ * - 'exited': the root exited; the anchor lists the leftovers (until LEFTEND);
+ * - 'draining': waiting for the captured output to be released (or the wait
+ *   delay) and its readers to take it; then the leftovers policy is applied;
+ * - 'stopping': the policy let nothing run on: waiting for quiescence (QUIET
+ *   and the anchor's exit);
+ * - 'settling': the outcome is decided; the log is flushed (bounded);
+ * - 'settled': `result` has resolved or rejected.
+ * A launch failure or a cleanup failure goes to 'settling' from where it is.
+ * The tree's own state for callers is `state` (TreeState): the tree may live
+ * on after the result (kept leftovers).
+ */
+type Phase = 'starting' | 'running' | 'exited' | 'draining' | 'stopping' | 'settling' | 'settled';
 
 let treeCounter = 0;
 
@@ -127,7 +133,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   readonly args: readonly string[];
   /** The root's pid, once it runs (see `started`). */
   pid: number | undefined;
-  /** The anchor helper's pid (the tree's identity holder). */
+  /** The anchor's pid (the tree's identity holder). */
   readonly anchorPid: number | undefined;
   tier: Tier;
   readonly stdin: Writable | null;
@@ -145,31 +151,42 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private readonly quiescentD = deferred<void>();
   /** Epoch milliseconds. */
   readonly startedAt = Date.now();
-  private readonly rawOutputs: Readable[] = [];
-  private readonly log: WriteStream | undefined;
-  private openOutputs = 0;
+  private readonly output: TreeOutput;
+  private phase: Phase = 'starting';
 
   private rootExit: { code: number | null; signal: NodeJS.Signals | null; at: number } | undefined;
   private leftovers: Leftover[] = [];
   private readonly leavers: GroupLeaver[] = [];
   /** The process-group tier: the tree's process group (not the anchor's). */
   private group = 0;
-  private leftoversComplete = false;
+  // Facts that do not follow from the phase, each set once:
+  /**
+   * The anchor said RELEASED: no member it sees holds the captured output.
+   * Reported once the root has exited; the drain takes it in 'draining'.
+   */
   private released = false;
+  /**
+   * The anchor said QUIET: every member is gone and reaped. The tree's fact,
+   * not the result's: a kept tree becomes quiet after its result settled.
+   */
   private quiet = false;
+  /**
+   * The anchor process has exited (and, on POSIX, was reaped): its pid is
+   * free. Independent of the phase: it ends a launch failure's wait, and a
+   * cleanup failure can come before or after the result.
+   */
   private anchorGone = false;
+  /**
+   * The host asked the anchor to end the tree (terminate(), kill(), a
+   * cancellation, the leftovers policy): the policy then neither runs again
+   * nor reports leftovers as 'kept'. Can happen in any phase.
+   */
   private terminateSent = false;
-  private cancelReason: 'canceled' | 'timeout' | undefined;
-  private waitDelayExceeded = false;
-  private drainDone = false;
-  /** The wait-delay deadline passed: stop waiting for readers to reach EOF. */
-  private drainDeadlinePassed = false;
-  private policyApplied = false;
+  /** The leftovers policy kept them running: the result's `leftoversKept`. */
   private kept = false;
-  private settled = false;
+  private cancelReason: 'canceled' | 'timeout' | undefined;
   private launchError: CordonError | undefined;
   private cleanupError: CordonError | undefined;
-  private waitDelayTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
   private readonly onAbort = () => this.cancel('canceled');
 
@@ -180,72 +197,32 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.command = command;
     this.args = args;
     this.opts = opts;
-    if (opts.signal?.aborted) {
-      throw new CordonError('The AbortSignal was already aborted; nothing ran.', {
-        code: 'ABORT_ERR',
-        cause: opts.signal.reason,
-        stage: 'input',
-      });
-    }
-    if (opts.log !== undefined) {
-      for (const [i, name] of [[1, 'stdout'], [2, 'stderr']] as const) {
-        const s = opts.stdio[i];
-        if (s !== 'pipe' && s !== 'inherit' && s !== 'ignore') {
-          throw invalidArg(`stdio[${i}]`, s, `'pipe', 'inherit' or 'ignore' when log is set (the ${name} is copied to the log)`);
-        }
-      }
-    }
+    if (opts.signal?.aborted) throw errors.alreadyAborted(opts.signal.reason);
+    checkLogStdio(opts);
     const path = resolveCommand(command, opts.cwd, opts.env);
     checkBatchArgs(path, args);
-    this.tier = opts.tier ?? defaultTier();
-    const helper = helperPath();
+    const tier = opts.tier ?? defaultTier();
+    const anchor = helperPath();
 
     let logFd: number | undefined;
     if (opts.log !== undefined) {
       try {
         logFd = openSync(opts.log, 'a');
       } catch (cause) {
-        const code = (cause as NodeJS.ErrnoException).code ?? 'EIO';
-        throw new CordonError(`The log file ${opts.log} cannot be opened (${code}). Pass a writable path.`, {
-          code,
-          cause,
-          syscall: 'open',
-          path: opts.log,
-          stage: 'launch',
-        });
+        throw errors.logUnopenable(opts.log, cause);
       }
     }
 
-    // What the anchor (and so the command) gets on fds 0-2.
-    const stdio: StdioOption[] = opts.stdio.map((s, i) => (i > 0 && logFd !== undefined ? 'pipe' : s));
-    const watch: string[] = [];
-    if (stdio[1] === 'pipe') watch.push('--watch-fd', '1');
-    if (stdio[2] === 'pipe') watch.push('--watch-fd', '2');
-    const anchorArgs = [
-      '--tier', this.tier,
-      '--grace', String(opts.grace),
-      ...watch,
-      ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
-      // The default tier (not one the caller or CORDON_TIER asked for): a
-      // cgroup that was writable when the host probed it and cannot be made
-      // or entered now (permissions, cgroup.max.descendants) falls back to
-      // the subreaper tier, reported in proc.tier and result.tier. A tier
-      // asked for stays strict.
-      ...(opts.tier === undefined && this.tier === 'cgroup' ? ['--fallback'] : []),
-      ...(process.env.CORDON_TRACE ? ['--trace', process.env.CORDON_TRACE] : []),
-      '--',
-      path,
-      opts.argv0 ?? command,
-      ...args,
-    ];
+    const plan = planLaunch({ command, args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE });
+    this.tier = plan.tier;
     try {
       this.anchor = new AnchorChannel(
-        { path: helper, args: anchorArgs, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
+        plan.anchor,
         {
           ready: (pid, tier) => this.onReady(pid, tier),
-          noContain: (errno, what) => this.onLaunchFailure(this.containmentError(errno, what)),
-          execFail: (errno) => this.onLaunchFailure(this.execError(errno, path)),
-          noCwd: (errno) => this.onLaunchFailure(cwdError(opts.cwd, errnoName(errno), { errno: -Math.abs(errno) })),
+          noContain: (errno, what) => this.onLaunchFailure(errors.noContainment(errno, what)),
+          execFail: (errno) => this.onLaunchFailure(errors.execFailed(errno, path, this.command)),
+          noCwd: (errno) => this.onLaunchFailure(errors.anchorNoCwd(opts.cwd, errno)),
           rootExit: (code, signal) => this.onRootExit(code, signal),
           left: (pid, heldOutput, cmd) => this.leftovers.push({ pid, command: cmd, heldOutput }),
           group: (pgid) => {
@@ -256,7 +233,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
             this.emit('leftGroup', { pid, command: cmd });
           },
           leftEnd: () => {
-            this.leftoversComplete = true;
+            if (this.phase === 'exited') this.phase = 'draining';
             this.advance();
           },
           released: () => {
@@ -281,15 +258,13 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.stdin = child.stdin;
     this.stdin?.on('error', (err) => debug('stdin: %s', err.message));
 
-    if (logFd !== undefined) {
-      this.log = createWriteStream('', { fd: logFd });
-      this.stdout = this.tee(child.stdout!, opts.stdio[1], 'stdout');
-      this.stderr = this.tee(child.stderr!, opts.stdio[2], 'stderr');
-    } else {
-      this.stdout = child.stdout;
-      this.stderr = child.stderr;
-      for (const raw of [child.stdout, child.stderr]) if (raw) this.trackOutput(raw);
-    }
+    this.output = new TreeOutput(
+      { command, waitDelay: opts.waitDelay, logFd, logPath: opts.log, targets: plan.outputs },
+      { stdout: child.stdout, stderr: child.stderr },
+      { changed: () => this.advance(), partial: () => this.coverage === 'partial' },
+    );
+    this.stdout = this.output.stdout;
+    this.stderr = this.output.stderr;
 
     this.started = this.startedD.promise;
     this.result = this.resultD.promise;
@@ -300,64 +275,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     }
   }
 
-  private trackOutput(raw: Readable): void {
-    this.rawOutputs.push(raw);
-    this.openOutputs++;
-    raw.once('close', () => {
-      this.openOutputs--;
-      if (this.openOutputs === 0) this.log?.end();
-      this.advance();
-    });
-  }
-
-  private tee(raw: Readable, target: StdioOption, role: StreamRole): Readable | null {
-    this.trackOutput(raw);
-    raw.on('data', (chunk: Buffer) => this.log!.write(chunk));
-    if (target === 'pipe') {
-      // The log is the reader that never stops; this stream is a view of the
-      // same output. A view nobody reads must not stall the command through
-      // backpressure: past VIEW_BUFFER_LIMIT unread bytes it drops chunks
-      // (the log still has everything).
-      const pass = new PassThrough();
-      let dropped = 0;
-      raw.on('data', (chunk: Buffer) => {
-        if (pass.readableLength + chunk.length > VIEW_BUFFER_LIMIT) {
-          if (dropped++ === 0) debug('%s of %s: unread view over %d bytes, dropping (the log keeps all)', role, this.command, VIEW_BUFFER_LIMIT);
-          return;
-        }
-        pass.write(chunk);
-      });
-      raw.once('close', () => pass.end());
-      return pass;
-    }
-    if (target === 'inherit') {
-      const out = role === 'stdout' ? process.stdout : process.stderr;
-      raw.on('data', (chunk: Buffer) => out.write(chunk));
-    }
-    return null;
-  }
-
-  private containmentError(errno: number, what: string): CordonError {
-    const code = errnoName(errno);
-    return new CordonError(
-      `Containment (${what}) could not be established on this host (${code}); nothing ran. ` +
-        "Use containment: 'best-effort' to run with the strongest tier available, or see capabilities().",
-      { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
-    );
-  }
-
-  private execError(errno: number, path: string): CordonError {
-    const code = errnoName(errno);
-    return new CordonError(`Could not run ${path} (${code}); nothing ran. Check that it exists and is executable.`, {
-      code,
-      errno: -Math.abs(errno),
-      syscall: `spawn ${this.command}`,
-      path,
-      stage: 'launch',
-    });
-  }
-
   private onReady(pid: number, tier: string): void {
+    if (this.phase === 'starting') this.phase = 'running';
     this.pid = pid;
     this.tier = tier as Tier;
     this.startedD.resolve(pid);
@@ -371,75 +290,38 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private onRootExit(code: number | null, signal: number | null): void {
-    this.rootExit = { code, signal: signal === null ? null : signalNames.get(signal) ?? null, at: Date.now() };
+    this.rootExit = { code, signal: signal === null ? null : signalName(signal), at: Date.now() };
     this.emit('exit', this.rootExit.code, this.rootExit.signal);
+    if (this.phase === 'running') this.phase = 'exited';
     // The timeout bounds the command's run; after it, waitDelay bounds the drain.
     clearTimeout(this.timeoutTimer);
-    this.waitDelayTimer = setTimeout(() => this.onWaitDelay(), this.opts.waitDelay);
-    this.advance();
-  }
-
-  private onWaitDelay(): void {
-    this.waitDelayTimer = undefined;
-    this.drainDeadlinePassed = true;
-    // Where coverage is partial, the anchor's word that no member holds the
-    // pipes (RELEASED, QUIET) covers only the members it can see: one that
-    // left the process group unseen (a daemon) may hold them still. A pipe
-    // that has not reached end-of-file by now is held by someone.
-    const unseenHolder = this.drainDone && this.coverage === 'partial' && this.rawOutputs.some(stillHeld);
-    if (this.drainDone && !unseenHolder) {
-      this.advance();
-      return;
-    }
-    // WaitDelay: descendants still hold our pipes. Close our ends, keep what
-    // was read, and say so in the result (if it has not settled yet).
-    if (!this.settled) this.waitDelayExceeded = true;
-    this.drainDone = true;
-    for (const raw of this.rawOutputs) if (!unseenHolder || stillHeld(raw)) raw.destroy();
-    debug('waitDelay %d ms exceeded for %s%s', this.opts.waitDelay, this.command, unseenHolder ? ' (by a process outside the tier\'s view)' : '');
+    this.output.rootExited();
     this.advance();
   }
 
   private onStuck(pids: number[]): void {
-    this.cleanupError ??= new CordonError(
-      `Tree members survived SIGKILL for 5 s (pids ${pids.join(', ')}); they may be in uninterruptible sleep. ` +
-        'The anchor keeps trying; inspect them with ps.',
-      { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
-    );
+    this.cleanupError ??= errors.cleanupStuck(pids);
     this.quiescentD.reject(this.cleanupError);
     this.advance();
   }
 
   private onUnresponsive(waitedMs: number): void {
     if (this.quiet || this.anchorGone) return;
-    this.cleanupError ??= new CordonError(
-      `The anchor of this tree (pid ${this.anchorPid}) did not finish stopping it within ${waitedMs} ms ` +
-        '(the grace plus 7 s; a member may have stopped it with SIGSTOP, or it is stuck): quiescence cannot be proven ' +
-        `and members may still run. cordon keeps resuming the anchor; inspect the tree with ps.`,
-      { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
-    );
+    this.cleanupError ??= errors.anchorUnresponsive(this.anchorPid, waitedMs);
     this.quiescentD.reject(this.cleanupError);
     this.advance();
   }
 
   private onAnchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
     if (error && this.pid === undefined && !this.launchError) {
-      // The helper itself could not be started (removed or broken install): nothing ran.
-      this.launchError = new CordonError(
-        `cordon's anchor helper could not be started (${(error as NodeJS.ErrnoException).code ?? error.message}); nothing ran. ` +
-          'Reinstall or rebuild cordon (`npm rebuild cordon`).',
-        { code: 'ERR_CORDON_HELPER_MISSING', cause: error, stage: 'launch' },
-      );
+      // The anchor itself could not be started (removed or broken install): nothing ran.
+      this.launchError = errors.anchorNotStarted(error);
       this.startedD.reject(this.launchError);
     }
     this.anchorGone = true;
     queueMicrotask(() => this.emit('quiescent'));
     if (!this.quiet && !this.launchError) {
-      const how = error ? error.message : signal ? `signal ${signal}` : `code ${code}`;
-      this.cleanupError ??= new CordonError(
-        `The anchor of this tree ended unexpectedly (${how}) before the tree was quiescent; its members may still run.`,
-        { code: 'ERR_CORDON_ANCHOR_LOST', cause: error, stage: 'cleanup' },
-      );
+      this.cleanupError ??= errors.anchorLost(code, signal, error);
       if (!this.rootExit) this.startedD.reject(this.cleanupError);
       this.quiescentD.reject(this.cleanupError);
     } else {
@@ -450,7 +332,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
   private failed(): boolean {
     const r = this.rootExit!;
-    return r.code !== 0 || r.signal !== null || this.cancelReason !== undefined || this.waitDelayExceeded;
+    return r.code !== 0 || r.signal !== null || this.cancelReason !== undefined || this.output.waitDelayExceeded;
   }
 
   private sendTerminate(graceMs: number): void {
@@ -459,8 +341,14 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.anchor.terminate(graceMs);
   }
 
+  /** The result's outcome is fixed (it may still be flushing the log). */
+  private get decided(): boolean {
+    return this.phase === 'settling' || this.phase === 'settled';
+  }
+
+  /** Takes the result as far as the facts allow; called on every fact that may move it. */
   private advance(): void {
-    if (this.settled) return;
+    if (this.decided) return;
     if (this.launchError) {
       if (this.anchorGone) this.settle(this.launchError);
       return;
@@ -469,65 +357,46 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       this.settle(this.cleanupError);
       return;
     }
-    if (!this.rootExit || !this.leftoversComplete) return;
-    if (!this.drainDone) {
+    if (this.phase !== 'draining' && this.phase !== 'stopping') return;
+    if (!this.output.drained) {
       if (!this.released && !this.quiet) return;
-      this.drainDone = true;
+      this.output.release();
     }
-    // No writer is left, so a stream that is being read reaches EOF as soon
-    // as its reader has taken everything: settle after that, so code that
-    // awaits the result then looks at what it read sees all of it. A stream
-    // nobody reads is not waited for (its data stays readable), and the
-    // wait-delay deadline bounds the rest.
-    if (!this.drainDeadlinePassed && this.rawOutputs.some((raw) => !raw.closed && raw.readableFlowing === true)) return;
-    if (!this.policyApplied) {
-      this.policyApplied = true;
-      if (!this.quiet && !this.terminateSent) {
-        const policy: LeftoversPolicy = this.opts.leftovers;
-        const kill = policy === 'kill' || (policy === 'kill-on-failure' && this.failed());
-        if (kill) this.sendTerminate(this.opts.grace);
-        else this.kept = true;
-        if (this.leftovers.length > 0) this.emit('leftovers', this.leftovers, kill ? 'killing' : 'kept');
+    if (!this.output.readersDone) return;
+    if (this.phase === 'draining') {
+      this.applyLeftoversPolicy();
+      if (this.kept) {
+        // Kept trees stay under this handle (terminate() still reaches them)
+        // but no longer hold the host's event loop open; host exit ends them.
+        this.anchor.unref();
+        this.settle();
+        return;
       }
-    }
-    if (this.kept) {
-      // Kept trees stay under this handle (terminate() still reaches them)
-      // but no longer hold the host's event loop open; host exit ends them.
-      this.anchor.unref();
-      this.settle();
-      return;
+      this.phase = 'stopping';
     }
     if (this.quiet && this.anchorGone) this.settle();
   }
 
-  /**
-   * Everything the command wrote is in the log before the result settles:
-   * its pipes have no writers left (or were closed at the wait delay), so
-   * this waits only on our own reading and writing, bounded all the same.
-   */
+  /** C5: what happens to what is left of the tree; nothing to decide once it is quiet or already being ended. */
+  private applyLeftoversPolicy(): void {
+    if (this.quiet || this.terminateSent) return;
+    const policy: LeftoversPolicy = this.opts.leftovers;
+    const kill = policy === 'kill' || (policy === 'kill-on-failure' && this.failed());
+    if (kill) this.sendTerminate(this.opts.grace);
+    else this.kept = true;
+    if (this.leftovers.length > 0) this.emit('leftovers', this.leftovers, kill ? 'killing' : 'kept');
+  }
+
   private settle(error?: CordonError): void {
-    this.settled = true;
-    const log = this.log;
-    if (!log || log.closed || this.kept) {
-      this.finish(error);
-      return;
-    }
-    const bound = setTimeout(() => {
-      debug('log %s not flushed within 2 s', this.opts.log);
-      this.finish(error);
-    }, 2000);
-    log.once('close', () => {
-      clearTimeout(bound);
-      this.finish(error);
-    });
+    this.phase = 'settling';
+    this.output.seal();
+    if (this.kept) this.finish(error);
+    else this.output.flushLog(() => this.finish(error));
   }
 
   private finish(error?: CordonError): void {
-    // C4 holds after the result, too: where coverage is partial, a pipe may
-    // be held by a process the tier cannot see; the wait-delay deadline still
-    // closes it, so that no reader (and no host event loop) waits on it forever.
-    if (this.coverage === 'partial' && this.waitDelayTimer !== undefined && this.rawOutputs.some(stillHeld)) this.waitDelayTimer.unref();
-    else clearTimeout(this.waitDelayTimer);
+    this.phase = 'settled';
+    this.output.resultOut();
     clearTimeout(this.timeoutTimer);
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     if (error) {
@@ -553,7 +422,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       exitCode: root.code,
       signal: root.signal,
       reason,
-      waitDelayExceeded: this.waitDelayExceeded,
+      waitDelayExceeded: this.output.waitDelayExceeded,
       leftovers: this.leftovers,
       leftoversKept: this.kept,
       coverage: this.coverage,
@@ -567,7 +436,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 
   private cancel(reason: 'canceled' | 'timeout'): void {
-    if (this.settled || this.cancelReason || this.launchError) return;
+    if (this.decided || this.cancelReason || this.launchError) return;
     if (this.rootExit) {
       // The root already ended on its own: its result stays what it was; what
       // is left of the tree is stopped all the same.

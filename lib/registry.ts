@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { debug } from './debug.js';
 import { duration } from './duration.js';
-import { CordonError } from './errors.js';
-import { DEFAULT_GRACE_MS, type SpawnOptions } from './options.js';
+import * as errors from './errors.js';
+import { DEFAULT_GRACE_MS } from './defaults.js';
+import type { SpawnOptions } from './options.js';
 import { ContainedProcess, type ContainedResult, type Leftover, type TreeState } from './process.js';
 
 export interface KindSpec {
@@ -73,10 +74,6 @@ const BUILT_IN_KINDS: Record<string, KindSpec> = {
   workflow: { unfinishedWork: true },
 };
 
-function ownerError(message: string, code: string): CordonError {
-  return new CordonError(message, { code, stage: 'input' });
-}
-
 function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 80) || '_';
 }
@@ -103,7 +100,7 @@ export class Owner {
 
   private assertUsable(): void {
     if (this.releasing) {
-      throw ownerError(`Owner "${this.id}" was released; get a new handle with registry.owner(id).`, 'ERR_CORDON_OWNER_RELEASED');
+      throw errors.ownerReleased(this.id);
     }
   }
 
@@ -120,10 +117,10 @@ export class Owner {
     } else if (typeof log === 'string') {
       spawnOptions.log = log;
     } else if (log !== undefined && log !== false) {
-      throw ownerError(`The option "log" must be true, false or a file path.`, 'ERR_INVALID_ARG_VALUE');
+      throw errors.ownerLogOption();
     }
     if (label !== undefined && typeof label !== 'string') {
-      throw ownerError(`The option "label" must be a string.`, 'ERR_INVALID_ARG_TYPE');
+      throw errors.ownerLabelOption();
     }
     const proc = new ContainedProcess(command, args, spawnOptions);
     const entry: Entry = { proc, kind, label: label ?? [command, ...args].join(' ') };
@@ -135,7 +132,7 @@ export class Owner {
   /** Drop an ended tree from list() (ended trees stay listed for inspection until then). */
   forget(id: string): void {
     const proc = this.get(id);
-    if (isLive(proc)) throw ownerError(`Tree ${id} is still live; stop it first.`, 'ERR_CORDON_TREE_LIVE');
+    if (isLive(proc)) throw errors.treeStillLive(id);
     this.trees.delete(id);
     this.registry.untrack(id);
   }
@@ -174,9 +171,9 @@ export class Owner {
     const entry = this.trees.get(id);
     if (entry) return entry.proc;
     if (this.registry.ownerOfTree(id) !== undefined) {
-      throw ownerError(`Tree ${id} belongs to another owner; owner "${this.id}" cannot reach it.`, 'ERR_CORDON_NOT_OWNER');
+      throw errors.treeNotOwned(id, this.id);
     }
-    throw ownerError(`Owner "${this.id}" has no tree ${id}.`, 'ERR_CORDON_UNKNOWN_TREE');
+    throw errors.unknownTree(this.id, id);
   }
 
   /**
@@ -189,7 +186,7 @@ export class Owner {
       return;
     }
     if (typeof target !== 'object' || target === null) {
-      throw ownerError('stop() takes a tree id or { kinds }.', 'ERR_INVALID_ARG_TYPE');
+      throw errors.stopTarget();
     }
     const kinds = target.kinds;
     if (kinds !== undefined) for (const k of kinds) this.registry.kind(k);
@@ -310,7 +307,7 @@ export class Registry extends EventEmitter {
 
   /** The owner with this id: created, or re-attached if it was detached. */
   owner(id: string): Owner {
-    if (typeof id !== 'string' || id.length === 0) throw ownerError('An owner id is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
+    if (typeof id !== 'string' || id.length === 0) throw errors.ownerIdInvalid();
     const existing = this.owners.get(id);
     if (existing) {
       existing.reattach();
@@ -321,8 +318,8 @@ export class Registry extends EventEmitter {
 
   /** @internal */
   createOwner(id: string): Owner {
-    if (typeof id !== 'string' || id.length === 0) throw ownerError('An owner id is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
-    if (this.owners.has(id)) throw ownerError(`Owner "${id}" already exists.`, 'ERR_CORDON_OWNER_EXISTS');
+    if (typeof id !== 'string' || id.length === 0) throw errors.ownerIdInvalid();
+    if (this.owners.has(id)) throw errors.ownerExists(id);
     const owner = new Owner(this, id);
     this.owners.set(id, owner);
     return owner;
@@ -335,11 +332,11 @@ export class Registry extends EventEmitter {
 
   /** Declare a kind, saying whether its live trees count as unfinished work. */
   defineKind(name: string, spec: KindSpec): void {
-    if (typeof name !== 'string' || name.length === 0) throw ownerError('A kind name is a non-empty string.', 'ERR_INVALID_ARG_VALUE');
+    if (typeof name !== 'string' || name.length === 0) throw errors.kindNameInvalid();
     if (typeof spec !== 'object' || spec === null || typeof spec.unfinishedWork !== 'boolean') {
-      throw ownerError('defineKind(name, { unfinishedWork: boolean })', 'ERR_INVALID_ARG_TYPE');
+      throw errors.kindSpecInvalid();
     }
-    if (name in BUILT_IN_KINDS) throw ownerError(`The kind "${name}" is built in and cannot be redefined.`, 'ERR_INVALID_ARG_VALUE');
+    if (name in BUILT_IN_KINDS) throw errors.kindBuiltIn(name);
     this.kinds.set(name, { unfinishedWork: spec.unfinishedWork });
   }
 
@@ -347,7 +344,7 @@ export class Registry extends EventEmitter {
   kind(name: string): KindSpec {
     const spec = this.kinds.get(name);
     if (!spec) {
-      throw ownerError(`Unknown kind "${name}". Known: ${[...this.kinds.keys()].join(', ')}; add one with registry.defineKind().`, 'ERR_INVALID_ARG_VALUE');
+      throw errors.unknownKind(name, this.kinds.keys());
     }
     return spec;
   }

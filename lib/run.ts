@@ -2,7 +2,9 @@
 // maxBuffer) and rejects on a nonzero exit unless `reject: false`.
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { CordonError } from './errors.js';
+import { DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_MAX_BUFFER, DEFAULT_WAIT_DELAY_MS } from './defaults.js';
+import * as errors from './errors.js';
+import type { CordonError, RunFailure } from './errors.js';
 import type { SpawnOptions } from './options.js';
 import { spawn, type ContainedResult } from './process.js';
 
@@ -23,8 +25,6 @@ export interface RunResult<T = string> extends ContainedResult {
   stdout: T;
   stderr: T;
 }
-
-const DEFAULT_MAX_BUFFER = 10 * 1024 * 1024;
 
 function collect(stream: Readable | null, max: number, onOverflow: () => void) {
   const chunks: Buffer[] = [];
@@ -48,18 +48,10 @@ function collect(stream: Readable | null, max: number, onOverflow: () => void) {
 
 export async function run(command: string, args: string[] = [], options: RunOptions = {}): Promise<RunResult<string | Buffer>> {
   if (options !== null && typeof options === 'object' && 'stdio' in options && (options as { stdio?: unknown }).stdio !== undefined) {
-    throw new CordonError('The option "stdio" must be left out of run(): it collects stdout and stderr itself. Use "input" for stdin and "stderr" for where stderr goes, or spawn() for full control.', {
-      code: 'ERR_INVALID_ARG_VALUE',
-      stage: 'input',
-    });
+    throw errors.runStdio();
   }
   const { input, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stderr = 'pipe', ...spawnOptions } = options;
-  if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) {
-    throw new CordonError(`The option "maxBuffer" must be a positive number. Received ${String(maxBuffer)}.`, {
-      code: 'ERR_INVALID_ARG_VALUE',
-      stage: 'input',
-    });
-  }
+  if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) throw errors.badMaxBuffer(maxBuffer);
   const proc = spawn(command, args, {
     ...spawnOptions,
     stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', stderr],
@@ -68,7 +60,7 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   const onOverflow = () => {
     if (overflow) return;
     overflow = true;
-    void proc.terminate({ grace: spawnOptions.interruptGrace ?? 500 }).catch(() => {});
+    void proc.terminate({ grace: spawnOptions.interruptGrace ?? DEFAULT_INTERRUPT_GRACE_MS }).catch(() => {});
   };
   const out = collect(proc.stdout, maxBuffer, onOverflow);
   const err = collect(proc.stderr, maxBuffer, onOverflow);
@@ -84,7 +76,7 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   }
   // The streams are ended, released by every writer, or destroyed at the
   // wait delay: their close is near. Bounded all the same.
-  const bound = new Promise<void>((resolve) => setTimeout(resolve, spawnOptions.waitDelay ?? 2000).unref());
+  const bound = new Promise<void>((resolve) => setTimeout(resolve, spawnOptions.waitDelay ?? DEFAULT_WAIT_DELAY_MS).unref());
   await Promise.race([Promise.all([out.done, err.done]), bound]);
 
   function decode(b: Buffer): string | Buffer {
@@ -92,19 +84,15 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   }
   const full: RunResult<string | Buffer> = { ...result, stdout: decode(out.value), stderr: decode(err.value) };
   if (!reject) return full;
-  let failure: { code: string; why: string } | undefined;
-  if (overflow) failure = { code: 'ERR_CORDON_MAX_BUFFER', why: `produced more than maxBuffer (${maxBuffer} bytes)` };
-  else if (result.reason === 'timeout') failure = { code: 'ERR_CORDON_TIMEOUT', why: 'timed out' };
-  else if (result.reason === 'canceled') failure = { code: 'ERR_CORDON_CANCELED', why: 'was canceled' };
-  else if (result.signal) failure = { code: 'ERR_CORDON_SIGNAL', why: `was killed by ${result.signal}` };
-  else if (result.exitCode !== 0) failure = { code: 'ERR_CORDON_EXIT', why: `exited with code ${result.exitCode}` };
+  let failure: RunFailure | undefined;
+  if (overflow) failure = { kind: 'maxBuffer', maxBuffer };
+  else if (result.reason === 'timeout') failure = { kind: 'timeout' };
+  else if (result.reason === 'canceled') failure = { kind: 'canceled' };
+  else if (result.signal) failure = { kind: 'signal', signal: result.signal };
+  else if (result.exitCode !== 0) failure = { kind: 'exit', exitCode: result.exitCode };
   if (failure) {
     const shown = [command, ...args].join(' ');
-    const error = new CordonError(`Command ${failure.why}: ${shown}`, {
-      code: failure.code,
-      stage: 'run',
-      cause: spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined,
-    });
+    const error = errors.commandFailed(failure, shown, spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined);
     Object.assign(error, { result: full, stdout: full.stdout, stderr: full.stderr, exitCode: result.exitCode, signal: result.signal });
     throw error;
   }

@@ -1,0 +1,204 @@
+// The captured output of one tree (CONTRACT C4): our ends of the stdout/stderr
+// pipes, the copy to a log file and to the caller's streams, and the bounded
+// drain after the root exits (Go's WaitDelay): descendants may hold the pipes
+// for `waitDelay`; past it our ends are closed, what was read is kept, and the
+// result says `waitDelayExceeded`.
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { PassThrough, type Readable } from 'node:stream';
+import { debug } from './debug.js';
+import { LOG_FLUSH_BOUND_MS, VIEW_BUFFER_LIMIT } from './defaults.js';
+import type { StdioOption } from './options.js';
+
+type StreamRole = 'stdout' | 'stderr';
+
+/**
+ * Where the drain stands:
+ * - 'open': a member may still hold the pipes (the anchor has not said otherwise);
+ * - 'released': the anchor said no member it sees holds them (RELEASED or QUIET);
+ * - 'due': the wait delay passed after that: readers are no longer waited for;
+ * - 'cut': the wait delay passed with the pipes held: our ends were closed.
+ */
+type Drain = 'open' | 'released' | 'due' | 'cut';
+
+/** Our end of an output pipe that has not seen end-of-file: someone still holds the other end. */
+function stillHeld(raw: Readable): boolean {
+  const state = (raw as Readable & { _readableState?: { ended?: boolean } })._readableState;
+  return !raw.destroyed && !raw.readableEnded && state?.ended !== true;
+}
+
+export interface OutputSpec {
+  /** For debug lines. */
+  command: string;
+  waitDelay: number;
+  /** An open descriptor of the log file (appended), when there is one, and its path. */
+  logFd: number | undefined;
+  logPath: string | undefined;
+  /** Where each stream goes as the caller asked (with a log: a copy of what goes to the log). */
+  targets: { stdout: StdioOption; stderr: StdioOption };
+}
+
+export interface OutputHooks {
+  /** Something the result waits on changed (a pipe closed, the wait delay passed). */
+  changed(): void;
+  /** The tier cannot see every process (a pipe may be held by one it does not know). */
+  partial(): boolean;
+}
+
+export class TreeOutput {
+  /** What the caller reads: our end of the pipe, a view of it (with a log), or null. */
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  /** Our ends of the pipes from the anchor. */
+  private readonly raw: Readable[] = [];
+  private openPipes = 0;
+  private readonly log: WriteStream | undefined;
+  private drain: Drain = 'open';
+  /** The result is decided: a deadline passing now closes pipes but is no longer reported. */
+  private sealed = false;
+  private exceededDelay = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly spec: OutputSpec,
+    pipes: { stdout: Readable | null; stderr: Readable | null },
+    private readonly hooks: OutputHooks,
+  ) {
+    if (spec.logFd !== undefined) {
+      this.log = createWriteStream('', { fd: spec.logFd });
+      this.stdout = this.tee(pipes.stdout!, spec.targets.stdout, 'stdout');
+      this.stderr = this.tee(pipes.stderr!, spec.targets.stderr, 'stderr');
+    } else {
+      this.stdout = pipes.stdout;
+      this.stderr = pipes.stderr;
+      for (const raw of [pipes.stdout, pipes.stderr]) if (raw) this.track(raw);
+    }
+  }
+
+  private track(raw: Readable): void {
+    this.raw.push(raw);
+    this.openPipes++;
+    raw.once('close', () => {
+      this.openPipes--;
+      if (this.openPipes === 0) this.log?.end();
+      this.hooks.changed();
+    });
+  }
+
+  private tee(raw: Readable, target: StdioOption, role: StreamRole): Readable | null {
+    this.track(raw);
+    raw.on('data', (chunk: Buffer) => this.log!.write(chunk));
+    if (target === 'pipe') {
+      // The log is the reader that never stops; this stream is a view of the
+      // same output. A view nobody reads must not stall the command through
+      // backpressure: past VIEW_BUFFER_LIMIT unread bytes it drops chunks
+      // (the log still has everything).
+      const pass = new PassThrough();
+      let dropped = 0;
+      raw.on('data', (chunk: Buffer) => {
+        if (pass.readableLength + chunk.length > VIEW_BUFFER_LIMIT) {
+          if (dropped++ === 0) debug('%s of %s: unread view over %d bytes, dropping (the log keeps all)', role, this.spec.command, VIEW_BUFFER_LIMIT);
+          return;
+        }
+        pass.write(chunk);
+      });
+      raw.once('close', () => pass.end());
+      return pass;
+    }
+    if (target === 'inherit') {
+      const out = role === 'stdout' ? process.stdout : process.stderr;
+      raw.on('data', (chunk: Buffer) => out.write(chunk));
+    }
+    return null;
+  }
+
+  /** The root exited: the wait delay starts. */
+  rootExited(): void {
+    this.timer = setTimeout(() => this.onDeadline(), this.spec.waitDelay);
+  }
+
+  /** The anchor says no member holds the pipes (RELEASED, or QUIET: no member at all). */
+  release(): void {
+    if (this.drain === 'open') this.drain = 'released';
+  }
+
+  /** No member holds the pipes any more, by the anchor's word or because the wait delay closed them. */
+  get drained(): boolean {
+    return this.drain !== 'open';
+  }
+
+  /**
+   * No writer is left, so a stream that is being read reaches EOF as soon as
+   * its reader has taken everything: the result settles after that, so code
+   * that awaits it then looks at what it read sees all of it. A stream nobody
+   * reads is not waited for (its data stays readable), and the wait-delay
+   * deadline bounds the rest.
+   */
+  get readersDone(): boolean {
+    if (this.drain === 'due' || this.drain === 'cut') return true;
+    return !this.raw.some((raw) => !raw.closed && raw.readableFlowing === true);
+  }
+
+  /** Descendants held the pipes past the wait delay (while the result was open). */
+  get waitDelayExceeded(): boolean {
+    return this.exceededDelay;
+  }
+
+  /** The result is decided: what the deadline does from now on is not reported in it. */
+  seal(): void {
+    this.sealed = true;
+  }
+
+  private onDeadline(): void {
+    this.timer = undefined;
+    const released = this.drain !== 'open';
+    // Where coverage is partial, the anchor's word that no member holds the
+    // pipes (RELEASED, QUIET) covers only the members it can see: one that
+    // left the process group unseen (a daemon) may hold them still. A pipe
+    // that has not reached end-of-file by now is held by someone.
+    const unseenHolder = released && this.hooks.partial() && this.raw.some(stillHeld);
+    if (released && !unseenHolder) {
+      this.drain = 'due';
+      this.hooks.changed();
+      return;
+    }
+    // WaitDelay: descendants still hold our pipes. Close our ends, keep what
+    // was read, and say so in the result (if it has not settled yet).
+    if (!this.sealed) this.exceededDelay = true;
+    this.drain = 'cut';
+    for (const raw of this.raw) if (!unseenHolder || stillHeld(raw)) raw.destroy();
+    debug('waitDelay %d ms exceeded for %s%s', this.spec.waitDelay, this.spec.command, unseenHolder ? ' (by a process outside the tier\'s view)' : '');
+    this.hooks.changed();
+  }
+
+  /**
+   * Everything the command wrote is in the log before the result settles:
+   * its pipes have no writers left (or were closed at the wait delay), so
+   * this waits only on our own reading and writing, bounded all the same.
+   */
+  flushLog(done: () => void): void {
+    const log = this.log;
+    if (!log || log.closed) {
+      done();
+      return;
+    }
+    const bound = setTimeout(() => {
+      debug('log %s not flushed within %d s', this.spec.logPath, LOG_FLUSH_BOUND_MS / 1000);
+      done();
+    }, LOG_FLUSH_BOUND_MS);
+    log.once('close', () => {
+      clearTimeout(bound);
+      done();
+    });
+  }
+
+  /**
+   * The result is out. C4 holds after it, too: where coverage is partial, a
+   * pipe may be held by a process the tier cannot see; the wait-delay
+   * deadline still closes it, so that no reader (and no host event loop)
+   * waits on it forever. Otherwise the deadline is dropped.
+   */
+  resultOut(): void {
+    if (this.hooks.partial() && this.timer !== undefined && this.raw.some(stillHeld)) this.timer.unref();
+    else clearTimeout(this.timer);
+  }
+}
