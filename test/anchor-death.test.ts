@@ -77,7 +77,7 @@ describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, 
     // side removes its cgroup: the outer anchor must.
     const cli = join(repoRoot, 'dist', 'cli.js');
     const proc = spawn(process.execPath, [cli, 'run', '--', 'sh', '-c', 'echo "PID inner $$"; echo READY; exec sleep 300'], { env: t.env });
-    const { pids } = await collect(proc, t.tag, /^READY$/m, 20_000);
+    const { pids } = await collect(proc, t.tag, { timeout: 20_000 });
     const outer = `${cgroupMount()}${cgroupOf(proc.pid!)}`;
     const inner = `${cgroupMount()}${cgroupOf(pids.inner!)}`;
     expect(inner.startsWith(`${outer}/cordon-`), `${inner} inside ${outer}`).toBe(true);

@@ -6,14 +6,12 @@ import { spawn } from '../lib/index.js';
 import { capture, fixture } from './helpers/fixtures.js';
 import { alive, useTag, waitGone, within } from './helpers/procs.js';
 import { orphanedEscapee } from './helpers/tier.js';
+import { collect } from './helpers/trees.js';
 
 describe('escapees', () => {
   it('terminate() reaches background, setsid, double-forked and nohup children', async () => {
     const t = useTag();
-    const proc = spawn(fixture('tree.sh'), [], { env: t.env });
-    const out = capture(proc.stdout);
-    await out.until(/READY/);
-    const pids = out.pids();
+    const { proc, pids } = await collect(spawn(fixture('tree.sh'), [], { env: t.env }), t.tag);
     expect(Object.keys(pids).sort()).toEqual(['bg', 'double', 'nohup', 'setsid']);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
 

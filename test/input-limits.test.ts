@@ -16,10 +16,10 @@ import { helperPath } from '../lib/native.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { occupyPid, PidTakenError } from './helpers/pids.js';
-import { cmdline, killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { tier } from './helpers/tier.js';
-import { catchesTerm, collect, expectAlive, outcome, startBgTree } from './helpers/trees.js';
+import { expectAlive, outcome, startBgTree, startTrapTree } from './helpers/trees.js';
 
 /** The error a thunk throws (fails if it returns). */
 function thrown(fn: () => unknown): CordonError {
@@ -37,21 +37,12 @@ function thrown(fn: () => unknown): CordonError {
  * reading "done" proves the polite signal came and the grace was not ~0.
  */
 async function startSlowTrap(t: Tagged, options: { grace?: number } = {}) {
-  const dir = tempDir('cordon-limits-');
-  const file = join(dir, 'trap');
-  const proc = spawn(
-    'sh',
-    // (The trap's delay is a shell loop, not a `sleep`: the anchor sends
-    // SIGTERM to members forked during the grace too.)
-    ['-c', 'trap \'echo started > "$FILE"; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait'],
-    { env: { ...t.env, FILE: file }, ...options },
-  );
-  const { root, pids } = await collect(proc, t.tag);
-  await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
-  // The child must have exec'd sleep: a SIGTERM that reaches it between fork
-  // and exec runs the shell's inherited trap handler instead, and the child
-  // then sleeps on with the signal spent, until the forced kill (20 s here).
-  await waitFor(() => cmdline(pids.child!) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', tag: t.tag });
+  // (The trap's delay is a shell loop, not a `sleep`: the anchor sends
+  // SIGTERM to members forked during the grace too. The helper waits for the
+  // child to exec sleep, else it would sleep on until the forced kill, 20 s here.)
+  const script =
+    'trap \'echo started > "$FILE"; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait';
+  const { proc, root, file } = await startTrapTree(t, script, { prefix: 'cordon-limits-', name: 'trap', options });
   return { proc, root, file };
 }
 
