@@ -13,6 +13,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { Registry, spawn, type ContainedProcess, type CordonError } from '../lib/index.js';
 import { parseDuration } from '../lib/duration.js';
 import { helperPath } from '../lib/native.js';
+import { expectCordonError, rejected } from './helpers/assert.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { occupyPid, PidTakenError } from './helpers/pids.js';
@@ -80,8 +81,7 @@ describe(`durations, ${tier} tier`, () => {
     const { proc, root, file } = await startSlowTrap(t);
     for (const grace of [2 ** 31, 1e12, 1e21, -1, Number.NaN, Infinity]) {
       const how = await outcome(proc.terminate({ grace }), 5000, `terminate({ grace: ${grace} })`, t.tag);
-      expect(how.ok, `terminate({ grace: ${grace} }) was accepted`).toBe(false);
-      expect((how as { error: CordonError }).error.code).toBe('ERR_INVALID_ARG_VALUE');
+      expect(rejected<CordonError>(how, `terminate({ grace: ${grace} }) was accepted`).code).toBe('ERR_INVALID_ARG_VALUE');
     }
     // Nothing was sent: neither the polite signal nor a kill.
     await sleep(300);
@@ -225,8 +225,7 @@ describe.runIf(process.platform !== 'win32')(`launch failures the host's own sta
     const t = useTag();
     // One argument over MAX_ARG_STRLEN (128 KiB) fails every exec with E2BIG.
     const e = thrown(() => spawn('true', ['x'.repeat(200 * 1024)], { env: t.env }));
-    expect(e.isCordonError).toBe(true);
-    expect(e.code).toBe('E2BIG');
+    expectCordonError(e, 'E2BIG');
     expect(e.stage).toBe('launch');
     expect(e.message).toMatch(/arguments and environment are too large/);
     expect(e.message).toMatch(/nothing ran/);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ANCHOR_WAIT_SLACK_MS } from '../lib/anchor.js';
 import { spawn, type CordonError } from '../lib/index.js';
+import { rejected } from './helpers/assert.js';
 import { cgroupWritable, freeze, frozen } from './helpers/cgroup.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, findTagged, readStat, useTag, waitFor, waitGone, within } from './helpers/procs.js';
@@ -150,13 +151,11 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
       // cgroup.kill), + 5 s for a loaded machine.
       const how = await outcome(proc.terminate({ grace }), grace + ANCHOR_WAIT_SLACK_MS + 2000 + 5000, 'terminate() of a tree whose anchor is frozen', t.tag);
       const took = Date.now() - startedAt;
-      expect(how.ok, 'terminate() resolved, though nothing proves quiescence').toBe(false);
-      const error = (how as { error: CordonError }).error;
+      const error = rejected<CordonError>(how, 'terminate() resolved, though nothing proves quiescence');
       expect(error.code, error.message).toBe('ERR_CORDON_CLEANUP');
       expect(took, 'not before the bound (ms)').toBeGreaterThanOrEqual(grace + ANCHOR_WAIT_SLACK_MS - 50);
       const result = await outcome(proc.result, 10_000, 'the result', t.tag);
-      expect(result.ok).toBe(false);
-      expect((result as { error: CordonError }).error.code).toBe('ERR_CORDON_CLEANUP');
+      expect(rejected<CordonError>(result).code).toBe('ERR_CORDON_CLEANUP');
       if (tier === 'cgroup') {
         // The host's own means: cgroup.kill ended every member, then the
         // anchor, which never reported, was SIGKILLed and reaped.
