@@ -6,14 +6,25 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn as spawnChild } from 'node:child_process';
 import { join } from 'node:path';
+import { parsePidLines } from './helpers/common.mjs';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startCli as cli } from './helpers/host.js';
 import { alive, cmdline, describeProcs, readStat, useTag, within } from './helpers/procs.js';
 import { caps } from './helpers/tier.js';
+import { expectNamedGone } from './helpers/trees.js';
 
 const CLI = join(repoRoot, 'dist', 'cli.js');
 
 const TREE_PIDS = ['bg', 'setsid', 'double', 'nohup'];
+
+/** `cordon <words> tree.sh`: waits (bounded) for READY and checks that the tree printed every pid. */
+async function cliTree(words: string[], env: NodeJS.ProcessEnv) {
+  const run = cli([...words, fixture('tree.sh')], env);
+  await run.out.until(/^READY$/m, 15_000);
+  const pids = run.out.pids();
+  expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
+  return { run, pids };
+}
 
 describe('cordon run', () => {
   beforeAll(async () => {
@@ -33,28 +44,22 @@ describe('cordon run', () => {
 
   it('--timeout: exit 124, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
-    const run = cli(['run', '--timeout', '1s', '--', fixture('tree.sh')], t.env);
-    await run.out.until(/^READY$/m, 15_000);
-    const pids = run.out.pids();
-    expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
+    const { run, pids } = await cliTree(['run', '--timeout', '1s', '--'], t.env);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
     const exit = await within(run.exited, 15_000, 'cordon run --timeout to exit', t.tag);
     expect(exit, run.err.text).toEqual({ code: 124, signal: null });
     // cordon run exits once the tree is quiescent: nothing may be left now.
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
+    expectNamedGone(pids);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
   it('SIGINT to cordon: exit 130, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
-    const run = cli(['run', '--', fixture('tree.sh')], t.env);
-    await run.out.until(/^READY$/m, 15_000);
-    const pids = run.out.pids();
-    expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
+    const { run, pids } = await cliTree(['run', '--'], t.env);
     run.child.kill('SIGINT');
     const exit = await within(run.exited, 15_000, 'cordon run to exit after SIGINT', t.tag);
     expect(exit, run.err.text).toEqual({ code: 130, signal: null });
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
+    expectNamedGone(pids);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
@@ -82,8 +87,7 @@ describe('cordon run', () => {
     const err = capture(term.stderr);
     await screen.until(/^READY\r?$/m, 15_000);
     // The terminal shows \r\n line ends.
-    const pids: Record<string, number> = {};
-    for (const m of screen.text.matchAll(/^PID (\S+) (\d+)\r?$/gm)) pids[m[1]!] = Number(m[2]);
+    const pids = parsePidLines(screen.text);
     expect(Object.keys(pids).sort(), screen.text).toEqual(['bg', 'root', 'setsid']);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
     // cordon run installs its signal handlers before it spawns (Node's own

@@ -6,7 +6,7 @@ import { spawn } from '../lib/index.js';
 import { capture, fixture } from './helpers/fixtures.js';
 import { alive, useTag, waitGone, within } from './helpers/procs.js';
 import { orphanedEscapee } from './helpers/tier.js';
-import { collect } from './helpers/trees.js';
+import { collect, expectNamedGone } from './helpers/trees.js';
 
 describe('escapees', () => {
   it('terminate() reaches background, setsid, double-forked and nohup children', async () => {
@@ -17,7 +17,7 @@ describe('escapees', () => {
 
     await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
     // Resolved at quiescence of the tree, not of the root: nothing is left now.
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(false);
+    expectNamedGone(pids);
     expect(t.procs()).toEqual([]);
     const result = await within(proc.result, 5000, 'result to settle', t.tag);
     expect(result.signal).toBe('SIGTERM');

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { spawn, type ContainedProcess, type ContainedResult, type SpawnOptions } from '../../lib/index.js';
 import { capture, fixture } from './fixtures.js';
-import { alive, aliveTagged, cmdline, describeProcs, findTagged, waitFor, within, type Tagged } from './procs.js';
+import { alive, aliveTagged, cmdline, describeProcs, findTagged, readStat, waitFor, within, type Tagged } from './procs.js';
 import { tempDir } from './registry.js';
 
 export interface Started {
@@ -99,6 +99,11 @@ export async function startTrapTree(
 export function expectAlive(pids: number[], when: string): void {
   const dead = pids.filter((pid) => !alive(pid));
   expect(dead, `pids not alive ${when}`).toEqual([]);
+}
+
+/** Every pid a tree printed is gone now (no waiting; one assertion per pid, which says who holds it). */
+export function expectNamedGone(pids: Record<string, number>): void {
+  for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
 }
 
 /** Every pid named, and every process carrying the tag, is gone now (no waiting). */
