@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { parsePidLines } from './helpers/common.mjs';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startCli as cli } from './helpers/host.js';
-import { alive, cmdline, describeProcs, readStat, useTag, within } from './helpers/procs.js';
+import { alive, cmdline, describeProcs, readStat, useTag, within, type Tagged } from './helpers/procs.js';
 import { caps } from './helpers/tier.js';
 import { expectNamedGone } from './helpers/trees.js';
 
@@ -24,6 +24,18 @@ async function cliTree(words: string[], env: NodeJS.ProcessEnv) {
   const pids = run.out.pids();
   expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
   return { run, pids };
+}
+
+/**
+ * cordon exits (bounded) with `code`, and then nothing is left: no pid the
+ * tree printed, no process carrying the test's tag.
+ */
+async function expectExitAndGone(started: Awaited<ReturnType<typeof cliTree>>, t: Tagged, code: number, what: string) {
+  const { run, pids } = started;
+  const exit = await within(run.exited, 15_000, what, t.tag);
+  expect(exit, run.err.text).toEqual({ code, signal: null });
+  expectNamedGone(pids);
+  expect(describeProcs(t.procs())).toBe('(none)');
 }
 
 describe('cordon run', () => {
@@ -44,23 +56,17 @@ describe('cordon run', () => {
 
   it('--timeout: exit 124, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
-    const { run, pids } = await cliTree(['run', '--timeout', '1s', '--'], t.env);
-    for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
-    const exit = await within(run.exited, 15_000, 'cordon run --timeout to exit', t.tag);
-    expect(exit, run.err.text).toEqual({ code: 124, signal: null });
+    const tree = await cliTree(['run', '--timeout', '1s', '--'], t.env);
+    for (const pid of Object.values(tree.pids)) expect(alive(pid)).toBe(true);
     // cordon run exits once the tree is quiescent: nothing may be left now.
-    expectNamedGone(pids);
-    expect(describeProcs(t.procs())).toBe('(none)');
+    await expectExitAndGone(tree, t, 124, 'cordon run --timeout to exit');
   });
 
   it('SIGINT to cordon: exit 130, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
-    const { run, pids } = await cliTree(['run', '--'], t.env);
-    run.child.kill('SIGINT');
-    const exit = await within(run.exited, 15_000, 'cordon run to exit after SIGINT', t.tag);
-    expect(exit, run.err.text).toEqual({ code: 130, signal: null });
-    expectNamedGone(pids);
-    expect(describeProcs(t.procs())).toBe('(none)');
+    const tree = await cliTree(['run', '--'], t.env);
+    tree.run.child.kill('SIGINT');
+    await expectExitAndGone(tree, t, 130, 'cordon run to exit after SIGINT');
   });
 
   it('in a terminal, Ctrl-C: the first stops gracefully, the second kills at once; exit 130', async () => {

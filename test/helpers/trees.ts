@@ -48,6 +48,16 @@ export async function collect(proc: ContainedProcess, tag: string, options: Coll
 }
 
 /**
+ * collect(), then the result (bounded): for a root that ends on its own once
+ * it has printed its pids.
+ */
+export async function collectResult(proc: ContainedProcess, tag: string, options: CollectOptions = {}) {
+  const started = await collect(proc, tag, options);
+  const result = await within(proc.result, 10_000, 'result to settle', tag);
+  return { ...started, result };
+}
+
+/**
  * fixtures/bg-tree.sh started and collected: six members (the root, three
  * background sleepers, a nested shell and its own sleeper), all alive.
  */
