@@ -26,16 +26,9 @@ async function cliTree(words: string[], env: NodeJS.ProcessEnv) {
   return { run, pids };
 }
 
-/**
- * cordon exits (bounded) with `code`, and then nothing is left: no pid the
- * tree printed, no process carrying the test's tag.
- */
-async function expectExitAndGone(started: Awaited<ReturnType<typeof cliTree>>, t: Tagged, code: number, what: string) {
-  const { run, pids } = started;
-  const exit = await within(run.exited, 15_000, what, t.tag);
-  expect(exit, run.err.text).toEqual({ code, signal: null });
-  expectNamedGone(pids);
-  expect(describeProcs(t.procs())).toBe('(none)');
+/** cordon exits (bounded) with `code` and no signal (a failure shows its stderr). */
+async function expectExit(run: ReturnType<typeof cli>, t: Tagged, code: number, what: string): Promise<void> {
+  expect(await within(run.exited, 15_000, what, t.tag), run.err.text).toEqual({ code, signal: null });
 }
 
 describe('cordon run', () => {
@@ -46,12 +39,9 @@ describe('cordon run', () => {
   it('exits with the command status, and 128+N when it dies by signal N', async () => {
     const t = useTag();
     const code = cli(['run', '--', 'sh', '-c', 'exit 7'], t.env);
-    expect(await within(code.exited, 15_000, 'cordon run (exit 7) to exit', t.tag), code.err.text).toEqual({ code: 7, signal: null });
+    await expectExit(code, t, 7, 'cordon run (exit 7) to exit');
     const killed = cli(['run', '--', 'sh', '-c', 'kill -TERM $$'], t.env);
-    expect(await within(killed.exited, 15_000, 'cordon run (SIGTERM) to exit', t.tag), killed.err.text).toEqual({
-      code: 128 + 15,
-      signal: null,
-    });
+    await expectExit(killed, t, 128 + 15, 'cordon run (SIGTERM) to exit');
   });
 
   it('--timeout: exit 124, and the whole tree is gone when cordon exits', async () => {
@@ -59,14 +49,18 @@ describe('cordon run', () => {
     const tree = await cliTree(['run', '--timeout', '1s', '--'], t.env);
     for (const pid of Object.values(tree.pids)) expect(alive(pid)).toBe(true);
     // cordon run exits once the tree is quiescent: nothing may be left now.
-    await expectExitAndGone(tree, t, 124, 'cordon run --timeout to exit');
+    await expectExit(tree.run, t, 124, 'cordon run --timeout to exit');
+    expectNamedGone(tree.pids);
+    expect(describeProcs(t.procs())).toBe('(none)');
   });
 
   it('SIGINT to cordon: exit 130, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
     const tree = await cliTree(['run', '--'], t.env);
     tree.run.child.kill('SIGINT');
-    await expectExitAndGone(tree, t, 130, 'cordon run to exit after SIGINT');
+    await expectExit(tree.run, t, 130, 'cordon run to exit after SIGINT');
+    expectNamedGone(tree.pids);
+    expect(describeProcs(t.procs())).toBe('(none)');
   });
 
   it('in a terminal, Ctrl-C: the first stops gracefully, the second kills at once; exit 130', async () => {
@@ -130,8 +124,7 @@ describe('cordon run', () => {
   it('--report names the leftovers it terminated', async () => {
     const t = useTag();
     const run = cli(['run', '--report', '--', fixture('leaky.sh')], t.env);
-    const exit = await within(run.exited, 15_000, 'cordon run --report to exit', t.tag);
-    expect(exit, run.err.text).toEqual({ code: 0, signal: null });
+    await expectExit(run, t, 0, 'cordon run --report to exit');
     const { held, free } = run.out.pids();
     expect(held).toBeGreaterThan(0);
     expect(free).toBeGreaterThan(0);
@@ -155,8 +148,7 @@ describe('cordon leaks', () => {
   it('a leaky command: exit 1, every leaked pid listed, and gone afterwards', async () => {
     const t = useTag();
     const leaks = cli(['leaks', '--wait-delay', '300ms', '--', fixture('leaky.sh')], t.env);
-    const exit = await within(leaks.exited, 15_000, 'cordon leaks to exit', t.tag);
-    expect(exit, leaks.err.text).toEqual({ code: 1, signal: null });
+    await expectExit(leaks, t, 1, 'cordon leaks to exit');
     // The command's output was forwarded.
     expect(leaks.out.text).toMatch(/^out$/m);
     expect(leaks.err.text).toMatch(/^err$/m);
@@ -176,8 +168,7 @@ describe('cordon leaks', () => {
   it('a clean command: its own exit status, and no leaks reported', async () => {
     const t = useTag();
     const leaks = cli(['leaks', '--', 'sh', '-c', 'echo hi; exit 3'], t.env);
-    const exit = await within(leaks.exited, 15_000, 'cordon leaks to exit', t.tag);
-    expect(exit, leaks.err.text).toEqual({ code: 3, signal: null });
+    await expectExit(leaks, t, 3, 'cordon leaks to exit');
     expect(leaks.out.text).toBe('hi\n');
     // Where the tier cannot see every descendant, it says so rather than "no leaks".
     expect(leaks.err.text).toContain(
