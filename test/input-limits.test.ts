@@ -14,8 +14,8 @@ import { Registry, spawn, type ContainedProcess, type CordonError } from '../lib
 import { parseDuration } from '../lib/duration.js';
 import { helperPath } from '../lib/native.js';
 import { expectCordonError, rejected } from './helpers/assert.js';
-import { capture, repoRoot } from './helpers/fixtures.js';
-import { ensureDist } from './helpers/host.js';
+import { repoRoot } from './helpers/fixtures.js';
+import { ensureDist, readReport } from './helpers/host.js';
 import { occupyPid, PidTakenError } from './helpers/pids.js';
 import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
@@ -209,12 +209,7 @@ describe.runIf(process.platform !== 'win32')(`launch failures the host's own sta
     `;
     const host = spawnChild(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: t.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const hostExit = new Promise((resolve) => host.once('exit', resolve));
-    const out = capture(host.stdout);
-    const err = capture(host.stderr);
-    const text = await out.until(/^REPORT .*$/m, 30_000).catch((e: Error) => {
-      throw new Error(`${e.message}\nstderr:\n${err.text}`);
-    });
-    const report = JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
+    const report = await readReport(host);
     expect(report.implicit, 'spawn() without cwd in a host whose cwd was deleted').toMatchObject({ cordon: true, code: 'ENOENT', stage: 'launch' });
     expect(report.implicit.message).toMatch(/working directory.*deleted.*Pass an existing directory as cwd/);
     expect(report.explicit, 'spawn() with cwd: "/" in the same host').toBe(3);

@@ -118,6 +118,20 @@ export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host
   return { child, out, err, exited, go: () => child.stdin!.write('go\n'), ready };
 }
 
+/**
+ * Waits (bounded) for a host of the test's own making (a child with piped
+ * stdout and stderr) to print `REPORT <json>`, and returns the JSON; a
+ * watchdog failure shows the host's stderr.
+ */
+export async function readReport(child: ChildProcess, timeout = 30_000): Promise<any> {
+  const out = capture(child.stdout);
+  const err = capture(child.stderr);
+  const text = await out.until(/^REPORT .*$/m, timeout).catch((e: Error) => {
+    throw new Error(`${e.message}\nstderr:\n${err.text}`);
+  });
+  return JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
+}
+
 /** `node dist/cli.js <args>` as users run it (stdin ignored; stdout and stderr captured). */
 export function startCli(args: string[], env: NodeJS.ProcessEnv) {
   const child = spawnChild(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { env, cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
