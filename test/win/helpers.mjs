@@ -115,6 +115,17 @@ export function treeArgs(...args) {
 }
 
 /**
+ * fixtures/tree.mjs with `args` under cordon (stdout piped, stderr ignored,
+ * `options` added), tracked for cleanup, and the pids it printed once READY
+ * (bounded): the Windows suite's way to start a tree.
+ */
+export async function startTree(t, args, options = {}) {
+  const proc = t.proc(cordon.spawn(process.execPath, treeArgs(...args), { stdio: ['ignore', 'pipe', 'ignore'], ...options }));
+  const pids = await readPids(proc.stdout, t);
+  return { proc, pids };
+}
+
+/**
  * Kills a process the hard way, with no code of its own running: from Linux
  * with kill -9 when the Wine lane provides a killer (CORDON_WIN_KILLER_DIR:
  * a request file naming a token of the process's command line; the lane's
