@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn, type CordonError } from '../lib/index.js';
+import { rejected } from './helpers/assert.js';
 import { cgroupMount, cgroupOf } from './helpers/cgroup.js';
 import { fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
@@ -27,8 +28,7 @@ describe(`the anchor killed, ${tier} tier`, () => {
     // The test's own child, killed by pid: the anchor, not the tree.
     killPids([anchor]);
     const how = await outcome(proc.result, 10_000, 'the result after the anchor was killed', t.tag);
-    expect(how.ok, 'the result resolved').toBe(false);
-    expect((how as { error: CordonError }).error.code).toBe('ERR_CORDON_ANCHOR_LOST');
+    expect(rejected<CordonError>(how, 'the result resolved').code).toBe('ERR_CORDON_ANCHOR_LOST');
     if (caps.guarantees.survivesAnchorDeath) {
       await waitPidsGone(all, 1000, 'every member to be killed through the tier\'s second handle', t.tag);
     } else {
@@ -77,7 +77,7 @@ describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, 
     // side removes its cgroup: the outer anchor must.
     const cli = join(repoRoot, 'dist', 'cli.js');
     const proc = spawn(process.execPath, [cli, 'run', '--', 'sh', '-c', 'echo "PID inner $$"; echo READY; exec sleep 300'], { env: t.env });
-    const { pids } = await collect(proc, t.tag, /^READY$/m, 20_000);
+    const { pids } = await collect(proc, t.tag, { timeout: 20_000 });
     const outer = `${cgroupMount()}${cgroupOf(proc.pid!)}`;
     const inner = `${cgroupMount()}${cgroupOf(pids.inner!)}`;
     expect(inner.startsWith(`${outer}/cordon-`), `${inner} inside ${outer}`).toBe(true);

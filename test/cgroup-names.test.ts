@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { describe, expect, onTestFinished } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { cgroupMount, cgroupOf } from './helpers/cgroup.js';
-import { capture, repoRoot } from './helpers/fixtures.js';
-import { ensureDist } from './helpers/host.js';
+import { repoRoot } from './helpers/fixtures.js';
+import { ensureDist, readReport } from './helpers/host.js';
 import { readStat, sleep, useTag, waitFor, within } from './helpers/procs.js';
 import { itWhere, tier } from './helpers/tier.js';
 import { collect, outcome } from './helpers/trees.js';
@@ -153,13 +153,8 @@ describe(`the default tier falls back when its cgroup cannot be made, ${tier} ti
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const hostExit = new Promise((resolve) => host.once('exit', resolve));
-    const out = capture(host.stdout);
-    const err = capture(host.stderr);
-    const text = await out.until(/^REPORT .*$/m, 30_000).catch((e: Error) => {
-      throw new Error(`${e.message}\nstderr:\n${err.text}`);
-    });
+    const report = await readReport(host);
     await within(hostExit, 10_000, 'the host to exit', t.tag);
-    const report = JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
     expect(report.probed, 'the host probed its cgroup as usable').toBe('cgroup');
     expect(report.byDefault, 'the default tier, its cgroup refused').toEqual({ procTier: 'subreaper', resultTier: 'subreaper', exitCode: 0 });
     expect(report.asked, 'tier: "cgroup" asked for').toMatchObject({ code: 'ERR_CORDON_CONTAINMENT' });

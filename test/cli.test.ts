@@ -6,14 +6,30 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn as spawnChild } from 'node:child_process';
 import { join } from 'node:path';
+import { parsePidLines } from './helpers/common.mjs';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startCli as cli } from './helpers/host.js';
-import { alive, cmdline, describeProcs, readStat, useTag, within } from './helpers/procs.js';
+import { alive, cmdline, describeProcs, readStat, useTag, within, type Tagged } from './helpers/procs.js';
 import { caps } from './helpers/tier.js';
+import { expectNamedGone } from './helpers/trees.js';
 
 const CLI = join(repoRoot, 'dist', 'cli.js');
 
 const TREE_PIDS = ['bg', 'setsid', 'double', 'nohup'];
+
+/** `cordon <words> tree.sh`: waits (bounded) for READY and checks that the tree printed every pid. */
+async function cliTree(words: string[], env: NodeJS.ProcessEnv) {
+  const run = cli([...words, fixture('tree.sh')], env);
+  await run.out.until(/^READY$/m, 15_000);
+  const pids = run.out.pids();
+  expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
+  return { run, pids };
+}
+
+/** cordon exits (bounded) with `code` and no signal (a failure shows its stderr). */
+async function expectExit(run: ReturnType<typeof cli>, t: Tagged, code: number, what: string): Promise<void> {
+  expect(await within(run.exited, 15_000, what, t.tag), run.err.text).toEqual({ code, signal: null });
+}
 
 describe('cordon run', () => {
   beforeAll(async () => {
@@ -23,38 +39,27 @@ describe('cordon run', () => {
   it('exits with the command status, and 128+N when it dies by signal N', async () => {
     const t = useTag();
     const code = cli(['run', '--', 'sh', '-c', 'exit 7'], t.env);
-    expect(await within(code.exited, 15_000, 'cordon run (exit 7) to exit', t.tag), code.err.text).toEqual({ code: 7, signal: null });
+    await expectExit(code, t, 7, 'cordon run (exit 7) to exit');
     const killed = cli(['run', '--', 'sh', '-c', 'kill -TERM $$'], t.env);
-    expect(await within(killed.exited, 15_000, 'cordon run (SIGTERM) to exit', t.tag), killed.err.text).toEqual({
-      code: 128 + 15,
-      signal: null,
-    });
+    await expectExit(killed, t, 128 + 15, 'cordon run (SIGTERM) to exit');
   });
 
   it('--timeout: exit 124, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
-    const run = cli(['run', '--timeout', '1s', '--', fixture('tree.sh')], t.env);
-    await run.out.until(/^READY$/m, 15_000);
-    const pids = run.out.pids();
-    expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
-    for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
-    const exit = await within(run.exited, 15_000, 'cordon run --timeout to exit', t.tag);
-    expect(exit, run.err.text).toEqual({ code: 124, signal: null });
+    const tree = await cliTree(['run', '--timeout', '1s', '--'], t.env);
+    for (const pid of Object.values(tree.pids)) expect(alive(pid)).toBe(true);
     // cordon run exits once the tree is quiescent: nothing may be left now.
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
+    await expectExit(tree.run, t, 124, 'cordon run --timeout to exit');
+    expectNamedGone(tree.pids);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
   it('SIGINT to cordon: exit 130, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
-    const run = cli(['run', '--', fixture('tree.sh')], t.env);
-    await run.out.until(/^READY$/m, 15_000);
-    const pids = run.out.pids();
-    expect(Object.keys(pids).sort()).toEqual([...TREE_PIDS].sort());
-    run.child.kill('SIGINT');
-    const exit = await within(run.exited, 15_000, 'cordon run to exit after SIGINT', t.tag);
-    expect(exit, run.err.text).toEqual({ code: 130, signal: null });
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
+    const tree = await cliTree(['run', '--'], t.env);
+    tree.run.child.kill('SIGINT');
+    await expectExit(tree.run, t, 130, 'cordon run to exit after SIGINT');
+    expectNamedGone(tree.pids);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
@@ -82,8 +87,7 @@ describe('cordon run', () => {
     const err = capture(term.stderr);
     await screen.until(/^READY\r?$/m, 15_000);
     // The terminal shows \r\n line ends.
-    const pids: Record<string, number> = {};
-    for (const m of screen.text.matchAll(/^PID (\S+) (\d+)\r?$/gm)) pids[m[1]!] = Number(m[2]);
+    const pids = parsePidLines(screen.text);
     expect(Object.keys(pids).sort(), screen.text).toEqual(['bg', 'root', 'setsid']);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
     // cordon run installs its signal handlers before it spawns (Node's own
@@ -120,8 +124,7 @@ describe('cordon run', () => {
   it('--report names the leftovers it terminated', async () => {
     const t = useTag();
     const run = cli(['run', '--report', '--', fixture('leaky.sh')], t.env);
-    const exit = await within(run.exited, 15_000, 'cordon run --report to exit', t.tag);
-    expect(exit, run.err.text).toEqual({ code: 0, signal: null });
+    await expectExit(run, t, 0, 'cordon run --report to exit');
     const { held, free } = run.out.pids();
     expect(held).toBeGreaterThan(0);
     expect(free).toBeGreaterThan(0);
@@ -145,8 +148,7 @@ describe('cordon leaks', () => {
   it('a leaky command: exit 1, every leaked pid listed, and gone afterwards', async () => {
     const t = useTag();
     const leaks = cli(['leaks', '--wait-delay', '300ms', '--', fixture('leaky.sh')], t.env);
-    const exit = await within(leaks.exited, 15_000, 'cordon leaks to exit', t.tag);
-    expect(exit, leaks.err.text).toEqual({ code: 1, signal: null });
+    await expectExit(leaks, t, 1, 'cordon leaks to exit');
     // The command's output was forwarded.
     expect(leaks.out.text).toMatch(/^out$/m);
     expect(leaks.err.text).toMatch(/^err$/m);
@@ -166,8 +168,7 @@ describe('cordon leaks', () => {
   it('a clean command: its own exit status, and no leaks reported', async () => {
     const t = useTag();
     const leaks = cli(['leaks', '--', 'sh', '-c', 'echo hi; exit 3'], t.env);
-    const exit = await within(leaks.exited, 15_000, 'cordon leaks to exit', t.tag);
-    expect(exit, leaks.err.text).toEqual({ code: 3, signal: null });
+    await expectExit(leaks, t, 3, 'cordon leaks to exit');
     expect(leaks.out.text).toBe('hi\n');
     // Where the tier cannot see every descendant, it says so rather than "no leaks".
     expect(leaks.err.text).toContain(

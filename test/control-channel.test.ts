@@ -72,7 +72,7 @@ describe('the control channel is not handed down', () => {
       'sh -c \'echo "GC-FDS"; ls -l /proc/self/fd; echo "END-GC-FDS"; :\'',
     ].join('\n');
     const proc = spawn('sh', ['-c', script], { env: t.env });
-    const { out } = await collect(proc, t.tag, /^END-GC-FDS$/m);
+    const { out } = await collect(proc, t.tag, { ready: /^END-GC-FDS$/m });
     const result = await within(proc.result, 10_000, 'the listings to finish', t.tag);
     expect(result.exitCode).toBe(0);
     for (const name of ['ROOT', 'CHILD', 'GC']) {

@@ -6,20 +6,18 @@ import { spawn } from '../lib/index.js';
 import { capture, fixture } from './helpers/fixtures.js';
 import { alive, useTag, waitGone, within } from './helpers/procs.js';
 import { orphanedEscapee } from './helpers/tier.js';
+import { collect, expectNamedGone } from './helpers/trees.js';
 
 describe('escapees', () => {
   it('terminate() reaches background, setsid, double-forked and nohup children', async () => {
     const t = useTag();
-    const proc = spawn(fixture('tree.sh'), [], { env: t.env });
-    const out = capture(proc.stdout);
-    await out.until(/READY/);
-    const pids = out.pids();
+    const { proc, pids } = await collect(spawn(fixture('tree.sh'), [], { env: t.env }), t.tag);
     expect(Object.keys(pids).sort()).toEqual(['bg', 'double', 'nohup', 'setsid']);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
 
     await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
     // Resolved at quiescence of the tree, not of the root: nothing is left now.
-    for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(false);
+    expectNamedGone(pids);
     expect(t.procs()).toEqual([]);
     const result = await within(proc.result, 5000, 'result to settle', t.tag);
     expect(result.signal).toBe('SIGTERM');

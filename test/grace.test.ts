@@ -5,9 +5,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
-import { cmdline, useTag, waitFor, within } from './helpers/procs.js';
+import { useTag, waitFor, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
-import { catchesTerm, collect, expectAlive, expectGone, startTermIgnoringTree } from './helpers/trees.js';
+import { catchesTerm, collect, expectAlive, expectGone, startTermIgnoringTree, startTrapTree } from './helpers/trees.js';
 
 const GRACE = 1000;
 /** Slack for a loaded two-core machine. */
@@ -31,19 +31,12 @@ describe('C3: the grace window', () => {
 
   it("the root's TERM trap gets its window: it runs, and its exit is the result", async () => {
     const t = useTag();
-    const dir = tempDir('cordon-grace-');
-    const file = join(dir, 'cleanup');
-    const proc = spawn(
-      'sh',
-      ['-c', 'trap \'echo cleanup > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait'],
-      { env: { ...t.env, FILE: file } },
+    // (Waits, there, for the trap to be installed and the child to exec sleep.)
+    const { proc, root, file } = await startTrapTree(
+      t,
+      'trap \'echo cleanup > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait',
+      { prefix: 'cordon-grace-', name: 'cleanup' },
     );
-    const { root, pids } = await collect(proc, t.tag);
-    await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
-    // The child must have exec'd sleep: a SIGTERM that reaches it between
-    // fork and exec runs the shell's inherited trap handler instead (and the
-    // child then runs sleep with the signal spent, until the forced kill).
-    await waitFor(() => cmdline(pids.child!) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', tag: t.tag });
     expect(existsSync(file)).toBe(false);
 
     const t0 = Date.now();
@@ -64,15 +57,11 @@ describe('C3: the grace window', () => {
     // out, then waits for it. That member has SIGTERM at its default: only a
     // polite signal of its own ends it before the (long) grace runs out.
     const t = useTag();
-    const dir = tempDir('cordon-grace-');
-    const file = join(dir, 'late');
-    const proc = spawn(
-      'sh',
-      ['-c', 'trap \'sh -c "echo \\$\\$ > \\"$FILE\\"; exec sleep 300" & wait $!; exit 5\' TERM; echo "PID root $$"; echo READY; while :; do sleep 0.05; done'],
-      { env: { ...t.env, FILE: file } },
+    const { proc, root, file } = await startTrapTree(
+      t,
+      'trap \'sh -c "echo \\$\\$ > \\"$FILE\\"; exec sleep 300" & wait $!; exit 5\' TERM; echo "PID root $$"; echo READY; while :; do sleep 0.05; done',
+      { prefix: 'cordon-grace-', name: 'late' },
     );
-    const { root } = await collect(proc, t.tag);
-    await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
     const t0 = Date.now();
     await within(proc.terminate({ grace: 20_000 }), 30_000, 'terminate() to resolve', t.tag);
     const elapsed = Date.now() - t0;

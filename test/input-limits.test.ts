@@ -13,13 +13,14 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { Registry, spawn, type ContainedProcess, type CordonError } from '../lib/index.js';
 import { parseDuration } from '../lib/duration.js';
 import { helperPath } from '../lib/native.js';
-import { capture, repoRoot } from './helpers/fixtures.js';
-import { ensureDist } from './helpers/host.js';
+import { expectCordonError, rejected } from './helpers/assert.js';
+import { repoRoot } from './helpers/fixtures.js';
+import { ensureDist, readReport } from './helpers/host.js';
 import { occupyPid, PidTakenError } from './helpers/pids.js';
-import { cmdline, killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { tier } from './helpers/tier.js';
-import { catchesTerm, collect, expectAlive, outcome, startBgTree } from './helpers/trees.js';
+import { expectAlive, outcome, startBgTree, startTrapTree } from './helpers/trees.js';
 
 /** The error a thunk throws (fails if it returns). */
 function thrown(fn: () => unknown): CordonError {
@@ -37,21 +38,12 @@ function thrown(fn: () => unknown): CordonError {
  * reading "done" proves the polite signal came and the grace was not ~0.
  */
 async function startSlowTrap(t: Tagged, options: { grace?: number } = {}) {
-  const dir = tempDir('cordon-limits-');
-  const file = join(dir, 'trap');
-  const proc = spawn(
-    'sh',
-    // (The trap's delay is a shell loop, not a `sleep`: the anchor sends
-    // SIGTERM to members forked during the grace too.)
-    ['-c', 'trap \'echo started > "$FILE"; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait'],
-    { env: { ...t.env, FILE: file }, ...options },
-  );
-  const { root, pids } = await collect(proc, t.tag);
-  await waitFor(() => catchesTerm(root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
-  // The child must have exec'd sleep: a SIGTERM that reaches it between fork
-  // and exec runs the shell's inherited trap handler instead, and the child
-  // then sleeps on with the signal spent, until the forced kill (20 s here).
-  await waitFor(() => cmdline(pids.child!) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', tag: t.tag });
+  // (The trap's delay is a shell loop, not a `sleep`: the anchor sends
+  // SIGTERM to members forked during the grace too. The helper waits for the
+  // child to exec sleep, else it would sleep on until the forced kill, 20 s here.)
+  const script =
+    'trap \'echo started > "$FILE"; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done > "$FILE"; exit 7\' TERM; echo "PID root $$"; sleep 300 & echo "PID child $!"; echo READY; wait';
+  const { proc, root, file } = await startTrapTree(t, script, { prefix: 'cordon-limits-', name: 'trap', options });
   return { proc, root, file };
 }
 
@@ -89,8 +81,7 @@ describe(`durations, ${tier} tier`, () => {
     const { proc, root, file } = await startSlowTrap(t);
     for (const grace of [2 ** 31, 1e12, 1e21, -1, Number.NaN, Infinity]) {
       const how = await outcome(proc.terminate({ grace }), 5000, `terminate({ grace: ${grace} })`, t.tag);
-      expect(how.ok, `terminate({ grace: ${grace} }) was accepted`).toBe(false);
-      expect((how as { error: CordonError }).error.code).toBe('ERR_INVALID_ARG_VALUE');
+      expect(rejected<CordonError>(how, `terminate({ grace: ${grace} }) was accepted`).code).toBe('ERR_INVALID_ARG_VALUE');
     }
     // Nothing was sent: neither the polite signal nor a kill.
     await sleep(300);
@@ -218,12 +209,7 @@ describe.runIf(process.platform !== 'win32')(`launch failures the host's own sta
     `;
     const host = spawnChild(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: t.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const hostExit = new Promise((resolve) => host.once('exit', resolve));
-    const out = capture(host.stdout);
-    const err = capture(host.stderr);
-    const text = await out.until(/^REPORT .*$/m, 30_000).catch((e: Error) => {
-      throw new Error(`${e.message}\nstderr:\n${err.text}`);
-    });
-    const report = JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
+    const report = await readReport(host);
     expect(report.implicit, 'spawn() without cwd in a host whose cwd was deleted').toMatchObject({ cordon: true, code: 'ENOENT', stage: 'launch' });
     expect(report.implicit.message).toMatch(/working directory.*deleted.*Pass an existing directory as cwd/);
     expect(report.explicit, 'spawn() with cwd: "/" in the same host').toBe(3);
@@ -234,8 +220,7 @@ describe.runIf(process.platform !== 'win32')(`launch failures the host's own sta
     const t = useTag();
     // One argument over MAX_ARG_STRLEN (128 KiB) fails every exec with E2BIG.
     const e = thrown(() => spawn('true', ['x'.repeat(200 * 1024)], { env: t.env }));
-    expect(e.isCordonError).toBe(true);
-    expect(e.code).toBe('E2BIG');
+    expectCordonError(e, 'E2BIG');
     expect(e.stage).toBe('launch');
     expect(e.message).toMatch(/arguments and environment are too large/);
     expect(e.message).toMatch(/nothing ran/);

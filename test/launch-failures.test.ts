@@ -15,6 +15,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { run, spawn, type CordonError, type SpawnOptions } from '../lib/index.js';
 import { helperPath } from '../lib/native.js';
+import { expectCordonError, rejected } from './helpers/assert.js';
 import { useTag, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { outcome } from './helpers/trees.js';
@@ -132,9 +133,8 @@ const cases: Case[] = [
 function expectLaunchFailure(err: unknown, c: Case, code = c.code): void {
   const e = err as CordonError;
   expect(e, 'a CordonError').toBeDefined();
-  expect(e.isCordonError).toBe(true);
+  expectCordonError(e, code);
   expect(e.name).toBe('CordonError');
-  expect(e.code).toBe(code);
   expect(e.isLaunchFailure).toBe(true);
   expect(e.isCleanupFailure).toBe(false);
   if (c.syscall) expect(e.syscall).toBe(c.syscall);
@@ -167,8 +167,7 @@ describe('C1/C6: launch failures before anything runs', () => {
       }, 'run() threw synchronously instead of rejecting').not.toThrow();
       // It fails before anything runs: the rejection is immediate.
       const how = await outcome(promise!, 5000, 'run() to reject', t.tag);
-      expect(how.ok, 'run() resolved').toBe(false);
-      expectLaunchFailure((how as { error: unknown }).error, c, c.runCode ?? c.code);
+      expectLaunchFailure(rejected(how, 'run() resolved'), c, c.runCode ?? c.code);
       expect(t.procs()).toEqual([]);
     });
   }
@@ -190,12 +189,9 @@ describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
     const proc = spawn(path, [], { env: t.env });
     const started = await outcome(proc.started, 10_000, '`started` to settle', t.tag);
     const result = await outcome(proc.result, 10_000, '`result` to settle', t.tag);
-    expect(started.ok, '`started` resolved').toBe(false);
-    expect(result.ok, '`result` resolved').toBe(false);
-    for (const how of [started, result]) {
-      const e = (how as { error: CordonError }).error;
-      expect(e.isCordonError).toBe(true);
-      expect(e.code).toBe('ENOENT');
+    const errors = [rejected<CordonError>(started, '`started` resolved'), rejected<CordonError>(result, '`result` resolved')];
+    for (const e of errors) {
+      expectCordonError(e, 'ENOENT');
       expect(e.isLaunchFailure).toBe(true);
       expect(e.isCleanupFailure).toBe(false);
       expect(e.message).toMatch(/check/i);
@@ -211,10 +207,8 @@ describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
     const t = useTag();
     const path = missingInterpreterScript(tempDir('cordon-launch-'));
     const how = await outcome(run(path, [], { env: t.env }), 10_000, 'run() to settle', t.tag);
-    expect(how.ok, 'run() resolved').toBe(false);
-    const e = (how as { error: CordonError }).error;
-    expect(e.isCordonError).toBe(true);
-    expect(e.code).toBe('ENOENT');
+    const e = rejected<CordonError>(how, 'run() resolved');
+    expectCordonError(e, 'ENOENT');
     expect(e.isLaunchFailure).toBe(true);
     expect(t.procs()).toEqual([]);
   });

@@ -8,6 +8,7 @@ import { spawn, type LeftoversPolicy } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { collectResult, expectLeftover } from './helpers/trees.js';
 
 // The leftover redirected its output away: it does not hold the captured pipes.
 // The root exits only once the redirection is in place (a shell's child holds
@@ -16,15 +17,14 @@ import { alive, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 const leaveOne = (exit: number) =>
   `sleep 300 >/dev/null 2>&1 & s=$!; while [ "$(readlink /proc/$s/fd/2)" != /dev/null ]; do :; done; echo "PID s $s"; exit ${exit}`;
 
+/** Runs leaveOne(exit) to its result, which must carry that exit code. */
 async function runLeaving(exit: number, leftovers: LeftoversPolicy, env: NodeJS.ProcessEnv, tag: string) {
-  const proc = spawn('sh', ['-c', leaveOne(exit)], { env, leftovers });
-  const out = capture(proc.stdout);
   // The pid line first: that the result may settle before the stream has
   // delivered it is checked in wait-delay.test.ts (drain), not here.
-  await out.until(/^PID s \d+$/m, 10_000);
-  const s = out.pids().s!;
-  const result = await within(proc.result, 10_000, 'result to settle', tag);
-  return { proc, result, s };
+  const ready = /^PID s \d+$/m;
+  const { proc, pids, result } = await collectResult(spawn('sh', ['-c', leaveOne(exit)], { env, leftovers }), tag, { ready });
+  expect(result.exitCode).toBe(exit);
+  return { proc, result, s: pids.s! };
 }
 
 describe('leftovers policy (C5)', () => {
@@ -35,7 +35,6 @@ describe('leftovers policy (C5)', () => {
   it("'kill-on-failure' keeps a leftover after exit 0 and reports it", async () => {
     const t = useTag();
     const { proc, result, s } = await runLeaving(0, 'kill-on-failure', t.env, t.tag);
-    expect(result.exitCode).toBe(0);
     expect(result.waitDelayExceeded).toBe(false);
     expect(alive(s), `leftover ${s} alive after settle`).toBe(true);
     expect(result.leftoversKept).toBe(true);
@@ -51,31 +50,22 @@ describe('leftovers policy (C5)', () => {
   it("'kill' terminates a leftover after exit 0", async () => {
     const t = useTag();
     const { result, s } = await runLeaving(0, 'kill', t.env, t.tag);
-    expect(result.exitCode).toBe(0);
     // Under 'kill' the result settles once the leftovers are gone.
-    expect(alive(s), `leftover ${s} after settle`).toBe(false);
-    expect(result.leftoversKept).toBe(false);
-    expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    expectLeftover(result, s, { kept: false });
     await waitGone(t.tag, 2000);
   });
 
   it("'kill-on-failure' terminates a leftover after a nonzero exit", async () => {
     const t = useTag();
     const { result, s } = await runLeaving(3, 'kill-on-failure', t.env, t.tag);
-    expect(result.exitCode).toBe(3);
-    expect(alive(s), `leftover ${s} after settle`).toBe(false);
-    expect(result.leftoversKept).toBe(false);
-    expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    expectLeftover(result, s, { kept: false });
     await waitGone(t.tag, 2000);
   });
 
   it("'keep' keeps a leftover even after a nonzero exit", async () => {
     const t = useTag();
     const { proc, result, s } = await runLeaving(3, 'keep', t.env, t.tag);
-    expect(result.exitCode).toBe(3);
-    expect(alive(s), `leftover ${s} alive after settle`).toBe(true);
-    expect(result.leftoversKept).toBe(true);
-    expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    expectLeftover(result, s, { kept: true });
     await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() of the kept tree', t.tag);
     expect(alive(s)).toBe(false);
   });

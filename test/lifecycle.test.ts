@@ -7,44 +7,16 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureDist } from './helpers/host.js';
-import {
-  ESCAPEES,
-  LEAVES,
-  PLAIN,
-  WITH_CHILD,
-  expectRejectsCode,
-  expectThrowsCode,
-  newRegistry,
-  startRegistryHost,
-  startTree,
-  tempDir,
-  trapScript,
-  type Started,
-} from './helpers/registry.js';
+import { expectRejectsCode, expectThrowsCode } from './helpers/assert.js';
+import { ESCAPEES, LEAVES, PLAIN, WITH_CHILD, newRegistry, startRegistryHost, tempDir, trapScript } from './helpers/registry.js';
 import { alive, killPids, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { collect, expectAllAlive, expectAllGone, waitAllGone, type Started } from './helpers/trees.js';
 import { orphanedEscapee } from './helpers/tier.js';
 
 const LINES: [string, string[]] = [
   'sh',
   ['-c', 'echo "PID root $$"; echo READY; i=0; while :; do i=$((i + 1)); echo "line $i"; sleep 0.1; done'],
 ];
-
-function allAlive(trees: Started[]): boolean {
-  return trees.every((s) => s.all.every(alive));
-}
-
-function expectAllAlive(trees: Started[], when: string): void {
-  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(true);
-}
-
-function expectAllGone(trees: Started[], when: string): void {
-  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(false);
-}
-
-function waitAllGone(trees: Started[], timeout: number, what: string, tag: string): Promise<void> {
-  const pids = trees.flatMap((s) => s.all);
-  return waitFor(() => pids.every((pid) => !alive(pid)), { timeout, what, tag, pids });
-}
 
 function size(path: string): number {
   return statSync(path).size;
@@ -56,9 +28,9 @@ describe('C8: a view of the owner closes (detach)', () => {
     const registry = newRegistry({ grace: 2000 });
     const owner = registry.owner('view-1');
     const trees = [
-      await startTree(owner, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag),
-      await startTree(owner, ESCAPEES, { kind: 'command', env: t.env }, t.tag),
-      await startTree(owner, LEAVES, { kind: 'workflow', leftovers: 'keep', env: t.env }, t.tag),
+      await collect(owner.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag),
+      await collect(owner.spawn(...ESCAPEES, { kind: 'command', env: t.env }), t.tag),
+      await collect(owner.spawn(...LEAVES, { kind: 'workflow', leftovers: 'keep', env: t.env }), t.tag),
     ];
     await within(trees[2]!.proc.result, 10_000, 'the keep tree to settle', t.tag);
     expect(trees[2]!.all.filter(alive)).toEqual([trees[2]!.pids.left]);
@@ -83,8 +55,8 @@ describe('C8: a view of the owner closes (detach)', () => {
     const released: string[] = [];
     registry.on('release', (id: string) => released.push(id));
     const owner = registry.owner('view-2');
-    const logger = await startTree(owner, LINES, { kind: 'command', log: true, env: t.env }, t.tag);
-    const agent = await startTree(owner, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    const logger = await collect(owner.spawn(...LINES, { kind: 'command', log: true, env: t.env }), t.tag);
+    const agent = await collect(owner.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag);
     const before = owner.list().map(({ id, pid, kind, logPath }) => ({ id, pid, kind, logPath }));
     expect(before.map((i) => i.pid).sort()).toEqual([logger.root, agent.root].sort());
     const logPath = before.find((i) => i.pid === logger.root)!.logPath!;
@@ -126,13 +98,13 @@ describe('C8: a view of the owner closes (detach)', () => {
     registry.on('release', (id: string) => released.push(id));
     const owner = registry.owner('view-3');
     const trees = [
-      await startTree(owner, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag),
-      await startTree(owner, ESCAPEES, { kind: 'command', env: t.env }, t.tag),
-      await startTree(owner, LEAVES, { kind: 'command', leftovers: 'keep', env: t.env }, t.tag),
+      await collect(owner.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag),
+      await collect(owner.spawn(...ESCAPEES, { kind: 'command', env: t.env }), t.tag),
+      await collect(owner.spawn(...LEAVES, { kind: 'command', leftovers: 'keep', env: t.env }), t.tag),
     ];
     await within(trees[2]!.proc.result, 10_000, 'the keep tree to settle', t.tag);
     trees[2]!.all = [trees[2]!.pids.left!];
-    const other = await startTree(registry.owner('bystander'), PLAIN, { kind: 'command', env: t.env }, t.tag);
+    const other = await collect(registry.owner('bystander').spawn(...PLAIN, { kind: 'command', env: t.env }), t.tag);
 
     const keepAlive = 500;
     owner.detach({ keepAlive });
@@ -163,7 +135,7 @@ describe('C8: a view of the owner closes (detach)', () => {
     // Contrast: a detached owner whose only tree is a running 'command' still
     // counts as live within its keep-alive (see hasLiveWork()).
     const busy = registry.owner('busy');
-    const cmd = await startTree(busy, PLAIN, { kind: 'command', env: t.env }, t.tag);
+    const cmd = await collect(busy.spawn(...PLAIN, { kind: 'command', env: t.env }), t.tag);
     expect(busy.hasLiveWork()).toBe(false);
 
     for (const id of ['idle', 'empty']) expect(registry.hasLiveWork(id)).toBe(false);
@@ -199,7 +171,7 @@ describe('C8: a view of the owner closes (detach)', () => {
     // A new view of the same session opens at once.
     const next = registry.owner('session-9');
     expect(next.released, 'registry.owner(id) returned the released handle').toBe(false);
-    const s = await startTree(next, PLAIN, { kind: 'subagent', env: t.env }, t.tag);
+    const s = await collect(next.spawn(...PLAIN, { kind: 'subagent', env: t.env }), t.tag);
     expectAllAlive([s], 'the new tree');
     await within(registry.owner('session-9').release(), 10_000, 'release()', t.tag);
     expectAllGone([s], 'after release');
@@ -212,8 +184,8 @@ describe('C8: owner forked', () => {
     const registry = newRegistry({ grace: 2000 });
     const old = registry.owner('conv-1');
     const trees = [
-      await startTree(old, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag),
-      await startTree(old, ESCAPEES, { kind: 'command', env: t.env }, t.tag),
+      await collect(old.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag),
+      await collect(old.spawn(...ESCAPEES, { kind: 'command', env: t.env }), t.tag),
     ];
     const ids = old.list().map((i) => i.id);
 
@@ -228,7 +200,7 @@ describe('C8: owner forked', () => {
     expectAllAlive(trees, 'after fork');
 
     // The fork lives its own life; ending it leaves the old owner's trees running.
-    const mine = await startTree(forked, PLAIN, { kind: 'subagent', env: t.env }, t.tag);
+    const mine = await collect(forked.spawn(...PLAIN, { kind: 'subagent', env: t.env }), t.tag);
     expect(old.list().map((i) => i.id)).toEqual(ids);
     await within(forked.release(), 10_000, "the fork's release()", t.tag);
     expectAllGone([mine], "after the fork's release");
@@ -257,9 +229,9 @@ describe('C8: owner released', () => {
       const file = join(dir, `${kind}.trapped`);
       trapFiles.push(file);
       // The subagent's trap does not exit: only the forced kill after the grace ends it.
-      trees.push(await startTree(owner, trapScript(kind !== 'subagent'), { kind, env: { ...t.env, TRAP_FILE: file } }, t.tag));
+      trees.push(await collect(owner.spawn(...trapScript(kind !== 'subagent'), { kind, env: { ...t.env, TRAP_FILE: file } }), t.tag));
     }
-    const keep = await startTree(owner, LEAVES, { kind: 'command', leftovers: 'keep', env: t.env }, t.tag);
+    const keep = await collect(owner.spawn(...LEAVES, { kind: 'command', leftovers: 'keep', env: t.env }), t.tag);
     await within(keep.proc.result, 10_000, 'the keep tree to settle', t.tag);
     keep.all = [keep.pids.left!];
     trees.push(keep);
@@ -295,7 +267,7 @@ describe('C8: owner.stop({ kinds })', () => {
     const owner = registry.owner('mixed');
     const byKind: Record<string, Started> = {};
     for (const kind of ['command', 'subagent', 'workflow', 'review', 'preview']) {
-      byKind[kind] = await startTree(owner, WITH_CHILD, { kind, env: t.env }, t.tag);
+      byKind[kind] = await collect(owner.spawn(...WITH_CHILD, { kind, env: t.env }), t.tag);
     }
     const pick = (...kinds: string[]) => kinds.map((k) => byKind[k]!);
 

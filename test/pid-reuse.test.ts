@@ -8,10 +8,10 @@
 // else by cycling pids; see helpers/pids.ts).
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn, type ContainedProcess } from '../lib/index.js';
-import { capture } from './helpers/fixtures.js';
 import { occupyPid, PidTakenError, stillOccupied, type Occupant } from './helpers/pids.js';
 import { alive, killPids, readStat, sameAlive, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { caps, tier } from './helpers/tier.js';
+import { collectResult } from './helpers/trees.js';
 
 type Method = 'terminate' | 'kill';
 const other = (m: Method): Method => (m === 'terminate' ? 'kill' : 'terminate');
@@ -63,10 +63,8 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
           leftovers: 'keep',
           tier,
         });
-        const out = capture(proc.stdout);
-        await out.until(/^PID root \d+$/m, 10_000);
-        const { s, root } = out.pids() as { s: number; root: number };
-        const result = await within(proc.result, 10_000, 'result to settle', t.tag);
+        const { pids, result } = await collectResult(proc, t.tag, { ready: /^PID root \d+$/m });
+        const { s, root } = pids as { s: number; root: number };
         expect(result.leftoversKept).toBe(true);
         expect(alive(s)).toBe(true);
         sStart = readStat(s)!.start;
@@ -99,10 +97,8 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
             ['-c', 'sleep 300 >/dev/null 2>&1 & echo "PID s $!"; sleep 1 >/dev/null 2>&1 & echo "PID b $!"; echo "PID root $$"'],
             { env: t.env, leftovers: 'keep', tier },
           );
-          const out = capture(proc.stdout);
-          await out.until(/^PID root \d+$/m, 10_000);
-          const { s, b } = out.pids() as { s: number; b: number };
-          const result = await within(proc.result, 10_000, 'result to settle', t.tag);
+          const { pids, result } = await collectResult(proc, t.tag, { ready: /^PID root \d+$/m });
+          const { s, b } = pids as { s: number; b: number };
           expect(result.leftoversKept).toBe(true);
           expect(result.leftovers.map((l) => l.pid).sort()).toEqual([s, b].sort());
           sStart = readStat(s)!.start;

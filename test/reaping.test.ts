@@ -22,6 +22,7 @@ import {
   zombieChildren,
 } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
+import { collect } from './helpers/trees.js';
 
 // Whether this tier's anchor reaps orphans (the subreaper tier): elsewhere
 // orphans go to init, and reaping them is init's job.
@@ -42,10 +43,8 @@ function describeState(pid: number): string {
 describe(`reaping (C9), ${tier} tier`, () => {
   it('no zombies after a tree with double-forked orphans is terminated', async () => {
     const t = useTag();
-    const proc = spawn(fixture('tree.sh'), [], { env: t.env });
-    const out = capture(proc.stdout);
-    await out.until(/READY/, 10_000);
-    const pids: Record<string, number> = { ...out.pids(), root: proc.pid!, anchor: proc.anchorPid! };
+    const { proc, pids: printed } = await collect(spawn(fixture('tree.sh'), [], { env: t.env }), t.tag);
+    const pids: Record<string, number> = { ...printed, root: proc.pid!, anchor: proc.anchorPid! };
     for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}`).toBe(true);
     // The double-forked child is an orphan already: reparented to the anchor
     // where the tier reaps orphans.

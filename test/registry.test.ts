@@ -6,18 +6,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Owner } from '../lib/index.js';
-import {
-  ESCAPEES,
-  LEAVES,
-  PLAIN,
-  WITH_CHILD,
-  expectRejectsCode,
-  expectThrowsCode,
-  newRegistry,
-  shuffle,
-  startTree,
-  type Started,
-} from './helpers/registry.js';
+import { expectRejectsCode, expectThrowsCode } from './helpers/assert.js';
+import { ESCAPEES, LEAVES, PLAIN, WITH_CHILD, newRegistry, shuffle } from './helpers/registry.js';
 import {
   alive,
   findTagged,
@@ -30,14 +20,7 @@ import {
   within,
   zombieChildren,
 } from './helpers/procs.js';
-
-function expectAllAlive(trees: Started[], when: string): void {
-  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(true);
-}
-
-function expectAllGone(trees: Started[], when: string): void {
-  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(false);
-}
+import { collect, expectAllAlive, expectAllGone } from './helpers/trees.js';
 
 describe('C7: an owner reaches only its own trees', () => {
   it('owner A cannot list, get, stop or forget owner B\'s tree, by tree id or by pid', async () => {
@@ -45,8 +28,8 @@ describe('C7: an owner reaches only its own trees', () => {
     const registry = newRegistry({ grace: 2000 });
     const a = registry.owner('A');
     const b = registry.owner('B');
-    const mine = await startTree(a, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
-    const theirs = await startTree(b, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    const mine = await collect(a.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag);
+    const theirs = await collect(b.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag);
     const bId = b.list()[0]!.id;
     const bPid = theirs.root;
 
@@ -86,8 +69,8 @@ describe('C7: an owner reaches only its own trees', () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
     const owner = registry.owner('session');
-    const command = await startTree(owner, ESCAPEES, { kind: 'command', env: t.env }, t.tag);
-    const agent = await startTree(owner, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    const command = await collect(owner.spawn(...ESCAPEES, { kind: 'command', env: t.env }), t.tag);
+    const agent = await collect(owner.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag);
 
     await within(owner.stop({ kinds: ['command'] }), 10_000, "stop({ kinds: ['command'] })", t.tag);
     expectAllGone([command], 'the command tree (escapees included) after stop');
@@ -131,7 +114,7 @@ describe('C7: kinds', () => {
       };
 
       // running: a live root.
-      const running = await startTree(owners.running!, PLAIN, { kind, env: t.env }, t.tag);
+      const running = await collect(owners.running!.spawn(...PLAIN, { kind, env: t.env }), t.tag);
       // ended: the root exited, nothing left.
       const ended = owners.ended!.spawn('sh', ['-c', 'echo "PID root $$"'], { kind, env: t.env });
       const endedOut = { text: '' };
@@ -140,7 +123,7 @@ describe('C7: kinds', () => {
       const endedRoot = Number(/^PID root (\d+)$/m.exec(endedOut.text)![1]);
       expect(alive(endedRoot)).toBe(false);
       // leftovers kept: the root exited 0, its child runs on under the owner.
-      const kept = await startTree(owners.kept!, LEAVES, { kind, leftovers: 'keep', env: t.env }, t.tag);
+      const kept = await collect(owners.kept!.spawn(...LEAVES, { kind, leftovers: 'keep', env: t.env }), t.tag);
       const keptResult = await within(kept.proc.result, 10_000, 'the keep tree to settle', t.tag);
       expect(keptResult.leftoversKept).toBe(true);
       expect(alive(kept.pids.left!)).toBe(true);
@@ -187,7 +170,7 @@ describe('C7/C9: many owners', () => {
     const kinds = ['command', 'subagent', 'workflow', 'review'];
     // Warm up, so what node opens once (signal pipes, ...) is in the baseline.
     const warm = registry.owner('warm-up');
-    await startTree(warm, PLAIN, { env: t.env }, t.tag);
+    await collect(warm.spawn(...PLAIN, { env: t.env }), t.tag);
     await within(warm.release(), 10_000, 'the warm-up release', t.tag);
     await waitFor(() => zombieChildren().length === 0, { timeout: 2000, what: 'no zombie after warm-up' });
     const baseline = openFdCount();
@@ -231,8 +214,8 @@ describe('registry reporting', () => {
     const registry = newRegistry({ grace: 2000 });
     const a = registry.owner('snap-a');
     const b = registry.owner('snap-b');
-    const esc = await startTree(a, ESCAPEES, { kind: 'command', log: true, label: 'escapees', env: t.env }, t.tag);
-    const agent = await startTree(b, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    const esc = await collect(a.spawn(...ESCAPEES, { kind: 'command', log: true, label: 'escapees', env: t.env }), t.tag);
+    const agent = await collect(b.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag);
     b.detach({ keepAlive: 60_000 });
 
     const snap = registry.snapshot();
@@ -284,9 +267,9 @@ describe('registry reporting', () => {
     const keeper = registry.owner('ev-keep');
     const killer = registry.owner('ev-kill');
     const worker = registry.owner('ev-work');
-    const kept = await startTree(keeper, LEAVES, { kind: 'command', leftovers: 'keep', env: t.env }, t.tag);
-    const killed = await startTree(killer, LEAVES, { kind: 'workflow', env: t.env }, t.tag);
-    const work = await startTree(worker, WITH_CHILD, { kind: 'subagent', env: t.env }, t.tag);
+    const kept = await collect(keeper.spawn(...LEAVES, { kind: 'command', leftovers: 'keep', env: t.env }), t.tag);
+    const killed = await collect(killer.spawn(...LEAVES, { kind: 'workflow', env: t.env }), t.tag);
+    const work = await collect(worker.spawn(...WITH_CHILD, { kind: 'subagent', env: t.env }), t.tag);
     await within(Promise.all([kept.proc.result, killed.proc.result]), 10_000, 'the leaving trees to settle', t.tag);
     await waitFor(() => !alive(killed.pids.left!), { timeout: 3000, what: 'the killed leftover to be gone', tag: t.tag });
     expect(alive(kept.pids.left!)).toBe(true);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ANCHOR_WAIT_SLACK_MS } from '../lib/anchor.js';
 import { spawn, type CordonError } from '../lib/index.js';
+import { rejected } from './helpers/assert.js';
 import { cgroupWritable, freeze, frozen } from './helpers/cgroup.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, findTagged, readStat, useTag, waitFor, waitGone, within } from './helpers/procs.js';
@@ -54,6 +55,26 @@ function stopTag() {
   return { t: useTag({ STOP_FILE: file }), go: () => writeFileSync(file, '') };
 }
 
+/** Lets the tree stop its anchor (`go`), then waits (bounded) until the anchor is stopped. */
+async function stopAnchor(anchor: number, go: () => void, tag: string): Promise<void> {
+  go();
+  await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag });
+}
+
+/**
+ * `sh -c <script>` under a stopTag(), its anchor released by the test at the
+ * end, collected; then (stopAnchor) its anchor is stopped.
+ */
+async function startStopping(script: string) {
+  const { t, go } = stopTag();
+  const proc = spawn('sh', ['-c', script], { env: t.env });
+  const anchor = proc.anchorPid!;
+  releaseAnchorAfter(anchor, t.tag);
+  const { all } = await collect(proc, t.tag);
+  await stopAnchor(anchor, go, t.tag);
+  return { t, proc, anchor, all };
+}
+
 describe(`a member stops the anchor, ${tier} tier`, () => {
   beforeAll(async () => {
     await ensureDist();
@@ -68,8 +89,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     const root = pids['stopper.root']!;
     releaseAnchorAfter(anchor, t.tag);
     // Only now (the anchor has reported READY): the root stops its anchor.
-    go();
-    await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
+    await stopAnchor(anchor, go, t.tag);
     host.go();
     const exit = await within(host.exited, 10_000, 'the host to exit', t.tag);
     expect(exit.code, host.err.text).toBe(0);
@@ -80,13 +100,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
   });
 
   it('once (kill -STOP $PPID): terminate() still resolves, and every member is gone', async () => {
-    const { t, go } = stopTag();
-    const proc = spawn('sh', ['-c', `${STOP_PARENT}; sleep 300 & echo "PID bg $!"; echo READY; go; stop; wait`], { env: t.env });
-    const anchor = proc.anchorPid!;
-    releaseAnchorAfter(anchor, t.tag);
-    const { all } = await collect(proc, t.tag);
-    go();
-    await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
+    const { t, proc, all } = await startStopping(`${STOP_PARENT}; sleep 300 & echo "PID bg $!"; echo READY; go; stop; wait`);
     // Bounded well above what it takes (the anchor is resumed at once): a
     // loaded machine's wish, not a promise.
     const how = await outcome(proc.terminate({ grace: 500 }), 500 + ANCHOR_WAIT_SLACK_MS + 5000, 'terminate() of a tree whose anchor was stopped', t.tag);
@@ -96,16 +110,8 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
   });
 
   it('again and again: terminate() settles within its bound, ERR_CORDON_CLEANUP if not proven, and the cgroup tier ends the tree', async () => {
-    const { t, go } = stopTag();
     // A root that ignores SIGTERM and stops its anchor every 20 ms.
-    const proc = spawn('sh', ['-c', `${STOP_PARENT}; trap "" TERM; sleep 300 & echo "PID bg $!"; echo READY; go; while :; do stop; sleep 0.02; done`], {
-      env: t.env,
-    });
-    const anchor = proc.anchorPid!;
-    releaseAnchorAfter(anchor, t.tag);
-    const { all } = await collect(proc, t.tag);
-    go();
-    await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag: t.tag });
+    const { t, proc, all } = await startStopping(`${STOP_PARENT}; trap "" TERM; sleep 300 & echo "PID bg $!"; echo READY; go; while :; do stop; sleep 0.02; done`);
     const grace = 500;
     // The bound: grace + ANCHOR_WAIT_SLACK_MS, + 2 s in the cgroup tier (the
     // anchor's time to report after cgroup.kill); + 5 s for a loaded machine.
@@ -150,13 +156,11 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
       // cgroup.kill), + 5 s for a loaded machine.
       const how = await outcome(proc.terminate({ grace }), grace + ANCHOR_WAIT_SLACK_MS + 2000 + 5000, 'terminate() of a tree whose anchor is frozen', t.tag);
       const took = Date.now() - startedAt;
-      expect(how.ok, 'terminate() resolved, though nothing proves quiescence').toBe(false);
-      const error = (how as { error: CordonError }).error;
+      const error = rejected<CordonError>(how, 'terminate() resolved, though nothing proves quiescence');
       expect(error.code, error.message).toBe('ERR_CORDON_CLEANUP');
       expect(took, 'not before the bound (ms)').toBeGreaterThanOrEqual(grace + ANCHOR_WAIT_SLACK_MS - 50);
       const result = await outcome(proc.result, 10_000, 'the result', t.tag);
-      expect(result.ok).toBe(false);
-      expect((result as { error: CordonError }).error.code).toBe('ERR_CORDON_CLEANUP');
+      expect(rejected<CordonError>(result).code).toBe('ERR_CORDON_CLEANUP');
       if (tier === 'cgroup') {
         // The host's own means: cgroup.kill ended every member, then the
         // anchor, which never reported, was SIGKILLed and reaped.

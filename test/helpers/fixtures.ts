@@ -1,6 +1,7 @@
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { pollUntil } from './common.mjs';
 import { parsePids } from './procs.js';
 
 export const fixturesDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
@@ -22,10 +23,8 @@ export function capture(stream: Readable | null | undefined) {
       return parsePids(text);
     },
     async until(pattern: RegExp, timeout = 10_000): Promise<string> {
-      const deadline = Date.now() + timeout;
-      while (!pattern.test(text)) {
-        if (Date.now() > deadline) throw new Error(`watchdog: output did not match ${pattern} within ${timeout} ms; got:\n${text}`);
-        await new Promise((r) => setTimeout(r, 10));
+      if (!(await pollUntil(() => pattern.test(text), timeout, 10))) {
+        throw new Error(`watchdog: output did not match ${pattern} within ${timeout} ms; got:\n${text}`);
       }
       return text;
     },

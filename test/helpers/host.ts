@@ -5,6 +5,7 @@ import { execFileSync, spawn as spawnChild, type ChildProcess } from 'node:child
 import { mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pollUntil } from './common.mjs';
 import { capture, fixture, repoRoot } from './fixtures.js';
 import { sleep } from './procs.js';
 
@@ -107,17 +108,28 @@ export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host
   const err = capture(child.stderr);
   let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   void exited.then((e) => (ended = e));
+  const printedReady = () => /^READY$/m.test(out.text);
   const ready = async (timeout = 15_000) => {
-    const deadline = Date.now() + timeout;
-    while (!/^READY$/m.test(out.text)) {
-      if (ended || Date.now() > deadline) {
-        const why = ended ? `ended (code ${ended.code}, signal ${ended.signal})` : `printed no READY within ${timeout} ms`;
-        throw new Error(`host.mjs ${args.join(' ')} ${why}\nstdout:\n${out.text}\nstderr:\n${err.text}`);
-      }
-      await sleep(10);
-    }
+    await pollUntil(() => printedReady() || ended !== undefined, timeout, 10);
+    if (printedReady()) return;
+    const why = ended ? `ended (code ${ended.code}, signal ${ended.signal})` : `printed no READY within ${timeout} ms`;
+    throw new Error(`host.mjs ${args.join(' ')} ${why}\nstdout:\n${out.text}\nstderr:\n${err.text}`);
   };
   return { child, out, err, exited, go: () => child.stdin!.write('go\n'), ready };
+}
+
+/**
+ * Waits (bounded) for a host of the test's own making (a child with piped
+ * stdout and stderr) to print `REPORT <json>`, and returns the JSON; a
+ * watchdog failure shows the host's stderr.
+ */
+export async function readReport(child: ChildProcess, timeout = 30_000): Promise<any> {
+  const out = capture(child.stdout);
+  const err = capture(child.stderr);
+  const text = await out.until(/^REPORT .*$/m, timeout).catch((e: Error) => {
+    throw new Error(`${e.message}\nstderr:\n${err.text}`);
+  });
+  return JSON.parse(/^REPORT (.*)$/m.exec(text)![1]!);
 }
 
 /** `node dist/cli.js <args>` as users run it (stdin ignored; stdout and stderr captured). */

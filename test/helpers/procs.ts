@@ -4,6 +4,9 @@
 // tag, independent of the code under test.
 import { readdirSync, readFileSync } from 'node:fs';
 import { onTestFinished } from 'vitest';
+import { parsePidLines, pollUntil, sleep, withWatchdog } from './common.mjs';
+
+export { sleep };
 
 export const TAG_VAR = 'CORDON_TEST_TAG';
 let counter = 0;
@@ -191,21 +194,12 @@ export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
   };
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** Poll until `check()` is true; on timeout fail with what was still alive. */
 export async function waitFor(
   check: () => boolean,
   options: { timeout: number; what: string; tag?: string; pids?: number[] },
 ): Promise<void> {
-  const deadline = Date.now() + options.timeout;
-  while (Date.now() < deadline) {
-    if (check()) return;
-    await sleep(20);
-  }
-  if (check()) return;
+  if (await pollUntil(check, options.timeout, 20)) return;
   const survivors = options.tag ? findTagged(options.tag) : [];
   const pids = (options.pids ?? []).filter(alive).map((pid) => `  pid ${pid} ${cmdline(pid)}`);
   throw new Error(
@@ -223,19 +217,11 @@ export function waitGone(tag: string | Tagged, timeout: number, what = 'every ta
 }
 
 /** Race a promise against a watchdog that fails with the tag's survivors. */
-export async function within<T>(promise: Promise<T>, timeout: number, what: string, tag?: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const watchdog = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const survivors = tag ? findTagged(tag) : [];
-      reject(new Error(`watchdog: ${what} did not happen within ${timeout} ms\nstill alive:\n${describeProcs(survivors)}`));
-    }, timeout);
+export function within<T>(promise: Promise<T>, timeout: number, what: string, tag?: string): Promise<T> {
+  return withWatchdog(promise, timeout, () => {
+    const survivors = tag ? findTagged(tag) : [];
+    return new Error(`watchdog: ${what} did not happen within ${timeout} ms\nstill alive:\n${describeProcs(survivors)}`);
   });
-  try {
-    return await Promise.race([promise, watchdog]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Zombie children of this test process (the anchors it spawned must be reaped). */
@@ -250,12 +236,7 @@ export function openFdCount(): number {
   return readdirSync('/proc/self/fd').length;
 }
 
-/** Pids a fixture printed as `PID <name> <pid>` lines. */
+/** Pids a fixture printed as `PID <name> <pid>` lines (each remembered for alive()). */
 export function parsePids(text: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^PID (\S+) (\d+)$/gm)) {
-    out[m[1]!] = Number(m[2]);
-    rememberPrinted(Number(m[2]));
-  }
-  return out;
+  return parsePidLines(text, rememberPrinted);
 }

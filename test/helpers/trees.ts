@@ -4,12 +4,15 @@
 // descriptors). Everything is observed from outside, never through cordon's
 // bookkeeping.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'vitest';
-import { spawn, type ContainedProcess, type SpawnOptions } from '../../lib/index.js';
+import { spawn, type ContainedProcess, type ContainedResult, type SpawnOptions } from '../../lib/index.js';
 import { capture, fixture } from './fixtures.js';
-import { alive, aliveTagged, cmdline, describeProcs, findTagged, waitFor, within, type Tagged } from './procs.js';
+import { alive, aliveTagged, cmdline, describeProcs, findTagged, readStat, waitFor, within, type Tagged } from './procs.js';
+import { tempDir } from './registry.js';
 
-export interface Collected {
+export interface Started {
+  proc: ContainedProcess;
   out: ReturnType<typeof capture>;
   err: ReturnType<typeof capture>;
   /** The root's pid (from `proc.started`). */
@@ -20,18 +23,38 @@ export interface Collected {
   all: number[];
 }
 
+export interface CollectOptions {
+  /** What the tree prints once every member it names is running (default: a READY line). */
+  ready?: RegExp;
+  /** The bound of each wait, for the root to start and for `ready` (default 10 s). */
+  timeout?: number;
+}
+
 /**
- * Waits (bounded) for the root to run and for the tree to print `ready`
- * (default: a READY line), then collects the pids it printed.
+ * The one way the tests start a tree and learn its pids: takes what spawn()
+ * or owner.spawn() returned (so that `await using` and owners work as they
+ * are), waits (bounded) for the root to run and for the tree to print
+ * `ready`, then collects the pids it printed.
  */
-export async function collect(proc: ContainedProcess, tag: string, ready: RegExp = /^READY$/m, timeout = 10_000): Promise<Collected> {
+export async function collect(proc: ContainedProcess, tag: string, options: CollectOptions = {}): Promise<Started> {
+  const { ready = /^READY$/m, timeout = 10_000 } = options;
   const out = capture(proc.stdout);
   const err = capture(proc.stderr);
   const root = await within(proc.started, timeout, `${proc.command} to start`, tag);
   await out.until(ready, timeout);
   const pids = out.pids();
   const all = [...new Set([root, ...Object.values(pids)])];
-  return { out, err, root, pids, all };
+  return { proc, out, err, root, pids, all };
+}
+
+/**
+ * collect(), then the result (bounded): for a root that ends on its own once
+ * it has printed its pids.
+ */
+export async function collectResult(proc: ContainedProcess, tag: string, options: CollectOptions = {}) {
+  const started = await collect(proc, tag, options);
+  const result = await within(proc.result, 10_000, 'result to settle', tag);
+  return { ...started, result };
 }
 
 /**
@@ -40,11 +63,11 @@ export async function collect(proc: ContainedProcess, tag: string, ready: RegExp
  */
 export async function startBgTree(t: Tagged, options: SpawnOptions = {}) {
   const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, ...options });
-  const collected = await collect(proc, t.tag);
-  expect(Object.keys(collected.pids).sort()).toEqual(['nested', 'nestedbg', 'root', 's1', 's2', 's3']);
-  expect(collected.all).toHaveLength(6);
-  expectAlive(collected.all, 'before the tree is stopped');
-  return { proc, ...collected };
+  const started = await collect(proc, t.tag);
+  expect(Object.keys(started.pids).sort()).toEqual(['nested', 'nestedbg', 'root', 's1', 's2', 's3']);
+  expect(started.all).toHaveLength(6);
+  expectAlive(started.all, 'before the tree is stopped');
+  return started;
 }
 
 /**
@@ -54,16 +77,43 @@ export async function startBgTree(t: Tagged, options: SpawnOptions = {}) {
  */
 export async function startTermIgnoringTree(t: Tagged, options: SpawnOptions = {}) {
   const proc = spawn(fixture('term-ignoring-tree.sh'), [], { env: t.env, ...options });
-  const collected = await collect(proc, t.tag);
-  expect(Object.keys(collected.pids).sort()).toEqual(['c1', 'c2', 'gc', 'root', 'sub']);
-  for (const pid of collected.all) expect(ignoresTerm(pid), `pid ${pid} ignores SIGTERM`).toBe(true);
-  return { proc, ...collected };
+  const started = await collect(proc, t.tag);
+  expect(Object.keys(started.pids).sort()).toEqual(['c1', 'c2', 'gc', 'root', 'sub']);
+  for (const pid of started.all) expect(ignoresTerm(pid), `pid ${pid} ignores SIGTERM`).toBe(true);
+  return started;
+}
+
+/**
+ * A tree whose root has a TERM trap that writes to $FILE (`name` in a fresh
+ * directory, `prefix`), started and collected, then waited on (bounded) until
+ * the trap is installed and, where the tree printed a `child`, until that
+ * child has exec'd `sleep 300`: a SIGTERM that reaches it between fork and
+ * exec runs the shell's inherited trap handler instead, and the child then
+ * sleeps on with the signal spent, until the forced kill.
+ */
+export async function startTrapTree(
+  t: Tagged,
+  script: string,
+  { prefix, name, options = {} }: { prefix: string; name: string; options?: SpawnOptions },
+): Promise<Started & { file: string }> {
+  const file = join(tempDir(prefix), name);
+  const proc = spawn('sh', ['-c', script], { env: { ...t.env, FILE: file }, ...options });
+  const started = await collect(proc, t.tag);
+  await waitFor(() => catchesTerm(started.root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+  const child = started.pids.child;
+  if (child !== undefined) await waitFor(() => cmdline(child) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', tag: t.tag });
+  return { ...started, file };
 }
 
 /** Every pid named is alive now (fails with the dead ones). */
 export function expectAlive(pids: number[], when: string): void {
   const dead = pids.filter((pid) => !alive(pid));
   expect(dead, `pids not alive ${when}`).toEqual([]);
+}
+
+/** Every pid a tree printed is gone now (no waiting; one assertion per pid, which says who holds it). */
+export function expectNamedGone(pids: Record<string, number>): void {
+  for (const [name, pid] of Object.entries(pids)) expect(alive(pid), `${name} ${pid}: ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
 }
 
 /** Every pid named, and every process carrying the tag, is gone now (no waiting). */
@@ -74,6 +124,31 @@ export function expectGone(pids: number[], tag: string, when: string): void {
   expect(living, `pids still alive ${when}`).toEqual([]);
   const tagged = findTagged(tag);
   expect(tagged, `tagged processes still alive ${when}:\n${describeProcs(tagged)}`).toEqual([]);
+}
+
+/** Every pid of every tree named is alive now (one assertion per pid, naming its tree). */
+export function expectAllAlive(trees: Started[], when: string): void {
+  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(true);
+}
+
+/** Every pid of every tree named is gone now (no waiting). */
+export function expectAllGone(trees: Started[], when: string): void {
+  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(false);
+}
+
+/** Bounded wait for every pid of every tree named to be gone. */
+export function waitAllGone(trees: Started[], timeout: number, what: string, tag: string): Promise<void> {
+  return waitPidsGone(trees.flatMap((s) => s.all), timeout, what, tag);
+}
+
+/**
+ * The result lists `pid` among its leftovers, and says whether they were
+ * kept: a kept one is alive when the result settles, a killed one gone.
+ */
+export function expectLeftover(result: ContainedResult, pid: number, { kept }: { kept: boolean }): void {
+  expect(alive(pid), `leftover ${pid} ${kept ? 'alive after settle' : 'after settle'}`).toBe(kept);
+  expect(result.leftoversKept).toBe(kept);
+  expect(result.leftovers.map((l) => l.pid)).toContain(pid);
 }
 
 /** Bounded wait for every pid named to be gone. */

@@ -15,43 +15,46 @@ function cli(t, argv) {
   return { child, done, stderr: () => stderr };
 }
 
-test('cordon run: the exit status is forwarded and the leftover is killed', async (ctx) => {
-  const t = track(ctx);
-  const c = cli(t, ['run', '--', process.execPath, ...treeArgs('--detached', '1', '--fail', '7')]);
+/**
+ * The CLI on a tree fixture: reads the pids it printed, then waits (bounded)
+ * for the CLI to exit; `watch(pids)` are named if it does not.
+ */
+async function cliTree(t, argv, what, watch = () => []) {
+  const c = cli(t, argv);
   const pids = await readPids(c.child.stdout, t);
   c.child.stdout.resume();
-  const code = await within(c.done, 20000, 'cordon run to exit', [pids.root, pids.gc0]);
-  assert.equal(code, 7, c.stderr());
+  const code = await within(c.done, 20000, what, watch(pids));
+  return { pids, code, stderr: c.stderr };
+}
+
+test('cordon run: the exit status is forwarded and the leftover is killed', async (ctx) => {
+  const t = track(ctx);
+  const argv = ['run', '--', process.execPath, ...treeArgs('--detached', '1', '--fail', '7')];
+  const { pids, code, stderr } = await cliTree(t, argv, 'cordon run to exit', (p) => [p.root, p.gc0]);
+  assert.equal(code, 7, stderr());
   await waitGone([pids.root, pids.gc0], 5000);
 });
 
 test('cordon run --timeout: the tree ends, exit 124', async (ctx) => {
   const t = track(ctx);
-  const c = cli(t, ['run', '--timeout', '2s', '--', process.execPath, ...treeArgs('--detached', '1')]);
-  const pids = await readPids(c.child.stdout, t);
-  c.child.stdout.resume();
-  const code = await within(c.done, 20000, 'cordon run to exit', [pids.root, pids.gc0]);
-  assert.equal(code, 124, c.stderr());
+  const argv = ['run', '--timeout', '2s', '--', process.execPath, ...treeArgs('--detached', '1')];
+  const { pids, code, stderr } = await cliTree(t, argv, 'cordon run to exit', (p) => [p.root, p.gc0]);
+  assert.equal(code, 124, stderr());
   await waitGone([pids.root, pids.gc0], 5000);
 });
 
 test('cordon leaks: lists the leaked grandchild, exits 1, then ends it', async (ctx) => {
   const t = track(ctx);
-  const c = cli(t, ['leaks', '--', process.execPath, ...treeArgs('--detached', '1', '--exit')]);
-  const pids = await readPids(c.child.stdout, t);
-  c.child.stdout.resume();
-  const code = await within(c.done, 20000, 'cordon leaks to exit', [pids.gc0]);
-  assert.equal(code, 1, c.stderr());
-  assert.match(c.stderr(), new RegExp(`pid ${pids.gc0}\\b`));
+  const argv = ['leaks', '--', process.execPath, ...treeArgs('--detached', '1', '--exit')];
+  const { pids, code, stderr } = await cliTree(t, argv, 'cordon leaks to exit', (p) => [p.gc0]);
+  assert.equal(code, 1, stderr());
+  assert.match(stderr(), new RegExp(`pid ${pids.gc0}\\b`));
   await waitGone([pids.gc0], 5000);
 });
 
 test('cordon leaks: nothing left behind, exit status of the command', async (ctx) => {
   const t = track(ctx);
-  const c = cli(t, ['leaks', '--', process.execPath, ...treeArgs('--exit')]);
-  await readPids(c.child.stdout, t);
-  c.child.stdout.resume();
-  const code = await within(c.done, 20000, 'cordon leaks to exit');
-  assert.equal(code, 0, c.stderr());
-  assert.match(c.stderr(), /no leaks/);
+  const { code, stderr } = await cliTree(t, ['leaks', '--', process.execPath, ...treeArgs('--exit')], 'cordon leaks to exit');
+  assert.equal(code, 0, stderr());
+  assert.match(stderr(), /no leaks/);
 });

@@ -3,13 +3,12 @@
 // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT): skipped there, with the reason.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cordon, existsSync, join, readPids, track, treeArgs, underWine, waitGone, within } from './helpers.mjs';
+import { cordon, existsSync, join, startTree, track, underWine, waitGone, within } from './helpers.mjs';
 
 test('terminate() delivers CTRL_BREAK and the root gets its grace', { skip: underWine && 'Wine 8 does not implement GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT): the graceful stop cannot be tested here' }, async (ctx) => {
   const t = track(ctx);
   const file = join(t.tmp(), 'break');
-  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--break', file), { stdio: ['ignore', 'pipe', 'ignore'] }));
-  const pids = await readPids(proc.stdout, t);
+  const { proc, pids } = await startTree(t, ['--break', file]);
   const t0 = Date.now();
   await within(proc.terminate({ grace: 8000 }), 15000, 'terminate()', [pids.root]);
   assert.ok(Date.now() - t0 < 8000, 'the root ended within the grace, by its handler');

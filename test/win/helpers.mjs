@@ -2,12 +2,15 @@
 // Windows or under Wine by .ci/windows.sh). Liveness is observed from outside
 // cordon: process.kill(pid, 0) from this test process (OpenProcess), on pids
 // the fixtures print. Every test registers a cleanup that TerminateProcess-es
-// what it saw (never through cordon) and every wait is bounded.
+// what it saw (never through cordon) and every wait is bounded. How output is
+// read and waits are bounded is shared with the vitest suite:
+// ../helpers/common.mjs.
 import { spawn as nodeSpawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { onLines, parsePidLines, pollUntil, sleep, withWatchdog } from '../helpers/common.mjs';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const fixtures = join(here, 'fixtures');
@@ -15,8 +18,6 @@ export const fixtures = join(here, 'fixtures');
 export const pkgDir = process.env.CORDON_PKG ?? join(here, '..', '..');
 export const cordon = await import(pathToFileURL(join(pkgDir, 'dist', 'index.js')).href);
 export const underWine = Boolean(cordon.capabilities().notes.find((n) => n.startsWith('Under Wine')));
-
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export function alive(pid) {
   try {
@@ -28,39 +29,20 @@ export function alive(pid) {
 }
 
 /** Rejects with `what` (and which pids were alive) after `ms`. */
-export async function within(promise, ms, what, pids = []) {
-  let timer;
-  const watchdog = new Promise((_, reject) => {
-    timer = setTimeout(() => {
-      const live = pids.filter(alive);
-      reject(new Error(`timed out after ${ms} ms: ${what}${live.length ? ` (alive: ${live.join(', ')})` : ''}`));
-    }, ms);
+export function within(promise, ms, what, pids = []) {
+  return withWatchdog(promise, ms, () => {
+    const live = pids.filter(alive);
+    return new Error(`timed out after ${ms} ms: ${what}${live.length ? ` (alive: ${live.join(', ')})` : ''}`);
   });
-  try {
-    return await Promise.race([promise, watchdog]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export async function waitFor(pred, ms, what) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await pred()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(50);
-  }
+  if (!(await pollUntil(pred, ms, 50))) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
 /** Resolves once every pid is gone; rejects naming the survivors after `ms`. */
 export async function waitGone(pids, ms) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const live = pids.filter(alive);
-    if (live.length === 0) return;
-    if (Date.now() > deadline) throw new Error(`still alive after ${ms} ms: ${live.join(', ')}`);
-    await sleep(50);
-  }
+  if (!(await pollUntil(() => !pids.some(alive), ms, 50))) throw new Error(`still alive after ${ms} ms: ${pids.filter(alive).join(', ')}`);
 }
 
 /**
@@ -99,43 +81,48 @@ export function track(ctx) {
 /** Reads `PID <name> <pid>` lines from a stream until READY (bounded). */
 export function readPids(stream, t, ms = 30000) {
   const pids = {};
-  let buf = '';
-  stream.setEncoding('utf8');
+  const onLine = (line) => Object.assign(pids, parsePidLines(line, (pid) => t.add(pid)));
+  return readUntilReady(stream, ms, onLine).then(() => pids);
+}
+
+/**
+ * Calls `onLine` with each line of a fixture's stdout and resolves with all
+ * of them once a READY line came (bounded; rejects if the output ends first).
+ */
+export function readUntilReady(stream, ms, onLine, what = 'the fixture to print READY') {
+  const lines = [];
   return within(
     new Promise((resolve, reject) => {
-      stream.on('data', (d) => {
-        buf += d;
-        let nl;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          const m = /^PID (\S+) (\d+)$/.exec(line);
-          if (m) {
-            pids[m[1]] = Number(m[2]);
-            t.add(Number(m[2]));
-          }
-          if (line === 'READY') resolve(pids);
-        }
+      const rest = onLines(stream, (line) => {
+        lines.push(line);
+        onLine(line);
+        if (line === 'READY') resolve(lines);
       });
-      stream.on('end', () => reject(new Error(`output ended before READY: ${JSON.stringify(buf)}`)));
+      stream.on('end', () => reject(new Error(`output ended before READY: ${JSON.stringify(lines.join('\n') + rest())}`)));
     }),
     ms,
-    'the fixture to print READY',
+    what,
   );
 }
 
 /** The `PID <name> <pid>` lines of a finished fixture's output (a file's text); tracks each pid. */
 export function parsePids(text, t) {
-  const pids = {};
-  for (const m of text.matchAll(/^PID (\S+) (\d+)\r?$/gm)) {
-    pids[m[1]] = Number(m[2]);
-    t.add(Number(m[2]));
-  }
-  return pids;
+  return parsePidLines(text, (pid) => t.add(pid));
 }
 
 export function treeArgs(...args) {
   return [join(fixtures, 'tree.mjs'), ...args];
+}
+
+/**
+ * fixtures/tree.mjs with `args` under cordon (stdout piped, stderr ignored,
+ * `options` added), tracked for cleanup, and the pids it printed once READY
+ * (bounded): the Windows suite's way to start a tree.
+ */
+export async function startTree(t, args, options = {}) {
+  const proc = t.proc(cordon.spawn(process.execPath, treeArgs(...args), { stdio: ['ignore', 'pipe', 'ignore'], ...options }));
+  const pids = await readPids(proc.stdout, t);
+  return { proc, pids };
 }
 
 /**
@@ -176,4 +163,4 @@ function spawnChild(...args) {
   }
 }
 
-export { spawnChild, existsSync, readdirSync, join };
+export { spawnChild, existsSync, readdirSync, join, sleep };

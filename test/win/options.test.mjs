@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { alive, cordon, join, parsePids, readPids, sleep, track, treeArgs, waitGone, within } from './helpers.mjs';
+import { alive, cordon, join, parsePids, sleep, startTree, track, treeArgs, waitGone, within } from './helpers.mjs';
 
 for (const [policy, fail, kept] of [
   ['kill', false, false],
@@ -44,8 +44,7 @@ for (const [policy, fail, kept] of [
 
 test('timeout: the whole tree ends, reason timeout', async (ctx) => {
   const t = track(ctx);
-  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 }));
-  const pids = await readPids(proc.stdout, t);
+  const { proc, pids } = await startTree(t, ['--detached', '1'], { timeout: 2000 });
   const result = await within(proc.result, 20000, 'result', [pids.root, pids.gc0]);
   assert.equal(result.reason, 'timeout');
   await waitGone([pids.root, pids.gc0], 5000);
@@ -54,8 +53,7 @@ test('timeout: the whole tree ends, reason timeout', async (ctx) => {
 test('abort: the whole tree ends, reason canceled', async (ctx) => {
   const t = track(ctx);
   const ac = new AbortController();
-  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'ignore'], signal: ac.signal }));
-  const pids = await readPids(proc.stdout, t);
+  const { proc, pids } = await startTree(t, ['--detached', '1'], { signal: ac.signal });
   ac.abort();
   const outcome = await within(proc.result.then((r) => r, (e) => e), 20000, 'result', [pids.root, pids.gc0]);
   assert.equal(outcome.reason, 'canceled', String(outcome?.message ?? JSON.stringify(outcome)));
@@ -141,8 +139,9 @@ test('await using: leaving the scope ends the whole tree', async (ctx) => {
   let pids;
   {
     // (await using is Node 22 syntax only behind a flag: call the dispose symbol as the block end would)
-    const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'ignore'] }));
-    pids = await readPids(proc.stdout, t);
+    const started = await startTree(t, ['--detached', '1']);
+    const proc = started.proc;
+    pids = started.pids;
     assert.equal(typeof proc[Symbol.asyncDispose], 'function');
     await within(proc[Symbol.asyncDispose](), 15000, 'asyncDispose', [pids.root, pids.gc0]);
   }
@@ -151,10 +150,7 @@ test('await using: leaving the scope ends the whole tree', async (ctx) => {
 
 test('kill-on-failure: a clean exit whose leftover holds the output past waitDelay is killed', async (ctx) => {
   const t = track(ctx);
-  const proc = t.proc(
-    cordon.spawn(process.execPath, treeArgs('--holder', '--exit'), { stdio: ['ignore', 'pipe', 'ignore'], leftovers: 'kill-on-failure', waitDelay: 1000 }),
-  );
-  const pids = await readPids(proc.stdout, t);
+  const { proc, pids } = await startTree(t, ['--holder', '--exit'], { leftovers: 'kill-on-failure', waitDelay: 1000 });
   const result = await within(proc.result, 20000, 'result', [pids.holder]);
   assert.equal(result.exitCode, 0);
   assert.equal(result.waitDelayExceeded, true);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { test } from 'node:test';
-import { alive, cordon, existsSync, fixtures, join, pkgDir, spawnChild, track, waitGone, within } from './helpers.mjs';
+import { alive, cordon, existsSync, fixtures, join, pkgDir, readUntilReady, spawnChild, track, waitGone, within } from './helpers.mjs';
 
 // A batch file that re-parses its arguments three ways: %* echoed, %* split
 // by `for` (%%~a strips the quotes), and %* handed on through `call`.
@@ -202,28 +202,11 @@ test('lookup: a bare name never runs a file in the current directory', async (ct
 
 /** Lines of a fixture's stdout until READY (bounded). */
 function readLines(stream, t, ms = 30000) {
-  const lines = [];
-  let buf = '';
-  stream.setEncoding('utf8');
-  return within(
-    new Promise((resolve, reject) => {
-      stream.on('data', (d) => {
-        buf += d;
-        let nl;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          lines.push(line);
-          const m = /^(?:PID \S+|BREAKAWAY) (\d+)$/.exec(line);
-          if (m) t.add(Number(m[1]));
-          if (line === 'READY') resolve(lines);
-        }
-      });
-      stream.on('end', () => reject(new Error(`output ended before READY: ${JSON.stringify(lines.join('\n') + buf)}`)));
-    }),
-    ms,
-    'job-escape.exe to print READY',
-  );
+  const onLine = (line) => {
+    const m = /^(?:PID \S+|BREAKAWAY) (\d+)$/.exec(line);
+    if (m) t.add(Number(m[1]));
+  };
+  return readUntilReady(stream, ms, onLine, 'job-escape.exe to print READY');
 }
 
 const escapeExe = join(pkgDir, 'test-bin', 'job-escape.exe');

@@ -3,12 +3,11 @@
 // kill(), and the result is classified.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { alive, cordon, readPids, track, treeArgs, waitGone, within } from './helpers.mjs';
+import { alive, cordon, startTree, track, waitGone, within } from './helpers.mjs';
 
 test('terminate() ends the root and its detached grandchildren', async (ctx) => {
   const t = track(ctx);
-  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '2'), { stdio: ['ignore', 'pipe', 'ignore'] }));
-  const pids = await readPids(proc.stdout, t);
+  const { proc, pids } = await startTree(t, ['--detached', '2']);
   assert.equal(await within(proc.started, 10000, 'started'), pids.root);
   assert.equal(proc.tier, 'job-object');
   const all = [pids.root, pids.gc0, pids.gc1];
@@ -22,13 +21,7 @@ test('terminate() ends the root and its detached grandchildren', async (ctx) => 
 
 test('kill() ends a tree whose root already exited, leftovers reported', async (ctx) => {
   const t = track(ctx);
-  const proc = t.proc(
-    cordon.spawn(process.execPath, treeArgs('--detached', '1', '--exit'), {
-      stdio: ['ignore', 'pipe', 'ignore'],
-      leftovers: 'keep',
-    }),
-  );
-  const pids = await readPids(proc.stdout, t);
+  const { proc, pids } = await startTree(t, ['--detached', '1', '--exit'], { leftovers: 'keep' });
   const result = await within(proc.result, 15000, 'result', [pids.gc0]);
   assert.equal(result.exitCode, 0);
   assert.equal(result.leftoversKept, true);
@@ -46,8 +39,7 @@ test('kill() ends a tree whose root already exited, leftovers reported', async (
 
 test('the anchor helper killed: the host ends the tree through its job handle', async (ctx) => {
   const t = track(ctx);
-  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'ignore'] }));
-  const pids = await readPids(proc.stdout, t);
+  const { proc, pids } = await startTree(t, ['--detached', '1']);
   await within(proc.started, 10000, 'started');
   const all = [pids.root, pids.gc0];
   assert.ok(all.every(alive), 'the tree runs');
