@@ -1,4 +1,5 @@
-// C9 on Windows: after many trees the host's open handles return to baseline.
+// C9 on Windows: after many trees the host's open handles return to baseline;
+// and the command gets no handle of the helper's besides its stdio.
 // (Zombies do not exist on Windows: a process object lives only as long as a
 // handle on it, and those handles are what is counted here.) The count is
 // taken from outside the host by test-bin/handle-probe.exe, which copies each
@@ -8,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import { alive, cordon, existsSync, join, pkgDir, readPids, sleep, track, treeArgs, waitGone, within } from './helpers.mjs';
+import { readFileSync } from 'node:fs';
+import { alive, cordon, existsSync, join, pkgDir, readPids, sleep, track, treeArgs, waitFor, waitGone, within } from './helpers.mjs';
 
 const probeExe = join(pkgDir, 'test-bin', 'handle-probe.exe');
 const cmdExe = join(process.env.SystemRoot ?? 'C:\\windows', 'System32', 'cmd.exe');
@@ -33,6 +35,13 @@ function hostHandles() {
   const m = /^COUNT (\d+)/m.exec(out);
   if (!m) throw new Error(`handle-probe.exe: ${out.trim()}`);
   return Number(m[1]);
+}
+
+/** The `HANDLE <value> <type> <name>` lines of a process, read from outside it. */
+function handlesOf(pid) {
+  const out = probe('list', String(pid));
+  assert.match(out, /^END \d+/m, `handle-probe.exe list ${pid}: ${out}`);
+  return out.split(/\r?\n/).filter((l) => l.startsWith('HANDLE '));
 }
 
 /** The lowest of a few counts: a libuv worker or timer that comes and goes is not a leak. */
@@ -97,3 +106,26 @@ test("the host's open handles return to baseline after 80 trees (exited, termina
   assert.ok(![...t.pids].some(alive), 'every tree is gone');
 });
 
+// The helper's own handles stay its own: its trace file (CORDON_TRACE, opened
+// inheritable by the C runtime) reached the root and every grandchild under
+// Wine 8, which ignores PROC_THREAD_ATTRIBUTE_HANDLE_LIST (measured).
+test('the command inherits its stdio, not the helper\'s trace file', { skip: noProbe }, async (ctx) => {
+  const t = track(ctx);
+  const traceFile = join(t.tmp(), 'anchor-trace.txt');
+  process.env.CORDON_TRACE = traceFile;
+  let proc;
+  try {
+    proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'ignore'] }));
+  } finally {
+    delete process.env.CORDON_TRACE;
+  }
+  const pids = await readPids(proc.stdout, t);
+  await waitFor(() => existsSync(traceFile) && /root \d+ started/.test(readFileSync(traceFile, 'utf8')), 5000, 'the helper to trace');
+  const mine = (lines) => lines.filter((l) => l.includes('anchor-trace.txt'));
+  assert.equal(mine(handlesOf(proc.anchorPid)).length, 1, 'precondition: the helper holds its trace file');
+  assert.deepEqual(mine(handlesOf(pids.root)), [], 'the root holds no handle of the trace file');
+  assert.deepEqual(mine(handlesOf(pids.gc0)), [], 'the grandchild holds no handle of the trace file');
+  await within(proc.terminate({ grace: 500 }), 15000, 'terminate()', [pids.root, pids.gc0]);
+  await within(proc.result, 15000, 'result', [pids.root, pids.gc0]);
+  await waitGone([pids.root, pids.gc0], 5000);
+});
