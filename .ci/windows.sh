@@ -61,10 +61,13 @@ fi
 # 3. build: addon + helper (mingw), dist (tsc)
 stamp "building with mingw-w64"
 scripts/build-win-mingw.sh build-win/Release
-# test-only fixture: a tree member that tries to leave its job (job-escape.test.mjs)
+# test-only fixtures: a tree member that tries to leave its job (security.test.mjs),
+# and a reader of another process's handles (handles.test.mjs)
 mkdir -p build-win/test
-"${CORDON_MINGW_CXX:-x86_64-w64-mingw32-g++-posix}" -std=c++17 -O2 -Wall -municode -DUNICODE -D_UNICODE \
-  -D_WIN32_WINNT=0x0A00 -static -o build-win/test/job-escape.exe test/win/fixtures/job-escape.cc -lntdll
+for fixture in job-escape handle-probe; do
+  "${CORDON_MINGW_CXX:-x86_64-w64-mingw32-g++-posix}" -std=c++17 -O2 -Wall -municode -DUNICODE -D_UNICODE \
+    -D_WIN32_WINNT=0x0A00 -static -o "build-win/test/$fixture.exe" "test/win/fixtures/$fixture.cc" -lntdll
+done
 npx tsc -p tsconfig.json
 
 # 4. a package dir as an install would have it
@@ -75,7 +78,7 @@ cp -r dist package.json "$PKG/"
 cp build-win/Release/cordon.node build-win/Release/cordon-anchor.exe "$PKG/build/Release/"
 cp -r node_modules/node-gyp-build "$PKG/node_modules/"
 mkdir -p "$PKG/test-bin"
-cp build-win/test/job-escape.exe "$PKG/test-bin/"
+cp build-win/test/job-escape.exe build-win/test/handle-probe.exe "$PKG/test-bin/"
 
 # 5. a Wine prefix (Windows 10, so Node 22 starts)
 # (winedbg disabled: a crashing program must fail its test, not wait for a debugger)

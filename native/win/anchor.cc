@@ -55,6 +55,7 @@
 
 #include <io.h>
 #include <shellapi.h>
+#include <tlhelp32.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -328,7 +329,60 @@ class Anchor {
     return IsProcessInJob(process, job_, &in) && in;
   }
 
+  // Wine's console host holds what the anchor inherited. The anchor is
+  // started with CREATE_NO_WINDOW (Node's windowsHide), so it allocates a
+  // console as it starts; Wine 8 serves it with a conhost.exe that it creates
+  // as the anchor's child with bInheritHandles and no handle list, before
+  // main() runs: that conhost holds a copy of each handle the anchor got from
+  // the host (the command's stdio pipes, the control channel) at the same
+  // value, for as long as any process is attached to the console. It then
+  // holds the command's output (no RELEASED, waitDelayExceeded, where Node's
+  // child_process sees EOF) and the host's end of the channel. Measured under
+  // Wine 8 (test/win/README.md), not on Windows, whose console host is started
+  // by the system. A copy is closed only where the handle at that value in a
+  // conhost.exe child of ours is the very object we hold; elsewhere nothing
+  // matches and nothing is done.
+  void close_console_host_copies() {
+    typedef BOOL(WINAPI * CompareFn)(HANDLE, HANDLE);
+    auto same = reinterpret_cast<CompareFn>(
+        reinterpret_cast<void*>(GetProcAddress(GetModuleHandleW(L"kernelbase.dll"), "CompareObjectHandles")));
+    if (!same) return;
+    std::vector<HANDLE> ours = {GetStdHandle(STD_INPUT_HANDLE), GetStdHandle(STD_OUTPUT_HANDLE),
+                                GetStdHandle(STD_ERROR_HANDLE), out_, control_};
+    FILETIME my_start, t1, t2, t3;
+    if (!GetProcessTimes(GetCurrentProcess(), &my_start, &t1, &t2, &t3)) return;
+    HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+    if (snap == INVALID_HANDLE_VALUE) return;
+    PROCESSENTRY32W pe;
+    pe.dwSize = sizeof pe;
+    for (BOOL more = Process32FirstW(snap, &pe); more; more = Process32NextW(snap, &pe)) {
+      if (pe.th32ParentProcessID != GetCurrentProcessId() || _wcsicmp(pe.szExeFile, L"conhost.exe") != 0) continue;
+      HANDLE host = OpenProcess(PROCESS_DUP_HANDLE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pe.th32ProcessID);
+      if (!host) continue;
+      FILETIME start;
+      // Our child, not an older process on a reused pid: started after us.
+      if (GetProcessTimes(host, &start, &t1, &t2, &t3) && CompareFileTime(&start, &my_start) >= 0) {
+        for (HANDLE h : ours) {
+          if (!h || h == INVALID_HANDLE_VALUE) continue;
+          HANDLE copy = nullptr;
+          if (!DuplicateHandle(host, h, GetCurrentProcess(), &copy, 0, FALSE, DUPLICATE_SAME_ACCESS)) continue;
+          bool match = same(copy, h);
+          CloseHandle(copy);
+          // (Closed by taking it over: Wine refuses DUPLICATE_CLOSE_SOURCE with no target.)
+          if (match && DuplicateHandle(host, h, GetCurrentProcess(), &copy, 0, FALSE,
+                                       DUPLICATE_SAME_ACCESS | DUPLICATE_CLOSE_SOURCE)) {
+            CloseHandle(copy);
+            trace("closed the console host's (pid %lu) copy of handle %p", pe.th32ProcessID, h);
+          }
+        }
+      }
+      CloseHandle(host);
+    }
+    CloseHandle(snap);
+  }
+
   bool launch() {
+    close_console_host_copies();
     std::wstring app = opts_.path;
     std::wstring line;
     // Only a resolved, canonical, absolute name is run (lib/resolve.ts gives
@@ -409,6 +463,11 @@ class Anchor {
       }
       return true;
     };
+
+    // The trace file is the helper's own. Wine 8 ignores the handle list
+    // (measured: the root inherited every inheritable handle of the helper),
+    // so nothing but the command's stdio may be inheritable here.
+    if (g_trace) SetHandleInformation(reinterpret_cast<HANDLE>(_get_osfhandle(_fileno(g_trace))), HANDLE_FLAG_INHERIT, 0);
 
     DWORD flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT;
     PROCESS_INFORMATION pi;

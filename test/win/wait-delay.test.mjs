@@ -3,7 +3,8 @@
 // waitDelayExceeded, keeps the output read so far, and the holder is killed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { alive, cordon, startTree, track, waitGone, within } from './helpers.mjs';
+import { once } from 'node:events';
+import { alive, cordon, readPids, spawnChild, startTree, track, treeArgs, waitGone, within } from './helpers.mjs';
 
 test('root exits, grandchild holds stdout: waitDelayExceeded, grandchild killed', async (ctx) => {
   const t = track(ctx);
@@ -31,16 +32,31 @@ test('root exits, nothing holds stdout: no wait-delay overrun', async (ctx) => {
 });
 
 // Parity with child_process: a grandchild started with stdio 'ignore' does not
-// hold the root's stdout. Under Wine, child_process.spawn of the same tree sees
-// EOF about 0.3 s after the root exits (measured), but through cordon the pipe
-// stays held until waitDelay, and killing the grandchild ends the hold at once:
-// the grandchild holds a handle of the pipe (test/win/README.md, "Open", has
-// what was measured; whether Windows behaves the same is not known).
-// Marked todo (it runs and reports, it does not fail the lane) until found.
-test('a grandchild with stdio ignore does not hold the output (as with child_process)', { todo: 'under investigation: through cordon the pipe stays held (issue 11 report)' }, async (ctx) => {
+// hold the root's stdout. The same tree under child_process first, as the
+// control (EOF while the grandchild runs), then under cordon: EOF on the
+// host's pipe right after the root exits, no wait-delay overrun. Failed under
+// Wine before the anchor closed its console host's copies of the handles it
+// inherited (native/win/anchor.cc, close_console_host_copies): Wine's
+// conhost.exe held the pipe as long as the helper lived (test/win/README.md).
+test('a grandchild with stdio ignore does not hold the output (as with child_process)', async (ctx) => {
   const t = track(ctx);
-  const { proc, pids } = await startTree(t, ['--detached', '1', '--exit'], { waitDelay: 3000 });
+  const waitDelay = 3000;
+  const plain = spawnChild(process.execPath, treeArgs('--detached', '1', '--exit'), { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.add(plain.pid);
+  const plainEnd = once(plain.stdout, 'end');
+  const plainPids = await readPids(plain.stdout, t);
+  await within(plainEnd, 10000, 'EOF of the tree under child_process', [plainPids.gc0]);
+  assert.ok(alive(plainPids.gc0), 'under child_process, the grandchild outlives the EOF');
+
+  const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1', '--exit'), { stdio: ['ignore', 'pipe', 'ignore'], waitDelay }));
+  const eof = new Promise((resolve) => proc.stdout.once('end', () => resolve(Date.now())));
+  const rootExit = new Promise((resolve) => proc.once('exit', () => resolve(Date.now())));
+  const pids = await readPids(proc.stdout, t);
   const result = await within(proc.result, 20000, 'result', [pids.gc0]);
+  const exitedAt = await rootExit;
   assert.equal(result.waitDelayExceeded, false);
+  const eofAt = await within(eof, 5000, 'EOF of the tree under cordon', [pids.gc0]);
+  assert.ok(eofAt - exitedAt < waitDelay, `EOF ${eofAt - exitedAt} ms after the root exited`);
+  assert.ok(result.leftovers.some((l) => l.pid === pids.gc0), JSON.stringify(result.leftovers));
   await waitGone([pids.gc0], 5000);
 });
