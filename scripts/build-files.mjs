@@ -143,3 +143,25 @@ export function cmakeSources(file, os) {
   }
   return out;
 }
+
+/**
+ * Map of target name -> { type, sources, defines, cflags, includeDirs } that
+ * binding.gyp builds on `os`; include dirs and flags as written (a `<!(cmd)`
+ * expansion is left to the caller). Used by the macOS cross-compile lane.
+ */
+export function gypTargets(file, os) {
+  const targets = [];
+  gypWalk(readGyp(file), os, (part) => targets.push(...(part.targets ?? [])));
+  const out = new Map();
+  for (const target of targets) {
+    const t = { type: target.type ?? 'loadable_module', sources: [], defines: [], cflags: [], includeDirs: [] };
+    gypWalk(target, os, (part) => {
+      t.sources.push(...(part.sources ?? []).map(norm));
+      t.defines.push(...(part.defines ?? []));
+      t.cflags.push(...(part.cflags_cc ?? []));
+      t.includeDirs.push(...(part.include_dirs ?? []));
+    });
+    out.set(target.target_name, t);
+  }
+  return out;
+}
