@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { parsePidLines } from './helpers/common.mjs';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startCli as cli } from './helpers/host.js';
-import { alive, cmdline, describeProcs, readStat, useTag, within, type Tagged } from './helpers/procs.js';
+import { alive, cmdline, describeProcs, readStat, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { caps } from './helpers/tier.js';
 import { expectNamedGone } from './helpers/trees.js';
 
@@ -95,6 +95,13 @@ describe('cordon run', () => {
     // READY means the handlers are there.
     const cordonPid = readStat(readStat(pids.root!)!.ppid)!.ppid;
     expect(cmdline(cordonPid)).toContain(CLI);
+    // A barrier: both children have exec'd sleep. A SIGTERM that reaches a
+    // child between fork and exec runs the shell's inherited trap instead, and
+    // the child then sleeps on with the signal spent until the forced kill
+    // (30 s here): shell semantics, not cordon's (seen on a loaded machine).
+    for (const name of ['bg', 'setsid']) {
+      await waitFor(() => cmdline(pids[name]!) === 'sleep 300', { timeout: 10_000, what: `the ${name} child to exec sleep`, tag: t.tag });
+    }
 
     term.stdin!.write('INTR\n');
     await screen.until(/TERMED\r?$/m, 10_000); // (after the echoed ^C, on the same line)
