@@ -6,13 +6,13 @@
 //   Runs it and reports every process it left behind, then terminates them.
 // cordon capabilities
 //   What this host guarantees, per tier (JSON).
-import { constants as osConstants } from 'node:os';
 import { capabilities } from './capabilities.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
 import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type SpawnOptions, type Tier } from './options.js';
 import { selectableTiers, tierSpec } from './tiers.js';
 import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
+import { signalNumber } from './signals.js';
 
 const USAGE = `Usage:
   cordon run [options] -- <command> [args...]   run a command contained
@@ -100,7 +100,7 @@ function parseRun(argv: string[]): RunArgs {
 function exitStatus(result: ContainedResult): number {
   if (result.reason === 'timeout') return 124;
   if (result.reason === 'canceled') return 130;
-  if (result.signal) return 128 + (osConstants.signals[result.signal] ?? 0);
+  if (result.signal) return 128 + (signalNumber(result.signal) ?? 0);
   return result.exitCode ?? 1;
 }
 

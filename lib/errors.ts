@@ -231,7 +231,7 @@ export function anchorNotStarted(error: Error): CordonError {
 
 /**
  * The anchor's STUCK: members survived SIGKILL for the anchor's stuck delay
- * (5 s: kStuckReportMs in native/posix/anchor.cc).
+ * (5 s: kStuckReportMs in native/protocol.h).
  */
 export function cleanupStuck(pids: number[]): CordonError {
   return new CordonError(

@@ -1,6 +1,6 @@
 // The anchor protocol: what the host and a tree's anchor say to each other.
 // Written once, here, for both anchors (native/posix/anchor.cc,
-// native/win/anchor.cc); the host's side is lib/anchor.ts.
+// native/win/anchor.cc); the host's side is lib/anchor/ (protocol.ts parses it).
 //
 // The host starts the anchor with a command line (Options below) and a
 // control channel: on POSIX fd 3 (a socket pair, both ways), on Windows CRT
@@ -136,7 +136,7 @@ Command parse_command(const std::string& line, int teardown_grace_ms, bool expec
 // The teardown grace when the host passes no --grace.
 constexpr int kDefaultGraceMs = 3000;
 // How long members may survive the forced kill before the anchor reports
-// them STUCK (lib/anchor.ts waits this long, plus a margin, on an anchor).
+// them STUCK (lib/anchor/ waits this long, plus a margin, on an anchor).
 constexpr int kStuckReportMs = 5000;
 
 // TERM, KILL, control EOF and SIGTERM each ask for termination with a grace;

@@ -6,7 +6,6 @@
 // the host waits on it), and the host's wait on it is bounded.
 import { writeSync } from 'node:fs';
 import { Socket } from 'node:net';
-import { constants as osConstants } from 'node:os';
 import type { IOType } from 'node:child_process';
 import type { Stream } from 'node:stream';
 import { debug } from '../debug.js';
@@ -16,6 +15,7 @@ import { streamFd } from '../options.js';
 import { endCgroup, killCgroup } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
 import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
+import { signalName, signalNumber } from '../signals.js';
 
 /**
  * How long the host waits on an anchor beyond the grace it asked for before it
@@ -44,10 +44,6 @@ function stdioFd(entry: IOType | number | Stream, index: number): number {
   return fd;
 }
 
-const signalNames = new Map<number, NodeJS.Signals>(
-  Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
-);
-
 // The anchors are reaped here, by pid: when an anchor's end of the channel
 // closes (it exits), and on every SIGCHLD (in case a stray copy of that end
 // delays the EOF).
@@ -61,7 +57,7 @@ function reap(pid: number): boolean {
   if (r === null) return false;
   unreaped.delete(pid);
   if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
-  listener(r.code >= 0 ? r.code : null, r.signal > 0 ? (signalNames.get(r.signal) ?? null) : null);
+  listener(r.code >= 0 ? r.code : null, r.signal > 0 ? signalName(r.signal) : null);
   return true;
 }
 
@@ -76,7 +72,7 @@ function reapAll(): void {
 function signalAnchor(pid: number, signal: NodeJS.Signals): boolean {
   if (!unreaped.has(pid)) return false;
   try {
-    posixBinding().signalHelper(pid, osConstants.signals[signal]);
+    posixBinding().signalHelper(pid, signalNumber(signal)!);
     return true;
   } catch (err) {
     debug('%s to anchor %d failed: %s', signal, pid, (err as Error).message);

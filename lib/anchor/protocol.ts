@@ -1,7 +1,7 @@
 // The line protocol between the host and an anchor, on the host's side: what
 // an anchor's line means (a typed event) and how a host command is written.
 // Pure: no I/O, no state. The anchors' side of it is described in the header
-// of native/posix/anchor.cc; both anchors (POSIX and Windows) speak it alike.
+// of native/protocol.h; both anchors (POSIX and Windows) speak it alike.
 //
 // anchor -> host (one line each, '\n'-terminated):
 //   GROUP <pgid>                                  the process-group tier: the tree's group (before READY)
@@ -17,7 +17,7 @@
 
 /**
  * How long after its forced kill an anchor reports members that survived it
- * (STUCK): the anchors' kStuckReportMs.
+ * (STUCK): kStuckReportMs in native/protocol.h.
  */
 export const STUCK_REPORT_MS = 5000;
 

@@ -1,7 +1,7 @@
 // cordon-anchor.exe: the per-tree anchor process (Windows).
 //
 // It speaks the same protocol as the POSIX anchor (native/protocol.h), so
-// lib/anchor.ts drives both alike. Node spawns it with the command's stdio
+// lib/anchor/ (posix.ts, windows.ts) drives both alike. Node spawns it with the command's stdio
 // on its standard handles and the control channel as two overlapped named
 // pipes that libuv hands over in STARTUPINFO.lpReserved2: CRT fd 3 carries
 // the anchor's lines to the host, fd 4 the host's commands (two pipes, so a
@@ -14,7 +14,7 @@
 // process (nothing of it ran) and reports NOCONTAIN; best-effort resumes it
 // with the retained process handle as the only identity (tier process-handle).
 //
-// The job is created by the host (lib/anchor.ts -> native/win/host.cc),
+// The job is created by the host (lib/anchor/windows.ts -> native/win/host.cc),
 // unnamed, with kill-on-close and no breakaway; the host duplicates a handle
 // into the anchor and sends its value as the first control line
 // (`JOB <value>`, --job-from-host) before the command exists. Nothing else can

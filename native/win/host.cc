@@ -8,13 +8,13 @@
 //   not inheritable, with kill-on-close and no breakaway, before the anchor
 //   anchor exists. job_attach duplicates a handle into the anchor (the host's
 //   unreaped child, so its pid is pinned) with only the rights the anchor
-//   uses; lib/anchor.ts sends its value as the first control line.
+//   uses; lib/anchor/windows.ts sends its value as the first control line.
 //   A process of the same user can still open the host or the anchor itself
 //   (PROCESS_DUP_HANDLE) and copy a handle out: same-user processes are not a
 //   security boundary on Windows without a restricted token for the command.
 // - While host and anchor live, the anchor carries out TERM/KILL with
 //   TerminateJobObject and reports QUIET from the job's completion port.
-// - If the anchor dies first, the host still holds this handle: lib/anchor.ts
+// - If the anchor dies first, the host still holds this handle: lib/anchor/windows.ts
 //   terminates the job through it (job_terminate) before reporting the loss.
 // - If the host dies by any means, the kernel closes this handle; Node's own
 //   kill-on-close job ends the anchor with it, and the anchor's handle was the
@@ -51,7 +51,7 @@ int probe(Probe& out) {
 int become_subreaper() { return -ENOSYS; }
 
 int control_pair(int fds[2]) {
-  // Windows uses a pipe Node creates at stdio index 3 (lib/anchor.ts).
+  // Windows uses a pipe Node creates at stdio index 3 (lib/anchor/windows.ts).
   fds[0] = fds[1] = -1;
   return -ENOSYS;
 }
