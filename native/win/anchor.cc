@@ -467,7 +467,7 @@ class Anchor {
     // The trace file is the helper's own. Wine 8 ignores the handle list
     // (measured: the root inherited every inheritable handle of the helper),
     // so nothing but the command's stdio may be inheritable here.
-    if (g_trace) SetHandleInformation(reinterpret_cast<HANDLE>(_get_osfhandle(_fileno(g_trace))), HANDLE_FLAG_INHERIT, 0);
+    if (FILE* tf = protocol::trace_file()) SetHandleInformation(reinterpret_cast<HANDLE>(_get_osfhandle(_fileno(tf))), HANDLE_FLAG_INHERIT, 0);
 
     DWORD flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT;
     PROCESS_INFORMATION pi;
