@@ -60,7 +60,9 @@ export function track(ctx) {
         process.kill(pid, 'SIGKILL');
       } catch {}
     }
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    // A process that just ended may hold its working directory a moment
+    // longer under Wine (EBUSY): Node's own retries for that (up to 2 s).
+    for (const d of dirs) rmSync(d, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   });
   return {
     pids,
