@@ -178,7 +178,7 @@ class Termination {
 //                 [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
-  kCwdOption = 1,          // --cwd DIR (POSIX)
+  kCwdOption = 1,          // --cwd DIR
   kFallbackOption = 2,     // --fallback (POSIX)
   kJobFromHostOption = 4,  // --job-from-host (Windows)
 };

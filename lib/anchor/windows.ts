@@ -10,6 +10,7 @@
 // or runs with the weaker tier under best-effort).
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { Socket } from 'node:net';
+import { dirname } from 'node:path';
 import { debug } from '../debug.js';
 import { windowsBinding } from '../native.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorSpawn } from './channel.js';
@@ -27,8 +28,13 @@ export class WindowsAnchorChannel extends AnchorChannel {
     const b = windowsBinding();
     this.job = b.jobCreate().handle;
     try {
-      this.child = spawnChild(spec.path, ['--job-from-host', ...spec.args], {
-        cwd: spec.cwd,
+      // The anchor runs in its own directory and gives the command its
+      // working directory itself (--cwd): a process's working directory
+      // cannot be removed on Windows, and the anchor must not hold the
+      // command's (a caller removing it right after the result, or while a
+      // command that changed directory runs).
+      this.child = spawnChild(spec.path, ['--job-from-host', '--cwd', spec.cwd, ...spec.args], {
+        cwd: dirname(spec.path),
         env: spec.env,
         stdio: [...spec.stdio, 'overlapped', 'overlapped'],
         windowsHide: true,

@@ -99,7 +99,7 @@ Options parse() {
   if (!argv) usage("cannot parse the command line");
   Options o;
   o.tier = "job-object";
-  protocol::parse_options(argc, argv, protocol::kJobFromHostOption, o, usage, open_trace);
+  protocol::parse_options(argc, argv, protocol::kJobFromHostOption | protocol::kCwdOption, o, usage, open_trace);
   LocalFree(argv);
   if (o.tier != "job-object") usage("unknown tier");
   return o;
@@ -481,9 +481,13 @@ class Anchor {
       if ((plan[0] || plan[1]) && !with_attrs) continue;
       std::vector<wchar_t> cmd(line.begin(), line.end());
       cmd.push_back(L'\0');
+      // The command's working directory is given to it here: the anchor itself
+      // runs elsewhere (the host starts it in its own directory), so that it
+      // never holds the command's directory open (Windows refuses to remove a
+      // directory that is a process's working directory).
       ok = CreateProcessW(app.c_str(), cmd.data(), nullptr, nullptr, !inherit.empty() ? TRUE : FALSE,
-                          flags | (with_attrs ? EXTENDED_STARTUPINFO_PRESENT : 0), nullptr, nullptr,
-                          &si.StartupInfo, &pi);
+                          flags | (with_attrs ? EXTENDED_STARTUPINFO_PRESENT : 0), nullptr,
+                          opts_.cwd.empty() ? nullptr : opts_.cwd.c_str(), &si.StartupInfo, &pi);
       err = ok ? 0 : GetLastError();
       if (with_attrs) DeleteProcThreadAttributeList(attrs);
       attrs = nullptr;
@@ -497,6 +501,15 @@ class Anchor {
       if (!plan[0] && !plan[1]) break;
     }
     if (!ok) {
+      // A working directory that cannot be entered (gone, not a directory,
+      // no access) is NOCWD, as on POSIX: the command itself may be fine.
+      if (!opts_.cwd.empty() && (err == ERROR_DIRECTORY || err == ERROR_PATH_NOT_FOUND || err == ERROR_ACCESS_DENIED)) {
+        DWORD attrs = GetFileAttributesW(opts_.cwd.c_str());
+        if (attrs == INVALID_FILE_ATTRIBUTES || !(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+          send(protocol::no_cwd(win::errno_from(err == ERROR_DIRECTORY ? ERROR_PATH_NOT_FOUND : err)));
+          return false;
+        }
+      }
       send(protocol::exec_fail(win::errno_from(err)));
       return false;
     }

@@ -2,9 +2,9 @@
 // and abort, stdio modes, log files, typed errors for bad input. Pids come
 // from the fixture's output; liveness is process.kill(pid, 0) from here.
 import assert from 'node:assert/strict';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { test } from 'node:test';
-import { alive, cordon, join, parsePids, sleep, startTree, track, treeArgs, waitGone, within } from './helpers.mjs';
+import { alive, cordon, join, parsePids, readUntilReady, sleep, startTree, track, treeArgs, waitGone, within } from './helpers.mjs';
 
 for (const [policy, fail, kept] of [
   ['kill', false, false],
@@ -156,4 +156,24 @@ test('kill-on-failure: a clean exit whose leftover holds the output past waitDel
   assert.equal(result.waitDelayExceeded, true);
   assert.equal(result.leftoversKept, false);
   await waitGone([pids.holder], 5000);
+});
+
+// The anchor gives the command its working directory and runs elsewhere
+// itself: Windows refuses to remove a directory that is any process's working
+// directory, so an anchor started in the command's cwd held it for the
+// tree's whole life (and a moment after the result). Observed from outside:
+// the directory is removed by this test while the tree runs, once the command
+// itself has moved out of it.
+test('cwd: the command starts there, and the anchor does not hold the directory', async (ctx) => {
+  const t = track(ctx);
+  const dir = t.tmp();
+  const elsewhere = t.tmp();
+  const script = `console.log('CWD ' + process.cwd()); process.chdir(${JSON.stringify(elsewhere)}); console.log('READY'); setTimeout(() => {}, 60000);`;
+  const proc = t.proc(cordon.spawn(process.execPath, ['-e', script], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'] }));
+  const lines = await readUntilReady(proc.stdout, 20000, () => {});
+  const started = lines.find((l) => l.startsWith('CWD '))?.slice(4);
+  assert.equal(started?.toLowerCase(), dir.toLowerCase(), 'the command started in its cwd');
+  rmSync(dir, { recursive: true }); // no retries: nothing of the tree may hold it now
+  assert.equal(existsSync(dir), false);
+  await within(proc.terminate({ grace: 0 }), 20000, 'terminate()');
 });
