@@ -72,6 +72,27 @@ struct FileId {
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
               std::vector<Member>& out, bool commands = true);
 
+// Linux, the cgroup tier: a tree's members read from its own cgroup instead
+// of a walk of every process. The live processes listed in `dir`/cgroup.procs
+// and in its descendant cgroups' (what list_tree fills in: identities, and
+// `commands`, `watched` as there). Reads only the listed
+// pids' /proc entries.
+int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, std::vector<Member>& out,
+                   bool commands);
+// `dir`/cgroup.events opened for reading (poll it for POLLPRI: the kernel
+// flags it when `populated` or `frozen` changes; a read re-arms it), or a
+// negative errno.
+int cgroup_open_events(const std::string& dir);
+// Reads the events file from its start: 0, or a negative errno.
+int cgroup_read_events(int events_fd, bool& populated, bool& frozen);
+// `dir`/cgroup.freeze opened for writing (Linux 5.2+; a negative errno where
+// there is none or it is not ours to write).
+int cgroup_open_freeze(const std::string& dir);
+// Freeze (every process of the cgroup and of its descendants stops where it
+// is; signals sent meanwhile are delivered at the thaw; cgroup.events says
+// `frozen 1` once all have stopped) or thaw.
+int cgroup_set_frozen(int freeze_fd, bool frozen);
+
 // Whether the process `pid` (still the one that started at `start_time`)
 // holds one of `watched`: for members known from an earlier snapshot, whom
 // list_tree no longer finds (the process-group tier: left the group, orphaned).

@@ -403,6 +403,94 @@ int64_t fork_into_cgroup(int dir_fd) {
   return pid < 0 ? -errno : pid;
 }
 
+namespace {
+
+// The pids listed in `dir`/cgroup.procs and in those of its descendant
+// cgroups (a command that runs cordon itself has its own trees' cgroups
+// below), depth-bounded as removal is. Zombies are not listed: a process
+// leaves its cgroup as it exits.
+void cgroup_pids(const std::string& dir, int depth, std::vector<int64_t>& pids) {
+  std::string procs;
+  if (read_file((dir + "/cgroup.procs").c_str(), procs, 1 << 24)) {
+    const char* p = procs.c_str();
+    while (*p) {
+      char* end = nullptr;
+      long long v = strtoll(p, &end, 10);
+      if (end == p) break;
+      if (v > 0) pids.push_back(v);  // 0: a process of a pid namespace we cannot see
+      p = end;
+      while (*p == '\n') p++;
+    }
+  }
+  if (depth >= 32) return;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> subs;
+  while (dirent* e = readdir(d)) {
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+  }
+  closedir(d);
+  for (auto& sub : subs) cgroup_pids(dir + "/" + sub, depth + 1, pids);
+}
+
+}  // namespace
+
+int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, std::vector<Member>& out,
+                   bool commands) {
+  out.clear();
+  std::vector<int64_t> pids;
+  cgroup_pids(dir, 0, pids);
+  for (int64_t pid : pids) {
+    Stat st;
+    if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X') continue;
+    Member m;
+    m.pid = st.pid;
+    m.ppid = st.ppid;
+    m.pgid = st.pgid;
+    m.start_time = st.start;
+    m.state = st.state;
+    if (commands) m.command = read_cmdline(st.pid);
+    m.holds_output = holds_any(st.pid, watched);
+    out.push_back(std::move(m));
+  }
+  return static_cast<int>(out.size());
+}
+
+int cgroup_open_events(const std::string& dir) {
+  int fd = open((dir + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+  return fd < 0 ? -errno : fd;
+}
+
+int cgroup_read_events(int events_fd, bool& populated, bool& frozen) {
+  char buf[256];
+  if (lseek(events_fd, 0, SEEK_SET) < 0) return -errno;
+  ssize_t n;
+  do {
+    n = read(events_fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return -errno;
+  buf[n] = '\0';
+  const char* p = strstr(buf, "populated ");
+  if (!p) return -EINVAL;
+  populated = p[10] == '1';
+  p = strstr(buf, "frozen ");
+  frozen = p && p[7] == '1';  // before Linux 5.2: no freezer, never frozen
+  return 0;
+}
+
+int cgroup_open_freeze(const std::string& dir) {
+  int fd = open((dir + "/cgroup.freeze").c_str(), O_WRONLY | O_CLOEXEC);
+  return fd < 0 ? -errno : fd;
+}
+
+int cgroup_set_frozen(int freeze_fd, bool frozen) {
+  ssize_t w;
+  do {
+    w = pwrite(freeze_fd, frozen ? "1" : "0", 1, 0);
+  } while (w < 0 && errno == EINTR);
+  return w == 1 ? 0 : -(w < 0 ? errno : EIO);
+}
+
 int become_subreaper() {
   return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : -errno;
 }

@@ -442,9 +442,7 @@ class Anchor : public anchor::TierHost {
       check_released();
       int timeout = -1;
       if (term_.active()) {
-        // SIGCHLD wakes the loop at once; the timeout only paces re-scans for
-        // members forked meanwhile, and meets the grace deadline exactly.
-        timeout = term_.wait_ms(now_ms(), 10, 100);
+        timeout = tier_->terminating_wait_ms(now_ms());
       } else if (root_exited_ && !released_sent_) {
         timeout = tier_->held_output_wait_ms(now_ms() - root_exited_at_);
       } else {
@@ -453,10 +451,13 @@ class Anchor : public anchor::TierHost {
         timeout = tier_->idle_wait_ms(root_exited_);
       }
       if (!term_.active()) tier_->idle_tick(now_ms());
-      pollfd fds[2];
+      pollfd fds[3];
       int nfds = 0;
       fds[nfds++] = pollfd{g_signal_pipe[0], POLLIN, 0};
+      int control = control_open_ ? nfds : -1;
       if (control_open_) fds[nfds++] = pollfd{kControlFd, POLLIN, 0};
+      int event = tier_->event_fd() >= 0 ? nfds : -1;
+      if (event >= 0) fds[nfds++] = pollfd{tier_->event_fd(), POLLPRI, 0};
       int rc = poll(fds, static_cast<nfds_t>(nfds), timeout);
       if (rc < 0 && errno != EINTR) {
         trace("poll: %s", strerror(errno));
@@ -472,7 +473,8 @@ class Anchor : public anchor::TierHost {
           }
         }
       }
-      if (nfds > 1 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
+      if (control >= 0 && (fds[control].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
+      if (event >= 0 && fds[event].revents) tier_->handle_event();
     }
   }
 

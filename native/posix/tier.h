@@ -128,6 +128,17 @@ class Tier {
   // Called on every loop turn while not terminating.
   virtual void idle_tick(int64_t now) { (void)now; }
 
+  // ---- events the tier watches (the cgroup tier: its cgroup.events)
+
+  // A descriptor the loop polls for POLLPRI, or -1.
+  virtual int event_fd() const { return -1; }
+  // It fired: read it (which re-arms it).
+  virtual void handle_event() {}
+  // How long the loop may sleep while terminating: SIGCHLD and event_fd()
+  // wake it sooner; the timeout paces re-scans for members forked meanwhile,
+  // and meets the grace deadline exactly.
+  virtual int terminating_wait_ms(int64_t now) const { return host_.termination().wait_ms(now, 10, 100); }
+
   // The tree is quiescent (or the command never started): let go of what the
   // tier holds (its cgroup, its pin). Idempotent.
   virtual void release() {}
@@ -164,6 +175,9 @@ class TierWrapper : public Tier {
   }
   int idle_wait_ms(bool root_exited) const override { return inner_->idle_wait_ms(root_exited); }
   void idle_tick(int64_t now) override { inner_->idle_tick(now); }
+  int event_fd() const override { return inner_->event_fd(); }
+  void handle_event() override { inner_->handle_event(); }
+  int terminating_wait_ms(int64_t now) const override { return inner_->terminating_wait_ms(now); }
   void release() override { inner_->release(); }
 
  protected:

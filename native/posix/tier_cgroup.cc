@@ -1,14 +1,33 @@
 // The cgroup tier (Linux): the subreaper tier plus a cgroup of the tree's own,
 // which the command is born into: the host can still end the tree through it
 // if the anchor dies, and SIGKILL reaches every member at once (cgroup.kill).
+//
+// The cgroup is also how the anchor knows its tree, at the cost of the tree,
+// never of the host: the members are what the cgroup's cgroup.procs lists
+// (and its sub-cgroups': a command may run cordon itself), never a walk of
+// every process; quiescence is `populated 0` in cgroup.events, which the
+// anchor's loop polls (the kernel flags the file when it changes), besides no
+// child left to reap. A stop freezes the cgroup (cgroup.freeze, Linux 5.2+),
+// lists it, gives every member the polite signal (delivered at the thaw) and
+// thaws it: no fork can slip between the list and the signals. The forced kill
+// is one cgroup.kill write. The subreaper tier's walk is used only when the
+// cgroup is empty and the anchor still has a child: a member with
+// CAP_SYS_ADMIN that moved itself out of the cgroup (docs/contract.md, "What
+// cordon is not").
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sched.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
+#include <set>
+#include <unordered_map>
+#include <utility>
 
 #include "tier.h"
 
@@ -18,6 +37,30 @@ namespace anchor {
 using protocol::trace;
 
 namespace {
+
+// Waiting for `frozen 1`: a runnable member stops on its next return to user
+// space, within a scheduler period even on a loaded machine (a storm of a
+// thousand processes froze here in milliseconds). Longer means a member in
+// an uninterruptible sleep that may stay there: the signals then go out
+// without the freeze's guarantee (re-scans still reach what forks), well
+// within the shortest default grace (500 ms), since the grace runs meanwhile.
+constexpr int kFreezeWaitMs = 200;
+// Re-reading cgroup.procs during the grace, for members forked after the
+// polite signal (a TERM trap's cleanup): the kernel announces no fork. From
+// 10 ms after a round that found a new member, doubling while rounds find
+// none, up to 1 s: a tree that does nothing costs one read a second, a trap
+// that forks is seen within milliseconds.
+constexpr int kFirstRescanMs = 10;
+constexpr int kMaxRescanMs = 1000;
+
+// Whether the anchor has a child that has not exited (a zombie is reaped by
+// the loop, whose SIGCHLD is on its way).
+bool has_live_children() {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return false;  // ECHILD: none
+  return si.si_pid == 0;
+}
 
 class CgroupTier : public TierWrapper {
  public:
@@ -30,6 +73,15 @@ class CgroupTier : public TierWrapper {
     if (rc != 0) return rc;
 #ifdef __linux__
     rc = cordon::cgroup_create("cordon-" + std::to_string(getpid()), cg_path_, cg_dir_, cg_kill_);
+    if (rc == 0) {
+      // Without cgroup.events (a kernel before 4.5 would not get here: the
+      // tier needs 5.14) the tier would run as the subreaper tier does.
+      events_fd_ = cordon::cgroup_open_events(cg_path_);
+      if (events_fd_ < 0) trace("cgroup.events: %s", strerror(-events_fd_));
+      freeze_fd_ = cordon::cgroup_open_freeze(cg_path_);
+      if (freeze_fd_ < 0) trace("cgroup.freeze: %s (no freeze: oldest first)", strerror(-freeze_fd_));
+      return 0;
+    }
 #else
     rc = -ENOSYS;
 #endif
@@ -79,13 +131,97 @@ class CgroupTier : public TierWrapper {
     return inner_->child_enter();
   }
 
-  void step_terminate(int64_t now) override {
-    if (host_.termination().forcing() && cg_kill_ >= 0) {
-      // SIGKILL to every process of the cgroup at once, new forks included.
-      ssize_t w = write(cg_kill_, "1", 1);
-      trace("cgroup.kill: %zd", w);
+  // ---- members and quiescence: the cgroup's own lists
+
+  std::vector<Member> members(bool commands, bool holds) override {
+    if (!own()) return inner_->members(commands, holds);
+    static const std::vector<FileId> kNone;
+    std::vector<Member> out;
+#ifdef __linux__
+    cordon::cgroup_members(cg_path_, holds ? host_.watched() : kNone, out, commands);
+#endif
+    // An empty cgroup while a child lives: it left the cgroup (a privileged
+    // member can): the subreaper tier's walk finds it.
+    if (out.empty() && has_live_children()) return inner_->members(commands, holds);
+    return out;
+  }
+
+  std::vector<Member> leftovers() override { return own() ? members(true, true) : inner_->leftovers(); }
+
+  // No child left to reap (the anchor's loop knows) and nothing in the cgroup.
+  bool quiescent() override {
+    if (!own()) return inner_->quiescent();
+    read_events();
+    return !populated_;
+  }
+
+  int event_fd() const override { return own() ? events_fd_ : inner_->event_fd(); }
+
+  void handle_event() override {
+    if (own()) read_events();
+    else inner_->handle_event();
+  }
+
+  // While the tree is gone from the cgroup and only what left it remains,
+  // or in the subreaper tier, the inner tier's termination rounds and pace.
+  int idle_wait_ms(bool root_exited) const override { return own() ? -1 : inner_->idle_wait_ms(root_exited); }
+
+  int terminating_wait_ms(int64_t now) const override {
+    if (!own() || escapees_) return inner_->terminating_wait_ms(now);
+    const auto& term = host_.termination();
+    if (term.forcing()) {
+      if (!killed_) return 10;  // no cgroup.kill: SIGKILL by member, every 10 ms (the subreaper tier's pace)
+      // After the kill nothing is left to do but report what survives it:
+      // the loop wakes on SIGCHLD and `populated 0`, or when STUCK is due.
+      if (stuck_checked_) return -1;
+      int64_t due = killed_at_ + protocol::kStuckReportMs + 1 - now;
+      return static_cast<int>(due < 0 ? 0 : due);
     }
-    inner_->step_terminate(now);
+    int64_t wait = term.deadline() - now;
+    int64_t next = polite_ == Polite::kFreezing ? freeze_since_ + kFreezeWaitMs : next_round_;
+    if (next - now < wait) wait = next - now;
+    return static_cast<int>(wait < 0 ? 0 : wait);
+  }
+
+  void step_terminate(int64_t now) override {
+    if (!own()) {
+      inner_->step_terminate(now);
+      return;
+    }
+    read_events();
+    // The cgroup is empty but a child lives: it left the cgroup.
+    escapees_ = !populated_ && has_live_children();
+    if (escapees_) {
+      thaw();
+      inner_->step_terminate(now);
+      return;
+    }
+    if (host_.termination().forcing()) {
+      force(now);
+      return;
+    }
+    if (polite_ == Polite::kNotYet) {
+#ifdef __linux__
+      if (freeze_fd_ >= 0 && cordon::cgroup_set_frozen(freeze_fd_, true) == 0) {
+        polite_ = Polite::kFreezing;
+        freeze_since_ = now;
+        trace("cgroup.freeze: 1");
+        read_events();
+      }
+#endif
+      if (polite_ == Polite::kNotYet) {
+        polite_round(now);
+        return;
+      }
+    }
+    if (polite_ == Polite::kFreezing) {
+      // cgroup.events wakes the loop at `frozen 1`.
+      if (!frozen_ && now - freeze_since_ < kFreezeWaitMs) return;
+      if (!frozen_) trace("not frozen after %d ms: signalling all the same", kFreezeWaitMs);
+      polite_round(now);
+      return;
+    }
+    if (now >= next_round_) polite_round(now);
   }
 
   // The tree's cgroup goes once it is empty.
@@ -95,10 +231,126 @@ class CgroupTier : public TierWrapper {
   }
 
  private:
+  enum class Polite { kNotYet, kFreezing, kDone };
+
+  // The tree has a cgroup of its own, whose events the anchor can watch.
+  bool own() const { return cg_dir_ >= 0 && events_fd_ >= 0; }
+
+  void read_events() {
+#ifdef __linux__
+    if (events_fd_ >= 0) cordon::cgroup_read_events(events_fd_, populated_, frozen_);
+#endif
+  }
+
+  void thaw() {
+    if (polite_ != Polite::kFreezing) return;
+#ifdef __linux__
+    int rc = cordon::cgroup_set_frozen(freeze_fd_, false);
+    trace("cgroup.freeze: 0 (%d)", rc);
+#endif
+    polite_ = Polite::kDone;
+  }
+
+  // Which listed members are the anchor's descendants, from the list itself:
+  // a member whose parent is the anchor or a member proven so (every member of
+  // the cgroup but one that an outsider moved in); is_member (a walk up the
+  // parent chain) for the rest. Proven members are signalled by identity
+  // alone (pidfd and start time: from_snapshot), the others never.
+  void verify(std::vector<Member>& list) {
+    std::unordered_map<int64_t, size_t> index;
+    for (size_t i = 0; i < list.size(); i++) index[list[i].pid] = i;
+    enum : char { kUnknown, kOnPath, kOurs, kNotOurs };
+    std::vector<char> state(list.size(), kUnknown);
+    const int64_t self = getpid();
+    for (size_t i = 0; i < list.size(); i++) {
+      std::vector<size_t> path;
+      size_t cur = i;
+      char verdict = kUnknown;
+      while (verdict == kUnknown) {
+        if (state[cur] == kOurs || state[cur] == kNotOurs) {
+          verdict = state[cur];
+          break;
+        }
+        if (state[cur] == kOnPath) {  // a cycle in a list read over time: ask the kernel
+          verdict = cordon::is_member(self, 0, list[cur]) ? kOurs : kNotOurs;
+          break;
+        }
+        state[cur] = kOnPath;
+        path.push_back(cur);
+        if (list[cur].ppid == self) {
+          verdict = kOurs;
+          break;
+        }
+        auto parent = index.find(list[cur].ppid);
+        if (parent == index.end()) {
+          verdict = cordon::is_member(self, 0, list[cur]) ? kOurs : kNotOurs;
+          break;
+        }
+        cur = parent->second;
+      }
+      for (size_t k : path) state[k] = verdict;
+    }
+    for (size_t i = 0; i < list.size(); i++) list[i].from_snapshot = state[i] == kOurs;
+  }
+
+  // The polite signal to every member not given it yet; the first round with
+  // the cgroup frozen (then thawed), later ones for what forked since.
+  // Without a freeze the oldest go first: a forker before what it forked.
+  void polite_round(int64_t now) {
+    auto list = members(false, false);
+    std::sort(list.begin(), list.end(), [](const Member& a, const Member& b) { return a.start_time < b.start_time; });
+    verify(list);
+    bool found_new = false;
+    for (auto& m : list) {
+      if (seen_.insert({m.pid, m.start_time}).second) found_new = true;
+      if (m.from_snapshot) host_.signal_one(m);  // once per process: the host skips what had it
+    }
+    bool first = polite_ != Polite::kDone;
+    thaw();
+    polite_ = Polite::kDone;
+    interval_ = first || found_new ? kFirstRescanMs : std::min(interval_ * 2, kMaxRescanMs);
+    next_round_ = now + interval_;
+    trace("polite round: %zu listed, next in %d ms", list.size(), interval_);
+  }
+
+  // One cgroup.kill write: SIGKILL to every process of the cgroup and its
+  // descendants at once, forks in flight included (the kernel kills a child
+  // whose fork completes meanwhile). Frozen members die all the same; the
+  // cgroup is thawed after. Without cgroup.kill: SIGKILL by member.
+  void force(int64_t now) {
+    if (!killed_ && cg_kill_ >= 0) {
+      ssize_t w;
+      do {
+        w = write(cg_kill_, "1", 1);
+      } while (w < 0 && errno == EINTR);
+      trace("cgroup.kill: %zd", w);
+      if (w == 1) {
+        killed_ = true;
+        killed_at_ = now;
+      }
+    }
+    thaw();
+    if (!killed_) {
+      auto list = members(false, false);
+      verify(list);
+      for (auto& m : list) {
+        if (m.from_snapshot) host_.signal_one(m);
+      }
+    }
+    if (!stuck_checked_ && host_.termination().stuck_due(now)) {
+      stuck_checked_ = true;
+      auto left = members(false, false);
+      if (!left.empty()) host_.report_stuck(left);
+    }
+  }
+
   void remove_cgroup() {
+    thaw();
     if (cg_kill_ >= 0) close(cg_kill_);
     if (cg_dir_ >= 0) close(cg_dir_);
-    cg_kill_ = cg_dir_ = -1;
+    if (events_fd_ >= 0) close(events_fd_);
+    if (freeze_fd_ >= 0) close(freeze_fd_);
+    cg_kill_ = cg_dir_ = events_fd_ = freeze_fd_ = -1;
     if (!cg_path_.empty()) remove_cgroup_dir(cg_path_, 0);
     cg_path_.clear();
   }
@@ -123,6 +375,20 @@ class CgroupTier : public TierWrapper {
   std::string cg_path_;  // the tree's cgroup
   int cg_dir_ = -1;
   int cg_kill_ = -1;
+  int events_fd_ = -1;  // cgroup.events
+  int freeze_fd_ = -1;  // cgroup.freeze, where there is one to write
+  bool populated_ = true;
+  bool frozen_ = false;
+  // The stop.
+  Polite polite_ = Polite::kNotYet;
+  int64_t freeze_since_ = 0;
+  int64_t next_round_ = 0;
+  int interval_ = kFirstRescanMs;
+  std::set<std::pair<int64_t, uint64_t>> seen_;  // members listed in a polite round
+  bool escapees_ = false;                         // the cgroup is empty, a child lives
+  bool killed_ = false;                           // cgroup.kill written
+  int64_t killed_at_ = 0;
+  bool stuck_checked_ = false;
   bool may_fall_back_ = false;
   bool fell_back_ = false;  // the command runs in the subreaper tier: no cgroup
 };
