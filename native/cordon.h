@@ -72,6 +72,16 @@ struct FileId {
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
               std::vector<Member>& out, bool commands = true);
 
+// Descendants of `anchor` only (as list_tree with no group), found by walking
+// down from it: Linux reads /proc/<pid>/task/<tid>/children of every thread
+// of the anchor and of each member, and the stat of members only, so a walk
+// costs the tree, not the host. Like list_tree it is not atomic: a process
+// forked during the walk may be missed (the next walk finds it). -ENOSYS
+// where there is no such walk (a kernel without CONFIG_PROC_CHILDREN):
+// list_tree is the walk there. (macOS: list_tree, which walks down already.)
+int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
+                     bool commands = true);
+
 // Whether the process `pid` (still the one that started at `start_time`)
 // holds one of `watched`: for members known from an earlier snapshot, whom
 // list_tree no longer finds (the process-group tier: left the group, orphaned).
