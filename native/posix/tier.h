@@ -113,7 +113,12 @@ class Tier {
   // is left.
   virtual bool quiescent() { return members().empty(); }
   // One round of termination (the schedule: termination(); forcing or not).
+  // Called on every loop turn while terminating (SIGCHLD wakes it too).
   virtual void step_terminate(int64_t now) = 0;
+  // How long the loop may sleep while terminating before the next round:
+  // by default at most 100 ms (10 ms while forcing), and never past the
+  // grace's deadline.
+  virtual int terminate_wait_ms(int64_t now) const { return host_.termination().wait_ms(now, 10, 100); }
 
   // ---- the event loop, while not terminating
 
@@ -159,6 +164,7 @@ class TierWrapper : public Tier {
   std::vector<Member> leftovers() override { return inner_->leftovers(); }
   bool quiescent() override { return inner_->quiescent(); }
   void step_terminate(int64_t now) override { inner_->step_terminate(now); }
+  int terminate_wait_ms(int64_t now) const override { return inner_->terminate_wait_ms(now); }
   int held_output_wait_ms(int64_t since_root_exit) const override {
     return inner_->held_output_wait_ms(since_root_exit);
   }
