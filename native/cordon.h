@@ -92,6 +92,15 @@ int cgroup_open_freeze(const std::string& dir);
 // is; signals sent meanwhile are delivered at the thaw; cgroup.events says
 // `frozen 1` once all have stopped) or thaw.
 int cgroup_set_frozen(int freeze_fd, bool frozen);
+// Descendants of `anchor` only (as list_tree with no group), found by walking
+// down from it: Linux reads /proc/<pid>/task/<tid>/children of every thread
+// of the anchor and of each member, and the stat of members only, so a walk
+// costs the tree, not the host. Like list_tree it is not atomic: a process
+// forked during the walk may be missed (the next walk finds it). -ENOSYS
+// where there is no such walk (a kernel without CONFIG_PROC_CHILDREN):
+// list_tree is the walk there. (macOS: list_tree, which walks down already.)
+int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
+                     bool commands = true);
 
 // Whether the process `pid` (still the one that started at `start_time`)
 // holds one of `watched`: for members known from an earlier snapshot, whom

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { useTag, waitFor, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
-import { catchesTerm, collect, expectAlive, expectGone, startTermIgnoringTree, startTrapTree } from './helpers/trees.js';
+import { catchesTerm, collect, expectAlive, expectGone, expectLateMemberTermed, startTermIgnoringTree, startTrapTree } from './helpers/trees.js';
 
 const GRACE = 1000;
 /** Slack for a loaded two-core machine. */
@@ -53,27 +53,7 @@ describe('C3: the grace window', () => {
   });
 
   it('a member forked after the polite signal gets it too, not only the forced kill', async () => {
-    // The root's TERM trap starts a new member after the polite signal went
-    // out, then waits for it. That member has SIGTERM at its default: only a
-    // polite signal of its own ends it before the (long) grace runs out.
-    const t = useTag();
-    const { proc, root, file } = await startTrapTree(
-      t,
-      'trap \'sh -c "echo \\$\\$ > \\"$FILE\\"; exec sleep 300" & wait $!; exit 5\' TERM; echo "PID root $$"; echo READY; while :; do sleep 0.05; done',
-      { prefix: 'cordon-grace-', name: 'late' },
-    );
-    const t0 = Date.now();
-    await within(proc.terminate({ grace: 20_000 }), 30_000, 'terminate() to resolve', t.tag);
-    const elapsed = Date.now() - t0;
-    const late = Number(readFileSync(file, 'utf8'));
-    expect(late, 'the trap started the late member').toBeGreaterThan(0);
-    expectGone([root, late], t.tag, 'after terminate() resolved');
-    // Without a polite signal of its own the late member lives until the
-    // forced kill at 20 s; with one, the tree ends in about a tier's rescan
-    // period. 10 s is far from both on a loaded machine.
-    expect(elapsed, 'the late member waited for the forced kill').toBeLessThan(10_000);
-    const result = await within(proc.result, 5000, 'the result to settle', t.tag);
-    expect(result.exitCode).toBe(5);
+    await expectLateMemberTermed(useTag(), 'cordon-grace-');
   });
 
   it("a descendant's TERM trap gets its window too", async () => {

@@ -85,6 +85,32 @@ function watchExit(pid: number, listener: ExitListener): void {
   unreaped.set(pid, listener);
 }
 
+// The anchors the host is waiting on (for READY, or to act on TERM or KILL)
+// are resumed together, every CONTINUE_EVERY_MS, by one timer for any number
+// of them (a member may stop its anchor with SIGSTOP, and again): nothing per
+// tree on a timer. Keyed by channel, not pid: a reaped anchor's pid may be
+// the next anchor's.
+const continuing = new Set<PosixAnchorChannel>();
+let continueTimer: NodeJS.Timeout | undefined;
+
+function continueAll(): void {
+  for (const channel of continuing) channel.resume();
+}
+
+function keepContinuing(channel: PosixAnchorChannel): void {
+  continuing.add(channel);
+  if (continueTimer) return;
+  continueTimer = setInterval(continueAll, CONTINUE_EVERY_MS);
+  continueTimer.unref();
+}
+
+function stopContinuing(channel: PosixAnchorChannel): void {
+  continuing.delete(channel);
+  if (continuing.size > 0 || !continueTimer) return;
+  clearInterval(continueTimer);
+  continueTimer = undefined;
+}
+
 export class PosixAnchorChannel extends AnchorChannel {
   readonly child: AnchorProcess & { readonly pid: number };
   /** The host's end of the control socket pair (written directly, see send()). */
@@ -95,8 +121,6 @@ export class PosixAnchorChannel extends AnchorChannel {
   /** The cgroup tier: the tree's cgroup, as READY named it. */
   private cgroup: string | undefined;
   private quiescentSeen = false;
-  /** While the host waits on the anchor: SIGCONT every CONTINUE_EVERY_MS. */
-  private continueTimer: NodeJS.Timeout | undefined;
   /** When the host stops waiting on the anchor (grace + ANCHOR_WAIT_SLACK_MS), and its timer. */
   private waitDeadline = Infinity;
   private waitTimer: NodeJS.Timeout | undefined;
@@ -137,7 +161,7 @@ export class PosixAnchorChannel extends AnchorChannel {
     watchExit(started.pid, (code, signal) => this.anchorExited(code, signal));
     // The host waits for the anchor's READY (spawn's `started`): the command
     // may already run and stop it (kill -STOP $PPID) before it reports.
-    this.continueEvery(started.pid);
+    keepContinuing(this);
     this.register();
   }
 
@@ -215,8 +239,8 @@ export class PosixAnchorChannel extends AnchorChannel {
   protected override keepRunning(graceMs: number): void {
     if (this.gone) return;
     const pid = this.child.pid;
-    signalAnchor(pid, 'SIGCONT');
-    this.continueEvery(pid);
+    this.resume();
+    keepContinuing(this);
     if (this.waitDeadline === Infinity) this.waitStartedAt = Date.now();
     const deadline = Date.now() + Math.max(0, graceMs) + ANCHOR_WAIT_SLACK_MS;
     if (deadline >= this.waitDeadline) return;
@@ -273,22 +297,20 @@ export class PosixAnchorChannel extends AnchorChannel {
     this.on.unresponsive(waited);
   }
 
-  private continueEvery(pid: number): void {
-    if (this.continueTimer) return;
-    this.continueTimer = setInterval(() => signalAnchor(pid, 'SIGCONT'), CONTINUE_EVERY_MS);
-    this.continueTimer.unref();
+  /** SIGCONT to the anchor, while it is the host's unreaped child (see continueAll()). */
+  resume(): void {
+    if (!this.gone) signalAnchor(this.child.pid, 'SIGCONT');
   }
 
   /** The anchor reported how the launch went: the host waits on it no more, unless it asked it to act. */
   private launchSettled(): void {
     if (this.waitDeadline !== Infinity) return;
-    clearInterval(this.continueTimer);
-    this.continueTimer = undefined;
+    stopContinuing(this);
   }
 
   private stopWaiting(): void {
-    clearInterval(this.continueTimer);
+    stopContinuing(this);
     clearTimeout(this.waitTimer);
-    this.continueTimer = this.waitTimer = undefined;
+    this.waitTimer = undefined;
   }
 }

@@ -493,6 +493,12 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return in.start == start_time && in.status != SZOMB;
 }
 
+// list_tree already walks down from the anchor (proc_listchildpids).
+int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
+                     bool commands) {
+  return list_tree(anchor, 0, watched, out, commands);
+}
+
 bool holds_output(int64_t pid, uint64_t start_time, const std::vector<FileId>& watched) {
   return same_process_alive(pid, start_time) && holds_any(pid, resolve(watched));
 }

@@ -31,6 +31,7 @@ namespace {
 struct Stat {
   int64_t pid = 0, ppid = 0, pgid = 0;
   uint64_t start = 0;
+  int64_t threads = 0;
   char state = '?';
 };
 
@@ -85,6 +86,7 @@ bool read_stat(int64_t pid, Stat& st) {
     field++;
     if (field == 4) st.ppid = strtoll(q, nullptr, 10);
     else if (field == 5) st.pgid = strtoll(q, nullptr, 10);
+    else if (field == 20) st.threads = strtoll(q, nullptr, 10);
     else if (field == 22) st.start = strtoull(q, nullptr, 10);
   }
   return field == 22;
@@ -495,6 +497,105 @@ int become_subreaper() {
   return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : -errno;
 }
 
+namespace {
+
+// Whether this kernel has /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN,
+// Linux 4.2+ where it is configured: every major distribution does, for CRIU).
+bool has_children_files() {
+  static int has = -1;
+  if (has < 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/children", static_cast<long>(syscall(SYS_gettid)));
+    has = access(path, R_OK) == 0 ? 1 : 0;
+  }
+  return has == 1;
+}
+
+// Appends the pids /proc/<pid>/task/<tid>/children lists for every thread of
+// `pid` (a child belongs to the thread that forked it): `threads` 1 reads
+// the main thread's file only, anything else lists the task directory.
+void read_children(int64_t pid, int64_t threads, std::vector<int64_t>& out) {
+  std::string text;
+  auto read_one = [&](const char* tid) {
+    char path[320];
+    snprintf(path, sizeof path, "/proc/%lld/task/%s/children", static_cast<long long>(pid), tid);
+    if (!read_file(path, text, static_cast<size_t>(1) << 26)) return;
+    const char* p = text.c_str();
+    for (;;) {
+      char* end = nullptr;
+      long long v = strtoll(p, &end, 10);
+      if (end == p) break;
+      if (v > 0) out.push_back(v);
+      p = end;
+    }
+  };
+  if (threads == 1) {
+    char tid[24];
+    snprintf(tid, sizeof tid, "%lld", static_cast<long long>(pid));
+    read_one(tid);
+    return;
+  }
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%lld/task", static_cast<long long>(pid));
+  DIR* d = opendir(dir);
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] >= '1' && e->d_name[0] <= '9') read_one(e->d_name);
+  }
+  closedir(d);
+}
+
+Member to_member(const Stat& st, const std::vector<FileId>& watched, bool commands) {
+  Member m;
+  m.pid = st.pid;
+  m.ppid = st.ppid;
+  m.pgid = st.pgid;
+  m.start_time = st.start;
+  m.state = st.state;
+  if (commands) m.command = read_cmdline(st.pid);
+  m.holds_output = holds_any(st.pid, watched);
+  return m;
+}
+
+}  // namespace
+
+int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
+                     bool commands) {
+  out.clear();
+  if (!has_children_files()) return -ENOSYS;
+  // Pids seen in a children list, and those found to be members (the anchor's
+  // descendants: what a pid read from a list must descend from, as it may
+  // have been recycled by the time its stat is read).
+  std::unordered_map<int64_t, bool> seen;
+  seen[anchor] = true;
+  struct Parent {
+    int64_t pid;
+    int64_t threads;  // 0: not known (the anchor): list its threads
+  };
+  std::vector<Parent> stack{{anchor, 0}};
+  std::vector<int64_t> kids;
+  while (!stack.empty()) {
+    Parent parent = stack.back();
+    stack.pop_back();
+    kids.clear();
+    read_children(parent.pid, parent.threads, kids);
+    for (int64_t pid : kids) {
+      if (seen.count(pid)) continue;
+      Stat st;
+      if (!read_stat(pid, st)) continue;  // gone since the list was read
+      auto up = seen.find(st.ppid);
+      bool ours = (up != seen.end() && up->second) || descends_from(pid, anchor);
+      seen[pid] = ours;
+      if (!ours) continue;  // recycled since the list was read: not ours
+      // A zombie is no member, but a process whose main thread has exited
+      // shows as one while its other threads (and their children) live.
+      if (st.state != 'Z' && st.state != 'X') out.push_back(to_member(st, watched, commands));
+      stack.push_back(Parent{pid, st.threads});
+    }
+  }
+  return static_cast<int>(out.size());
+}
+
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
               std::vector<Member>& out, bool commands) {
   out.clear();
@@ -528,16 +629,7 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
     }
   }
   for (const Stat* st : found) {
-    if (st->state == 'Z' || st->state == 'X') continue;
-    Member m;
-    m.pid = st->pid;
-    m.ppid = st->ppid;
-    m.pgid = st->pgid;
-    m.start_time = st->start;
-    m.state = st->state;
-    if (commands) m.command = read_cmdline(st->pid);
-    m.holds_output = holds_any(st->pid, watched);
-    out.push_back(std::move(m));
+    if (st->state != 'Z' && st->state != 'X') out.push_back(to_member(*st, watched, commands));
   }
   return static_cast<int>(out.size());
 }

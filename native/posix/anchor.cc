@@ -442,7 +442,9 @@ class Anchor : public anchor::TierHost {
       check_released();
       int timeout = -1;
       if (term_.active()) {
-        timeout = tier_->terminating_wait_ms(now_ms());
+        // SIGCHLD wakes the loop at once; the timeout (the tier's) only paces
+        // re-walks for members forked meanwhile, and meets the grace deadline.
+        timeout = tier_->terminate_wait_ms(now_ms());
       } else if (root_exited_ && !released_sent_) {
         timeout = tier_->held_output_wait_ms(now_ms() - root_exited_at_);
       } else {

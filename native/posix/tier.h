@@ -113,7 +113,12 @@ class Tier {
   // is left.
   virtual bool quiescent() { return members().empty(); }
   // One round of termination (the schedule: termination(); forcing or not).
+  // Called on every loop turn while terminating (SIGCHLD wakes it too).
   virtual void step_terminate(int64_t now) = 0;
+  // How long the loop may sleep while terminating before the next round:
+  // by default at most 100 ms (10 ms while forcing), and never past the
+  // grace's deadline.
+  virtual int terminate_wait_ms(int64_t now) const { return host_.termination().wait_ms(now, 10, 100); }
 
   // ---- the event loop, while not terminating
 
@@ -134,10 +139,6 @@ class Tier {
   virtual int event_fd() const { return -1; }
   // It fired: read it (which re-arms it).
   virtual void handle_event() {}
-  // How long the loop may sleep while terminating: SIGCHLD and event_fd()
-  // wake it sooner; the timeout paces re-scans for members forked meanwhile,
-  // and meets the grace deadline exactly.
-  virtual int terminating_wait_ms(int64_t now) const { return host_.termination().wait_ms(now, 10, 100); }
 
   // The tree is quiescent (or the command never started): let go of what the
   // tier holds (its cgroup, its pin). Idempotent.
@@ -170,6 +171,7 @@ class TierWrapper : public Tier {
   std::vector<Member> leftovers() override { return inner_->leftovers(); }
   bool quiescent() override { return inner_->quiescent(); }
   void step_terminate(int64_t now) override { inner_->step_terminate(now); }
+  int terminate_wait_ms(int64_t now) const override { return inner_->terminate_wait_ms(now); }
   int held_output_wait_ms(int64_t since_root_exit) const override {
     return inner_->held_output_wait_ms(since_root_exit);
   }
@@ -177,7 +179,6 @@ class TierWrapper : public Tier {
   void idle_tick(int64_t now) override { inner_->idle_tick(now); }
   int event_fd() const override { return inner_->event_fd(); }
   void handle_event() override { inner_->handle_event(); }
-  int terminating_wait_ms(int64_t now) const override { return inner_->terminating_wait_ms(now); }
   void release() override { inner_->release(); }
 
  protected:

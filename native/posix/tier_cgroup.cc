@@ -166,8 +166,8 @@ class CgroupTier : public TierWrapper {
   // or in the subreaper tier, the inner tier's termination rounds and pace.
   int idle_wait_ms(bool root_exited) const override { return own() ? -1 : inner_->idle_wait_ms(root_exited); }
 
-  int terminating_wait_ms(int64_t now) const override {
-    if (!own() || escapees_) return inner_->terminating_wait_ms(now);
+  int terminate_wait_ms(int64_t now) const override {
+    if (!own() || escapees_) return inner_->terminate_wait_ms(now);
     const auto& term = host_.termination();
     if (term.forcing()) {
       if (!killed_) return 10;  // no cgroup.kill: SIGKILL by member, every 10 ms (the subreaper tier's pace)

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
+#include <utility>
 
 #include "tier.h"
 
@@ -84,28 +87,115 @@ class SubreaperTier : public Tier {
 
   bool reaps_all() const override { return true; }
 
+  // Walked down from the anchor through each member's children: what a walk
+  // reads is the tree's, not the host's (list_descendants). Without the
+  // children files, the walk of all of /proc (list_tree).
+  std::vector<Member> members(bool commands, bool holds) override {
+    std::vector<Member> out;
+    static const std::vector<FileId> kNone;
+    const std::vector<FileId>& watched = holds ? host_.watched() : kNone;
+    if (!full_walk_) {
+      if (cordon::list_descendants(getpid(), watched, out, commands) != -ENOSYS) return out;
+      trace("no /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN): members by a walk of all of /proc");
+      full_walk_ = true;
+    }
+    cordon::list_tree(getpid(), 0, watched, out, commands);
+    return out;
+  }
+
   // A subreaper with no children has no descendants at all (every orphan is
-  // reparented to it).
+  // reparented to it): quiescence is waitpid's ECHILD, never a walk.
   bool quiescent() override { return true; }
 
+  // Termination walks the tree when a round is due (round_due()), not on
+  // every loop turn: SIGCHLD means a member ended, never that one began, so
+  // it only reaps (and the anchor checks quiescence).
   void step_terminate(int64_t now) override {
-    auto list = members();
+    const protocol::Termination& term = host_.termination();
+    if (now < round_due()) return;
+    bool forcing = term.forcing();
+    if (forcing && !forced_) {
+      forced_ = true;
+      forced_at_ = now;
+      signalled_.clear();
+    }
+    auto list = members(false, false);
     // Verify the whole round before signalling any of it: where orphans go to
     // init (process-group tier), signalling a parent first would take its
     // children out of the ancestry that proves they are ours. Verified
     // members are then checked by identity (start time, pinned by a pidfd
-    // where there is one) when they are signalled, root first.
+    // where there is one) when they are signalled.
     for (auto& m : list) {
       if (!m.from_snapshot && cordon::is_member(getpid(), group(), m)) m.from_snapshot = true;
     }
+    bool fresh = false;
     for (auto& m : list) {
-      if (m.from_snapshot) host_.signal_one(m);  // else no longer ours: never signalled
+      if (!m.from_snapshot) continue;  // no longer ours: never signalled
+      if (signalled_.insert(std::make_pair(m.pid, m.start_time)).second) fresh = true;
+      host_.signal_one(m);
     }
-    if (host_.termination().stuck_due(now) && !list.empty()) host_.report_stuck(list);
+    if (term.stuck_due(now)) {
+      if (!list.empty()) host_.report_stuck(list);
+      stuck_done_ = true;  // (nothing left then: quiescence is only a reap away)
+    }
+    if (!walked_ || fresh) interval_ = forcing ? 0 : kWalkFirstMs;
+    else interval_ = std::min(std::max(interval_ * 2, kWalkFirstMs), kWalkMaxMs);
+    walked_ = true;
+    last_walk_ = now;
   }
 
+  // Until the next round, or the deadline (the forced kill).
+  int terminate_wait_ms(int64_t now) const override {
+    const protocol::Termination& term = host_.termination();
+    int64_t wake = round_due();
+    if (!term.forcing()) wake = std::min(wake, term.deadline());
+    int64_t left = wake - now;
+    return static_cast<int>(left < 0 ? 0 : left);
+  }
+
+  // After the root exited, while a member holds the captured output: its
+  // closing it is no event the anchor sees, so it looks, every 50 ms at
+  // first, every 500 ms after 2 s.
+  int held_output_wait_ms(int64_t since_root_exit) const override { return since_root_exit > 2000 ? 500 : 50; }
+
  private:
+  // When the next termination round (a walk, signals to what it finds) is
+  // due: at the start; then interval_ after the last one: kWalkFirstMs
+  // after a round that found a member not signalled before (the tree is
+  // forking, and a process forked during a walk is found by the next; while
+  // forcing, at once), doubling while rounds find nothing new, up to
+  // kWalkMaxMs. During the grace also kLastCallMs before its deadline, so a
+  // member forked up to then gets the polite signal before the forced kill;
+  // at the deadline (forcing starts with a round); and when STUCK is due.
+  int64_t round_due() const {
+    const protocol::Termination& term = host_.termination();
+    if (!walked_ || (term.forcing() && !forced_)) return 0;
+    int64_t due = last_walk_ + interval_;
+    if (!term.forcing()) {
+      int64_t last_call = term.deadline() - kLastCallMs;
+      if (last_walk_ < last_call) due = std::min(due, last_call);
+    } else if (!stuck_done_) {
+      due = std::min(due, forced_at_ + kStuckReportMs + 1);
+    }
+    return due;
+  }
+
+  static constexpr int kWalkFirstMs = 10;
+  static constexpr int kWalkMaxMs = 1000;
+  static constexpr int kLastCallMs = 100;
+  static constexpr int64_t kStuckReportMs = protocol::kStuckReportMs;
+
   int barrier_[2] = {-1, -1};
+  bool full_walk_ = false;  // no children files: list_tree
+  // Termination rounds.
+  bool walked_ = false;
+  int64_t last_walk_ = 0;
+  int interval_ = kWalkFirstMs;
+  bool forced_ = false;
+  int64_t forced_at_ = 0;
+  bool stuck_done_ = false;  // the STUCK round is over
+  // Members given this phase's signal (the polite one, then the forced kill).
+  std::set<std::pair<int64_t, uint64_t>> signalled_;
 };
 
 }  // namespace

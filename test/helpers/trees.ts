@@ -105,6 +105,32 @@ export async function startTrapTree(
   return { ...started, file };
 }
 
+/**
+ * A member forked after the polite signal gets it too (C3): the root's TERM
+ * trap starts a new member, whose SIGTERM is at its default, and waits for
+ * it; terminate() with a long grace (20 s) must end the tree well before the
+ * forced kill, and the result is the trap's exit (5). Everything asserted here.
+ */
+export async function expectLateMemberTermed(t: Tagged, prefix: string): Promise<void> {
+  const { proc, root, file } = await startTrapTree(
+    t,
+    'trap \'sh -c "echo \\$\\$ > \\"$FILE\\"; exec sleep 300" & wait $!; exit 5\' TERM; echo "PID root $$"; echo READY; while :; do sleep 0.05; done',
+    { prefix, name: 'late' },
+  );
+  const t0 = Date.now();
+  await within(proc.terminate({ grace: 20_000 }), 30_000, 'terminate() to resolve', t.tag);
+  const elapsed = Date.now() - t0;
+  const late = Number(readFileSync(file, 'utf8'));
+  expect(late, 'the trap started the late member').toBeGreaterThan(0);
+  expectGone([root, late], t.tag, 'after terminate() resolved');
+  // Without a polite signal of its own the late member lives until the
+  // forced kill at 20 s; with one, the tree ends in about a tier's rescan
+  // period. 10 s is far from both on a loaded machine.
+  expect(elapsed, 'the late member waited for the forced kill').toBeLessThan(10_000);
+  const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+  expect(result.exitCode).toBe(5);
+}
+
 /** Every pid named is alive now (fails with the dead ones). */
 export function expectAlive(pids: number[], when: string): void {
   const dead = pids.filter((pid) => !alive(pid));
