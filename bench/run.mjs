@@ -7,7 +7,16 @@
 //
 //   --bound <ms>        how long each trial waits for settle and quiescence (default 10000)
 //   --runs <n>          overhead: sequential runs per library (default 200)
-//   --only <what>       scenarios | overhead
+//   --only <what>       scenarios | overhead | scale
+//   --ballast <n>       start n idle unrelated processes (`sleep 100000`) before
+//                       the overhead and the scenarios; ended by pid at the end
+//   --scale-ballast a,b ballast levels of the scale section (default 0,1000,5000;
+//                       the section sets the ballast to each level itself)
+//   --scale-trees a,b   trees stopped at once (default 1,50,200)
+//   --scale-tiers a,b   cordon tiers measured there (default cgroup,subreaper,
+//                       those this host has), beside a detached group kill
+//   --scale-reps <n>    stops per cell of a single tree, median (default 5)
+//   --no-scale          leave the scale section out
 //   --scenarios a,b     only these scenario ids
 //   --libs a,b          only these libraries (cordon is the first)
 //   --out <dir>         where results go (default bench/results)
@@ -16,13 +25,14 @@
 // Every process carries CORDON_BENCH_TAG; whatever a library leaves behind is
 // counted, then SIGKILLed by pid. The run ends by checking that nothing of it
 // is left.
-import { spawn as spawnChild } from 'node:child_process';
+import { execFileSync, spawn as spawnChild } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { capabilities } from '../dist/index.js';
-import { libraries } from './lib/libraries.mjs';
+import { execa10, libraries, stopPeers } from './lib/libraries.mjs';
+import { Ballast } from './lib/ballast.mjs';
 import { measureOverhead } from './lib/overhead.mjs';
 import {
   RUN_ID,
@@ -31,6 +41,7 @@ import {
   findTagged,
   findTaggedZombies,
   killTagged,
+  hostProcessCount,
   machine,
   newTag,
   sleep,
@@ -38,13 +49,30 @@ import {
   taggedEnv,
 } from './lib/procs.mjs';
 import { markdown, svg } from './lib/report.mjs';
+import { METHODS, measureScale } from './lib/scale.mjs';
 import { scenarios } from './lib/scenarios.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 
 function parseArgs(argv) {
-  const o = { bound: 10_000, runs: 200, only: undefined, scenarios: undefined, libs: undefined, out: join(here, 'results'), activeWindow: 1000 };
+  const o = {
+    bound: 10_000,
+    runs: 200,
+    only: undefined,
+    scenarios: undefined,
+    libs: undefined,
+    out: join(here, 'results'),
+    activeWindow: 1000,
+    ballast: 0,
+    scale: true,
+    scaleBallast: [0, 1000, 5000],
+    scaleTrees: [1, 50, 200],
+    scaleTiers: ['cgroup', 'subreaper'],
+    scaleReps: 5,
+    scaleBound: 30_000,
+  };
+  const list = (x) => x.split(',').map(Number);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => {
@@ -59,6 +87,12 @@ function parseArgs(argv) {
     else if (a === '--libs') o.libs = v().split(',');
     else if (a === '--out') o.out = v();
     else if (a === '--render') o.render = v();
+    else if (a === '--ballast') o.ballast = Number(v());
+    else if (a === '--scale-ballast') o.scaleBallast = list(v()).sort((x, y) => x - y);
+    else if (a === '--scale-trees') o.scaleTrees = list(v());
+    else if (a === '--scale-tiers') o.scaleTiers = v().split(',');
+    else if (a === '--scale-reps') o.scaleReps = Number(v());
+    else if (a === '--no-scale') o.scale = false;
     else throw new Error(`unknown argument ${a}`);
   }
   return o;
@@ -66,6 +100,14 @@ function parseArgs(argv) {
 
 const t00 = performance.now();
 const log = (s) => process.stderr.write(`bench [${((performance.now() - t00) / 1000).toFixed(0).padStart(3)} s]: ${s}\n`);
+
+function nodeVersion(node) {
+  try {
+    return execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    return node;
+  }
+}
 
 function version(pkg) {
   return JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8')).version;
@@ -80,7 +122,7 @@ async function waitUntil(check, timeoutMs, what) {
 }
 
 function startHost(lib, script, env) {
-  const child = spawnChild(process.execPath, [join(here, 'host.mjs'), lib.name, script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnChild(lib.hostNode ?? process.execPath, [join(here, 'host.mjs'), lib.name, script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   let errText = '';
   child.stdout.setEncoding('utf8').on('data', (c) => (text += c));
@@ -227,25 +269,52 @@ async function main() {
     machine: machine(),
     cordonTier: capabilities().tier,
     versions: { execa: version('execa'), 'tree-kill': version('tree-kill') },
+    execa10: execa10.skipped ? { skipped: execa10.skipped } : { version: execa10.version, mode: execa10.mode, node: execa10.mode === 'peer' ? nodeVersion(execa10.node) : process.version },
     options: { bound: opts.bound, runs: opts.runs, activeWindow: opts.activeWindow },
     loadavgAtStart: loadavg().map((x) => Number(x.toFixed(2))),
     libraries: libs.map((l) => ({ name: l.name, how: l.how })),
-    scenarios: opts.only === 'overhead' ? [] : scs.map(({ id, title, detail, trigger }) => ({ id, title, detail, trigger })),
+    scenarios: opts.only === 'overhead' || opts.only === 'scale' ? [] : scs.map(({ id, title, detail, trigger }) => ({ id, title, detail, trigger })),
     trials: [],
     overhead: undefined,
   };
+  if (opts.ballast > 0) {
+    const t = performance.now();
+    await ballast.grow(opts.ballast);
+    await sleep(1000); // let the fork burst settle
+    run.ballast = { processes: opts.ballast, hostProcesses: hostProcessCount(), startedInMs: performance.now() - t };
+    log(`ballast: ${opts.ballast} idle processes (${run.ballast.hostProcesses} on the host)`);
+  }
 
-  if (opts.only !== 'scenarios') {
+  if (opts.only === undefined || opts.only === 'overhead') {
     log(`overhead: /bin/true, ${opts.runs} sequential + ${opts.runs} 8-way concurrent per library`);
     const tag = newTag('overhead');
     run.overhead = await measureOverhead({ env: taggedEnv(tag), runs: opts.runs, onProgress: (s) => log(`overhead: ${s}`) });
     const left = killTagged({ tag });
     if (left.length > 0) run.overhead.leftBehind = left.length;
   }
-  if (opts.only !== 'overhead') {
+  if (opts.only === undefined || opts.only === 'scenarios') {
     log(`scenarios: ${scs.map((s) => s.id).join(', ')} × ${libs.map((l) => l.name).join(', ')} (bound ${opts.bound} ms)`);
     run.trials = await runScenarios(opts, libs, scs);
   }
+  if ((opts.only === undefined && opts.scale) || opts.only === 'scale') {
+    const have = capabilities().tiers;
+    const methods = METHODS.filter((m) => m.kind !== 'cordon' || (opts.scaleTiers.includes(m.tier) && have.includes(m.tier)));
+    const missing = opts.scaleTiers.filter((t) => !have.includes(t));
+    if (missing.length > 0) log(`scale: tier(s) ${missing.join(', ')} not available on this host: skipped`);
+    log(`scale: ballast ${opts.scaleBallast.join(', ')} × trees ${opts.scaleTrees.join(', ')} × ${methods.map((m) => m.name).join(', ')}`);
+    run.scale = await measureScale({
+      ballast,
+      levels: opts.scaleBallast,
+      treeCounts: opts.scaleTrees,
+      methods,
+      reps: opts.scaleReps,
+      bound: opts.scaleBound,
+      log,
+    });
+    if (missing.length > 0) run.scale.skippedTiers = missing;
+  }
+  await ballast.clear();
+  stopPeers();
   run.durationMs = performance.now() - started;
   run.loadavgAtEnd = loadavg().map((x) => Number(x.toFixed(2)));
 
@@ -269,8 +338,21 @@ async function main() {
   process.exit(0);
 }
 
+// The ballast is ended by pid however the run ends.
+const ballast = new Ballast();
+process.on('exit', () => ballast.clearSync());
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(sig, () => {
+    process.stderr.write(`bench: ${sig}: ending the ballast and everything tagged\n`);
+    ballast.clearSync();
+    killTagged({ prefix: RUN_ID });
+    process.exit(130);
+  });
+}
+
 main().catch((err) => {
   process.stderr.write(`bench: ${err.stack ?? err}\n`);
+  ballast.clearSync();
   killTagged({ prefix: RUN_ID });
   process.exit(1);
 });

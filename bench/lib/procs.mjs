@@ -108,7 +108,7 @@ class Scanner {
         if (st && (st.ppid === 2 || pid === 2)) this.cache.set(pid, null);
         continue;
       }
-      if (tag === null && readStat(pid)?.ppid === process.pid) continue; // may exec with a tag any moment
+      if (tag === null && spawners.has(readStat(pid)?.ppid)) continue; // may exec with a tag any moment
       this.cache.set(pid, tag);
     }
   }
@@ -128,6 +128,16 @@ class Scanner {
 }
 
 export const scanner = new Scanner();
+
+/**
+ * Untagged processes that start tagged children: this one, and a library's
+ * peer (bench/peers/); a child of theirs is not cached as untagged while it
+ * may still be between fork and exec.
+ */
+const spawners = new Set([process.pid]);
+export function addSpawner(pid) {
+  spawners.add(pid);
+}
 
 function matcher({ tag, prefix }) {
   return tag !== undefined ? (t) => t === tag : (t) => t.startsWith(prefix ?? '');
@@ -221,4 +231,34 @@ export function machine() {
   }
   const cpus = (cpuinfo.match(/^processor\s*:/gm) ?? []).length;
   return { cpus, model, kernel, node: process.version, platform: `${process.platform}-${process.arch}` };
+}
+
+/** How many processes /proc lists right now (the whole host). */
+export function hostProcessCount() {
+  return allPids().length;
+}
+
+/**
+ * CPU time a single-threaded process has used so far, in ms, from
+ * /proc/<pid>/schedstat (nanoseconds; /proc/<pid>/stat's utime + stime are in
+ * 10 ms ticks, too coarse for one anchor), and its state. Still readable while
+ * the process is a zombie (then final); undefined once it is reaped.
+ */
+export function cpuOf(pid) {
+  let sched;
+  try {
+    sched = readFileSync(`/proc/${pid}/schedstat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const st = readStat(pid);
+  if (!st) return undefined;
+  return { ms: Number(sched.split(' ')[0]) / 1e6, state: st.state, start: st.start };
+}
+
+/** This process's reaped children's CPU (cutime + cstime of /proc/self/stat), in ms (10 ms ticks). */
+export function childrenCpuMs() {
+  const s = readFileSync('/proc/self/stat', 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10;
 }

@@ -1,4 +1,5 @@
 // Markdown and a hand-written SVG chart from one benchmark run's JSON.
+import { scaleRatios } from './scale.mjs';
 
 export function fmtMs(ms) {
   if (ms === null || ms === undefined) return 'never';
@@ -46,10 +47,17 @@ export function markdown(run) {
   lines.push('');
   lines.push(
     `Machine: ${m.cpus} CPUs (${m.model}), Linux ${m.kernel}, Node ${m.node} (${m.platform}); ` +
-      `cordon tier: ${run.cordonTier}; execa ${run.versions.execa}, tree-kill ${run.versions['tree-kill']}. ` +
+      `cordon tier: ${run.cordonTier}; execa ${run.versions.execa}, tree-kill ${run.versions['tree-kill']}` +
+      (run.execa10?.version ? `, execa ${run.execa10.version} (${run.execa10.mode === 'peer' ? `in a peer under Node ${run.execa10.node}` : 'in-process'})` : '') +
+      '. ' +
+      (run.execa10?.skipped ? `execa 10: ${run.execa10.skipped}. ` : '') +
       `Bound: ${run.options.bound / 1000} s per trial. Whole run: ${(run.durationMs / 1000).toFixed(0)} s. ` +
       `Load average (1/5/15 min) at start ${run.loadavgAtStart?.join(' / ')}, at end ${run.loadavgAtEnd?.join(' / ')}.`,
   );
+  if (run.ballast) {
+    lines.push('');
+    lines.push(`Ballast during the overhead and the scenarios: ${run.ballast.processes} idle processes (\`--ballast\`; ${run.ballast.hostProcesses} processes on the host).`);
+  }
   if (run.trials.length > 0) {
     lines.push('');
     lines.push('## Stopping a tree');
@@ -115,8 +123,85 @@ export function markdown(run) {
       );
     }
   }
+  if (run.scale) lines.push(...scaleMarkdown(run));
   lines.push('');
   return lines.join('\n');
+}
+
+const x = (r) => (r === null || r === undefined ? '–' : `${r.toFixed(2)}x`);
+const verdict = (ok) => (ok ? '**met**' : '**not met**');
+
+function scaleMarkdown(run) {
+  const sc = run.scale;
+  const lines = [];
+  const methods = sc.methods.map((m) => m.name);
+  lines.push('');
+  lines.push('## Scale: stopping trees on a busy host');
+  lines.push('');
+  lines.push(
+    `Ballast: idle unrelated processes (\`sleep 100000\`) started before the cell; host processes listed in /proc at each level: ` +
+      sc.levels.map((l) => `${l.ballast} → ${l.hostProcesses}`).join(', ') +
+      `. Trees of 4 processes (\`sh\`, a \`sleep\`, a child \`sh\` with its \`sleep\`), all stopped in one loop at t0; ` +
+      `a single tree is stopped ${sc.reps} times (median), more trees once. Each cell: **settled** (the last completion) / ` +
+      '**quiescent** (every printed pid gone) / for cordon, the **anchor CPU per tree** from t0 until the anchor is gone ' +
+      '(`/proc/<anchorPid>/schedstat`, sampled every 4 ms, 1 ms while at most 5 live; a lower bound short of at most one interval unless the anchor was caught as a zombie: the share caught so is in the JSON) and in brackets the host\'s Δcutime+cstime per ' +
+      "tree (the anchors' whole lives and what they reaped; for the group kill, the trees themselves).",
+  );
+  lines.push('');
+  lines.push(`| trees | ballast | ${methods.join(' | ')} |`);
+  lines.push(`| --- | --- | ${methods.map(() => '---').join(' | ')} |`);
+  for (const trees of sc.treeCounts) {
+    for (const lvl of sc.levels) {
+      const row = methods.map((name) => {
+        const c = sc.cells.find((k) => k.method === name && k.ballast === lvl.ballast && k.trees === trees);
+        if (!c) return '–';
+        let t = `${fmtMs(c.settledMs)} / ${fmtMs(c.quiescentMs)}`;
+        if (c.anchorCpuMsPerTree !== null && c.anchorCpuMsPerTree !== undefined) t += ` / CPU ${fmtMs(c.anchorCpuMsPerTree)}`;
+        if (c.hostCpuMsPerTree !== null && c.hostCpuMsPerTree !== undefined) t += ` (${fmtMs(c.hostCpuMsPerTree)})`;
+        if (c.late > 0) t += `, ${c.late} of ${c.results} late`;
+        if (c.zombies > 0) t += `, ${c.zombies} zombies`;
+        if (c.initZombies > 0) t += `, ${c.initZombies} zombies of init`;
+        if (c.leftBehind > 0) t += `, ${c.leftBehind} left`;
+        if (c.errors.length > 0) t += `, error: ${c.errors[0]}`;
+        return t;
+      });
+      lines.push(`| ${trees} | ${lvl.ballast} | ${row.join(' | ')} |`);
+    }
+  }
+  const r = scaleRatios(sc);
+  lines.push('');
+  lines.push('| ratio | settled | quiescent |');
+  lines.push('| --- | --- | --- |');
+  for (const b of r.byBallast) lines.push(`| ${b.method}, ${b.trees} tree(s): ballast ${r.hi} / ballast ${r.lo} | ${x(b.settled)} | ${x(b.quiescent)} |`);
+  for (const v of r.vsGroup) lines.push(`| ${v.method} / group kill, ${v.trees} trees, ballast ${v.ballast} | ${x(v.settled)} | ${x(v.quiescent)} |`);
+  // Issue #13's goals.
+  const worst = (list) => (list.length === 0 ? null : Math.max(...list.map((v) => Math.max(v.settled ?? Infinity, v.quiescent ?? Infinity))));
+  const goals = [];
+  for (const [tier, bound] of [['cgroup', 1.2], ['subreaper', 2]]) {
+    const w = worst(r.byBallast.filter((b) => b.method === tier));
+    if (w !== null) goals.push(`${tier} tier, latency at ballast ${r.hi} within ${bound}x of ballast ${r.lo} (every tree count, settled and quiescent): ${verdict(w <= bound)} (worst ${x(w)})`);
+  }
+  for (const tier of ['cgroup', 'subreaper']) {
+    const w = worst(r.vsGroup.filter((v) => v.method === tier && v.trees === 50));
+    if (w !== null) goals.push(`${tier} tier, 50 trees within 1.5x of the group kill (every ballast level): ${verdict(w <= 1.5)} (worst ${x(w)})`);
+  }
+  const cordonCells = sc.cells.filter((c) => c.method !== 'group kill');
+  const late = cordonCells.reduce((n, c) => n + c.late, 0);
+  const results = cordonCells.reduce((n, c) => n + c.results, 0);
+  const zombies = sc.cells.reduce((n, c) => n + c.zombies, 0) + (sc.hostZombieChildren ?? 0);
+  const left = sc.cells.reduce((n, c) => n + c.leftBehind, 0);
+  goals.push(`every cordon result settled within grace (${sc.graceMs / 1000} s) + 100 ms: ${verdict(late === 0)} (${late} of ${results} late)`);
+  const initZombies = sc.cells.reduce((n, c) => n + (c.initZombies ?? 0), 0);
+  goals.push(
+    `zero zombies (members and anchors unreaped 50 ms after a cell; the bench's zombie children at the end): ${verdict(zombies === 0)} (${zombies}; ` +
+      `besides, ${initZombies} orphans not yet reaped by init)`,
+  );
+  goals.push(`processes left behind: ${left}`);
+  lines.push('');
+  lines.push('Goals of issue #13 in this run:');
+  lines.push('');
+  for (const g of goals) lines.push(`- ${g}`);
+  return lines;
 }
 
 // ---------------------------------------------------------------- SVG chart
