@@ -3,7 +3,7 @@
 // and reading what /proc says about a process (signal dispositions, open
 // descriptors). Everything is observed from outside, never through cordon's
 // bookkeeping.
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { spawn, type ContainedProcess, type ContainedResult, type SpawnOptions } from '../../lib/index.js';
@@ -114,15 +114,20 @@ export async function startTrapTree(
 export async function expectLateMemberTermed(t: Tagged, prefix: string): Promise<void> {
   const { proc, root, file } = await startTrapTree(
     t,
-    'trap \'sh -c "echo \\$\\$ > \\"$FILE\\"; exec sleep 300" & wait $!; exit 5\' TERM; echo "PID root $$"; echo READY; while :; do sleep 0.05; done',
+    // `trap - TERM` first: the late member is forked with SIGTERM at its
+    // default, so a TERM that reaches it between fork and exec ends it, rather
+    // than running the root's inherited trap and being spent (shell semantics,
+    // docs/lifecycle.md; seen on a loaded machine as a 20 s forced kill).
+    'trap \'trap - TERM; sh -c "echo \\$\\$ > \\"$FILE\\"; exec sleep 300" & wait $!; exit 5\' TERM; echo "PID root $$"; echo READY; while :; do sleep 0.05; done',
     { prefix, name: 'late' },
   );
   const t0 = Date.now();
   await within(proc.terminate({ grace: 20_000 }), 30_000, 'terminate() to resolve', t.tag);
   const elapsed = Date.now() - t0;
-  const late = Number(readFileSync(file, 'utf8'));
-  expect(late, 'the trap started the late member').toBeGreaterThan(0);
-  expectGone([root, late], t.tag, 'after terminate() resolved');
+  // The late member writes its pid once it runs; one that the polite signal
+  // ended before that wrote nothing, and was ended all the same.
+  const late = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
+  expectGone(late > 0 ? [root, late] : [root], t.tag, 'after terminate() resolved');
   // Without a polite signal of its own the late member lives until the
   // forced kill at 20 s; with one, the tree ends in about a tier's rescan
   // period. 10 s is far from both on a loaded machine.
