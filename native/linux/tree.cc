@@ -437,6 +437,10 @@ void cgroup_pids(const std::string& dir, int depth, std::vector<int64_t>& pids) 
 
 }  // namespace
 
+namespace {
+Member to_member(const Stat& st, const std::vector<FileId>& watched, bool commands);
+}  // namespace
+
 int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, std::vector<Member>& out,
                    bool commands) {
   out.clear();
@@ -445,15 +449,7 @@ int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, s
   for (int64_t pid : pids) {
     Stat st;
     if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X') continue;
-    Member m;
-    m.pid = st.pid;
-    m.ppid = st.ppid;
-    m.pgid = st.pgid;
-    m.start_time = st.start;
-    m.state = st.state;
-    if (commands) m.command = read_cmdline(st.pid);
-    m.holds_output = holds_any(st.pid, watched);
-    out.push_back(std::move(m));
+    out.push_back(to_member(st, watched, commands));
   }
   return static_cast<int>(out.size());
 }
