@@ -4,6 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { useTag, within } from './helpers/procs.js';
+import { observer } from './helpers/observer.js';
+import { itWhere } from './helpers/tier.js';
 import { collect, fdTable, parseLsFd } from './helpers/trees.js';
 
 /** `ls -l` of a descriptor directory, between two marker lines, parsed. */
@@ -29,7 +31,9 @@ function keys(fds: Map<number, string>): number[] {
 }
 
 describe('the control channel is not handed down', () => {
-  it("neither the root nor a grandchild holds the anchor's control socket", async () => {
+  // Also read from outside: the descriptor tables of the anchor, the root and
+  // the grandchild, which only the proc observer can list.
+  itWhere(observer.name === 'proc', "neither the root nor a grandchild holds the anchor's control socket", `the ${observer.name} observer cannot list another process's descriptors (only /proc can)`, async () => {
     const t = useTag();
     // The root lists its own table, a grandchild (a shell inside a shell)
     // lists its own (/proc/self/fd), then both stay alive to be read from outside.

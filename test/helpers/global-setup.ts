@@ -3,11 +3,15 @@
 // by pid and fail the run. Tags start with a per-run id, so two runs on one
 // machine never touch each other's processes.
 //
+// The run says once which observer looks at the processes (/proc or ps, see
+// observer.ts): a run with CORDON_TEST_OBSERVER=ps shows it used ps.
+//
 // Nor any cgroup (the cgroup tier): a tree's cgroup, cordon-<anchor pid>-<suffix>
 // below this process's cgroup, must be gone with the tree. One that appeared
 // during the run and is still there fails it (and is removed, if empty).
 import { readdirSync, rmdirSync } from 'node:fs';
 import { cgroupMount, cgroupOf, cgroupWritable } from './cgroup.js';
+import { observer, OBSERVER_VAR } from './observer.js';
 import { describeProcs, findTagged, killPids, RUN_VAR } from './procs.js';
 
 function treeCgroups(): { dir: string; names: Set<string> } | undefined {
@@ -17,8 +21,16 @@ function treeCgroups(): { dir: string; names: Set<string> } | undefined {
   return { dir, names: new Set(readdirSync(dir).filter((n) => /^cordon-\d+(-[0-9a-f]+)?$/.test(n))) };
 }
 
+// Vitest calls the global setup once per project, each with its own copy of
+// this module: the mark that the observer was printed lives on globalThis.
+const SHOWN = Symbol.for('cordon.test.observerShown');
+
 export default function setup() {
   process.env[RUN_VAR] ??= `r${process.pid}${Math.random().toString(36).slice(2, 6)}`;
+  const asked = process.env[OBSERVER_VAR];
+  const g = globalThis as { [SHOWN]?: boolean };
+  if (!g[SHOWN]) console.log(`process observer: ${observer.name} (${asked ? `${OBSERVER_VAR}=${asked}` : `the default on ${process.platform}`})`);
+  g[SHOWN] = true;
   const before = treeCgroups();
   return () => {
     const left = findTagged();

@@ -16,7 +16,7 @@ export class PidTakenError extends Error {}
 export interface Occupant {
   /** The unrelated process now holding the target pid (a `sleep 300`, or the command asked for). */
   pid: number;
-  /** Its /proc start time, to tell it from a later reuse. */
+  /** Its start time (as the observer gives it), to tell it from a later reuse. */
   start: string;
   /** Other processes started to get there (the fallback's shell), to clean up. */
   helpers: number[];
@@ -36,7 +36,12 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, command: str
     // The counter goes back to where it was right after our spawn: left at
     // target+1, it would hand out again, at once, the pids that other tests
     // running meanwhile just saw die (and check to be gone).
-    const saved = Number(readFileSync(NS_LAST_PID, 'utf8'));
+    let saved: number;
+    try {
+      saved = Number(readFileSync(NS_LAST_PID, 'utf8')); // Linux only
+    } catch {
+      return 'unavailable';
+    }
     try {
       writeFileSync(NS_LAST_PID, String(target - 1));
     } catch {

@@ -1,40 +1,24 @@
 // Observing processes from outside, never through cordon's bookkeeping:
 // every process a test starts carries CORDON_TEST_TAG=<unique tag> in its
-// environment; /proc tells who is alive. Cleanup SIGKILLs by pid, found by
-// tag, independent of the code under test.
-import { readdirSync, readFileSync } from 'node:fs';
+// environment; the observer (helpers/observer.ts: /proc, or ps) tells who is
+// alive. Cleanup SIGKILLs by pid, found by tag, independent of the code under test.
+import { readdirSync } from 'node:fs';
 import { onTestFinished } from 'vitest';
 import { parsePidLines, pollUntil, sleep, withWatchdog } from './common.mjs';
+import { observer, TAG_VAR, type ProcInfo, type Stat } from './observer.js';
 
-export { sleep };
+export { sleep, TAG_VAR, type ProcInfo };
 
-export const TAG_VAR = 'CORDON_TEST_TAG';
 let counter = 0;
 
-export interface ProcInfo {
-  pid: number;
-  ppid: number;
-  state: string;
-  command: string;
+/** What the observer says a process is now (undefined: no process has the pid). */
+export function readStat(pid: number): Stat | undefined {
+  return observer.stat(pid);
 }
 
-export function readStat(pid: number): { ppid: number; pgid: number; sid: number; state: string; start: string } | undefined {
-  let s: string;
-  try {
-    s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return { state: fields[0]!, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), start: fields[19]! };
-}
-
+/** Its arguments joined by spaces ('' when gone). */
 export function cmdline(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').replace(/\0/g, ' ');
-  } catch {
-    return '';
-  }
+  return observer.cmdline(pid);
 }
 
 /** Alive and not a zombie. */
@@ -65,7 +49,7 @@ export function forgetPrinted(): void {
 }
 
 /**
- * The process first seen as `pid` with /proc start time `start` is alive (not
+ * The process first seen as `pid` with start time `start` is alive (not
  * a zombie): where a test sets the pid counter back (pid-reuse.test.ts), a
  * freed pid can be handed to another test's process at once.
  */
@@ -78,28 +62,13 @@ export function isZombie(pid: number): boolean {
   return readStat(pid)?.state === 'Z';
 }
 
-function allPids(): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map(Number);
-}
-
-function environHas(pid: number, needle: string): boolean {
-  try {
-    const env = readFileSync(`/proc/${pid}/environ`);
-    return env.includes(needle);
-  } catch {
-    return false;
-  }
-}
-
 /**
  * `pid` is alive and is still one of the test's processes: it carries `tag`.
  * (pid_max is 32768 here: a member's pid that was freed can belong to anyone
  * a moment later, a kernel thread included.)
  */
 export function aliveTagged(pid: number, tag: string): boolean {
-  return alive(pid) && environHas(pid, `${TAG_VAR}=${tag}\0`);
+  return alive(pid) && observer.hasTag(pid, tag);
 }
 
 /** This run's id: every tag of this run starts with it (set by the global setup). */
@@ -107,16 +76,7 @@ export const RUN_VAR = 'CORDON_TEST_RUN';
 
 /** Every live process carrying the tag (or, with no tag, any tag of this run). */
 export function findTagged(tag?: string): ProcInfo[] {
-  const needle = tag === undefined ? `${TAG_VAR}=${process.env[RUN_VAR] ?? ''}` : `${TAG_VAR}=${tag}\0`;
-  const out: ProcInfo[] = [];
-  for (const pid of allPids()) {
-    if (pid === process.pid) continue;
-    if (!environHas(pid, needle)) continue;
-    const st = readStat(pid);
-    if (!st || st.state === 'Z' || st.state === 'X') continue;
-    out.push({ pid, ppid: st.ppid, state: st.state, command: cmdline(pid) });
-  }
-  return out;
+  return observer.tagged(tag === undefined ? { prefix: process.env[RUN_VAR] ?? '' } : { value: tag });
 }
 
 export function describeProcs(procs: ProcInfo[]): string {
@@ -226,14 +186,15 @@ export function within<T>(promise: Promise<T>, timeout: number, what: string, ta
 
 /** Zombie children of this test process (the anchors it spawned must be reaped). */
 export function zombieChildren(): number[] {
-  return allPids().filter((pid) => {
-    const st = readStat(pid);
-    return st?.state === 'Z' && st.ppid === process.pid;
-  });
+  return observer
+    .list()
+    .filter((p) => p.state === 'Z' && p.ppid === process.pid)
+    .map((p) => p.pid);
 }
 
+/** This process's open descriptors (its own: /proc/self/fd on Linux, /dev/fd elsewhere; no observer needed). */
 export function openFdCount(): number {
-  return readdirSync('/proc/self/fd').length;
+  return readdirSync(process.platform === 'linux' ? '/proc/self/fd' : '/dev/fd').length;
 }
 
 /** Pids a fixture printed as `PID <name> <pid>` lines (each remembered for alive()). */

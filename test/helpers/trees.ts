@@ -1,13 +1,14 @@
 // Helpers for the termination, grace, cancellation, launch-failure and
 // control-channel tests: starting a tree and collecting the pids it printed,
-// and reading what /proc says about a process (signal dispositions, open
-// descriptors). Everything is observed from outside, never through cordon's
-// bookkeeping.
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+// and reading what the observer says about a process (signal dispositions;
+// open descriptors, which only /proc shows). Everything is observed from
+// outside, never through cordon's bookkeeping.
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { spawn, type ContainedProcess, type ContainedResult, type SpawnOptions } from '../../lib/index.js';
 import { capture, fixture } from './fixtures.js';
+import { observer } from './observer.js';
 import { alive, aliveTagged, cmdline, describeProcs, findTagged, readStat, waitFor, within, type Tagged } from './procs.js';
 import { tempDir } from './registry.js';
 
@@ -187,22 +188,11 @@ export function waitPidsGone(pids: number[], timeout: number, what: string, tag?
   return waitFor(() => pids.every((pid) => !alive(pid)), { timeout, what, tag, pids });
 }
 
-function sigMask(pid: number, field: 'SigIgn' | 'SigCgt' | 'SigBlk'): bigint | undefined {
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const m = new RegExp(`^${field}:\\s*([0-9a-f]+)$`, 'm').exec(status);
-  return m ? BigInt(`0x${m[1]}`) : undefined;
-}
-
 const SIGTERM_BIT = 1n << 14n; // signal 15
 
-/** The process ignores SIGTERM (SIG_IGN), as /proc/<pid>/status says. */
+/** The process ignores SIGTERM (SIG_IGN), as the observer says (SigIgn of /proc/<pid>/status, ps's `ignored`). */
 export function ignoresTerm(pid: number): boolean {
-  const ign = sigMask(pid, 'SigIgn');
+  const ign = observer.signals(pid)?.ignored;
   return ign !== undefined && (ign & SIGTERM_BIT) !== 0n;
 }
 
@@ -211,26 +201,15 @@ export function catchesTerm(pid: number): boolean {
   return catchesSignal(pid, 15);
 }
 
-/** The process has a handler installed for signal number `signo` (SigCgt in /proc/<pid>/status). */
+/** The process has a handler installed for signal number `signo` (SigCgt of /proc/<pid>/status, ps's `caught`). */
 export function catchesSignal(pid: number, signo: number): boolean {
-  const cgt = sigMask(pid, 'SigCgt');
+  const cgt = observer.signals(pid)?.caught;
   return cgt !== undefined && (cgt & (1n << BigInt(signo - 1))) !== 0n;
 }
 
-/** The open descriptors of a process as /proc shows them: fd -> link target. */
+/** The open descriptors of a process as /proc shows them: fd -> link target (the ps observer cannot: it throws). */
 export function fdTable(pid: number | 'self'): Map<number, string> {
-  const dir = `/proc/${pid}/fd`;
-  const out = new Map<number, string>();
-  for (const name of readdirSync(dir)) {
-    let target: string;
-    try {
-      target = readlinkSync(`${dir}/${name}`);
-    } catch {
-      continue; // closed meanwhile
-    }
-    out.set(Number(name), target);
-  }
-  return out;
+  return observer.openFds(pid);
 }
 
 /**

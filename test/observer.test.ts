@@ -1,0 +1,207 @@
+// The observers the suite looks through (helpers/observer.ts): /proc and ps.
+// On a tree the test starts itself with plain child_process (no cordon), both
+// must say the same: pids, parents, groups, sessions, the tag (as a whole
+// environment entry, not a prefix or a substring of another variable), the
+// command line, a start identity that does not move, signal dispositions, a
+// zombie, and a dead pid reported dead. Where /proc is missing only ps is
+// checked, and the proc observer must refuse to be selected.
+import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { capture } from './helpers/fixtures.js';
+import {
+  ObserverError,
+  parsePsLines,
+  procObserver,
+  psObserver,
+  selectObserver,
+  tagPattern,
+  TAG_VAR,
+  type Observer,
+} from './helpers/observer.js';
+import { killPids, RUN_VAR, useTag, waitFor, within } from './helpers/procs.js';
+
+const hasProc = process.platform === 'linux';
+const observers: Observer[] = hasProc ? [procObserver, psObserver] : [psObserver];
+
+/** The environment of the test, without any test tag (for the decoys). */
+function untagged(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env[TAG_VAR];
+  return { ...env, ...extra };
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+}
+
+// The root, in a session and group of its own (detached): it ignores TERM and
+// catches USR1, starts a sleeper, a shell that starts a grandchild sleeper,
+// and a zombie's parent ($2: a shell that starts a child that prints its pid
+// and exits, and at once execs sleep, which never reaps it). An argument with
+// two blanks in a row shows how each observer joins arguments.
+const ZOMBIE_PARENT = `sh -c 'echo "PID zombie $$"' & exec sleep 300`;
+const ROOT_SCRIPT =
+  "trap '' TERM; trap ':' USR1; " +
+  'sleep 300 & echo "PID child $!"; ' +
+  'sh -c \'sleep 300 & echo "PID grandchild $!"; wait\' & echo "PID middle $!"; ' +
+  'sh -c "$2" zparent & echo "PID zparent $!"; ' +
+  'echo READY; wait';
+const ROOT_ARGS = ['-c', ROOT_SCRIPT, 'root', 'two  blanks', ZOMBIE_PARENT];
+
+describe('the process observers', () => {
+  it(`the observer is chosen by CORDON_TEST_OBSERVER (this run: ${selectObserver().name})`, () => {
+    expect(selectObserver({}, 'linux').name).toBe('proc');
+    expect(selectObserver({}, 'darwin').name).toBe('ps');
+    expect(selectObserver({ CORDON_TEST_OBSERVER: 'ps' }, 'linux').name).toBe('ps');
+    expect(selectObserver({ CORDON_TEST_OBSERVER: 'proc' }, 'linux').name).toBe('proc');
+    expect(() => selectObserver({ CORDON_TEST_OBSERVER: 'proc' }, 'darwin')).toThrow(ObserverError);
+    expect(() => selectObserver({ CORDON_TEST_OBSERVER: 'pss' }, 'linux')).toThrow(/must be proc or ps/);
+  });
+
+  it('ps lines parse with arguments and environment after the columns, and a line that does not parse is an error', () => {
+    const out =
+      '  412     1   412   412 Mon Nov  2 03:04:05 2026 Ss   sh -c echo  a b CORDON_TEST_TAG=r1-t2 HOME=/x y\n' +
+      '99999   412   412   412 Sun Nov 29 23:59:59 2026 Z    [sh] <defunct>\n';
+    const rows = parsePsLines(out, true);
+    expect(rows.map((r) => [r.pid, r.stat.ppid, r.stat.pgid, r.stat.sid, r.stat.start, r.stat.state])).toEqual([
+      [412, 1, 412, '412', 'Mon Nov 2 03:04:05 2026', 'S'],
+      [99999, 412, 412, '412', 'Sun Nov 29 23:59:59 2026', 'Z'],
+    ]);
+    expect(rows[0]!.rest).toBe('sh -c echo  a b CORDON_TEST_TAG=r1-t2 HOME=/x y');
+    expect(tagPattern({ value: 'r1-t2' }).test(rows[0]!.rest)).toBe(true);
+    expect(tagPattern({ value: 'r1-t' }).test(rows[0]!.rest), 'a prefix of the tag is not the tag').toBe(false);
+    expect(tagPattern({ prefix: 'r1-' }).test(rows[0]!.rest)).toBe(true);
+    expect(tagPattern({ value: 'r1-t2' }).test('sh XCORDON_TEST_TAG=r1-t2'), 'another variable ending in the name').toBe(false);
+    expect(tagPattern({ value: 'r1-t2' }).test('sh OTHER=CORDON_TEST_TAG=r1-t2'), 'a value that looks like the tag').toBe(false);
+    expect(() => parsePsLines('  412 garbage\n', true)).toThrow(ObserverError);
+    // BSD ps shows a session handle of 0 where it hides sessions: asking for it is an error.
+    const hidden = parsePsLines('  412     1   412     0 Mon Nov  2 03:04:05 2026 Ss   sh\n', false)[0]!;
+    expect(() => hidden.stat.sid).toThrow(/cannot tell the session/);
+  });
+
+  it(`${observers.map((o) => o.name).join(' and ')} agree on a tree the test started (pids, parents, groups, sessions, tag, start, signals, zombie, a dead pid)`, async () => {
+    const t = useTag();
+    const run = process.env[RUN_VAR] ?? '';
+    const decoyPids: number[] = [];
+    const children: ChildProcess[] = [];
+    let group: number | undefined;
+    onTestFinished(async () => {
+      // The tree by its group (the root, our unreaped child until it exits, pins the id), the rest by pid.
+      if (group !== undefined) {
+        try {
+          process.kill(-group, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      killPids(decoyPids);
+      for (const c of children) {
+        if (c.pid !== undefined) killPids([c.pid]);
+        await exited(c);
+      }
+    });
+
+    const root = spawnChild('sh', ROOT_ARGS, { env: t.env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    children.push(root);
+    group = root.pid;
+    // Decoys: the tag with one more character (found by the run prefix, not by
+    // the tag), and the tag under another name and inside another value.
+    const longer = spawnChild('sleep', ['300'], { env: untagged({ [TAG_VAR]: `${t.tag}x` }), stdio: 'ignore' });
+    const elsewhere = spawnChild('sleep', ['300'], { env: untagged({ [`X${TAG_VAR}`]: t.tag, OTHER: `${TAG_VAR}=${t.tag}` }), stdio: 'ignore' });
+    children.push(longer, elsewhere);
+    decoyPids.push(longer.pid!, elsewhere.pid!);
+
+    const out = capture(root.stdout);
+    await within(out.until(/^READY$[\s\S]*^PID zombie \d+$|^PID zombie \d+$[\s\S]*^READY$/m), 10_000, 'the tree to start', t.tag);
+    const pids = out.pids();
+    const rootPid = root.pid!;
+    const { zombie, zparent, child, middle, grandchild } = pids as Record<string, number>;
+    const members = [rootPid, child, middle, grandchild, zparent].sort((a, b) => a - b);
+    // The zombie is one once its parent has exec'd sleep; the grandchild runs once printed.
+    await waitFor(() => observers.every((o) => o.stat(zombie)?.state === 'Z'), { timeout: 5000, what: `pid ${zombie} to be a zombie`, tag: t.tag });
+
+    const seen = observers.map((o) => {
+      const stat = (pid: number) => {
+        const s = o.stat(pid);
+        return s && { ppid: s.ppid, pgid: s.pgid, sid: s.sid };
+      };
+      return {
+        name: o.name,
+        tagged: o
+          .tagged({ value: t.tag })
+          .map((p) => p.pid)
+          .sort((a, b) => a - b),
+        byRun: new Set(o.tagged({ prefix: run }).map((p) => p.pid)),
+        me: stat(process.pid),
+        root: stat(rootPid),
+        child: stat(child),
+        grandchild: stat(grandchild),
+        zparent: stat(zparent),
+        zombie: o.stat(zombie),
+        hasTag: [o.hasTag(rootPid, t.tag), o.hasTag(grandchild, t.tag), o.hasTag(longer.pid!, t.tag), o.hasTag(elsewhere.pid!, t.tag)],
+        cmdline: o.cmdline(rootPid),
+        starts: members.map((pid) => o.stat(pid)!.start),
+        startsAgain: members.map((pid) => o.stat(pid)!.start),
+        signals: o.signals(rootPid),
+      };
+    });
+
+    for (const s of seen) {
+      const why = (what: string) => `${s.name}: ${what}`;
+      expect(s.tagged, why('the tagged processes: the tree, not the decoys, not the zombie')).toEqual(members);
+      expect(s.byRun.has(longer.pid!), why("the run's prefix finds the longer tag")).toBe(true);
+      expect(s.byRun.has(elsewhere.pid!), why('the tag under another name is no tag')).toBe(false);
+      for (const pid of members) expect(s.byRun.has(pid), why(`the run's prefix finds member ${pid}`)).toBe(true);
+      expect(s.hasTag, why('hasTag: root, grandchild, longer tag, tag elsewhere')).toEqual([true, true, false, false]);
+      expect(s.root, why('the root: our child, leader of its own group')).toEqual({ ppid: process.pid, pgid: rootPid, sid: s.root!.sid });
+      expect(s.root!.sid, why("the root's session (setsid) is not ours")).not.toBe(s.me!.sid);
+      expect(s.child, why('the child: in the root\'s group and session')).toEqual({ ppid: rootPid, pgid: rootPid, sid: s.root!.sid });
+      expect(s.grandchild, why('the grandchild')).toEqual({ ppid: middle, pgid: rootPid, sid: s.root!.sid });
+      expect(s.zparent?.sid, why("the zombie's parent")).toBe(s.root!.sid);
+      expect(s.zombie?.state, why('the unreaped child')).toBe('Z');
+      expect(s.zombie?.ppid, why("the zombie's parent")).toBe(zparent);
+      expect(s.tagged, why('a zombie is not a live tagged process')).not.toContain(zombie);
+      expect(s.cmdline, why("the root's command line")).toBe(['sh', ...ROOT_ARGS].join(' '));
+      expect(s.startsAgain, why('start identities do not move')).toEqual(s.starts);
+      expect(s.signals, why("the root's signals")).toBeDefined();
+      expect(s.signals!.ignored & (1n << 14n), why('SIGTERM ignored')).not.toBe(0n);
+      expect(s.signals!.caught & (1n << 9n), why('SIGUSR1 caught')).not.toBe(0n);
+    }
+    if (hasProc) {
+      const [proc, ps] = seen;
+      expect(ps!.tagged).toEqual(proc!.tagged);
+      expect(ps!.root!.sid, 'the session, as ps and /proc give it').toBe(proc!.root!.sid);
+      expect(ps!.signals).toEqual(proc!.signals);
+      expect(procObserver.openFds(rootPid).has(0), '/proc lists the root\'s descriptors').toBe(true);
+    }
+    expect(() => psObserver.openFds(rootPid), 'ps cannot list descriptors: a clear error').toThrow(/only \/proc can/);
+
+    // A dead pid: a tagged child of this process, seen alive by both, then
+    // SIGKILLed and reaped (by Node).
+    const victim = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
+    children.push(victim);
+    const v = victim.pid!;
+    await waitFor(() => observers.every((o) => o.hasTag(v, t.tag)), { timeout: 5000, what: `pid ${v} to be seen tagged`, tag: t.tag });
+    const vStarts = observers.map((o) => o.stat(v)!.start);
+    for (const o of observers) expect(o.tagged({ value: t.tag }).map((p) => p.pid), `${o.name}: the victim, alive`).toContain(v);
+    killPids([v]);
+    await within(exited(victim), 5000, `pid ${v} to exit`, t.tag);
+    observers.forEach((o, i) => {
+      const st = o.stat(v);
+      // Reaped: no process has the pid, or another one got it (another start).
+      if (st) expect(st.start, `${o.name}: pid ${v} is another process now`).not.toBe(vStarts[i]);
+      else {
+        expect(o.cmdline(v), `${o.name}: no command line for a dead pid`).toBe('');
+        expect(o.hasTag(v, t.tag), `${o.name}: no tag on a dead pid`).toBe(false);
+        expect(o.signals(v), `${o.name}: no signals for a dead pid`).toBeUndefined();
+      }
+      expect(
+        o.tagged({ value: t.tag }).map((p) => p.pid),
+        `${o.name}: the dead pid is not tagged`,
+      ).not.toContain(v);
+    });
+  });
+});
