@@ -2,7 +2,7 @@
 // that print the pids of what they started (start them with owner.spawn()
 // and collect() of trees.ts), a host application of our own
 // (test/fixtures/registry-host.mjs) and small utilities. Processes are still
-// observed from outside, through /proc and the pids the trees print.
+// observed from outside, through the observer (observer.ts) and the pids the trees print.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
