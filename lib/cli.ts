@@ -9,6 +9,7 @@
 import { capabilities } from './capabilities.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
+import { cliLimit } from './limits.js';
 import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type SpawnOptions, type Tier } from './options.js';
 import { selectableTiers, tierSpec } from './tiers.js';
 import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
@@ -27,6 +28,9 @@ Options for run:
   --leftovers <policy>   kill | kill-on-failure | keep (default kill)
   --tier <tier>          ${selectableTiers().join(' | ')} (default: the strongest available)
   --best-effort          run with a weaker tier rather than refuse when containment fails
+  --memory <size>        memory limit of the whole tree: bytes, or 512M, 1G (cgroup tier)
+  --max-processes <n>    the most processes the tree may have at once (cgroup tier)
+  --cpu <cores>          CPU limit in cores: 0.5 is half of one core (cgroup tier)
   --log <file>           also append stdout and stderr to this file
   --report               print what was left over and how long cleanup took (stderr)
 
@@ -80,6 +84,15 @@ function parseRun(argv: string[]): RunArgs {
       case '--tier': options.tier = value(flag) as Tier; break;
       case '--log': options.log = value(flag); break;
       case '--best-effort': options.containment = 'best-effort'; break;
+      case '--memory':
+      case '--max-processes':
+      case '--cpu':
+        try {
+          cliLimit(flag, value(flag), (options.limits ??= {}));
+        } catch (err) {
+          fail(`${(err as Error).message}\n\n${USAGE}`);
+        }
+        break;
       case '--report': report = true; break;
       case '-h':
       case '--help':
