@@ -135,11 +135,28 @@ function leftGroupLines(result: ContainedResult): string[] {
   ];
 }
 
+/** What the tree used and ran into, where measured ("not measured" rather than a 0). */
+function limitLines(result: ContainedResult): string[] {
+  const lines: string[] = [];
+  const { cpuMs, peakMemory, peakProcesses } = result.usage;
+  const show = (v: number | null, unit: (v: number) => string) => (v === null ? 'not measured' : unit(v));
+  if (cpuMs !== null || peakMemory !== null || peakProcesses !== null) {
+    lines.push(
+      `cordon: usage: cpu ${show(cpuMs, (v) => formatDuration(v))}, peak memory ${show(peakMemory, (v) => `${(v / 1048576).toFixed(1)}M`)}, peak processes ${show(peakProcesses, String)}`,
+    );
+  }
+  const l = result.limits;
+  if (l && !l.applied) lines.push('cordon: limits were NOT applied (best-effort: this tier cannot enforce them here)');
+  if (l && l.hit.length > 0) lines.push(`cordon: the tree ran into its ${l.hit.join(' and ')} limit`);
+  return lines;
+}
+
 function printReport(result: ContainedResult): void {
   const lines: string[] = [];
   const ran = formatDuration(result.rootExitedAt - result.startedAt);
   const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
-  lines.push(`cordon: ${result.command} (pid ${result.pid}, ${result.tier} tier) ${how} after ${ran}; reason: ${result.reason}`);
+  lines.push(`cordon: ${result.command} (pid ${result.pid}, ${result.tier} tier) ${how} after ${ran}; reason: ${result.reason}${result.limit ? ` (${result.limit} limit)` : ''}`);
+  lines.push(...limitLines(result));
   if (result.leftovers.length === 0) {
     lines.push(
       result.coverage === 'complete'
