@@ -214,7 +214,7 @@ export const TIERS = [
       "When the host exits, Node's own kill-on-close job ends the anchor helper with it, so the tree is ended at once (no grace).",
       'Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).',
       "Whether anyone still holds the captured output is read from the pipe's handle count; which member holds it is not determined (leftovers report heldOutput false).",
-      'No job limits are set: memory and process-count limits are not enforced.',
+      "No Job Object limits are set (JOB_OBJECT_LIMIT_JOB_MEMORY, JOB_OBJECT_LIMIT_ACTIVE_PROCESS, CPU rate control): resource limits are not enforced, and 'strict' refuses a spawn with limits. (Not implemented: Wine 8, where cordon's Windows lane runs, accepts the memory and process limits without enforcing them and refuses CPU rate control, so they could not be tested.)",
     ],
     amend: (result, probe) => {
       if (probe.ctrlBreak !== false) return;
