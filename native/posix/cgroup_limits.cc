@@ -33,20 +33,6 @@ bool read_small(const std::string& path, std::string& out) {
   return true;
 }
 
-// 0 or a negative errno.
-int write_small(const std::string& path, const std::string& value) {
-  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  ssize_t w;
-  do {
-    w = write(fd, value.data(), value.size());
-  } while (w < 0 && errno == EINTR);
-  int err = w < 0 ? errno : 0;
-  close(fd);
-  trace("%s <- %s: %s", path.c_str(), value.c_str(), err ? strerror(err) : "ok");
-  return -err;
-}
-
 // A number from a file that holds one ("123\n"), or the value of `key` in a
 // flat-keyed file ("key 123" lines); -1 if absent.
 int64_t read_number(const std::string& path, const char* key = nullptr) {
@@ -70,6 +56,21 @@ int64_t read_number(const std::string& path, const char* key = nullptr) {
   return end == p ? -1 : static_cast<int64_t>(v);
 }
 
+#ifdef __linux__
+// 0 or a negative errno.
+int write_small(const std::string& path, const std::string& value) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  ssize_t w;
+  do {
+    w = write(fd, value.data(), value.size());
+  } while (w < 0 && errno == EINTR);
+  int err = w < 0 ? errno : 0;
+  close(fd);
+  trace("%s <- %s: %s", path.c_str(), value.c_str(), err ? strerror(err) : "ok");
+  return -err;
+}
+
 bool has_token(const std::string& list, const char* token, char sep) {
   size_t n = strlen(token);
   size_t i = 0;
@@ -82,7 +83,6 @@ bool has_token(const std::string& list, const char* token, char sep) {
   return false;
 }
 
-#ifdef __linux__
 // The anchor's own cgroup in the v1 hierarchy of `controller`: its mount
 // point (a "cgroup" mount whose super options name the controller) joined
 // with the path /proc/self/cgroup gives for that hierarchy. Empty if there is
