@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn, registry, type ContainedProcess } from '../lib/index.js';
-import { cgroupMount, treeCgroupDirs } from './helpers/cgroup.js';
+import { cgroupMount, treeCgroupDirs, v1OwnDir, v2Delegated } from './helpers/cgroup.js';
 import { ensureDist, startCli, startHost } from './helpers/host.js';
 import { capture } from './helpers/fixtures.js';
 import { useTag, waitFor, within, type Tagged } from './helpers/procs.js';
@@ -204,6 +204,47 @@ describe('C12: resource limits', () => {
     await within(proc.result.catch((e: unknown) => e), 20_000, 'the result after the anchor died', t.tag);
     await waitFor(() => treeDirsOf(proc.anchorPid!).length === 0, { timeout: 5000, what: 'the per-tree cgroups to be removed', tag: t.tag });
     expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes("/cordon-")));
+  });
+});
+
+describe('C12: where each limit lives', () => {
+  // The kernel interfaces differ (v2: files of the tree's own cgroup; v1: a
+  // cgroup of the tree's own per hierarchy); each case runs where the host
+  // has that layout and is skipped, saying so, elsewhere.
+  const v2 = v2Delegated('memory') && v2Delegated('pids') && v2Delegated('cpu');
+  const v1 = !v2 && v1OwnDir('memory') !== undefined && v1OwnDir('pids') !== undefined && v1OwnDir('cpu') !== undefined;
+
+  itWhere(enforced && v2, "v2: the limits are the tree's own cgroup's memory.max, memory.swap.max, pids.max and cpu.max", 'no memory, pids and cpu controllers delegated to this process\'s cgroup v2 here', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'sleep 30'], { env: t.env, limits: { memory: '96M', processes: 30, cpu: 0.25 } });
+    const cgroups = await rootCgroups(proc, t);
+    const dir = cgroups.get('0')!;
+    expect(dir).toMatch(/\/cordon-\d+-[0-9a-f]+$/);
+    expect(readFileSync(`${dir}/memory.max`, 'utf8').trim()).toBe(String(96 * 1024 * 1024));
+    if (existsSync(`${dir}/memory.swap.max`)) expect(readFileSync(`${dir}/memory.swap.max`, 'utf8').trim()).toBe('0');
+    expect(readFileSync(`${dir}/pids.max`, 'utf8').trim()).toBe('30');
+    expect(readFileSync(`${dir}/cpu.max`, 'utf8').trim()).toBe('25000 100000');
+    await within(proc.kill(), 15_000, 'kill()', t.tag);
+    expectNoCgroupLeft(proc, [dir]);
+  });
+
+  itWhere(enforced && v1, 'v1: a cgroup of the tree\'s own in each hierarchy, below the host\'s own cgroup there; the anchor stays outside', 'this host has no writable cgroup v1 memory, pids and cpu hierarchies (or v2 delegates the controllers)', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'sleep 30'], { env: t.env, limits: { memory: '96M', processes: 30, cpu: 0.25 } });
+    const cgroups = await rootCgroups(proc, t);
+    const anchor = cgroupsOf(proc.anchorPid!);
+    for (const [controller, key] of [['memory', 'memory'], ['pids', 'pids'], ['cpu', 'cpu']] as const) {
+      const dir = cgroups.get(key)!;
+      // Nested under the host's own cgroup in that hierarchy (a tree never leaves its host's limits).
+      expect(dir.startsWith(`${v1OwnDir(controller)}/cordon-`), `${dir} below ${v1OwnDir(controller)}`).toBe(true);
+      expect(anchor.get(key), `the anchor is not in the tree's ${controller} cgroup`).toBe(v1OwnDir(controller));
+    }
+    expect(readFileSync(`${cgroups.get('memory')}/memory.limit_in_bytes`, 'utf8').trim()).toBe(String(96 * 1024 * 1024));
+    expect(readFileSync(`${cgroups.get('pids')}/pids.max`, 'utf8').trim()).toBe('30');
+    expect(readFileSync(`${cgroups.get('cpu')}/cpu.cfs_quota_us`, 'utf8').trim()).toBe('25000');
+    expect(readFileSync(`${cgroups.get('cpu')}/cpu.cfs_period_us`, 'utf8').trim()).toBe('100000');
+    await within(proc.kill(), 15_000, 'kill()', t.tag);
+    expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes('/cordon-')));
   });
 });
 
