@@ -6,7 +6,7 @@
 // processes in /proc, the cgroups a member is in (/proc/<pid>/cgroup, read
 // from the host's cgroup namespace) and their files. Where the tier does not
 // enforce limits, it says so and 'strict' refuses before anything runs.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, utimesSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn, registry, type ContainedProcess } from '../lib/index.js';
 import { cgroupMount, treeCgroupDirs, v1OwnDir, v2Delegated } from './helpers/cgroup.js';
@@ -245,6 +245,27 @@ describe('C12: where each limit lives', () => {
     expect(readFileSync(`${cgroups.get('cpu')}/cpu.cfs_period_us`, 'utf8').trim()).toBe('100000');
     await within(proc.kill(), 15_000, 'kill()', t.tag);
     expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes('/cordon-')));
+  });
+});
+
+describe('C12: per-tree cgroups left by an anchor killed with its host', () => {
+  const v1 = v1OwnDir('pids');
+  itWhere(enforced && v1 !== undefined, 'are removed when the next limited tree is made (empty, anchor gone, older than 5 s)', 'no writable cgroup v1 pids hierarchy here', async () => {
+    const t = useTag();
+    // A pid no process has (the kernel's pid_max here is 32768; checked below).
+    let pid = 32767;
+    while (existsSync(`/proc/${pid}`) && pid > 30000) pid--;
+    const stale = `${v1}/cordon-${pid}-00000000deadbeef`;
+    mkdirSync(stale);
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(stale, old, old);
+    try {
+      const result = await within(spawn('sh', ['-c', 'exit 0'], { env: t.env, limits: { processes: 5 } }).result, 15_000, 'the result', t.tag);
+      expect(result.limits?.applied).toBe(true);
+      expect(existsSync(stale), `${stale} was not swept`).toBe(false);
+    } finally {
+      if (existsSync(stale)) rmdirSync(stale);
+    }
   });
 });
 

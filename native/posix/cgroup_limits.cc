@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../cordon.h"
 #include "../protocol.h"
 
 namespace cordon {
@@ -164,6 +165,7 @@ int CgroupLimits::apply(const LimitSpec& spec, const std::string& tree_dir, cons
       rc = -EOPNOTSUPP;
       break;
     }
+    cordon::sweep_stale_cgroups(own);  // what anchors killed with their host left here
     std::string dir = own + "/" + name;
     if (mkdir(dir.c_str(), 0755) != 0) {
       rc = -errno;
