@@ -292,8 +292,8 @@ export type RunFailure =
   | { kind: 'maxBuffer'; maxBuffer: number }
   | { kind: 'timeout' }
   | { kind: 'canceled' }
-  | { kind: 'signal'; signal: NodeJS.Signals }
-  | { kind: 'exit'; exitCode: number | null };
+  | { kind: 'signal'; signal: NodeJS.Signals; limit?: string }
+  | { kind: 'exit'; exitCode: number | null; limit?: string };
 
 /** run(): the command's result is a failure; `shown` is the command line. */
 export function commandFailed(failure: RunFailure, shown: string, cause: unknown): CordonError {
@@ -321,6 +321,7 @@ export function commandFailed(failure: RunFailure, shown: string, cause: unknown
       why = `exited with code ${failure.exitCode}`;
       break;
   }
+  if ((failure.kind === 'signal' || failure.kind === 'exit') && failure.limit) why += ` (the tree ran into its ${failure.limit} limit)`;
   return new CordonError(`Command ${why}: ${shown}`, { code, stage: 'run', cause });
 }
 

@@ -226,34 +226,37 @@ struct Options {
 constexpr int kUsageExit = 64;
 void print_usage(const char* why, const std::string& synopsis, const char* channel);
 
-// A duration or descriptor number as the host writes it: decimal digits
-// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
-// fraction, an overflow, trailing garbage, nothing) is rejected: read with
-// atoi() it would become 0, which for a grace means "the forced kill now".
+// Decimal digits only, 0 to `max`: anything else (a sign, an exponent as in
+// "1e+21", a fraction, an overflow, trailing garbage, nothing) is rejected.
 template <typename Char>
-bool parse_uint31(const Char* s, int& out) {
+bool parse_digits(const Char* s, long long max, long long& out) {
   if (!s || !*s) return false;
   long long v = 0;
   for (const Char* p = s; *p; p++) {
     if (*p < '0' || *p > '9') return false;
     v = v * 10 + (*p - '0');
-    if (v > 2147483647LL) return false;
+    if (v > max) return false;
   }
+  out = v;
+  return true;
+}
+
+// A duration or descriptor number as the host writes it: 0 to 2^31-1, as
+// parse_digits reads it. Read with atoi() instead, garbage would become 0,
+// which for a grace means "the forced kill now".
+template <typename Char>
+bool parse_uint31(const Char* s, int& out) {
+  long long v = 0;
+  if (!parse_digits(s, 2147483647LL, v)) return false;
   out = static_cast<int>(v);
   return true;
 }
 
-// A limit as the host writes it: decimal digits only, 1 to 2^53-1.
+// A limit as the host writes it: 1 to 2^53-1, as parse_digits reads it.
 template <typename Char>
 bool parse_count(const Char* s, int64_t& out) {
-  if (!s || !*s) return false;
   long long v = 0;
-  for (const Char* p = s; *p; p++) {
-    if (*p < '0' || *p > '9') return false;
-    v = v * 10 + (*p - '0');
-    if (v > 9007199254740991LL) return false;
-  }
-  if (v == 0) return false;
+  if (!parse_digits(s, 9007199254740991LL, v) || v == 0) return false;
   out = static_cast<int64_t>(v);
   return true;
 }

@@ -8,7 +8,7 @@
 // enforce limits, it says so and 'strict' refuses before anything runs.
 import { existsSync, mkdirSync, readFileSync, rmdirSync, utimesSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { spawn, registry, type ContainedProcess } from '../lib/index.js';
+import { run, spawn, registry, type ContainedProcess } from '../lib/index.js';
 import { cgroupMount, treeCgroupDirs, v1OwnDir, v2Delegated } from './helpers/cgroup.js';
 import { ensureDist, startCli, startHost } from './helpers/host.js';
 import { capture } from './helpers/fixtures.js';
@@ -151,6 +151,13 @@ describe('C12: resource limits', () => {
     expect(result.usage.peakMemory).toBeGreaterThan(32 * 1024 * 1024);
     expect(result.usage.peakMemory).toBeLessThanOrEqual(64 * 1024 * 1024);
     expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes("/cordon-")));
+  });
+
+  itWhere(enforced, 'run() rejects a tree a limit ended, saying which limit', notEnforced, async () => {
+    const t = useTag();
+    const err = await within(run('sh', ['-c', 'head -c 200M /dev/zero | tail'], { env: t.env, limits: { memory: '64M' } }).then(() => undefined, (e: unknown) => e), 30_000, 'run() to settle', t.tag);
+    expect(err).toMatchObject({ code: 'ERR_CORDON_EXIT', result: { reason: 'limit', limit: 'memory' } });
+    expect((err as Error).message).toMatch(/memory limit/);
   });
 
   itWhere(enforced, 'cpu: 0.5 holds three busy loops to about half of one core together', notEnforced, async () => {
