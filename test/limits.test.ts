@@ -101,10 +101,11 @@ describe('C12: resource limits', () => {
   itWhere(enforced, 'a fork loop stops at processes: 20, and the anchor is outside the limit', notEnforced, async () => {
     const t = useTag();
     // At most 300 attempts; each child lives 20 s unless the tree is ended.
-    // dash gives up at the first fork the kernel refuses (exit 2).
-    const proc = spawn('sh', ['-c', 'i=0; while [ $i -lt 300 ]; do sleep 20 & i=$((i+1)); done; wait'], {
+    // dash gives up at the first fork the kernel refuses (exit 2). It starts
+    // when told (stdin), once the test has looked at its cgroups.
+    const proc = spawn('sh', ['-c', 'read go; i=0; while [ $i -lt 300 ]; do sleep 20 & i=$((i+1)); done; wait'], {
       env: t.env,
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['pipe', 'ignore', 'pipe'],
       limits: { processes: 20 },
     });
     const err = capture(proc.stderr);
@@ -116,6 +117,7 @@ describe('C12: resource limits', () => {
     expect(cgroupsOf(proc.anchorPid!).get('pids')).not.toBe(pidsDir);
     let most = 0;
     const count = setInterval(() => (most = Math.max(most, t.procs().length)), 5);
+    proc.stdin!.end('go\n');
     try {
       const result = await within(proc.result, 30_000, 'the fork loop to end', t.tag);
       most = Math.max(most, t.procs().length);
@@ -138,11 +140,13 @@ describe('C12: resource limits', () => {
   itWhere(enforced, "a memory hog is ended by memory: '64M' and classified", notEnforced, async () => {
     const t = useTag();
     // tail keeps a line it has not seen the end of: 200 MiB without a newline (bounded, should the limit fail).
-    const proc = spawn('sh', ['-c', 'head -c 200M /dev/zero | tail'], { env: t.env, stdio: 'ignore', limits: { memory: '64M' } });
+    // It starts when told (stdin), once the test has looked at its cgroups.
+    const proc = spawn('sh', ['-c', 'read go; head -c 200M /dev/zero | tail'], { env: t.env, stdio: ['pipe', 'ignore', 'ignore'], limits: { memory: '64M' } });
     const cgroups = await rootCgroups(proc, t);
     const memDir = cgroups.get('memory') ?? cgroups.get('0')!;
     const limitFile = existsSync(`${memDir}/memory.limit_in_bytes`) ? 'memory.limit_in_bytes' : 'memory.max';
     expect(readFileSync(`${memDir}/${limitFile}`, 'utf8').trim()).toBe(String(64 * 1024 * 1024));
+    proc.stdin!.end('go\n');
     const result = await within(proc.result, 30_000, 'the hog to be ended', t.tag);
     expect(result.exitCode, 'tail was SIGKILLed by the OOM killer').toBe(128 + 9);
     expect(result.reason).toBe('limit');
