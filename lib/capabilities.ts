@@ -3,6 +3,7 @@
 // generated from the same rows and checked against the README
 // (test/capabilities.test.ts).
 import { readFileSync } from 'node:fs';
+import { limitSupport, type LimitSupport } from './anchor/cgroup.js';
 import { CordonError } from './errors.js';
 import { probe } from './native.js';
 import { availableTiers, describeTier, requestedTier, tierSpec, type Guarantees, type Tier } from './tiers.js';
@@ -48,8 +49,18 @@ export function tierGuarantees(
   tier: Tier,
   pidfd: boolean,
   capSysAdmin = true,
+  limits: LimitSupport = ALL_LIMITS,
 ): { guarantees: Guarantees; notes: string[] } {
-  return describeTier(tier, { platform, pidfd, capSysAdmin });
+  return describeTier(tier, { platform, pidfd, capSysAdmin, limitSupport: limits });
+}
+
+/** The README's assumption: a host whose cgroup controllers cordon may use. */
+const ALL_LIMITS: LimitSupport = { memory: 'v2', processes: 'v2', cpu: 'v2' };
+const NO_LIMITS: LimitSupport = { memory: null, processes: null, cpu: null };
+
+/** Where this host's cgroup tier can enforce each limit (none off Linux). */
+export function hostLimitSupport(): LimitSupport {
+  return process.platform === 'linux' ? limitSupport() : NO_LIMITS;
 }
 
 /** Linux: whether this process has CAP_SYS_ADMIN (bit 21 of CapEff), which a cgroup namespace needs. */
@@ -86,7 +97,7 @@ export function capabilities(options: { tier?: Tier } = {}): Capabilities {
     });
   }
   const pidfd = process.platform === 'linux' && probe().pidfd;
-  const described = tierGuarantees(process.platform, tier, pidfd, process.platform === 'linux' && hasCapSysAdmin());
+  const described = tierGuarantees(process.platform, tier, pidfd, process.platform === 'linux' && hasCapSysAdmin(), hostLimitSupport());
   tierSpec(tier)!.amend?.(described, probe());
   return { platform: process.platform, tier, tiers, pidfd, ...described };
 }

@@ -9,6 +9,7 @@
 import { capabilities } from './capabilities.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
+import { cliLimit } from './limits.js';
 import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type SpawnOptions, type Tier } from './options.js';
 import { selectableTiers, tierSpec } from './tiers.js';
 import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
@@ -27,6 +28,9 @@ Options for run:
   --leftovers <policy>   kill | kill-on-failure | keep (default kill)
   --tier <tier>          ${selectableTiers().join(' | ')} (default: the strongest available)
   --best-effort          run with a weaker tier rather than refuse when containment fails
+  --memory <size>        memory limit of the whole tree: bytes, or 512M, 1G (cgroup tier)
+  --max-processes <n>    the most processes the tree may have at once (cgroup tier)
+  --cpu <cores>          CPU limit in cores: 0.5 is half of one core (cgroup tier)
   --log <file>           also append stdout and stderr to this file
   --report               print what was left over and how long cleanup took (stderr)
 
@@ -80,6 +84,15 @@ function parseRun(argv: string[]): RunArgs {
       case '--tier': options.tier = value(flag) as Tier; break;
       case '--log': options.log = value(flag); break;
       case '--best-effort': options.containment = 'best-effort'; break;
+      case '--memory':
+      case '--max-processes':
+      case '--cpu':
+        try {
+          cliLimit(flag, value(flag), (options.limits ??= {}));
+        } catch (err) {
+          fail(`${(err as Error).message}\n\n${USAGE}`);
+        }
+        break;
       case '--report': report = true; break;
       case '-h':
       case '--help':
@@ -122,11 +135,28 @@ function leftGroupLines(result: ContainedResult): string[] {
   ];
 }
 
+/** What the tree used and ran into, where measured ("not measured" rather than a 0). */
+function limitLines(result: ContainedResult): string[] {
+  const lines: string[] = [];
+  const { cpuMs, peakMemory, peakProcesses } = result.usage;
+  const show = (v: number | null, unit: (v: number) => string) => (v === null ? 'not measured' : unit(v));
+  if (cpuMs !== null || peakMemory !== null || peakProcesses !== null) {
+    lines.push(
+      `cordon: usage: cpu ${show(cpuMs, (v) => formatDuration(v))}, peak memory ${show(peakMemory, (v) => `${(v / 1048576).toFixed(1)}M`)}, peak processes ${show(peakProcesses, String)}`,
+    );
+  }
+  const l = result.limits;
+  if (l && !l.applied) lines.push('cordon: limits were NOT applied (best-effort: this tier cannot enforce them here)');
+  if (l && l.hit.length > 0) lines.push(`cordon: the tree ran into its ${l.hit.join(' and ')} limit`);
+  return lines;
+}
+
 function printReport(result: ContainedResult): void {
   const lines: string[] = [];
   const ran = formatDuration(result.rootExitedAt - result.startedAt);
   const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
-  lines.push(`cordon: ${result.command} (pid ${result.pid}, ${result.tier} tier) ${how} after ${ran}; reason: ${result.reason}`);
+  lines.push(`cordon: ${result.command} (pid ${result.pid}, ${result.tier} tier) ${how} after ${ran}; reason: ${result.reason}${result.limit ? ` (${result.limit} limit)` : ''}`);
+  lines.push(...limitLines(result));
   if (result.leftovers.length === 0) {
     lines.push(
       result.coverage === 'complete'

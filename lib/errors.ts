@@ -114,6 +114,14 @@ export function invalidArg(
 // command lookup (resolve.ts).
 // ---------------------------------------------------------------------------
 
+/** Limits asked for under 'strict' that this host's tier cannot enforce. */
+export function limitsUnenforceable(tier: string, which: string[]): CordonError {
+  return new CordonError(
+    `The ${tier} tier cannot enforce the ${which.join(', ')} limit${which.length > 1 ? 's' : ''} on this host (capabilities().guarantees.limits and its notes say where it can). Use the cgroup tier where the cgroup controllers are delegated or the cgroup v1 hierarchies are writable, or containment: 'best-effort' to run without the limits (the result says limits.applied false).`,
+    { code: 'ERR_CORDON_CONTAINMENT', stage: 'input' },
+  );
+}
+
 /** Options: a string the OS would cut short at a NUL byte. */
 export function nulByte(name: string): CordonError {
   return new CordonError(`${name} must not contain a NUL byte; it would be cut short where the OS reads it.`, {
@@ -284,8 +292,8 @@ export type RunFailure =
   | { kind: 'maxBuffer'; maxBuffer: number }
   | { kind: 'timeout' }
   | { kind: 'canceled' }
-  | { kind: 'signal'; signal: NodeJS.Signals }
-  | { kind: 'exit'; exitCode: number | null };
+  | { kind: 'signal'; signal: NodeJS.Signals; limit?: string }
+  | { kind: 'exit'; exitCode: number | null; limit?: string };
 
 /** run(): the command's result is a failure; `shown` is the command line. */
 export function commandFailed(failure: RunFailure, shown: string, cause: unknown): CordonError {
@@ -313,6 +321,7 @@ export function commandFailed(failure: RunFailure, shown: string, cause: unknown
       why = `exited with code ${failure.exitCode}`;
       break;
   }
+  if ((failure.kind === 'signal' || failure.kind === 'exit') && failure.limit) why += ` (the tree ran into its ${failure.limit} limit)`;
   return new CordonError(`Command ${why}: ${shown}`, { code, stage: 'run', cause });
 }
 

@@ -1,5 +1,6 @@
 export { spawn, ContainedProcess } from './process.js';
-export type { ContainedResult, GroupLeaver, Leftover, MemberInfo, Reason } from './process.js';
+export type { ContainedResult, GroupLeaver, Leftover, LimitName, LimitsResult, MemberInfo, Reason, TreeUsage } from './process.js';
+export type { Limits, LimitsOption } from './limits.js';
 export { run } from './run.js';
 export type { RunOptions, RunResult } from './run.js';
 export { capabilities } from './capabilities.js';
@@ -13,5 +14,5 @@ export {
 } from './options.js';
 export type { SpawnOptions, StdioOption, Tier, LeftoversPolicy } from './options.js';
 export { Registry, Owner, registry } from './registry.js';
-export type { KindSpec, OwnerSpawnOptions, TreeInfo, Snapshot, SnapshotMember, RegistryOptions } from './registry.js';
+export type { KindSpec, OwnerOptions, OwnerSpawnOptions, TreeInfo, Snapshot, SnapshotMember, RegistryOptions } from './registry.js';
 export type { TreeState } from './process.js';

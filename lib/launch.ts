@@ -6,6 +6,7 @@
 // starting anything.
 import type { AnchorSpawn } from './anchor.js';
 import { invalidArg } from './errors.js';
+import { anchorLimitArgs, hasLimits, type Limits } from './limits.js';
 import type { NormalizedOptions, StdioOption, Tier } from './options.js';
 
 export interface LaunchInput {
@@ -23,6 +24,8 @@ export interface LaunchInput {
   log: boolean;
   /** CORDON_TRACE: the anchor's trace destination, if any. */
   trace: string | undefined;
+  /** The limits to ask the anchor for (none where best-effort runs without them). */
+  limits: Limits | undefined;
 }
 
 export interface LaunchPlan {
@@ -62,13 +65,15 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     '--tier', tier,
     '--grace', String(opts.grace),
     ...watch,
+    ...anchorLimitArgs(input.limits),
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
     // The default tier (not one the caller or CORDON_TIER asked for): a
     // cgroup that was writable when the host probed it and cannot be made
     // or entered now (permissions, cgroup.max.descendants) falls back to
     // the subreaper tier, reported in proc.tier and result.tier. A tier
-    // asked for stays strict.
-    ...(opts.tier === undefined && tier === 'cgroup' ? ['--fallback'] : []),
+    // asked for stays strict, and so does a strict spawn with limits (the
+    // subreaper tier has none).
+    ...(opts.tier === undefined && tier === 'cgroup' && !hasLimits(input.limits) ? ['--fallback'] : []),
     ...(input.trace ? ['--trace', input.trace] : []),
     '--',
     input.path,

@@ -7,6 +7,7 @@ import * as defaults from './defaults.js';
 import { duration } from './duration.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
+import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 
 export type { Tier } from './tiers.js';
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
@@ -42,6 +43,8 @@ export interface SpawnOptions {
   log?: string;
   /** argv[0] for the command (default: the command as given). */
   argv0?: string;
+  /** Resource limits on the whole tree, enforced by the kernel (lib/limits.ts; capabilities().guarantees.limits). */
+  limits?: LimitsOption;
 }
 
 export interface NormalizedOptions {
@@ -58,11 +61,13 @@ export interface NormalizedOptions {
   tier: Tier | undefined;
   log: string | undefined;
   argv0: string | undefined;
+  limits: Limits | undefined;
 }
 
 const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
+  'limits',
 ]);
 
 function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T | undefined): T | undefined {
@@ -214,6 +219,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     tier,
     log: o.log === undefined ? undefined : resolvePath(o.log as string),
     argv0: o.argv0 as string | undefined,
+    limits: parseLimits('limits', o.limits),
   };
 }
 

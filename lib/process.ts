@@ -16,6 +16,9 @@ import type { CordonError } from './errors.js';
 import { checkLogStdio, planLaunch } from './launch.js';
 import { binding, helperPath } from './native.js';
 import { tierSpec } from './tiers.js';
+import { hostLimitSupport } from './capabilities.js';
+import { hasLimits, type Limits } from './limits.js';
+import type { LimitsEvent, UsageEvent } from './anchor/channel.js';
 import {
   normalizeOptions,
   validateCommand,
@@ -28,7 +31,31 @@ import { TreeOutput } from './output.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
 import { signalName } from './signals.js';
 
-export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
+/** Why the root ended; 'limit': a resource limit of the tree ended it (see `limit`). */
+export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout' | 'limit';
+
+/** A limit that can end a tree: the memory limit's OOM kill, or the process limit's refused forks. */
+export type LimitName = 'memory' | 'processes';
+
+/** What the tree used, as the kernel accounted it; null where this tier or host does not measure it (never 0 for "unknown"). */
+export interface TreeUsage {
+  /** CPU time of every member together, user and system, in milliseconds (the cgroup tier). */
+  cpuMs: number | null;
+  /** The highest memory charge of the tree, in bytes (the cgroup tier with a memory limit). */
+  peakMemory: number | null;
+  /** The most processes (tasks) the tree had at once (the cgroup tier with a process limit). */
+  peakProcesses: number | null;
+}
+
+/** The `limits` of a spawn, as they went. */
+export interface LimitsResult {
+  /** The limits asked for (an owner's default under the spawn's own): memory in bytes, processes, cpu in cores. */
+  requested: Limits;
+  /** The kernel enforced every limit asked for from before the command ran. false: 'best-effort' ran without them. */
+  applied: boolean;
+  /** The limits the tree ran into: 'memory' (the OOM killer ended a member), 'processes' (a fork was refused). */
+  hit: LimitName[];
+}
 
 export interface Leftover {
   pid: number;
@@ -53,8 +80,14 @@ export interface ContainedResult {
   tier: Tier;
   exitCode: number | null;
   signal: NodeJS.Signals | null;
-  /** Why the root ended: its own exit, a signal, a cancellation or the timeout. */
+  /** Why the root ended: its own exit, a signal, a cancellation, the timeout, or a resource limit ('limit'). */
   reason: Reason;
+  /** With reason 'limit': which limit ended it. */
+  limit?: LimitName;
+  /** Present when limits were asked for: what was enforced and what the tree ran into. */
+  limits?: LimitsResult;
+  /** What the tree used, measured by the kernel where the tier can (null: not measured). Taken when the tree ended (when the root exited, if leftovers were kept). */
+  usage: TreeUsage;
   /** Descendants held the captured output past `waitDelay` after the root exited; our ends were closed. */
   waitDelayExceeded: boolean;
   /** Descendants alive when the root exited (a leak report). */
@@ -157,6 +190,10 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private rootExit: { code: number | null; signal: NodeJS.Signals | null; at: number } | undefined;
   private leftovers: Leftover[] = [];
   private readonly leavers: GroupLeaver[] = [];
+  /** The limits asked for (undefined: none), what the anchor says is enforced, and the latest USAGE. */
+  private readonly limitsAsked: Limits | undefined;
+  private limitsInForce: LimitsEvent | undefined;
+  private usageSeen: UsageEvent | undefined;
   /** The process-group tier: the tree's process group (not the anchor's). */
   private group = 0;
   // Facts that do not follow from the phase, each set once:
@@ -203,6 +240,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     checkBatchArgs(path, args);
     const tier = opts.tier ?? defaultTier();
     const anchor = helperPath();
+    this.limitsAsked = hasLimits(opts.limits) ? opts.limits : undefined;
+    const limits = this.limitsAsked && limitsFor(tier, this.limitsAsked, opts.containment);
 
     let logFd: number | undefined;
     if (opts.log !== undefined) {
@@ -213,7 +252,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       }
     }
 
-    const plan = planLaunch({ command, args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE });
+    const plan = planLaunch({ command, args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits });
     this.tier = plan.tier;
     try {
       this.anchor = new AnchorChannel(
@@ -245,6 +284,12 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
           quiet: () => {
             this.quiet = true;
             this.advance();
+          },
+          limits: (l) => {
+            this.limitsInForce = l;
+          },
+          usage: (u) => {
+            this.usageSeen = u;
           },
           anchorExit: (code, signal, error) => this.onAnchorExit(code, signal, error),
         },
@@ -413,6 +458,17 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private buildResult(): ContainedResult {
     const root = this.rootExit!;
     let reason: Reason = root.signal !== null ? 'signal' : 'exit';
+    const hit = this.limitsHit();
+    // A limit ended the tree when the root failed and the kernel says the
+    // tree ran into it: the memory limit's OOM kill first (it kills), then
+    // refused forks (which the root may have failed on).
+    let limit: LimitName | undefined;
+    if (root.signal !== null || root.code !== 0) {
+      if (hit.includes('memory') && root.signal === 'SIGKILL') limit = 'memory';
+      else if (hit.includes('processes')) limit = 'processes';
+      else if (hit.includes('memory')) limit = 'memory';
+    }
+    if (limit) reason = 'limit';
     if (this.cancelReason) reason = this.cancelReason;
     const result: ContainedResult = {
       command: this.command,
@@ -422,6 +478,13 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       exitCode: root.code,
       signal: root.signal,
       reason,
+      ...(reason === 'limit' ? { limit } : {}),
+      ...(this.limitsAsked ? { limits: { requested: { ...this.limitsAsked }, applied: this.limitsApplied(), hit } } : {}),
+      usage: {
+        cpuMs: this.usageSeen?.cpuUs != null ? this.usageSeen.cpuUs / 1000 : null,
+        peakMemory: this.usageSeen?.memoryPeak ?? null,
+        peakProcesses: this.usageSeen?.processesPeak ?? null,
+      },
       waitDelayExceeded: this.output.waitDelayExceeded,
       leftovers: this.leftovers,
       leftoversKept: this.kept,
@@ -433,6 +496,23 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     };
     if (this.opts.log !== undefined) result.logPath = this.opts.log;
     return result;
+  }
+
+  /** Whether the anchor reported every limit asked for as enforced. */
+  private limitsApplied(): boolean {
+    const asked = this.limitsAsked;
+    const got = this.limitsInForce;
+    if (!asked || !got) return false;
+    return (asked.memory === undefined || got.memory > 0) && (asked.processes === undefined || got.processes > 0) && (asked.cpu === undefined || got.cpuQuotaUs > 0);
+  }
+
+  /** The limits the kernel says the tree ran into. */
+  private limitsHit(): LimitName[] {
+    const u = this.usageSeen;
+    const hit: LimitName[] = [];
+    if ((u?.oomKills ?? 0) > 0) hit.push('memory');
+    if ((u?.pidsMaxHits ?? 0) > 0) hit.push('processes');
+    return hit;
   }
 
   private cancel(reason: 'canceled' | 'timeout'): void {
@@ -530,6 +610,24 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 }
 
 /** Start `command` contained. Throws a CordonError synchronously on bad input or a known launch failure. */
+/**
+ * The limits to ask the anchor for: all of them where this host's tier
+ * enforces each; where it does not, 'strict' refuses (a typed error before
+ * anything runs) and 'best-effort' runs without any (the result says
+ * limits.applied false).
+ */
+function limitsFor(tier: Tier, limits: Limits, containment: 'strict' | 'best-effort'): Limits | undefined {
+  const support = tier === 'cgroup' ? hostLimitSupport() : { memory: null, processes: null, cpu: null };
+  const missing: string[] = [];
+  if (limits.memory !== undefined && support.memory === null) missing.push('memory');
+  if (limits.processes !== undefined && support.processes === null) missing.push('processes');
+  if (limits.cpu !== undefined && support.cpu === null) missing.push('cpu');
+  if (missing.length === 0) return limits;
+  if (containment === 'strict') throw errors.limitsUnenforceable(tier, missing);
+  debug('limits %o not enforceable in the %s tier here: running without them', missing, tier);
+  return undefined;
+}
+
 export function spawn(command: string, args: string[] = [], options: SpawnOptions = {}): ContainedProcess {
   return new ContainedProcess(command, args, options);
 }

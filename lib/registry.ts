@@ -10,6 +10,7 @@ import { duration } from './duration.js';
 import * as errors from './errors.js';
 import { DEFAULT_GRACE_MS } from './defaults.js';
 import type { SpawnOptions } from './options.js';
+import { mergeLimits, parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { ContainedProcess, type ContainedResult, type Leftover, type TreeState } from './process.js';
 
 export interface KindSpec {
@@ -55,6 +56,11 @@ export interface Snapshot {
   }>;
 }
 
+export interface OwnerOptions {
+  /** Resource limits for every tree of this owner; a spawn's own `limits` override them one by one. */
+  limits?: LimitsOption;
+}
+
 export interface RegistryOptions {
   /** Where `log: true` files go. Default <tmpdir>/cordon-logs. */
   logDir?: string;
@@ -84,6 +90,8 @@ export class Owner {
   private detachedUntil: number | undefined;
   private detachTimer: NodeJS.Timeout | undefined;
   private releasing: Promise<void> | undefined;
+  /** The default limits of this owner's trees (OwnerOptions). */
+  limits: Limits | undefined;
 
   /** @internal use registry.owner(id) */
   constructor(private readonly registry: Registry, id: string) {
@@ -110,6 +118,8 @@ export class Owner {
     const { kind = 'command', label, log, ...rest } = options;
     this.registry.kind(kind); // an unknown kind is a typed error before anything runs
     const spawnOptions: SpawnOptions = rest;
+    const limits = mergeLimits(this.limits, parseLimits('limits', rest.limits));
+    if (limits !== undefined) spawnOptions.limits = limits;
     if (log === true) {
       const dir = join(this.registry.logDir, safeName(this.id));
       mkdirSync(dir, { recursive: true });
@@ -305,15 +315,22 @@ export class Registry extends EventEmitter {
     this.grace = duration('grace', options.grace, DEFAULT_GRACE_MS);
   }
 
-  /** The owner with this id: created, or re-attached if it was detached. */
-  owner(id: string): Owner {
+  /**
+   * The owner with this id: created, or re-attached if it was detached.
+   * `options.limits`, when given, becomes the default limits of its trees.
+   */
+  owner(id: string, options: OwnerOptions = {}): Owner {
     if (typeof id !== 'string' || id.length === 0) throw errors.ownerIdInvalid();
+    const limits = parseLimits('owner limits', (options ?? {}).limits);
     const existing = this.owners.get(id);
     if (existing) {
       existing.reattach();
+      if (limits !== undefined) existing.limits = limits;
       return existing;
     }
-    return this.createOwner(id);
+    const owner = this.createOwner(id);
+    if (limits !== undefined) owner.limits = limits;
+    return owner;
   }
 
   /** @internal */

@@ -88,8 +88,8 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   if (overflow) failure = { kind: 'maxBuffer', maxBuffer };
   else if (result.reason === 'timeout') failure = { kind: 'timeout' };
   else if (result.reason === 'canceled') failure = { kind: 'canceled' };
-  else if (result.signal) failure = { kind: 'signal', signal: result.signal };
-  else if (result.exitCode !== 0) failure = { kind: 'exit', exitCode: result.exitCode };
+  else if (result.signal) failure = { kind: 'signal', signal: result.signal, ...(result.limit ? { limit: result.limit } : {}) };
+  else if (result.exitCode !== 0) failure = { kind: 'exit', exitCode: result.exitCode, ...(result.limit ? { limit: result.limit } : {}) };
   if (failure) {
     const shown = [command, ...args].join(' ');
     const error = errors.commandFailed(failure, shown, spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined);

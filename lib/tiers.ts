@@ -31,7 +31,11 @@ export interface Guarantees {
   waitDelay: boolean;
   /** C9: every orphan of the tree is reaped by the anchor. */
   reapsOrphans: boolean;
-  /** Resource limits (memory, pids) on the whole tree. */
+  /**
+   * Resource limits on the whole tree (memory, processes, CPU: the `limits`
+   * option), enforced by the kernel before the command runs. Where this is
+   * false, `containment: 'strict'` refuses a spawn with limits.
+   */
   limits: boolean;
   /**
    * The command runs in a cgroup namespace rooted at its tree's cgroup (the
@@ -54,6 +58,12 @@ export interface TierContext {
   pidfd: boolean;
   /** Linux: the host has CAP_SYS_ADMIN (a cgroup namespace needs it). */
   capSysAdmin: boolean;
+  /**
+   * Linux: where the cgroup tier can enforce each limit on this host (a
+   * controller delegated to this process's v2 cgroup, or a writable v1
+   * hierarchy), null where it cannot. The README's table assumes all three.
+   */
+  limitSupport: { memory: string | null; processes: string | null; cpu: string | null };
 }
 
 export interface TierSpec {
@@ -77,6 +87,14 @@ export interface TierSpec {
   readonly readme?: { readonly label?: string; readonly defaultWhen?: string };
 }
 
+/** The cgroup tier's note on limits: where each is enforced on this host. */
+function limitsNote(support: TierContext['limitSupport']): string {
+  const where = (name: string, at: string | null) =>
+    at === 'v2' ? `${name} in the tree's cgroup (v2, delegated)` : at === 'v1' ? `${name} in a cgroup of the tree's own in the v1 hierarchy, which the command joins before it execs` : `${name}: not enforceable here`;
+  const parts = [where('memory', support.memory), where('processes', support.processes), where('cpu', support.cpu)];
+  return `Limits (the limits option): ${parts.join('; ')}. The anchor stays outside them, so it always ends the tree. cordon never enables a v2 controller itself (the "no internal processes" rule would need this process moved out of its own cgroup: docs/contract.md).`;
+}
+
 const noPidfdLinux = "This kernel has no pidfd: members that are not the anchor's own children are signalled by a verified pid, with a small reuse window.";
 
 /** The tiers, strongest first: a host's default is the first it can run. */
@@ -87,7 +105,7 @@ export const TIERS = [
     selectable: true,
     // (a cgroup tier's anchor is a subreaper too)
     available: (probe) => probe().subreaper && !!probe().cgroup,
-    guarantees: ({ pidfd, capSysAdmin }) => ({
+    guarantees: ({ pidfd, capSysAdmin, limitSupport }) => ({
       containedBeforeExec: true,
       catchesEscapees: 'always',
       pidReuseSafe: pidfd,
@@ -96,15 +114,15 @@ export const TIERS = [
       gracefulStop: true,
       waitDelay: true,
       reapsOrphans: true,
-      limits: false,
+      limits: limitSupport.memory !== null && limitSupport.processes !== null && limitSupport.cpu !== null,
       cgroupNamespace: capSysAdmin,
       holdsHostileMembers: false,
     }),
-    notes: ({ pidfd, capSysAdmin }) => [
+    notes: ({ pidfd, capSysAdmin, limitSupport }) => [
       ...(pidfd ? [] : [noPidfdLinux]),
       "Each tree's command is born in a cgroup of its own (clone3 into the cgroup), below this process's cgroup; the forced stop is cgroup.kill, which reaches every member at once, new forks included.",
       'If the anchor itself dies, the host kills the tree through its cgroup.',
-      'No cgroup controllers are enabled for the tree: memory and pid limits are not enforced.',
+      limitsNote(limitSupport),
       capSysAdmin
         ? "The command runs in a cgroup namespace rooted at its tree's cgroup. A member with CAP_SYS_ADMIN can still move itself to an ancestor cgroup through a cgroup2 mount it can reach (unless that mount has nsdelegate) or setns() out of the namespace."
         : 'No cgroup namespace for the command: the host lacks CAP_SYS_ADMIN.',
@@ -132,7 +150,7 @@ export const TIERS = [
     }),
     notes: ({ pidfd }) => [
       ...(pidfd ? [] : [noPidfdLinux]),
-      'No cgroup is used (none is writable here, or the subreaper tier was asked for): memory and pid limits are not enforced, and a tree whose anchor is killed is not ended.',
+      'No cgroup is used (none is writable here, or the subreaper tier was asked for): resource limits are not enforced, and a tree whose anchor is killed is not ended.',
     ],
     membersByGroup: false,
     readme: { defaultWhen: 'default otherwise' },
@@ -156,6 +174,7 @@ export const TIERS = [
       holdsHostileMembers: false,
     }),
     notes: ({ platform, pidfd }) => [
+      platform === 'darwin' ? 'macOS has no per-tree kernel limits: resource limits are not enforced.' : 'No cgroup is used: resource limits are not enforced.',
       "The tree runs in a process group of its own, which the anchor is not in (the anchor is in a session of its own) and which the anchor's unreaped pin child keeps from being recycled: termination signals the whole group at once, and quiescence of the group is the kernel's word, not a scan's.",
       "A member that leaves the process group (setsid, daemons) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes. So results say coverage: 'partial' and list in leftGroup the members seen leaving.",
       'Orphans are reparented to init, not to the anchor: init reaps them.',
@@ -195,7 +214,7 @@ export const TIERS = [
       "When the host exits, Node's own kill-on-close job ends the anchor helper with it, so the tree is ended at once (no grace).",
       'Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).',
       "Whether anyone still holds the captured output is read from the pipe's handle count; which member holds it is not determined (leftovers report heldOutput false).",
-      'No job limits are set: memory and process-count limits are not enforced.',
+      "No Job Object limits are set (JOB_OBJECT_LIMIT_JOB_MEMORY, JOB_OBJECT_LIMIT_ACTIVE_PROCESS, CPU rate control): resource limits are not enforced, and 'strict' refuses a spawn with limits. (Not implemented: Wine 8, where cordon's Windows lane runs, accepts the memory and process limits without enforcing them and refuses CPU rate control, so they could not be tested.)",
     ],
     amend: (result, probe) => {
       if (probe.ctrlBreak !== false) return;

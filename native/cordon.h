@@ -55,6 +55,10 @@ bool cgroup_available();
 // it (for clone3's CLONE_INTO_CGROUP), `kill_fd` its cgroup.kill opened for
 // writing (-1 before Linux 5.14).
 int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd);
+// Linux: removes the empty tree cgroups ("cordon-<anchor pid>-...") in `dir`
+// whose anchor is gone, as cgroup_create does in its own directory (the
+// limits' v1 cgroups, when host and anchor both died).
+void sweep_stale_cgroups(const std::string& dir);
 // fork(), the child born inside the cgroup (clone3 with CLONE_INTO_CGROUP,
 // Linux 5.7+): no instruction of it runs outside. Returns what fork() does.
 int64_t fork_into_cgroup(int dir_fd);

@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "TERM",      "KILL",     "JOB",   "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -103,6 +103,27 @@ std::string left_group(int64_t pid, const std::string& command) {
 }
 
 std::string released() { return end(start(Verb::kReleased)); }
+
+std::string limits(int64_t memory, int64_t processes, int64_t cpu_quota_us, const std::string& how) {
+  std::string line = start(Verb::kLimits);
+  arg(line, memory);
+  arg(line, processes);
+  arg(line, cpu_quota_us);
+  arg(line, how);
+  return end(line);
+}
+
+std::string limit_dir(const std::string& dir) {
+  std::string line = start(Verb::kLimitDir);
+  arg(line, dir);
+  return end(line);
+}
+
+std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, int64_t oom_kills, int64_t pids_max_hits) {
+  std::string line = start(Verb::kUsage);
+  for (int64_t v : {cpu_us, memory_peak, processes_peak, oom_kills, pids_max_hits}) arg(line, v);
+  return end(line);
+}
 
 std::string stuck(const std::vector<Member>& members) {
   std::string line = start(Verb::kStuck);

@@ -21,6 +21,14 @@
 //   RELEASED                        no member holds the captured stdout/stderr
 //   STUCK <pid> ...                 members survived the forced kill for kStuckReportMs (cleanup failure)
 //   QUIET                           every member is gone and reaped (the tree is quiescent); the anchor exits
+//   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY, with --memory, --max-processes or
+//                                   --cpu-quota) what the kernel enforces on the tree (0: that limit is
+//                                   not); how: v2, v1, v1+v2 or none
+//   LIMITDIR <dir>                  (before READY) a v1 cgroup of the tree's own, for a limit: the host
+//                                   removes it if the anchor dies before the tree is quiescent
+//   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>
+//                                   what the tree used (-1: not measured); after EXIT (before LEFT)
+//                                   and again before QUIET, which supersedes it
 // host -> anchor:
 //   TERM <grace ms>                 polite signal to every member, the forced kill after grace
 //                                   (grace: digits, 0..2^31-1; anything else: the --grace)
@@ -63,6 +71,9 @@ enum class Verb {
   kReleased,
   kStuck,
   kQuiet,
+  kLimits,
+  kLimitDir,
+  kUsage,
   // host -> anchor
   kTerm,
   kKill,
@@ -90,6 +101,9 @@ std::string left_group(int64_t pid, const std::string& command);
 std::string released();
 std::string stuck(const std::vector<Member>& members);
 std::string quiescent();  // QUIET
+std::string limits(int64_t memory, int64_t processes, int64_t cpu_quota_us, const std::string& how);
+std::string limit_dir(const std::string& dir);
+std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, int64_t oom_kills, int64_t pids_max_hits);
 
 // A command line as LEFT and LEFTGROUP carry it: backslash, LF and CR escaped
 // (\\, \n, \r), at most 4000 bytes.
@@ -175,12 +189,14 @@ class Termination {
 // ---- The anchor's command line ---------------------------------------------
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
+//                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
 //                 [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
   kCwdOption = 1,          // --cwd DIR
   kFallbackOption = 2,     // --fallback (POSIX)
   kJobFromHostOption = 4,  // --job-from-host (Windows)
+  kLimitOptions = 8,       // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
 };
 
 template <typename Char>
@@ -193,6 +209,11 @@ struct Options {
   bool fallback = false;
   bool job_from_host = false;  // the first control line is JOB
   int grace_ms = kDefaultGraceMs;
+  // Resource limits on the tree (0: none): memory in bytes, a process count,
+  // a CPU quota in microseconds per 100 ms.
+  int64_t memory = 0;
+  int64_t processes = 0;
+  int64_t cpu_quota_us = 0;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
@@ -205,20 +226,38 @@ struct Options {
 constexpr int kUsageExit = 64;
 void print_usage(const char* why, const std::string& synopsis, const char* channel);
 
-// A duration or descriptor number as the host writes it: decimal digits
-// only, 0 to 2^31-1. Anything else (a sign, an exponent as in "1e+21", a
-// fraction, an overflow, trailing garbage, nothing) is rejected: read with
-// atoi() it would become 0, which for a grace means "the forced kill now".
+// Decimal digits only, 0 to `max`: anything else (a sign, an exponent as in
+// "1e+21", a fraction, an overflow, trailing garbage, nothing) is rejected.
 template <typename Char>
-bool parse_uint31(const Char* s, int& out) {
+bool parse_digits(const Char* s, long long max, long long& out) {
   if (!s || !*s) return false;
   long long v = 0;
   for (const Char* p = s; *p; p++) {
     if (*p < '0' || *p > '9') return false;
     v = v * 10 + (*p - '0');
-    if (v > 2147483647LL) return false;
+    if (v > max) return false;
   }
+  out = v;
+  return true;
+}
+
+// A duration or descriptor number as the host writes it: 0 to 2^31-1, as
+// parse_digits reads it. Read with atoi() instead, garbage would become 0,
+// which for a grace means "the forced kill now".
+template <typename Char>
+bool parse_uint31(const Char* s, int& out) {
+  long long v = 0;
+  if (!parse_digits(s, 2147483647LL, v)) return false;
   out = static_cast<int>(v);
+  return true;
+}
+
+// A limit as the host writes it: 1 to 2^53-1, as parse_digits reads it.
+template <typename Char>
+bool parse_count(const Char* s, int64_t& out) {
+  long long v = 0;
+  if (!parse_digits(s, 9007199254740991LL, v) || v == 0) return false;
+  out = static_cast<int64_t>(v);
   return true;
 }
 
@@ -262,6 +301,12 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       o.watch_fds.push_back(fd);
     } else if (detail::is(a, "--cwd") && has_value && (extra & kCwdOption)) {
       o.cwd = argv[++i];
+    } else if (detail::is(a, "--memory") && has_value && (extra & kLimitOptions)) {
+      if (!parse_count(argv[++i], o.memory)) usage("--memory takes a number of bytes");
+    } else if (detail::is(a, "--max-processes") && has_value && (extra & kLimitOptions)) {
+      if (!parse_count(argv[++i], o.processes)) usage("--max-processes takes a number of processes");
+    } else if (detail::is(a, "--cpu-quota") && has_value && (extra & kLimitOptions)) {
+      if (!parse_count(argv[++i], o.cpu_quota_us)) usage("--cpu-quota takes microseconds per 100 ms");
     } else if (detail::is(a, "--best-effort")) {
       o.best_effort = true;
     } else if (detail::is(a, "--fallback") && (extra & kFallbackOption)) {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { capabilities } from '../lib/index.js';
 import { guaranteeTable } from '../lib/guarantee-table.js';
-import { cgroupWritable } from './helpers/cgroup.js';
+import { cgroupWritable, limitControllerHere } from './helpers/cgroup.js';
 import { repoRoot } from './helpers/fixtures.js';
 import { subreaperAvailable } from './helpers/subreaper.js';
 import { itWhere } from './helpers/tier.js';
@@ -56,8 +56,12 @@ describe('capabilities', () => {
     expect(caps.notes.join(' ')).toMatch(/setsid/);
   });
 
-  it('no tier claims resource limits it does not enforce', () => {
-    for (const tier of capabilities().tiers) expect(capabilities({ tier }).guarantees.limits).toBe(false);
+  it('only the cgroup tier claims resource limits, and only where the host has the controllers', () => {
+    // Whether this host has them is the test's own look at /proc (v2 delegation, writable v1 hierarchies).
+    const here = limitControllerHere('memory') && limitControllerHere('pids') && limitControllerHere('cpu');
+    for (const tier of capabilities().tiers) {
+      expect(capabilities({ tier }).guarantees.limits, tier).toBe(tier === 'cgroup' && here);
+    }
   });
 
   it('an unavailable tier is a typed error', () => {

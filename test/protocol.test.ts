@@ -22,6 +22,15 @@ describe('anchor protocol: lines from the anchor', () => {
     expect(parseLine('QUIET')).toEqual({ type: 'quiescent' });
   });
 
+  it('LIMITS, LIMITDIR and USAGE (resource limits: what is enforced, where, and what the tree used; -1 is "not measured")', () => {
+    expect(parseLine('LIMITS 67108864 20 50000 v1')).toEqual({ type: 'limits', memory: 67108864, processes: 20, cpuQuotaUs: 50000, how: 'v1' });
+    expect(parseLine('LIMITS 0 0 0 none')).toEqual({ type: 'limits', memory: 0, processes: 0, cpuQuotaUs: 0, how: 'none' });
+    expect(parseLine('LIMITDIR /sys/fs/cgroup/pids/a b/cordon-1-ab')).toEqual({ type: 'limitDir', dir: '/sys/fs/cgroup/pids/a b/cordon-1-ab' });
+    expect(parseLine('LIMITDIR relative')).toMatchObject({ type: 'malformed' });
+    expect(parseLine('USAGE 1500 -1 20 0 3')).toEqual({ type: 'usage', cpuUs: 1500, memoryPeak: null, processesPeak: 20, oomKills: 0, pidsMaxHits: 3 });
+    expect(parseLine('USAGE 1500 x')).toMatchObject({ type: 'malformed', reason: expect.stringContaining('memory peak') });
+  });
+
   it('READY of the cgroup tier names its cgroup, spaces and all', () => {
     expect(parseLine('READY 100 cgroup 1 /sys/fs/cgroup/a b/cordon-1')).toEqual({
       type: 'ready',

@@ -3,9 +3,13 @@
 // shuffled order) so drift in the machine's load hits all of them alike.
 import { spawn as spawnChild } from 'node:child_process';
 import { execa } from 'execa';
-import { spawn as cordonSpawn } from '../../dist/index.js';
+import { capabilities, spawn as cordonSpawn } from '../../dist/index.js';
+
+/** A limited spawn (memory, processes and CPU: a cgroup per v1 hierarchy, or the v2 files), where this host enforces limits. */
+const LIMITS = { memory: '256M', processes: 100, cpu: 1 };
 
 export function makeImpls(env) {
+  const limited = capabilities().guarantees.limits ? { 'cordon (limits)': () => cordonSpawn('/bin/true', [], { env, limits: LIMITS }).result } : {};
   return {
     child_process: () =>
       new Promise((resolve, reject) => {
@@ -15,6 +19,7 @@ export function makeImpls(env) {
       }),
     cordon: () => cordonSpawn('/bin/true', [], { env }).result,
     execa: () => execa('/bin/true', [], { env, extendEnv: false }),
+    ...limited,
   };
 }
 

@@ -101,7 +101,8 @@ export function markdown(run) {
     lines.push(
       `${o.sequentialRuns} sequential runs and ${o.concurrentRuns} runs 8 at a time per library, interleaved, after ` +
         `${o.warmup} warm-up runs; default options (stdio pipes), awaiting cordon \`proc.result\`, child_process \`close\`, ` +
-        'the execa promise. Ratios are to plain child_process in the same run.',
+        'the execa promise. Ratios are to plain child_process in the same run. `cordon (limits)` (where the host ' +
+        "enforces limits) is the same spawn with `limits: { memory: '256M', processes: 100, cpu: 1 }`.",
     );
     lines.push('');
     lines.push('| mode | library | median | p95 | median ratio | p95 ratio |');

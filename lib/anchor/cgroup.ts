@@ -2,7 +2,7 @@
 // the tree that the host holds too (READY names it). Where the anchor cannot
 // finish (stopped, stuck, dead), the host ends the tree through it. A
 // directory exists until it is removed, so there is no recycled identity.
-import { existsSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { debug } from '../debug.js';
 
 /** How long the host waits for a killed cgroup to be empty before it removes it. */
@@ -52,4 +52,71 @@ function removeCgroupDir(dir: string, depth: number): void {
   } catch (err) {
     debug('removing the cgroup %s: %s', dir, (err as Error).message);
   }
+}
+
+/**
+ * The v1 cgroups an anchor made for its tree's limits (LIMITDIR), once the
+ * tree is gone: every member was in the tree's v2 cgroup too, which
+ * endCgroup() has emptied. A cgroup that still holds a process is refused by
+ * the kernel and left (traced).
+ */
+export function removeLimitDirs(dirs: readonly string[]): void {
+  for (const dir of dirs) removeCgroupDir(dir, 0);
+}
+
+/** Where the cgroup tier can enforce each limit on this host: 'v2', 'v1', or null (not at all). */
+export interface LimitSupport {
+  memory: 'v2' | 'v1' | null;
+  processes: 'v2' | 'v1' | null;
+  cpu: 'v2' | 'v1' | null;
+}
+
+function readOr(path: string, fallback: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return fallback;
+  }
+}
+
+let support: LimitSupport | undefined;
+
+/**
+ * Probed once, as the anchor will find it (native/posix/cgroup_limits.cc):
+ * a controller enabled in this process's v2 cgroup's cgroup.subtree_control
+ * (its trees' cgroups are made below it), else a v1 hierarchy of the
+ * controller mounted from its root whose cgroup of this process is writable.
+ */
+export function limitSupport(): LimitSupport {
+  if (support) return support;
+  const mountinfo = readOr('/proc/self/mountinfo', '').split('\n');
+  const own = readOr('/proc/self/cgroup', '').split('\n');
+  let delegated: string[] = [];
+  const v2 = mountinfo.find((l) => l.includes(' - cgroup2 '));
+  const v2Rel = own.find((l) => l.startsWith('0::'))?.slice(3);
+  if (v2 !== undefined && v2Rel !== undefined) {
+    const [, , , root, point] = v2.split(' ');
+    if (root === '/' && point) delegated = readOr(`${point}${v2Rel === '/' ? '' : v2Rel}/cgroup.subtree_control`, '').trim().split(/\s+/);
+  }
+  const v1 = (controller: string): boolean => {
+    const mount = mountinfo.find((l) => {
+      const after = l.split(' - cgroup ')[1];
+      return after !== undefined && (after.split(' ')[1] ?? '').split(',').includes(controller);
+    });
+    const line = own.find((l) => (l.split(':')[1] ?? '').split(',').includes(controller));
+    if (mount === undefined || line === undefined) return false;
+    const [, , , root, point] = mount.split(' ');
+    const rel = line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1);
+    if (root !== '/' || !point || !rel.startsWith('/')) return false;
+    try {
+      accessSync(rel === '/' ? point : `${point}${rel}`, constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const where = (controller: string) => (delegated.includes(controller) ? 'v2' : v1(controller) ? 'v1' : null);
+  support = { memory: where('memory'), processes: where('pids'), cpu: where('cpu') };
+  debug('limits: %o', support);
+  return support;
 }

@@ -12,6 +12,11 @@ import { debug } from '../debug.js';
 import { CordonError } from '../errors.js';
 import { encodeCommand, parseLine, splitLines, type AnchorEvent } from './protocol.js';
 
+/** What an anchor's USAGE line says (null: not measured). */
+export type UsageEvent = Omit<Extract<AnchorEvent, { type: 'usage' }>, 'type'>;
+/** What an anchor's LIMITS line says. */
+export type LimitsEvent = Omit<Extract<AnchorEvent, { type: 'limits' }>, 'type'>;
+
 export interface AnchorHandlers {
   ready(pid: number, tier: string, pidfd: boolean): void;
   noContain(errno: number, what: string): void;
@@ -29,6 +34,10 @@ export interface AnchorHandlers {
   stuck(pids: number[]): void;
   /** QUIET: the tree is quiescent (every member gone and reaped); the anchor exits. */
   quiet(): void;
+  /** LIMITS: what the kernel enforces on the tree (before READY). */
+  limits(limits: LimitsEvent): void;
+  /** USAGE: what the tree used so far. */
+  usage(usage: UsageEvent): void;
   /**
    * The anchor did not finish within the grace asked for plus
    * ANCHOR_WAIT_SLACK_MS (stopped, or stuck): quiescence cannot be proven.
@@ -269,6 +278,16 @@ export abstract class AnchorChannel {
         return on.stuck(event.pids);
       case 'quiescent':
         return on.quiet();
+      case 'limits': {
+        const { type: _, ...limits } = event;
+        return on.limits(limits);
+      }
+      case 'usage': {
+        const { type: _, ...usage } = event;
+        return on.usage(usage);
+      }
+      case 'limitDir':
+        return; // the channel's own (observe)
     }
   }
 }

@@ -12,7 +12,7 @@ import { debug } from '../debug.js';
 import { invalidArg } from '../errors.js';
 import { posixBinding } from '../native.js';
 import { streamFd } from '../options.js';
-import { endCgroup, killCgroup } from './cgroup.js';
+import { endCgroup, killCgroup, removeLimitDirs } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
 import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
 import { signalName, signalNumber } from '../signals.js';
@@ -120,6 +120,8 @@ export class PosixAnchorChannel extends AnchorChannel {
   private reapRef = true;
   /** The cgroup tier: the tree's cgroup, as READY named it. */
   private cgroup: string | undefined;
+  /** The v1 cgroups the anchor made for the tree's limits (LIMITDIR). */
+  private readonly limitDirs: string[] = [];
   private quiescentSeen = false;
   /** When the host stops waiting on the anchor (grace + ANCHOR_WAIT_SLACK_MS), and its timer. */
   private waitDeadline = Infinity;
@@ -202,6 +204,9 @@ export class PosixAnchorChannel extends AnchorChannel {
       case 'quiescent':
         this.quiescentSeen = true;
         break;
+      case 'limitDir':
+        this.limitDirs.push(event.dir);
+        break;
     }
   }
 
@@ -222,7 +227,10 @@ export class PosixAnchorChannel extends AnchorChannel {
 
   /** The cgroup tier, the anchor gone before its tree was quiescent: the host ends the tree through its cgroup. */
   protected override cleanupAfterExit(): Promise<void> | undefined {
-    return this.cgroup !== undefined && !this.quiescentSeen ? endCgroup(this.cgroup) : undefined;
+    if (this.cgroup === undefined || this.quiescentSeen) return undefined;
+    // Emptied with the tree's cgroup (every member is in both): then removed too.
+    const dirs = this.limitDirs;
+    return endCgroup(this.cgroup).then(() => removeLimitDirs(dirs));
   }
 
   protected override close(): void {

@@ -13,6 +13,9 @@
 //   RELEASED                                      no member holds the captured output
 //   STUCK <pid> ...                               members survived SIGKILL for STUCK_REPORT_MS
 //   QUIET                                         every member is gone and reaped; the anchor exits
+//   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel enforces (0: not that one)
+//   LIMITDIR <dir>                                (before READY) a v1 cgroup of the tree's own, for its limits
+//   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>   (-1: not measured)
 // host -> anchor: TERM <grace ms>, KILL, and on Windows first JOB <handle>.
 
 /**
@@ -46,7 +49,13 @@ export type AnchorEvent =
   /** Members that survived the forced kill for STUCK_REPORT_MS. */
   | { type: 'stuck'; pids: number[] }
   /** Every member is gone and reaped: the tree is quiescent; the anchor exits. */
-  | { type: 'quiescent' };
+  | { type: 'quiescent' }
+  /** The limits the kernel enforces on the tree (0: that one is not); how: v2, v1, v1+v2 or none. */
+  | { type: 'limits'; memory: number; processes: number; cpuQuotaUs: number; how: string }
+  /** A v1 cgroup of the tree's own, made for its limits. */
+  | { type: 'limitDir'; dir: string }
+  /** What the tree used (null: not measured). The last one before QUIET supersedes the one after EXIT. */
+  | { type: 'usage'; cpuUs: number | null; memoryPeak: number | null; processesPeak: number | null; oomKills: number | null; pidsMaxHits: number | null };
 
 /** A line that is not an event: a verb this host does not know, or a known verb with fields it cannot read. */
 export type UnreadLine = { type: 'unknown'; line: string } | { type: 'malformed'; line: string; reason: string };
@@ -113,6 +122,25 @@ export function parseLine(line: string): ParsedLine {
         return { type: 'stuck', pids: words.filter(Boolean).map((_, i, all) => int(all, i, 'pid')) };
       case 'QUIET':
         return { type: 'quiescent' };
+      case 'LIMITS':
+        return { type: 'limits', memory: int(words, 0, 'memory'), processes: int(words, 1, 'processes'), cpuQuotaUs: int(words, 2, 'cpu quota'), how: words[3] ?? 'none' };
+      case 'LIMITDIR':
+        if (!words.join(' ').startsWith('/')) throw new Malformed('dir is not an absolute path');
+        return { type: 'limitDir', dir: words.join(' ') };
+      case 'USAGE': {
+        const measured = (i: number, name: string) => {
+          const v = int(words, i, name);
+          return v < 0 ? null : v;
+        };
+        return {
+          type: 'usage',
+          cpuUs: measured(0, 'cpu'),
+          memoryPeak: measured(1, 'memory peak'),
+          processesPeak: measured(2, 'processes peak'),
+          oomKills: measured(3, 'oom kills'),
+          pidsMaxHits: measured(4, 'pids.max hits'),
+        };
+      }
       default:
         return { type: 'unknown', line };
     }

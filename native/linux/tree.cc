@@ -365,6 +365,8 @@ void sweep_stale(const std::string& own) {
 
 }  // namespace
 
+void sweep_stale_cgroups(const std::string& dir) { sweep_stale(dir); }
+
 int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd) {
   std::string own;
   int rc = own_cgroup_dir(own);

@@ -90,7 +90,8 @@ using Options = protocol::Options<char>;
 [[noreturn]] void usage(const char* why) {
   protocol::print_usage(why,
                         "cordon-anchor [--tier " + anchor::tier_names() +
-                            "] [--best-effort] [--fallback] [--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
+                            "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
+                            "[--watch-fd N]... [--cwd DIR] [--trace FILE] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -105,7 +106,7 @@ void open_trace(const char* file) {
 Options parse(int argc, char** argv) {
   Options o;
   o.tier = "subreaper";
-  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption, o, usage, open_trace);
+  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions, o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
   return o;
 }
@@ -113,7 +114,9 @@ Options parse(int argc, char** argv) {
 class Anchor : public anchor::TierHost {
  public:
   explicit Anchor(Options opts)
-      : opts_(std::move(opts)), tiers_(anchor::make_tiers(opts_.tier, opts_.best_effort, opts_.fallback, *this)) {}
+      : opts_(std::move(opts)),
+        limits_{opts_.memory, opts_.processes, opts_.cpu_quota_us},
+        tiers_(anchor::make_tiers(opts_.tier, opts_.best_effort, opts_.fallback, *this)) {}
 
   int run() {
     if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
@@ -137,6 +140,9 @@ class Anchor : public anchor::TierHost {
     }
     release_stdio();
     if (tier_->group() > 0) send(protocol::group(tier_->group()));
+    std::string limits = tier_->limits_report();
+    if (limits.empty() && limits_.any()) limits = protocol::limits(0, 0, 0, "none");
+    send(limits);
     send(protocol::ready(root_, tier_->name(), pidfd_, tier_->cgroup_dir()));
     loop();
     return 0;
@@ -176,6 +182,8 @@ class Anchor : public anchor::TierHost {
   }
 
   const std::vector<FileId>& watched() const override { return watched_; }
+
+  const anchor::LimitSpec& limits() const override { return limits_; }
 
  private:
   // C1: containment exists before the command's first instruction. The tiers
@@ -367,6 +375,7 @@ class Anchor : public anchor::TierHost {
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         trace("root exited code=%d signal=%d", code, sig);
         send(protocol::exit(code, sig));
+        send(tier_->usage_report());
       }
     }
     if (root_only) no_children = root_exited_;
@@ -434,6 +443,7 @@ class Anchor : public anchor::TierHost {
       bool no_children = reap();
       if (root_exited_ && no_children && tier_->quiescent()) {
         trace("quiescent");
+        send(tier_->usage_report());  // before the tier lets go of what measures it
         tier_->release();
         send(protocol::quiescent());
         return;
@@ -481,6 +491,7 @@ class Anchor : public anchor::TierHost {
   }
 
   Options opts_;
+  anchor::LimitSpec limits_;
   std::vector<std::unique_ptr<anchor::Tier>> tiers_;  // the tier and its fallbacks, in order
   anchor::Tier* tier_ = nullptr;                      // the one that contains the tree
   pid_t root_ = -1;

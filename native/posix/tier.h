@@ -25,6 +25,7 @@
 
 #include "../cordon.h"
 #include "../protocol.h"
+#include "cgroup_limits.h"
 
 namespace cordon {
 namespace anchor {
@@ -47,6 +48,8 @@ class TierHost {
   virtual void report_stuck(const std::vector<Member>& left) = 0;
   // The captured output's pipes, whose holders list_tree marks.
   virtual const std::vector<FileId>& watched() const = 0;
+  // The resource limits asked for (--memory, --max-processes, --cpu-quota).
+  virtual const LimitSpec& limits() const = 0;
 };
 
 class Tier {
@@ -72,6 +75,12 @@ class Tier {
   virtual int64_t group() const { return 0; }
   // The tree's cgroup (READY names it), or empty.
   virtual std::string cgroup_dir() const { return std::string(); }
+  // The LIMITS line (and LIMITDIR lines) for the limits in force, once the
+  // command runs; empty where the tier sets none (the anchor then reports
+  // that none is, if any was asked for).
+  virtual std::string limits_report() const { return std::string(); }
+  // The USAGE line: what the tree used so far; empty where the tier measures nothing.
+  virtual std::string usage_report() const { return std::string(); }
 
   // ---- starting the command: the anchor forks, the tier adds its steps
 
@@ -159,6 +168,8 @@ class TierWrapper : public Tier {
   void allow_fallback(bool allowed) override { inner_->allow_fallback(allowed); }
   int64_t group() const override { return inner_->group(); }
   std::string cgroup_dir() const override { return inner_->cgroup_dir(); }
+  std::string limits_report() const override { return inner_->limits_report(); }
+  std::string usage_report() const override { return inner_->usage_report(); }
   int before_fork() override { return inner_->before_fork(); }
   int64_t fork(const char*& what) override { return inner_->fork(what); }
   int child_enter() override { return inner_->child_enter(); }

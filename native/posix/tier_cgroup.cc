@@ -80,7 +80,15 @@ class CgroupTier : public TierWrapper {
       if (events_fd_ < 0) trace("cgroup.events: %s", strerror(-events_fd_));
       freeze_fd_ = cordon::cgroup_open_freeze(cg_path_);
       if (freeze_fd_ < 0) trace("cgroup.freeze: %s (no freeze: oldest first)", strerror(-freeze_fd_));
-      return 0;
+      if (!host_.limits().any()) return 0;
+      // The limits asked for hold before the command runs, or it does not
+      // run here (under --best-effort the next tier runs it without them).
+      rc = limits_.apply(host_.limits(), cg_path_, cg_path_.substr(cg_path_.rfind('/') + 1));
+      if (rc == 0) return 0;
+      remove_cgroup();
+      what = "limits";
+      trace("limits: %s", strerror(-rc));
+      return rc;
     }
 #else
     rc = -ENOSYS;
@@ -96,6 +104,20 @@ class CgroupTier : public TierWrapper {
   void allow_fallback(bool allowed) override { may_fall_back_ = allowed; }
 
   std::string cgroup_dir() const override { return cg_path_; }
+
+  std::string limits_report() const override {
+    if (!host_.limits().any()) return std::string();
+    const LimitSpec& a = limits_.applied();
+    std::string out = protocol::limits(a.memory, a.processes, a.cpu_quota_us, limits_.how());
+    for (auto& dir : limits_.v1_dirs()) out += protocol::limit_dir(dir);
+    return out;
+  }
+
+  std::string usage_report() const override {
+    if (cg_path_.empty()) return std::string();
+    Usage u = limits_.usage(cg_path_);
+    return protocol::usage(u.cpu_us, u.memory_peak, u.processes_peak, u.oom_kills, u.pids_max_hits);
+  }
 
   int64_t fork(const char*& what) override {
 #ifdef __linux__
@@ -126,6 +148,8 @@ class CgroupTier : public TierWrapper {
     // ancestor unless that mount has nsdelegate, and it can setns() out
     // (docs/contract.md, "What cordon is not"). Without the capability the
     // command runs without one.
+    // The v1 cgroups of the limits first: the namespace is then rooted at them too.
+    if (int err = limits_.join_in_child()) return err;
     if (cg_dir_ >= 0) unshare(CLONE_NEWCGROUP);
 #endif
     return inner_->child_enter();
@@ -351,6 +375,7 @@ class CgroupTier : public TierWrapper {
     if (events_fd_ >= 0) close(events_fd_);
     if (freeze_fd_ >= 0) close(freeze_fd_);
     cg_kill_ = cg_dir_ = events_fd_ = freeze_fd_ = -1;
+    limits_.remove();
     if (!cg_path_.empty()) remove_cgroup_dir(cg_path_, 0);
     cg_path_.clear();
   }
@@ -373,6 +398,7 @@ class CgroupTier : public TierWrapper {
   }
 
   std::string cg_path_;  // the tree's cgroup
+  CgroupLimits limits_;  // the resource limits on it, if any were asked for
   int cg_dir_ = -1;
   int cg_kill_ = -1;
   int events_fd_ = -1;  // cgroup.events

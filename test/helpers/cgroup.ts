@@ -1,6 +1,6 @@
 // cgroup v2 as /proc shows it, read without cordon (tests check cordon's
 // choice of tier and where its trees live against this).
-import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { release } from 'node:os';
 
 /** Where cgroup v2 is mounted, if it is. */
@@ -91,4 +91,65 @@ export function frozen(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Limits, read without cordon: this process's own cgroup directory in the
+ * cgroup v1 hierarchy of `controller` (mounted from its root), if there is
+ * one. A tree's v1 cgroups for its limits are made below it.
+ */
+export function v1OwnDir(controller: 'memory' | 'pids' | 'cpu'): string | undefined {
+  const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' '))
+    .find((f) => f.includes('-') && f[f.indexOf('-') + 1] === 'cgroup' && (f[f.indexOf('-') + 3] ?? '').split(',').includes(controller));
+  if (!mount || mount[3] !== '/') return undefined;
+  const line = readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .find((l) => (l.split(':')[1] ?? '').split(',').includes(controller));
+  const rel = line?.split(':').slice(2).join(':');
+  if (!rel?.startsWith('/')) return undefined;
+  return rel === '/' ? mount[4] : mount[4] + rel;
+}
+
+/** Whether `controller` is enabled for this process's cgroup v2 children (delegated). */
+export function v2Delegated(controller: 'memory' | 'pids' | 'cpu'): boolean {
+  const mount = cgroupMount();
+  const own = cgroupOf('self');
+  if (!mount || !own) return false;
+  try {
+    return readFileSync(`${own === '/' ? mount : mount + own}/cgroup.subtree_control`, 'utf8').split(/\s+/).includes(controller);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the cgroup tier can enforce a limit on `controller` here: delegated in v2, or a writable v1 hierarchy. */
+export function limitControllerHere(controller: 'memory' | 'pids' | 'cpu'): boolean {
+  if (v2Delegated(controller)) return true;
+  const dir = v1OwnDir(controller);
+  if (!dir) return false;
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The per-tree cgroups (`cordon-*`) below this process's own, in v2 and each v1 hierarchy a limit uses: what a tree may leave behind. */
+export function treeCgroupDirs(): string[] {
+  const out: string[] = [];
+  const mount = cgroupMount();
+  const own = cgroupOf('self');
+  const parents = [mount && own ? (own === '/' ? mount : mount + own) : undefined, v1OwnDir('memory'), v1OwnDir('pids'), v1OwnDir('cpu')];
+  for (const parent of parents) {
+    if (!parent) continue;
+    try {
+      for (const e of readdirSync(parent, { withFileTypes: true })) if (e.isDirectory() && e.name.startsWith('cordon-')) out.push(`${parent}/${e.name}`);
+    } catch {
+      // not readable: nothing of ours there
+    }
+  }
+  return out;
 }
