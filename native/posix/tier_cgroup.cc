@@ -7,11 +7,18 @@
 // (and its sub-cgroups': a command may run cordon itself), never a walk of
 // every process; quiescence is `populated 0` in cgroup.events, which the
 // anchor's loop polls (the kernel flags the file when it changes), besides no
-// child left to reap. A stop freezes the cgroup (cgroup.freeze, Linux 5.2+),
-// lists it, gives every member the polite signal (delivered at the thaw) and
-// thaws it: no fork can slip between the list and the signals. The forced kill
-// is one cgroup.kill write. The subreaper tier's walk is used only when the
-// cgroup is empty and the anchor still has a child: a member with
+// child left to reap. A stop lists the cgroup, gives every member the polite
+// signal and lists it again: when the second list holds nobody the first did
+// not, every member then listed has the signal (a member whose SIGTERM is
+// fatal cannot start a fork once it is sent; a fork already past that check
+// whose child joins the cgroup after the second read is found by the re-reads
+// below, 10 ms later). When it does (a tree forking while it is signalled),
+// the cgroup is frozen (cgroup.freeze, Linux 5.2+), listed, signalled
+// (delivered at the thaw) and thawed: no fork can slip between that list and
+// the signals. A quiet tree is not made to wait until every member has
+// stopped for a freeze. The forced kill is one cgroup.kill write. The
+// subreaper tier's walk is used only when the cgroup is empty and the anchor
+// still has a child: a member with
 // CAP_SYS_ADMIN that moved itself out of the cgroup (docs/contract.md, "What
 // cordon is not").
 #include <dirent.h>
@@ -201,18 +208,24 @@ class CgroupTier : public TierWrapper {
       return;
     }
     if (polite_ == Polite::kNotYet) {
+      // The members listed get the signal at once, oldest first; a second
+      // read then shows whether anything forked meanwhile. Only then (a
+      // tree that forks while it is being signalled) is the cgroup frozen for
+      // a round no fork can race: a quiet tree is not made to wait until
+      // every member has stopped for the freeze.
+      polite_round(now);
+      if (!has_unseen()) return;
 #ifdef __linux__
       if (freeze_fd_ >= 0 && cordon::cgroup_set_frozen(freeze_fd_, true) == 0) {
         polite_ = Polite::kFreezing;
         freeze_since_ = now;
-        trace("cgroup.freeze: 1");
+        trace("forks during the polite signal: cgroup.freeze: 1");
         read_events();
-      }
-#endif
-      if (polite_ == Polite::kNotYet) {
-        polite_round(now);
         return;
       }
+#endif
+      polite_round(now);  // no freezer: the re-reads catch what races the signals
+      return;
     }
     if (polite_ == Polite::kFreezing) {
       // cgroup.events wakes the loop at `frozen 1`.
@@ -293,9 +306,18 @@ class CgroupTier : public TierWrapper {
     for (size_t i = 0; i < list.size(); i++) list[i].from_snapshot = state[i] == kOurs;
   }
 
-  // The polite signal to every member not given it yet; the first round with
-  // the cgroup frozen (then thawed), later ones for what forked since.
-  // Without a freeze the oldest go first: a forker before what it forked.
+  // Whether the cgroup lists a member no polite round has listed yet.
+  bool has_unseen() {
+    for (auto& m : members(false, false)) {
+      if (!seen_.count({m.pid, m.start_time})) return true;
+    }
+    return false;
+  }
+
+  // The polite signal to every member not given it yet, the oldest first (a
+  // forker before what it forked); with the cgroup frozen (then thawed) when
+  // the tree forked while the first round signalled it; later rounds for
+  // what forked since.
   void polite_round(int64_t now) {
     auto list = members(false, false);
     std::sort(list.begin(), list.end(), [](const Member& a, const Member& b) { return a.start_time < b.start_time; });
