@@ -85,9 +85,7 @@ class CgroupTier : public TierWrapper {
       // tier needs 5.14) the tier would run as the subreaper tier does.
       events_fd_ = cordon::cgroup_open_events(cg_path_);
       if (events_fd_ < 0) trace("cgroup.events: %s", strerror(-events_fd_));
-      freeze_fd_ = cordon::cgroup_open_freeze(cg_path_);
-      if (freeze_fd_ < 0) trace("cgroup.freeze: %s (no freeze: oldest first)", strerror(-freeze_fd_));
-      return 0;
+      return 0;  // cgroup.freeze is opened by the stop that needs it (freeze())
     }
 #else
     rc = -ENOSYS;
@@ -216,7 +214,7 @@ class CgroupTier : public TierWrapper {
       polite_round(now);
       if (!has_unseen()) return;
 #ifdef __linux__
-      if (freeze_fd_ >= 0 && cordon::cgroup_set_frozen(freeze_fd_, true) == 0) {
+      if (freeze()) {
         polite_ = Polite::kFreezing;
         freeze_since_ = now;
         trace("forks during the polite signal: cgroup.freeze: 1");
@@ -252,6 +250,21 @@ class CgroupTier : public TierWrapper {
   void read_events() {
 #ifdef __linux__
     if (events_fd_ >= 0) cordon::cgroup_read_events(events_fd_, populated_, frozen_);
+#endif
+  }
+
+  // cgroup.freeze written 1: opened on the first stop that needs it, not by
+  // every tree at its start (most trees are never frozen).
+  bool freeze() {
+#ifdef __linux__
+    if (freeze_fd_ < 0 && !freeze_opened_) {
+      freeze_opened_ = true;
+      freeze_fd_ = cordon::cgroup_open_freeze(cg_path_);
+      if (freeze_fd_ < 0) trace("cgroup.freeze: %s (no freeze: the re-reads catch what races the signals)", strerror(-freeze_fd_));
+    }
+    return freeze_fd_ >= 0 && cordon::cgroup_set_frozen(freeze_fd_, true) == 0;
+#else
+    return false;
 #endif
   }
 
@@ -379,8 +392,15 @@ class CgroupTier : public TierWrapper {
 
   // A cgroup with sub-cgroups (a command that runs cordon itself, whose own
   // anchor was killed with the tree) is removed bottom-up. Only directories
-  // are removed; the kernel refuses any cgroup that still has a process.
+  // are removed; the kernel refuses any cgroup that still has a process. The
+  // common case, no sub-cgroup, is one rmdir: the directory is read only when
+  // that is refused.
   void remove_cgroup_dir(const std::string& dir, int depth) {
+    if (rmdir(dir.c_str()) == 0) return;
+    if (errno != EBUSY && errno != ENOTEMPTY) {
+      trace("rmdir %s: %s", dir.c_str(), strerror(errno));
+      return;
+    }
     if (DIR* d = opendir(dir.c_str())) {
       std::vector<std::string> subs;
       while (dirent* e = readdir(d)) {
@@ -399,6 +419,7 @@ class CgroupTier : public TierWrapper {
   int cg_kill_ = -1;
   int events_fd_ = -1;  // cgroup.events
   int freeze_fd_ = -1;  // cgroup.freeze, where there is one to write
+  bool freeze_opened_ = false;
   bool populated_ = true;
   bool frozen_ = false;
   // The stop.
