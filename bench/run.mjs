@@ -318,7 +318,7 @@ async function main() {
     if (missing.length > 0) run.scale.skippedTiers = missing;
     if (opts.stormReps > 0) {
       log(`scale: fork storm × ${methods.map((m) => m.name).join(', ')}, ${opts.stormReps} each`);
-      run.scale.storm = await measureStorm({ ballast, methods, reps: opts.stormReps, bound: opts.scaleBound, log });
+      run.scale.storm = await measureStorm({ ballast, methods, reps: opts.stormReps, bound: opts.scaleBound, log, settleTo: run.scale.levels[0]?.hostProcesses });
     }
   }
   await ballast.clear();

@@ -327,8 +327,12 @@ async function stormOnce(method, bound) {
  * The fork storm beside the group kill (issue #13: within 2x of it): each
  * method stops `reps` storms (median), without ballast.
  */
-export async function measureStorm({ ballast, methods, reps, bound, log }) {
+export async function measureStorm({ ballast, methods, reps, bound, log, settleTo }) {
   await ballast.clear();
+  // The ballast's killed sleeps linger as init's zombies for a while (init
+  // reaps lazily here), and every walk by tag would read them all.
+  const quietBy = performance.now() + 20_000;
+  while (settleTo !== undefined && hostProcessCount() > settleTo + 200 && performance.now() < quietBy) await sleep(100);
   const out = { reps, bound, graceMs: GRACE_MS, mid: STORM_MID, hostProcesses: hostProcessCount(), cells: [] };
   for (const method of methods) {
     const runs = [];
