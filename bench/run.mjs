@@ -16,6 +16,8 @@
 //   --scale-tiers a,b   cordon tiers measured there (default cgroup,subreaper,
 //                       those this host has), beside a detached group kill
 //   --scale-reps <n>    stops per cell of a single tree, median (default 5)
+//   --storm-reps <n>    fork storms stopped per method, median (default 5; 0 leaves
+//                       the storm out); without ballast, beside the group kill
 //   --no-scale          leave the scale section out
 //   --scenarios a,b     only these scenario ids
 //   --libs a,b          only these libraries (cordon is the first)
@@ -49,7 +51,7 @@ import {
   taggedEnv,
 } from './lib/procs.mjs';
 import { markdown, svg } from './lib/report.mjs';
-import { METHODS, measureScale } from './lib/scale.mjs';
+import { METHODS, measureScale, measureStorm } from './lib/scale.mjs';
 import { scenarios } from './lib/scenarios.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -70,6 +72,7 @@ function parseArgs(argv) {
     scaleTrees: [1, 50, 200],
     scaleTiers: ['cgroup', 'subreaper'],
     scaleReps: 5,
+    stormReps: 5,
     scaleBound: 30_000,
   };
   const list = (x) => x.split(',').map(Number);
@@ -92,6 +95,7 @@ function parseArgs(argv) {
     else if (a === '--scale-trees') o.scaleTrees = list(v());
     else if (a === '--scale-tiers') o.scaleTiers = v().split(',');
     else if (a === '--scale-reps') o.scaleReps = Number(v());
+    else if (a === '--storm-reps') o.stormReps = Number(v());
     else if (a === '--no-scale') o.scale = false;
     else throw new Error(`unknown argument ${a}`);
   }
@@ -312,6 +316,10 @@ async function main() {
       log,
     });
     if (missing.length > 0) run.scale.skippedTiers = missing;
+    if (opts.stormReps > 0) {
+      log(`scale: fork storm × ${methods.map((m) => m.name).join(', ')}, ${opts.stormReps} each`);
+      run.scale.storm = await measureStorm({ ballast, methods, reps: opts.stormReps, bound: opts.scaleBound, log, settleTo: run.scale.levels[0]?.hostProcesses });
+    }
   }
   await ballast.clear();
   stopPeers();

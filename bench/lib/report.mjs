@@ -1,5 +1,5 @@
 // Markdown and a hand-written SVG chart from one benchmark run's JSON.
-import { scaleRatios } from './scale.mjs';
+import { scaleRatios, stormRatios } from './scale.mjs';
 
 export function fmtMs(ms) {
   if (ms === null || ms === undefined) return 'never';
@@ -169,12 +169,28 @@ function scaleMarkdown(run) {
       lines.push(`| ${trees} | ${lvl.ballast} | ${row.join(' | ')} |`);
     }
   }
+  if (sc.storm) {
+    lines.push('');
+    lines.push(
+      `Fork storm (test/fixtures/fork-storm.sh's: a doubling fork bomb of depth 6 beside a loop starting \`sh -c 'sleep 300 & sleep 300'\` as fast as it can), ` +
+        `stopped once more than ${sc.storm.mid} of its processes are counted, ${sc.storm.reps} times per method (median), without ballast ` +
+        `(${sc.storm.hostProcesses} host processes); quiescent: no process with the storm's tag left (a walk of /proc every 5 ms).`,
+    );
+    lines.push('');
+    lines.push('| fork storm | settled | quiescent | members at t0 (peak) | late | left |');
+    lines.push('| --- | --- | --- | --- | --- | --- |');
+    for (const c of sc.storm.cells) {
+      lines.push(`| ${c.method} | ${fmtMs(c.settledMs)} | ${fmtMs(c.quiescentMs)} | ${c.membersAtStop} (${c.peakMembers}) | ${c.late} | ${c.leftBehind}${c.errors.length ? `, error: ${c.errors[0]}` : ''} |`);
+    }
+  }
   const r = scaleRatios(sc);
   lines.push('');
   lines.push('| ratio | settled | quiescent |');
   lines.push('| --- | --- | --- |');
   for (const b of r.byBallast) lines.push(`| ${b.method}, ${b.trees} tree(s): ballast ${r.hi} / ballast ${r.lo} | ${x(b.settled)} | ${x(b.quiescent)} |`);
   for (const v of r.vsGroup) lines.push(`| ${v.method} / group kill, ${v.trees} trees, ballast ${v.ballast} | ${x(v.settled)} | ${x(v.quiescent)} |`);
+  const storm = stormRatios(sc.storm);
+  for (const v of storm) lines.push(`| ${v.method} / group kill, fork storm | ${x(v.settled)} | ${x(v.quiescent)} |`);
   // Issue #13's goals.
   const worst = (list) => (list.length === 0 ? null : Math.max(...list.map((v) => Math.max(v.settled ?? Infinity, v.quiescent ?? Infinity))));
   const goals = [];
@@ -185,6 +201,10 @@ function scaleMarkdown(run) {
   for (const tier of ['cgroup', 'subreaper']) {
     const w = worst(r.vsGroup.filter((v) => v.method === tier && v.trees === 50));
     if (w !== null) goals.push(`${tier} tier, 50 trees within 1.5x of the group kill (every ballast level): ${verdict(w <= 1.5)} (worst ${x(w)})`);
+  }
+  for (const tier of ['cgroup', 'subreaper']) {
+    const w = worst(storm.filter((v) => v.method === tier));
+    if (w !== null) goals.push(`${tier} tier, a fork storm within 2x of the group kill of the same storm (settled and quiescent): ${verdict(w <= 2)} (${x(w)})`);
   }
   const cordonCells = sc.cells.filter((c) => c.method !== 'group kill');
   const late = cordonCells.reduce((n, c) => n + c.late, 0);

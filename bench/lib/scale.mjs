@@ -7,7 +7,8 @@
 //                       the physical reference: these trees never leave their
 //                       group, so it leaks nothing here
 // each tree being `sh` + a background `sleep` + a child `sh` with its own
-// `sleep`, all of which print their pids.
+// `sleep`, all of which print their pids. Then, without ballast, a fork storm
+// stopped mid-storm by each method (measureStorm).
 //
 // Measured from outside, at a cost that follows the trees, not the host (no
 // /proc walk while timing: the ballast would make the instrument the load):
@@ -29,7 +30,7 @@
 //               (those whose parent is init, which reaps lazily here, apart)
 import { spawn as spawnChild } from 'node:child_process';
 import { spawn as cordonSpawn } from '../../dist/index.js';
-import { childrenCpuMs, cpuOf, hostProcessCount, killTagged, newTag, readStat, sleep, taggedEnv, zombieChildren } from './procs.mjs';
+import { childrenCpuMs, cpuOf, findTagged, hostProcessCount, killTagged, newTag, readStat, sleep, taggedEnv, zombieChildren } from './procs.mjs';
 
 // Prints every pid of the tree, then READY.
 const TREE =
@@ -235,6 +236,139 @@ export async function measureScale({ ballast, levels, treeCounts, methods, reps,
   await ballast.clear();
   out.hostZombieChildren = zombieChildren().length;
   return out;
+}
+
+// The fork storm of test/fixtures/fork-storm.sh: a doubling fork bomb (depth
+// 6, its leaves sleep) beside a loop starting `sh -c 'sleep 300 & sleep 300'`
+// children as fast as it can (at most 1000). Nothing in it exits on its own,
+// nothing leaves the root's process group, so a group kill leaks nothing.
+const STORM = `
+bomb() {
+  if [ "$1" -gt 0 ]; then bomb $(($1 - 1)) & bomb $(($1 - 1)) & wait; else exec sleep 300; fi
+}
+bomb 6 &
+n=0
+while [ "$n" -lt 1000 ]; do sh -c 'sleep 300 & sleep 300' & n=$((n + 1)); done
+wait`;
+/** The storm is stopped once this many of its processes are counted (by tag, from outside). */
+export const STORM_MID = 50;
+
+/**
+ * One stop of a fork storm mid-storm with `method`. Quiescence is checked by
+ * tag (a walk of /proc every 5 ms: the storm's members print nothing), so the
+ * section runs it without ballast.
+ */
+async function stormOnce(method, bound) {
+  const tag = newTag(`storm${method.kind}`);
+  const env = taggedEnv(tag);
+  const rec = {};
+  let cancel;
+  let completion;
+  let cancelled = false;
+  try {
+    if (method.kind === 'cordon') {
+      const proc = cordonSpawn('sh', ['-c', STORM], { env, tier: method.tier });
+      proc.stdout.resume();
+      proc.stderr.resume();
+      completion = settleTime(proc.result);
+      cancel = () => void proc.terminate().catch(() => {});
+    } else {
+      const child = spawnChild('sh', ['-c', STORM], { env, detached: true });
+      child.stdout.resume();
+      child.stderr.resume();
+      completion = new Promise((resolve) => {
+        child.once('close', () => resolve(performance.now()));
+        child.once('error', () => resolve(performance.now()));
+      });
+      cancel = () => {
+        try {
+          process.kill(-child.pid, 'SIGTERM');
+        } catch {
+          // the group is gone
+        }
+      };
+    }
+    const growBy = performance.now() + 30_000;
+    while ((rec.membersAtStop = findTagged({ tag, maxAgeMs: 0 }).length) <= STORM_MID) {
+      if (performance.now() > growBy) throw new Error(`the storm did not grow past ${STORM_MID} processes within 30 s`);
+      await sleep(2);
+    }
+    let settledAt = null;
+    completion.then((t) => (settledAt = t));
+    const t0 = performance.now();
+    cancelled = true;
+    cancel();
+    let quietAt = null;
+    let peak = rec.membersAtStop;
+    while (performance.now() < t0 + bound) {
+      if (quietAt === null) {
+        const n = findTagged({ tag, maxAgeMs: 0 }).length;
+        peak = Math.max(peak, n);
+        if (n === 0) quietAt = performance.now();
+      }
+      if (quietAt !== null && settledAt !== null) break;
+      await sleep(5);
+    }
+    rec.peakMembers = peak;
+    rec.settledMs = settledAt === null ? null : settledAt - t0;
+    rec.quiescentMs = quietAt === null ? null : quietAt - t0;
+    rec.late = settledAt === null || settledAt - t0 > GRACE_MS + 100 ? 1 : 0;
+  } catch (err) {
+    rec.error = err.message;
+  } finally {
+    if (!cancelled) cancel?.();
+    const killed = killTagged({ tag });
+    rec.leftBehind = killed.length;
+  }
+  return rec;
+}
+
+/**
+ * The fork storm beside the group kill (issue #13: within 2x of it): each
+ * method stops `reps` storms (median), without ballast.
+ */
+export async function measureStorm({ ballast, methods, reps, bound, log, settleTo }) {
+  await ballast.clear();
+  // The ballast's killed sleeps linger as init's zombies for a while (init
+  // reaps lazily here), and every walk by tag would read them all.
+  const quietBy = performance.now() + 20_000;
+  while (settleTo !== undefined && hostProcessCount() > settleTo + 200 && performance.now() < quietBy) await sleep(100);
+  const out = { reps, bound, graceMs: GRACE_MS, mid: STORM_MID, hostProcesses: hostProcessCount(), cells: [] };
+  for (const method of methods) {
+    const runs = [];
+    for (let r = 0; r < reps; r++) {
+      runs.push(await stormOnce(method, bound));
+      await sleep(200);
+    }
+    const pick = (k) => median(runs.map((x) => x[k]));
+    const cell = {
+      method: method.name,
+      runs: runs.length,
+      settledMs: pick('settledMs'),
+      quiescentMs: pick('quiescentMs'),
+      membersAtStop: pick('membersAtStop'),
+      peakMembers: pick('peakMembers'),
+      late: runs.reduce((n, x) => n + (x.late ?? 0), 0),
+      leftBehind: runs.reduce((n, x) => n + (x.leftBehind ?? 0), 0),
+      errors: runs.filter((x) => x.error).map((x) => x.error),
+    };
+    out.cells.push(cell);
+    log(
+      `scale: fork storm, ${method.name}: settled ${fmt(cell.settledMs)}, quiet ${fmt(cell.quiescentMs)}, ` +
+        `${cell.membersAtStop} members at t0 (peak ${cell.peakMembers}), left ${cell.leftBehind}${cell.errors.length ? `, errors: ${cell.errors.join('; ')}` : ''}`,
+    );
+  }
+  return out;
+}
+
+/** Each cordon tier's fork storm against the group kill's, from one run. */
+export function stormRatios(storm) {
+  const g = storm?.cells.find((c) => c.method === 'group kill');
+  if (!g) return [];
+  const ratio = (a, b) => (a == null || b == null || b === 0 ? null : a / b);
+  return storm.cells
+    .filter((c) => c.method !== 'group kill')
+    .map((c) => ({ method: c.method, settled: ratio(c.settledMs, g.settledMs), quiescent: ratio(c.quiescentMs, g.quiescentMs) }));
 }
 
 function fmt(ms) {

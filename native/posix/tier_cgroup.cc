@@ -7,11 +7,18 @@
 // (and its sub-cgroups': a command may run cordon itself), never a walk of
 // every process; quiescence is `populated 0` in cgroup.events, which the
 // anchor's loop polls (the kernel flags the file when it changes), besides no
-// child left to reap. A stop freezes the cgroup (cgroup.freeze, Linux 5.2+),
-// lists it, gives every member the polite signal (delivered at the thaw) and
-// thaws it: no fork can slip between the list and the signals. The forced kill
-// is one cgroup.kill write. The subreaper tier's walk is used only when the
-// cgroup is empty and the anchor still has a child: a member with
+// child left to reap. A stop lists the cgroup, gives every member the polite
+// signal and lists it again: when the second list holds nobody the first did
+// not, every member then listed has the signal (a member whose SIGTERM is
+// fatal cannot start a fork once it is sent; a fork already past that check
+// whose child joins the cgroup after the second read is found by the re-reads
+// below, 10 ms later). When it does (a tree forking while it is signalled),
+// the cgroup is frozen (cgroup.freeze, Linux 5.2+), listed, signalled
+// (delivered at the thaw) and thawed: no fork can slip between that list and
+// the signals. A quiet tree is not made to wait until every member has
+// stopped for a freeze. The forced kill is one cgroup.kill write. The
+// subreaper tier's walk is used only when the cgroup is empty and the anchor
+// still has a child: a member with
 // CAP_SYS_ADMIN that moved itself out of the cgroup (docs/contract.md, "What
 // cordon is not").
 #include <dirent.h>
@@ -78,8 +85,7 @@ class CgroupTier : public TierWrapper {
       // tier needs 5.14) the tier would run as the subreaper tier does.
       events_fd_ = cordon::cgroup_open_events(cg_path_);
       if (events_fd_ < 0) trace("cgroup.events: %s", strerror(-events_fd_));
-      freeze_fd_ = cordon::cgroup_open_freeze(cg_path_);
-      if (freeze_fd_ < 0) trace("cgroup.freeze: %s (no freeze: oldest first)", strerror(-freeze_fd_));
+      // cgroup.freeze is opened by the stop that needs it (freeze()).
       if (!host_.limits().any()) return 0;
       // The limits asked for hold before the command runs, or it does not
       // run here (under --best-effort the next tier runs it without them).
@@ -225,18 +231,24 @@ class CgroupTier : public TierWrapper {
       return;
     }
     if (polite_ == Polite::kNotYet) {
+      // The members listed get the signal at once, oldest first; a second
+      // read then shows whether anything forked meanwhile. Only then (a
+      // tree that forks while it is being signalled) is the cgroup frozen for
+      // a round no fork can race: a quiet tree is not made to wait until
+      // every member has stopped for the freeze.
+      polite_round(now);
+      if (!has_unseen()) return;
 #ifdef __linux__
-      if (freeze_fd_ >= 0 && cordon::cgroup_set_frozen(freeze_fd_, true) == 0) {
+      if (freeze()) {
         polite_ = Polite::kFreezing;
         freeze_since_ = now;
-        trace("cgroup.freeze: 1");
+        trace("forks during the polite signal: cgroup.freeze: 1");
         read_events();
-      }
-#endif
-      if (polite_ == Polite::kNotYet) {
-        polite_round(now);
         return;
       }
+#endif
+      polite_round(now);  // no freezer: the re-reads catch what races the signals
+      return;
     }
     if (polite_ == Polite::kFreezing) {
       // cgroup.events wakes the loop at `frozen 1`.
@@ -263,6 +275,21 @@ class CgroupTier : public TierWrapper {
   void read_events() {
 #ifdef __linux__
     if (events_fd_ >= 0) cordon::cgroup_read_events(events_fd_, populated_, frozen_);
+#endif
+  }
+
+  // cgroup.freeze written 1: opened on the first stop that needs it, not by
+  // every tree at its start (most trees are never frozen).
+  bool freeze() {
+#ifdef __linux__
+    if (freeze_fd_ < 0 && !freeze_opened_) {
+      freeze_opened_ = true;
+      freeze_fd_ = cordon::cgroup_open_freeze(cg_path_);
+      if (freeze_fd_ < 0) trace("cgroup.freeze: %s (no freeze: the re-reads catch what races the signals)", strerror(-freeze_fd_));
+    }
+    return freeze_fd_ >= 0 && cordon::cgroup_set_frozen(freeze_fd_, true) == 0;
+#else
+    return false;
 #endif
   }
 
@@ -317,9 +344,18 @@ class CgroupTier : public TierWrapper {
     for (size_t i = 0; i < list.size(); i++) list[i].from_snapshot = state[i] == kOurs;
   }
 
-  // The polite signal to every member not given it yet; the first round with
-  // the cgroup frozen (then thawed), later ones for what forked since.
-  // Without a freeze the oldest go first: a forker before what it forked.
+  // Whether the cgroup lists a member no polite round has listed yet.
+  bool has_unseen() {
+    for (auto& m : members(false, false)) {
+      if (!seen_.count({m.pid, m.start_time})) return true;
+    }
+    return false;
+  }
+
+  // The polite signal to every member not given it yet, the oldest first (a
+  // forker before what it forked); with the cgroup frozen (then thawed) when
+  // the tree forked while the first round signalled it; later rounds for
+  // what forked since.
   void polite_round(int64_t now) {
     auto list = members(false, false);
     std::sort(list.begin(), list.end(), [](const Member& a, const Member& b) { return a.start_time < b.start_time; });
@@ -382,8 +418,15 @@ class CgroupTier : public TierWrapper {
 
   // A cgroup with sub-cgroups (a command that runs cordon itself, whose own
   // anchor was killed with the tree) is removed bottom-up. Only directories
-  // are removed; the kernel refuses any cgroup that still has a process.
+  // are removed; the kernel refuses any cgroup that still has a process. The
+  // common case, no sub-cgroup, is one rmdir: the directory is read only when
+  // that is refused.
   void remove_cgroup_dir(const std::string& dir, int depth) {
+    if (rmdir(dir.c_str()) == 0) return;
+    if (errno != EBUSY && errno != ENOTEMPTY) {
+      trace("rmdir %s: %s", dir.c_str(), strerror(errno));
+      return;
+    }
     if (DIR* d = opendir(dir.c_str())) {
       std::vector<std::string> subs;
       while (dirent* e = readdir(d)) {
@@ -403,6 +446,7 @@ class CgroupTier : public TierWrapper {
   int cg_kill_ = -1;
   int events_fd_ = -1;  // cgroup.events
   int freeze_fd_ = -1;  // cgroup.freeze, where there is one to write
+  bool freeze_opened_ = false;
   bool populated_ = true;
   bool frozen_ = false;
   // The stop.
