@@ -233,11 +233,19 @@ class ProcessGroupTier : public Tier {
   // One walk can miss a member that forks and exits faster than the walk
   // reads it (a pid hopper); the kernel says whether the group still has
   // one. A few more walks, bounded.
+  //
+  // Once the group has had its signal (the root exited while the tree was
+  // being terminated), neither: the group's remaining members are being ended
+  // (and orphans among them are zombies until init reaps them, which the
+  // kernel's answer counts: the retries would only walk /proc for nothing),
+  // and the sweep before quiescence finds what left the group since the
+  // termination's first sweep.
   std::vector<Member> leftovers() override {
+    bool ending = group_termed_ || group_killed_;
     // Daemons the root's children started, orphaned outside the group.
-    sweep();
+    if (!ending) sweep();
     auto list = members(true, true);
-    for (int64_t until = now_ms() + 200; group_ > 0 && now_ms() < until && !group_empty();) {
+    for (int64_t until = now_ms() + 200; !ending && group_ > 0 && now_ms() < until && !group_empty();) {
       bool listed = false;
       for (auto& m : list) listed = listed || m.pgid == group_;
       if (listed) break;
@@ -255,7 +263,7 @@ class ProcessGroupTier : public Tier {
   // One sweep each time everything else says quiescent: never on a timer.
   bool quiescent() override {
     if (!group_quiescent() || !remembered_alive().empty()) return false;
-    return sweep() == 0;
+    return sweep().empty();
   }
 
   // The group signal reaches every in-group member at once (and, on Linux, a
@@ -299,14 +307,6 @@ class ProcessGroupTier : public Tier {
         trace("SIGTERM %lld (forked after the group signal): %d", static_cast<long long>(m.pid), rc);
       }
     }
-    // The marker sweep: before the polite signal, in the grace (paced), and
-    // once more at the forced stop (for daemons a member started while it
-    // handled its SIGTERM).
-    if (!swept_terminating_ || (forcing && !swept_forcing_) || (!forcing && t - last_sweep_ >= kGroupTermSweepMs)) {
-      swept_terminating_ = true;
-      swept_forcing_ = swept_forcing_ || forcing;
-      sweep();
-    }
     std::vector<Member> outside = outside_now();
     if (forcing) {
       kill_group();
@@ -315,6 +315,19 @@ class ProcessGroupTier : public Tier {
       int rc = kill(static_cast<pid_t>(-group_), SIGTERM) == 0 ? 0 : -errno;
       kill(static_cast<pid_t>(-group_), SIGCONT);
       trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
+    }
+    // The marker sweep: with the first round, in the grace (paced), and once
+    // more at the forced stop (for daemons a member started while it handled
+    // its SIGTERM). After the group signal: a member's marker does not depend
+    // on its parents being alive, so the group need not wait for the sweep.
+    // Members it finds outside the group get their signal in this round.
+    if (!swept_terminating_ || (forcing && !swept_forcing_) || (!forcing && t - last_sweep_ >= kGroupTermSweepMs)) {
+      swept_terminating_ = true;
+      swept_forcing_ = swept_forcing_ || forcing;
+      for (auto& m : sweep()) {
+        int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
+        if (pgid >= 0 && (pgid != group_ || forcing)) outside.push_back(m);
+      }
     }
     for (auto& m : outside) host_.signal_one(m);
     if (host_.termination().stuck_due(t) && (cordon::group_live_members(group_) != 0 || !outside.empty())) {
@@ -457,13 +470,13 @@ class ProcessGroupTier : public Tier {
 
   // The sweep: every process of the user (on Linux only those started since
   // the anchor) whose environment carries the token is remembered as a
-  // member, like one a snapshot saw. Returns how many were new.
-  size_t sweep() {
+  // member, like one a snapshot saw. Returns the new ones.
+  std::vector<Member> sweep() {
     last_sweep_ = now_ms();
     std::vector<Member> procs;
     int rc = cordon::list_user_processes(since_, procs);
     if (rc < 0) trace("sweep: %s", strerror(-rc));
-    size_t fresh = 0;
+    std::vector<Member> fresh;
     std::string env;
     for (auto& p : procs) {
       if (p.pid == pin_) continue;
@@ -471,9 +484,10 @@ class ProcessGroupTier : public Tier {
       if (known != remembered_.end() && known->second.start_time == p.start_time) continue;
       if (cordon::read_environment(p.pid, p.start_time, env) != 0 || !carries_marker(env)) continue;
       remember(p);
-      fresh++;
+      fresh.push_back(p);
+      fresh.back().from_snapshot = true;
     }
-    if (fresh > 0) trace("sweep: %zu marked member(s) found of %zu processes", fresh, procs.size());
+    if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), procs.size());
     return fresh;
   }
 
