@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
+import { daemonTitle, daemons } from './helpers/daemons.js';
 import { ensureDist, startCli } from './helpers/host.js';
 import { describeProcs, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
@@ -27,15 +28,6 @@ function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'cordon-coverage-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-function has(program: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function size(path: string): number {
@@ -75,39 +67,23 @@ describe('C3: quiescence is exact', () => {
   });
 });
 
-// Real daemonizing programs, as a user's command starts them: `setsid -f`, a
-// tmux server, ssh-agent, and a node child spawned detached and unref()'d.
-// Each is tagged through its environment; none holds the output.
-function daemons(dir: string): string {
-  const lines = [
-    'setsid -f sleep 300 >/dev/null 2>&1',
-    `node -e "require('child_process').spawn('sleep', ['301'], { detached: true, stdio: 'ignore' }).unref()"`,
-  ];
-  if (has('tmux')) lines.push(`tmux -S ${dir}/tmux.sock new-session -d 'sleep 302' </dev/null >/dev/null 2>&1`);
-  if (has('ssh-agent')) lines.push(`ssh-agent -a ${dir}/agent.sock >/dev/null 2>&1`);
-  // (Each of these returns once its daemon is forked: they all exist, tagged, before the root exits.)
-  lines.push('echo READY');
-  return lines.join('\n');
-}
-
 describe('C11: what a tier cannot see is not reported as clean', () => {
   beforeAll(async () => {
     await ensureDist();
   });
 
-  it(`real daemons (setsid -f, node detached${has('tmux') ? ', tmux' : ''}${has('ssh-agent') ? ', ssh-agent' : ''}): ${catchesDaemons ? 'caught and killed' : 'the result and cordon run --report say partial'}${complete ? '' : '; coverage partial'}`, async () => {
+  it(`real daemons (${daemonTitle}): ${catchesDaemons ? 'caught and killed' : 'the result and cordon run --report say partial'}${complete ? '' : '; coverage partial'}`, async () => {
     const t = useTag();
     const dir = tempDir();
-    const run = startCli(['run', '--report', '--', 'sh', '-c', daemons(dir)], t.env);
+    const { script, names } = daemons(dir);
+    const run = startCli(['run', '--report', '--', 'sh', '-c', script], t.env);
     const exit = await within(run.exited, 30_000, 'cordon run --report to exit', t.tag);
     expect(exit.code, run.err.text).toBe(0);
     expect(run.out.text).toMatch(/^READY$/m);
     if (catchesDaemons) {
       // Caught: every one of them is a leftover, terminated before cordon exited.
       expect(run.err.text).toMatch(/cordon: \d+ leftover process\(es\) terminated:/);
-      for (const what of ['sleep 300', 'sleep 301', ...(has('tmux') ? ['tmux'] : []), ...(has('ssh-agent') ? ['ssh-agent'] : [])]) {
-        expect(run.err.text, what).toContain(what);
-      }
+      for (const what of names) expect(run.err.text, what).toContain(what);
       expect(describeProcs(t.procs()), 'alive after cordon exited').toBe('(none)');
     } else {
       // Escaped unseen (the tier's documented limit): the report must not say clean.
@@ -123,7 +99,7 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
 
     // The API says the same.
     execFileSync('mkdir', ['-p', dir + '/api']);
-    const proc = spawn('sh', ['-c', daemons(dir + '/api')], { env: t.env });
+    const proc = spawn('sh', ['-c', daemons(dir + '/api').script], { env: t.env });
     const result = await within(proc.result, 30_000, 'the result', t.tag);
     expect(result.coverage).toBe(complete ? 'complete' : 'partial');
     expect(proc.coverage).toBe(result.coverage);

@@ -5,55 +5,24 @@
 // while still parented are caught by the anchor's snapshot, and members that
 // left it at once (real daemons) by the tree's marker in their environment.
 // Tier-specific, so it asks for the tier explicitly.
-import { execFileSync, spawn as spawnChild } from 'node:child_process';
+import { spawn as spawnChild } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { capabilities, spawn } from '../lib/index.js';
+import { daemonTitle, daemons } from './helpers/daemons.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, describeProcs, killPids, readStat, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 
 const tier = 'process-group' as const;
 
-function has(program: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'cordon-pg-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-// Real daemonizing programs, each orphaned outside the tree's group at once
-// (no snapshot can have seen them as descendants), each keeping the
-// environment it was given: `setsid -f`, a node child spawned detached and
-// unref()'d, a tmux server, ssh-agent. The root prints READY once all exist
-// and keeps running.
-function daemons(dir: string): { script: string; names: string[] } {
-  const lines = [
-    'setsid -f sleep 300 >/dev/null 2>&1',
-    `node -e "require('child_process').spawn('sleep', ['301'], { detached: true, stdio: 'ignore' }).unref()"`,
-  ];
-  const names = ['sleep 300', 'sleep 301'];
-  if (has('tmux')) {
-    lines.push(`tmux -S ${dir}/tmux.sock new-session -d 'sleep 302' </dev/null >/dev/null 2>&1`);
-    names.push('tmux', 'sleep 302');
-  }
-  if (has('ssh-agent')) {
-    lines.push(`ssh-agent -a ${dir}/agent.sock >/dev/null 2>&1`);
-    names.push('ssh-agent');
-  }
-  lines.push('echo READY', 'exec sleep 299');
-  return { script: lines.join('\n'), names };
 }
 
 /** The tagged processes whose command line starts with each name, all outside the tree's group `group`. */
@@ -121,9 +90,9 @@ describe('process-group tier', () => {
   });
 
   describe('the marker: members that left the group unseen', () => {
-    it(`real daemons (setsid -f, node detached${has('tmux') ? ', tmux' : ''}${has('ssh-agent') ? ', ssh-agent' : ''}) are found and killed by terminate(); the result names them and still says partial`, async () => {
+    it(`real daemons (${daemonTitle}) are found and killed by terminate(); the result names them and still says partial`, async () => {
       const t = useTag();
-      const { script, names } = daemons(tempDir());
+      const { script, names } = daemons(tempDir(), true);
       const proc = spawn('sh', ['-c', script], { env: t.env, tier });
       const out = capture(proc.stdout);
       await out.until(/^READY$/m, 20_000);
@@ -232,9 +201,9 @@ describe('process-group tier', () => {
       await waitGone(t, 1000);
     });
 
-    it(`real daemons (setsid -f, node detached${has('tmux') ? ', tmux' : ''}${has('ssh-agent') ? ', ssh-agent' : ''}) are found by the marker and killed by the anchor alone`, async () => {
+    it(`real daemons (${daemonTitle}) are found by the marker and killed by the anchor alone`, async () => {
       const t = useTag();
-      const { script, names } = daemons(tempDir());
+      const { script, names } = daemons(tempDir(), true);
       // A host of its own that starts the tree and waits to be killed.
       const host = `
         import { spawn } from ${JSON.stringify(pathToFileURL(join(repoRoot, 'dist', 'index.js')).href)};

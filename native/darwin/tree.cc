@@ -387,6 +387,17 @@ char state_of(uint32_t status) {
   }
 }
 
+// A member record with the identity fields only (no command, no holds).
+Member identity(const Info& in) {
+  Member m;
+  m.pid = in.pid;
+  m.ppid = in.ppid;
+  m.pgid = in.pgid;
+  m.start_time = in.start;
+  m.state = state_of(in.status);
+  return m;
+}
+
 // Does `pid` still name the process stamped `start`? Different: some other
 // process now has the number. Gone (reaped, not reused): still "the same" for
 // the caller's purpose, nothing else can have used the number meanwhile.
@@ -485,12 +496,7 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
 
   Watch w = resolve(watched);
   for (const Info& in : found) {
-    Member m;
-    m.pid = in.pid;
-    m.ppid = in.ppid;
-    m.pgid = in.pgid;
-    m.start_time = in.start;
-    m.state = state_of(in.status);
+    Member m = identity(in);
     if (commands) m.command = command_of(in);
     m.holds_output = holds_any(in.pid, w);
     out.push_back(std::move(m));
@@ -587,13 +593,7 @@ int list_user_processes(uint64_t since, std::vector<Member>& out) {
   for (int pid : pids) {
     Info in;
     if (pid <= 0 || pid == self || !read_info(pid, false, in)) continue;  // zombies are not read
-    Member m;
-    m.pid = in.pid;
-    m.ppid = in.ppid;
-    m.pgid = in.pgid;
-    m.start_time = in.start;
-    m.state = state_of(in.status);
-    out.push_back(std::move(m));
+    out.push_back(identity(in));
   }
   return static_cast<int>(out.size());
 }
