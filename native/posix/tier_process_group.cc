@@ -477,16 +477,33 @@ class ProcessGroupTier : public Tier {
     int rc = cordon::list_user_processes(since_, procs);
     if (rc < 0) trace("sweep: %s", strerror(-rc));
     std::vector<Member> fresh;
+    std::set<std::pair<int64_t, uint64_t>> unmarked;
     std::string env;
     for (auto& p : procs) {
-      if (p.pid == pin_) continue;
+      // In the group: the group's signal reaches it (and it is ours anyway).
+      if (p.pid == pin_ || p.pgid == group_) continue;
       auto known = remembered_.find(p.pid);
       if (known != remembered_.end() && known->second.start_time == p.start_time) continue;
-      if (cordon::read_environment(p.pid, p.start_time, env) != 0 || !carries_marker(env)) continue;
+      auto key = std::make_pair(p.pid, p.start_time);
+      // Read once per process: one that did not carry the token when it was
+      // read is no member (a member's child has it from its fork on, until
+      // it execs without it), so each sweep reads only what started since
+      // the last one, not every process again (many trees of one user).
+      if (unmarked_.count(key)) {
+        unmarked.insert(key);
+        continue;
+      }
+      if (cordon::read_environment(p.pid, p.start_time, env) != 0) continue;
+      if (!carries_marker(env)) {
+        // (Empty: in the middle of an exec, or started with none: read again.)
+        if (!env.empty()) unmarked.insert(key);
+        continue;
+      }
       remember(p);
       fresh.push_back(p);
       fresh.back().from_snapshot = true;
     }
+    unmarked_.swap(unmarked);  // (forgets the processes that are gone)
     if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), procs.size());
     return fresh;
   }
@@ -537,6 +554,8 @@ class ProcessGroupTier : public Tier {
   int64_t last_snapshot_ = 0;
   int64_t last_term_walk_ = 0;
   std::string token_;         // this tree's marker (make_marker)
+  // Processes a sweep read that did not carry the token (pid, start).
+  std::set<std::pair<int64_t, uint64_t>> unmarked_;
   std::string marker_entry_;  // CORDON_TREE=..., what the command gets
   uint64_t since_ = 0;        // the anchor's start: members started after it
   int64_t last_sweep_ = 0;
