@@ -15,7 +15,7 @@ import { capabilities, spawn } from '../lib/index.js';
 import { daemonTitle, daemons } from './helpers/daemons.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
-import { alive, describeProcs, killPids, readStat, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { alive, describeProcs, killPids, readStat, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 
 const tier = 'process-group' as const;
 
@@ -105,6 +105,26 @@ describe('process-group tier', () => {
       // Found, but what scrubs its environment would not be: never 'complete'.
       expect(result.coverage).toBe('partial');
       for (const pid of pids) expect(result.leftGroup.map((l) => l.pid), JSON.stringify(result.leftGroup)).toContain(pid);
+    });
+
+    it('a daemon started after the root exited, by a member that then exits too, keeps the tree from quiescence and is killed by terminate()', async () => {
+      const t = useTag();
+      // Kept: no termination at root exit. The subshell is alone in the group
+      // when it starts the daemon and exits: then the group is empty, and only
+      // the sweep before quiescence can know the daemon.
+      const proc = spawn('sh', ['-c', '(sleep 0.5; setsid -f sleep 307 >/dev/null 2>&1) >/dev/null 2>&1 &'], { env: t.env, tier, leftovers: 'keep' });
+      const result = await within(proc.result, 10_000, 'the result', t.tag);
+      expect(result.leftoversKept).toBe(true);
+      const [daemon] = await expectDaemons(t, ['sleep 307'], -1);
+      await waitFor(() => !t.procs().some((p) => p.command.startsWith('sh -c')), { timeout: 5000, what: 'the subshell to exit', tag: t.tag });
+      // The anchor looks at its tree every second while it is young: past two
+      // looks at an empty group, it would have declared quiescence.
+      await sleep(2500);
+      expect(alive(daemon!)).toBe(true);
+      expect(proc.quiescent, 'quiescent while a marked member lives').toBe(false);
+      await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
+      expect(alive(daemon!)).toBe(false);
+      await waitGone(t, 2000);
     });
 
     it('a member that scrubs its environment (env -i) escapes, as capabilities() and the result say; its marked sibling does not', async () => {

@@ -242,8 +242,14 @@ class ProcessGroupTier : public Tier {
   // termination's first sweep.
   std::vector<Member> leftovers() override {
     bool ending = group_termed_ || group_killed_;
-    // Daemons the root's children started, orphaned outside the group.
-    if (!ending) sweep();
+    // Daemons the root's children started, orphaned outside the group. If
+    // nothing of the tree was left when it began (the group empty, the
+    // members known outside it gone) and it found nothing, this sweep is the
+    // one before quiescence too: a short command's end costs one sweep.
+    if (!ending) {
+      bool nothing_left = group_empty() && remembered_alive().empty();
+      swept_empty_ = sweep().empty() && nothing_left;
+    }
     auto list = members(true, true);
     for (int64_t until = now_ms() + 200; !ending && group_ > 0 && now_ms() < until && !group_empty();) {
       bool listed = false;
@@ -263,6 +269,7 @@ class ProcessGroupTier : public Tier {
   // One sweep each time everything else says quiescent: never on a timer.
   bool quiescent() override {
     if (!group_quiescent() || !remembered_alive().empty()) return false;
+    if (swept_empty_) return true;  // (the root-exit sweep, see leftovers)
     return sweep().empty();
   }
 
@@ -348,7 +355,11 @@ class ProcessGroupTier : public Tier {
     // walk) there can be none; what is outside is known already, or only to
     // a sweep. No walk while nothing can have happened.
     if (root_gone() && group_empty()) {
-      snapshot_every_ = kGroupSnapshotMaxMs;
+      // (The loop still wakes at this pace, to see kept members outside the
+      // group go: a stat read each.)
+      bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
+      snapshot_every_ = !remembered_alive().empty() || young ? kGroupSnapshotMs
+                                                             : std::min(snapshot_every_ * 2, kGroupSnapshotMaxMs);
       last_snapshot_ = now;
       return;
     }
@@ -561,6 +572,7 @@ class ProcessGroupTier : public Tier {
   int64_t last_sweep_ = 0;
   bool swept_terminating_ = false;
   bool swept_forcing_ = false;
+  bool swept_empty_ = false;  // the root-exit sweep found nothing, and nothing was left
 };
 
 }  // namespace
