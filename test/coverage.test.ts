@@ -72,10 +72,10 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
     await ensureDist();
   });
 
-  it(`real daemons (${daemonTitle}): ${catchesDaemons ? 'caught and killed' : 'the result and cordon run --report say partial'}${complete ? '' : '; coverage partial'}`, async () => {
+  it(`real daemons (${daemonTitle(!complete)}): ${catchesDaemons ? 'caught and killed' : 'the result and cordon run --report say partial'}${complete ? '' : '; coverage partial'}`, async () => {
     const t = useTag();
     const dir = tempDir();
-    const { script, names } = daemons(dir);
+    const { script, names } = daemons(dir, false, !complete);
     const run = startCli(['run', '--report', '--', 'sh', '-c', script], t.env);
     const exit = await within(run.exited, 30_000, 'cordon run --report to exit', t.tag);
     expect(exit.code, run.err.text).toBe(0);
@@ -99,7 +99,7 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
 
     // The API says the same.
     execFileSync('mkdir', ['-p', dir + '/api']);
-    const proc = spawn('sh', ['-c', daemons(dir + '/api').script], { env: t.env });
+    const proc = spawn('sh', ['-c', daemons(dir + '/api', false, !complete).script], { env: t.env });
     const result = await within(proc.result, 30_000, 'the result', t.tag);
     expect(result.coverage).toBe(complete ? 'complete' : 'partial');
     expect(proc.coverage).toBe(result.coverage);

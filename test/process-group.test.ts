@@ -90,9 +90,9 @@ describe('process-group tier', () => {
   });
 
   describe('the marker: members that left the group unseen', () => {
-    it(`real daemons (${daemonTitle}) are found and killed by terminate(); the result names them and still says partial`, async () => {
+    it(`real daemons (${daemonTitle(true)}) are found and killed by terminate(); the result names them and still says partial`, async () => {
       const t = useTag();
-      const { script, names } = daemons(tempDir(), true);
+      const { script, names } = daemons(tempDir(), true, true);
       const proc = spawn('sh', ['-c', script], { env: t.env, tier });
       const out = capture(proc.stdout);
       await out.until(/^READY$/m, 20_000);
@@ -221,9 +221,9 @@ describe('process-group tier', () => {
       await waitGone(t, 1000);
     });
 
-    it(`real daemons (${daemonTitle}) are found by the marker and killed by the anchor alone`, async () => {
+    it(`real daemons (${daemonTitle(true)}) are found by the marker and killed by the anchor alone`, async () => {
       const t = useTag();
-      const { script, names } = daemons(tempDir(), true);
+      const { script, names } = daemons(tempDir(), true, true);
       // A host of its own that starts the tree and waits to be killed.
       const host = `
         import { spawn } from ${JSON.stringify(pathToFileURL(join(repoRoot, 'dist', 'index.js')).href)};
