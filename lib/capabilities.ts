@@ -76,9 +76,12 @@ function hasCapSysAdmin(): boolean {
 /**
  * What a result can claim about the tree (C11): 'complete' where the tier
  * catches every descendant (cgroup, subreaper, job-object), 'partial' where
- * it cannot see what left its reach (process-group: members that left the
- * process group unseen, e.g. setsid'd daemons; process-handle: every
- * descendant). Derived from the same guarantees capabilities() reports.
+ * it cannot see what left its reach (process-group, catchesEscapees
+ * 'marked': members that left the process group unseen and do not carry the
+ * tree's marker in a readable environment, e.g. a daemon started with
+ * `env -i`; so even a tree whose every member was found and ended is
+ * 'partial': what the tier cannot see it cannot rule out; process-handle:
+ * every descendant). Derived from the same guarantees capabilities() reports.
  */
 export type Coverage = 'complete' | 'partial';
 

@@ -130,7 +130,7 @@ function unseen(result: ContainedResult): string {
 function leftGroupLines(result: ContainedResult): string[] {
   if (result.leftGroup.length === 0) return [];
   return [
-    `cordon: ${result.leftGroup.length} process(es) were seen leaving the tree's process group (tracked by snapshot only; any that left unseen are not known):`,
+    `cordon: ${result.leftGroup.length} process(es) were seen leaving the tree's process group (found by a snapshot or by the tree's marker; any that left unseen are not known):`,
     ...result.leftGroup.map((l) => `cordon:   pid ${l.pid}: ${l.command}`),
   ];
 }

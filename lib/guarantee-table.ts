@@ -42,6 +42,7 @@ function columns(): Column[] {
 function cell(value: boolean | string): string {
   if (value === true || value === 'always') return 'yes';
   if (value === false || value === 'never') return 'no';
+  if (value === 'marked') return "if they keep the tree's environment marker (not env -i)";
   return value;
 }
 

@@ -99,14 +99,16 @@ export interface ContainedResult {
    * contained (cgroup, subreaper, job-object tiers), so an empty `leftovers`
    * means nothing outlived the root. 'partial': the tier cannot see every
    * descendant (process-group: a member that left the process group before
-   * a snapshot saw it, such as a setsid'd or double-forked daemon;
+   * a snapshot saw it and does not carry the tree's marker in a readable
+   * environment, such as a daemon started with `env -i`;
    * process-handle: any descendant), so an empty `leftovers` means only
    * that none was seen, and quiescence is that of what the tier can see.
    */
   coverage: Coverage;
   /**
-   * The process-group tier: members the anchor saw outside the tree's
-   * process group (setsid, setpgid), by periodic snapshot. They are
+   * The process-group tier: members the anchor found outside the tree's
+   * process group (setsid, setpgid, daemons), by a snapshot or by the tree's
+   * marker (CORDON_TREE) in their environment. They are
    * terminated with the tree if still alive; any that left unseen are not
    * listed here (see `coverage`). Empty in the other tiers.
    */

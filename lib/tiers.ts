@@ -12,7 +12,14 @@
 // Pure: no I/O here (the probe is passed in), so build tooling can read it.
 import type { RawProbe } from './native.js';
 
-export type EscapeeCatch = 'always' | 'while-parented' | 'never';
+/**
+ * Which descendants that leave the tree's reach (setsid, double fork, nohup,
+ * daemons) are still caught: 'always'; 'marked': those that keep the tree's
+ * marker (CORDON_TREE) in an environment the host's user can read, and any
+ * that a snapshot saw while still a descendant: a program started with a
+ * scrubbed environment (env -i) escapes; 'never'.
+ */
+export type EscapeeCatch = 'always' | 'marked' | 'never';
 
 export interface Guarantees {
   /** C1: containment is in place before the command's first instruction. */
@@ -162,7 +169,7 @@ export const TIERS = [
     available: () => true,
     guarantees: ({ pidfd }) => ({
       containedBeforeExec: true,
-      catchesEscapees: 'while-parented',
+      catchesEscapees: 'marked',
       pidReuseSafe: pidfd,
       survivesHostSigkill: true,
       survivesAnchorDeath: false,
@@ -176,7 +183,10 @@ export const TIERS = [
     notes: ({ platform, pidfd }) => [
       platform === 'darwin' ? 'macOS has no per-tree kernel limits: resource limits are not enforced.' : 'No cgroup is used: resource limits are not enforced.',
       "The tree runs in a process group of its own, which the anchor is not in (the anchor is in a session of its own) and which the anchor's unreaped pin child keeps from being recycled: termination signals the whole group at once, and quiescence of the group is the kernel's word, not a scan's.",
-      "A member that leaves the process group (setsid, daemons) is caught only if a snapshot saw it while it was still a descendant; one orphaned before any snapshot escapes. So results say coverage: 'partial' and list in leftGroup the members seen leaving.",
+      "Every member inherits the tree's marker in its environment (CORDON_TREE, with a per-tree 128-bit secret): a member that leaves the process group (setsid, double fork, daemons such as tmux or a detached node child) is found by the anchor's sweep of this user's processes for it, when the tree is terminated (with the polite signal, in the grace, at the forced stop), when the root exits, and before the tree is declared quiescent; each is verified by pid and start time right before every signal.",
+      platform === 'darwin'
+        ? "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user, or has an environment this user cannot read (kern.procargs2 refuses it); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group."
+        : "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user, or makes itself non-dumpable (ssh-agent, gpg-agent: its environment is unreadable without CAP_SYS_PTRACE); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group.",
       'Orphans are reparented to init, not to the anchor: init reaps them.',
       ...(pidfd
         ? []
@@ -187,7 +197,7 @@ export const TIERS = [
           ]),
     ],
     membersByGroup: true,
-    partialView: { seenIn: 'in the process group', unseen: 'this tier cannot see processes that left it (setsid, daemons)' },
+    partialView: { seenIn: 'in the process group', unseen: 'this tier cannot see processes that left it with a scrubbed (env -i) or unreadable environment' },
   },
   {
     name: 'job-object',

@@ -5,6 +5,7 @@
 // on every platform (the Windows sources map GetLastError() onto these names).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -141,6 +142,32 @@ int group_live_members(int64_t group);
 // The current process group of `pid` if it is still that live process (same
 // start time), else -1.
 int64_t current_pgid(int64_t pid, uint64_t start_time);
+
+// The process-group tier's tree marker (native/posix/tier_process_group.cc):
+// `n` bytes from the kernel's random source (Linux getrandom(2), falling back
+// to /dev/urandom; macOS arc4random_buf). 0 or a negative errno.
+int random_bytes(void* buf, size_t n);
+
+// The start stamp of `pid` as Member::start_time carries it, or 0 if it is gone.
+uint64_t start_time_of(int64_t pid);
+
+// The live processes of the caller's user, the caller excluded: identities
+// only (pid, ppid, pgid, start_time, state; no command). Linux: a /proc walk
+// that stats each entry and reads the stat file only of those the user owns
+// (a non-dumpable process's entry is root's) and that started at or after
+// `since` (clock ticks since boot: monotonic); macOS: proc_listpids
+// (PROC_UID_ONLY, the effective uid) and each one's bsdinfo, every one of
+// them (`since` is not applied: macOS start stamps are wall-clock time, which
+// can step back). Returns the count or a negative errno.
+int list_user_processes(uint64_t since, std::vector<Member>& out);
+
+// The environment `pid` was started with (its "NAME=value" strings, each
+// followed by a NUL), if it is still the process stamped `start_time`.
+// Linux: /proc/<pid>/environ, which needs ptrace read access: a non-dumpable
+// process (ssh-agent and gpg-agent make themselves so) is unreadable to a
+// caller without CAP_SYS_PTRACE (-EACCES); macOS: kern.procargs2 (another
+// uid's process: unreadable unless the caller is root). 0 or a negative errno.
+int read_environment(int64_t pid, uint64_t start_time, std::string& out);
 
 // Number of open descriptors of the calling process (for leak checks).
 int count_open_fds();

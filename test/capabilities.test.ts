@@ -51,9 +51,10 @@ describe('capabilities', () => {
 
   it('the process-group tier says what it cannot do', () => {
     const caps = capabilities({ tier: 'process-group' });
-    expect(caps.guarantees.catchesEscapees).toBe('while-parented');
+    expect(caps.guarantees.catchesEscapees).toBe('marked');
     expect(caps.guarantees.reapsOrphans).toBe(false);
-    expect(caps.notes.join(' ')).toMatch(/setsid/);
+    expect(caps.notes.join(' ')).toMatch(/CORDON_TREE/);
+    expect(caps.notes.join(' ')).toMatch(/scrubbed environment \(env -i\)/);
   });
 
   it('only the cgroup tier claims resource limits, and only where the host has the controllers', () => {

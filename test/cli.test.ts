@@ -181,7 +181,7 @@ describe('cordon leaks', () => {
     expect(leaks.err.text).toContain(
       caps.guarantees.catchesEscapees === 'always'
         ? 'cordon: no leaks: nothing outlived the command'
-        : 'cordon: no leaks seen in the process group; this tier cannot see processes that left it (setsid, daemons)',
+        : 'cordon: no leaks seen in the process group; this tier cannot see processes that left it with a scrubbed (env -i) or unreadable environment',
     );
     expect(leaks.err.text).not.toContain('leaked');
     expect(describeProcs(t.procs())).toBe('(none)');

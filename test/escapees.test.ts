@@ -30,7 +30,8 @@ describe('escapees', () => {
     const result = await within(proc.result, 10_000, 'result to settle', t.tag);
     expect(result.exitCode).toBe(0);
     expect(result.leftoversKept).toBe(false);
-    // Orphaned at once: the process-group tier does not promise this one.
+    // Orphaned at once: caught by a tier that catches orphaned escapees (the
+    // process-group tier: by the marker in its environment).
     if (orphanedEscapee(t, out.pids().s)) expect(result.leftovers.map((l) => l.pid)).toContain(out.pids().s);
     await waitGone(t, 2000);
   });

@@ -39,8 +39,8 @@ describe('host death (C8)', () => {
       const pids = host.out.pids();
       expect(Object.keys(pids).sort(), host.out.text).toEqual([...TREE_NAMES].sort());
       for (const name of TREE_NAMES) expect(alive(pids[name]!), `${name} ${pids[name]} before`).toBe(true);
-      // daemon.daemon is a setsid escapee orphaned at once: the process-group
-      // tier does not promise it (and says so); every other process it does.
+      // daemon.daemon is a setsid escapee orphaned at once: a tier that does
+      // not promise it says so (the process-group tier finds it by its marker).
       const names = orphanedEscapee(t, pids['daemon.daemon']) ? TREE_NAMES : TREE_NAMES.filter((n) => n !== 'daemon.daemon');
       const treePids = names.map((name) => pids[name]!);
 

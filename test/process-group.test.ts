@@ -2,20 +2,42 @@
 // the tree has a process group of its own that the anchor is not in (the
 // anchor is in a session of its own, apart from the host's), pinned by the
 // anchor's unreaped pin child until quiescence; members that left the group
-// while still parented are caught by the anchor's snapshot. Tier-specific, so
-// it asks for the tier explicitly.
-import { beforeAll, describe, expect, it } from 'vitest';
+// while still parented are caught by the anchor's snapshot, and members that
+// left it at once (real daemons) by the tree's marker in their environment.
+// Tier-specific, so it asks for the tier explicitly.
+import { spawn as spawnChild } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { capabilities, spawn } from '../lib/index.js';
-import { capture } from './helpers/fixtures.js';
+import { daemonTitle, daemons } from './helpers/daemons.js';
+import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
-import { alive, readStat, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { alive, describeProcs, killPids, readStat, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 
 const tier = 'process-group' as const;
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cordon-pg-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** The tagged processes whose command line starts with each name, all outside the tree's group `group`. */
+async function expectDaemons(t: Tagged, names: string[], group: number): Promise<number[]> {
+  const found = () => names.map((n) => t.procs().find((p) => p.command.startsWith(n)));
+  await waitFor(() => found().every((p) => p !== undefined), { timeout: 10_000, what: `the daemons (${names.join(', ')}) to be running`, tag: t.tag });
+  const pids = found().map((p) => p!.pid);
+  for (const [i, pid] of pids.entries()) expect(readStat(pid)?.pgid, `${names[i]} (${pid}) left the tree's group`).not.toBe(group);
+  return pids;
+}
 
 describe('process-group tier', () => {
   it('is what capabilities() says it is', () => {
     const g = capabilities({ tier }).guarantees;
-    expect(g.catchesEscapees).toBe('while-parented');
+    expect(g.catchesEscapees).toBe('marked');
     expect(g.survivesHostSigkill).toBe(true);
     expect(g.gracefulStop).toBe(true);
   });
@@ -67,6 +89,118 @@ describe('process-group tier', () => {
     await waitGone(t, 1000);
   });
 
+  describe('the marker: members that left the group unseen', () => {
+    it(`real daemons (${daemonTitle(true)}) are found and killed by terminate(); the result names them and still says partial`, async () => {
+      const t = useTag();
+      const { script, names } = daemons(tempDir(), true, true);
+      const proc = spawn('sh', ['-c', script], { env: t.env, tier });
+      const out = capture(proc.stdout);
+      await out.until(/^READY$/m, 20_000);
+      const group = readStat(proc.pid!)!.pgid;
+      const pids = await expectDaemons(t, names, group);
+      await within(proc.terminate({ grace: 2000 }), 10_000, 'terminate() to resolve', t.tag);
+      expect(describeProcs(t.procs()), 'alive after terminate() resolved').toBe('(none)');
+      for (const pid of pids) expect(alive(pid)).toBe(false);
+      const result = await within(proc.result, 5000, 'the result', t.tag);
+      // Found, but what scrubs its environment would not be: never 'complete'.
+      expect(result.coverage).toBe('partial');
+      for (const pid of pids) expect(result.leftGroup.map((l) => l.pid), JSON.stringify(result.leftGroup)).toContain(pid);
+    });
+
+    it('a daemon started after the root exited, by a member that then exits too, keeps the tree from quiescence and is killed by terminate()', async () => {
+      const t = useTag();
+      // Kept: no termination at root exit. The subshell is alone in the group
+      // when it starts the daemon and exits: then the group is empty, and only
+      // the sweep before quiescence can know the daemon.
+      const proc = spawn('sh', ['-c', '(sleep 0.5; setsid -f sleep 307 >/dev/null 2>&1) >/dev/null 2>&1 &'], { env: t.env, tier, leftovers: 'keep' });
+      const result = await within(proc.result, 10_000, 'the result', t.tag);
+      expect(result.leftoversKept).toBe(true);
+      const [daemon] = await expectDaemons(t, ['sleep 307'], -1);
+      await waitFor(() => !t.procs().some((p) => p.command.startsWith('sh -c')), { timeout: 5000, what: 'the subshell to exit', tag: t.tag });
+      // The anchor looks at its tree every second while it is young: past two
+      // looks at an empty group, it would have declared quiescence.
+      await sleep(2500);
+      expect(alive(daemon!)).toBe(true);
+      expect(proc.quiescent, 'quiescent while a marked member lives').toBe(false);
+      await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
+      expect(alive(daemon!)).toBe(false);
+      await waitGone(t, 2000);
+    });
+
+    it('a member that scrubs its environment (env -i) escapes, as capabilities() and the result say; its marked sibling does not', async () => {
+      const t = useTag();
+      expect(capabilities({ tier }).guarantees.catchesEscapees).toBe('marked');
+      // The scrubbed one keeps only the test's tag (so the test finds it and its
+      // cleanup kills it by pid); CORDON_TREE is gone from its environment.
+      const script = [
+        'env -i CORDON_TEST_TAG="$CORDON_TEST_TAG" setsid -f sleep 303 >/dev/null 2>&1',
+        'setsid -f sleep 304 >/dev/null 2>&1',
+        'echo READY',
+        'exec sleep 299',
+      ].join('\n');
+      const proc = spawn('sh', ['-c', script], { env: t.env, tier });
+      const out = capture(proc.stdout);
+      await out.until(/^READY$/m, 20_000);
+      const [scrubbed, marked] = await expectDaemons(t, ['sleep 303', 'sleep 304'], readStat(proc.pid!)!.pgid);
+      t.notPromised(scrubbed!);
+      await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
+      expect(alive(marked!), 'the marked daemon').toBe(false);
+      const result = await within(proc.result, 5000, 'the result', t.tag);
+      expect(result.coverage).toBe('partial');
+    });
+
+    it("a process outside the tree that carries the tree's marker with a wrong secret (or the token under another name) is not signalled", async () => {
+      const t = useTag();
+      const proc = spawn('sh', ['-c', 'echo "MARK $CORDON_TREE"; exec sleep 299'], { env: t.env, tier });
+      const out = capture(proc.stdout);
+      await out.until(/^MARK \S+$/m, 20_000);
+      const token = /^MARK (\S+)$/m.exec(out.text)![1]!;
+      // <anchor pid>.<anchor start>.<128 bits in hex>
+      expect(token).toMatch(new RegExp(`^${proc.anchorPid}\\.\\d+\\.[0-9a-f]{32}$`));
+      const prefix = token.slice(0, token.lastIndexOf('.') + 1);
+      const secret = token.slice(prefix.length);
+      const wrong = secret.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+      // Started after the anchor, as the host's user, outside the tree: only the environment differs.
+      const forgers = [
+        { CORDON_TREE: prefix + wrong },
+        { CORDON_TREE: `${token}0` },
+        { CORDON_TREE: `x${token}` },
+        { CORDON_TREE_OTHER: token },
+      ].map((extra) => spawnChild('sleep', ['305'], { env: { ...t.env, ...extra }, stdio: 'ignore', detached: true }));
+      const pids = forgers.map((c) => c.pid!);
+      onTestFinished(() => killPids(pids));
+      for (const c of forgers) c.unref();
+      await waitFor(() => pids.every((pid) => alive(pid)), { timeout: 5000, what: 'the forgers to run', pids });
+      await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
+      for (const pid of pids) expect(alive(pid), `forger ${pid}`).toBe(true);
+      const result = await within(proc.result, 5000, 'the result', t.tag);
+      expect(result.leftGroup).toEqual([]);
+      killPids(pids);
+      await waitGone(t, 2000);
+    });
+
+    it('a nested tree: its members carry both trees\' tokens, so the outer tree finds them', async () => {
+      const t = useTag();
+      const inner = `
+        import { spawn } from ${JSON.stringify(pathToFileURL(join(repoRoot, 'dist', 'index.js')).href)};
+        const p = spawn('sh', ['-c', 'setsid -f sleep 306 >/dev/null 2>&1; echo "INNER $CORDON_TREE"; exec sleep 299'], { tier: 'process-group', stdio: ['ignore', 'inherit', 'inherit'] });
+        await p.result;`;
+      const proc = spawn(process.execPath, ['--input-type=module', '-e', inner], { env: t.env, tier });
+      const out = capture(proc.stdout);
+      await out.until(/^INNER \S+$/m, 20_000);
+      const tokens = /^INNER (\S+)$/m.exec(out.text)![1]!.split(':');
+      expect(tokens).toHaveLength(2);
+      expect(tokens[0]!.startsWith(`${proc.anchorPid}.`), tokens.join(':')).toBe(true);
+      const [daemon] = await expectDaemons(t, ['sleep 306'], readStat(proc.pid!)!.pgid);
+      // kill(): the outer anchor SIGKILLs the inner host and the inner anchor
+      // at once, so the inner anchor ends nothing: only the outer tree's token
+      // in the daemon's environment finds it.
+      await within(proc.kill(), 10_000, 'kill() to resolve', t.tag);
+      expect(alive(daemon!)).toBe(false);
+      await waitGone(t, 2000);
+    });
+  });
+
   describe('host SIGKILLed', () => {
     beforeAll(async () => {
       await ensureDist();
@@ -85,6 +219,31 @@ describe('process-group tier', () => {
       await within(host.exited, 10_000, 'the host to end', t.tag);
       await waitFor(() => members.every((pid) => !alive(pid)), { timeout: 1000, what: 'every member to be gone', tag: t.tag, pids: members });
       await waitGone(t, 1000);
+    });
+
+    it(`real daemons (${daemonTitle(true)}) are found by the marker and killed by the anchor alone`, async () => {
+      const t = useTag();
+      const { script, names } = daemons(tempDir(), true, true);
+      // A host of its own that starts the tree and waits to be killed.
+      const host = `
+        import { spawn } from ${JSON.stringify(pathToFileURL(join(repoRoot, 'dist', 'index.js')).href)};
+        const p = spawn('sh', ['-c', ${JSON.stringify(script)}], { tier: 'process-group', stdio: ['ignore', 'pipe', 'ignore'] });
+        p.stdout.on('data', (d) => process.stdout.write(d));
+        await p.started;
+        console.log('PID root ' + p.pid);
+        setInterval(() => {}, 1000);`;
+      const child = spawnChild(process.execPath, ['--input-type=module', '-e', host], { env: t.env, stdio: ['ignore', 'pipe', 'inherit'] });
+      onTestFinished(() => killPids([child.pid!]));
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      const out = capture(child.stdout);
+      await out.until(/^READY$/m, 20_000);
+      await out.until(/^PID root \d+$/m, 20_000);
+      const pids = await expectDaemons(t, names, readStat(out.pids().root!)!.pgid);
+      child.kill('SIGKILL');
+      await within(exited, 10_000, 'the host to end', t.tag);
+      // The anchor's grace after the host's death is the default 5 s; the sleeps end at once.
+      await waitFor(() => pids.every((pid) => !alive(pid)), { timeout: 8000, what: 'every daemon to be gone', tag: t.tag, pids });
+      await waitGone(t, 2000);
     });
   });
 });

@@ -42,6 +42,7 @@ export const METHODS = [
   { name: 'group kill', kind: 'group', how: "spawn({ detached: true }) + process.kill(-pid, 'SIGTERM')" },
   { name: 'cgroup', kind: 'cordon', tier: 'cgroup', how: "cordon spawn({ tier: 'cgroup' }) + terminate()" },
   { name: 'subreaper', kind: 'cordon', tier: 'subreaper', how: "cordon spawn({ tier: 'subreaper' }) + terminate()" },
+  { name: 'process-group', kind: 'cordon', tier: 'process-group', how: "cordon spawn({ tier: 'process-group' }) + terminate()" },
 ];
 
 function settleTime(promise) {

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
@@ -325,35 +326,51 @@ size_t arg_max() {
 // kern.procargs2: int argc, the exec path, NUL padding, argv[0..argc-1], env.
 // The buffer must hold the whole area (a short one gets its tail), hence
 // kern.argmax. Another uid's process answers EINVAL: the caller falls back.
-bool read_args(int64_t pid, std::string& out) {
+// Fills `argv` (the arguments joined by spaces, up to kCommandLimit) and, if
+// given, `env` (the environment strings, each followed by a NUL). 0 or an
+// errno value.
+int read_procargs(int64_t pid, std::string* argv, std::string* env) {
   size_t cap = arg_max();
-  if (cap < sizeof(int)) return false;
+  if (cap < sizeof(int) || !valid_pid(pid)) return EINVAL;
   thread_local std::vector<char> buf;
   if (buf.size() < cap) buf.resize(cap);
   int mib[3] = {CTL_KERN, KERN_PROCARGS2, static_cast<int>(pid)};
   size_t len = cap;
-  if (sysctl(mib, 3, buf.data(), &len, nullptr, 0) != 0) return false;
-  if (len <= sizeof(int) || len > cap) return false;
+  if (sysctl(mib, 3, buf.data(), &len, nullptr, 0) != 0) return errno;
+  if (len <= sizeof(int) || len > cap) return EIO;
   int argc = 0;
   std::memcpy(&argc, buf.data(), sizeof argc);
   const char* p = buf.data() + sizeof(int);
   const char* end = buf.data() + len;
   while (p < end && *p != '\0') p++;  // the exec path
   while (p < end && *p == '\0') p++;  // its padding
-  out.clear();
+  if (argv) argv->clear();
   for (int i = 0; i < argc && p < end; i++) {
     const char* arg = p;
     while (p < end && *p != '\0') p++;
-    if (!out.empty()) out += ' ';
-    out.append(arg, static_cast<size_t>(p - arg));
+    if (argv && argv->size() < kCommandLimit) {
+      if (!argv->empty()) *argv += ' ';
+      argv->append(arg, static_cast<size_t>(p - arg));
+      if (argv->size() > kCommandLimit) argv->resize(kCommandLimit);
+    }
     if (p < end) p++;  // the NUL
-    if (out.size() >= kCommandLimit) {
-      out.resize(kCommandLimit);
-      break;
+  }
+  if (env) {
+    // The environment follows, up to an empty string (then the apple[]
+    // strings, which are not the process's environment).
+    env->clear();
+    while (p < end && *p != '\0') {
+      const char* var = p;
+      while (p < end && *p != '\0') p++;
+      env->append(var, static_cast<size_t>(p - var));
+      env->push_back('\0');
+      if (p < end) p++;
     }
   }
-  return !out.empty();
+  return 0;
 }
+
+bool read_args(int64_t pid, std::string& out) { return read_procargs(pid, &out, nullptr) == 0 && !out.empty(); }
 
 std::string command_of(const Info& in) {
   std::string cmd;
@@ -368,6 +385,17 @@ char state_of(uint32_t status) {
     case SSTOP: return 'T';
     default: return 'S';  // SIDL, SSLEEP; p_stat is coarse on macOS (mostly SRUN)
   }
+}
+
+// A member record with the identity fields only (no command, no holds).
+Member identity(const Info& in) {
+  Member m;
+  m.pid = in.pid;
+  m.ppid = in.ppid;
+  m.pgid = in.pgid;
+  m.start_time = in.start;
+  m.state = state_of(in.status);
+  return m;
 }
 
 // Does `pid` still name the process stamped `start`? Different: some other
@@ -468,12 +496,7 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
 
   Watch w = resolve(watched);
   for (const Info& in : found) {
-    Member m;
-    m.pid = in.pid;
-    m.ppid = in.ppid;
-    m.pgid = in.pgid;
-    m.start_time = in.start;
-    m.state = state_of(in.status);
+    Member m = identity(in);
     if (commands) m.command = command_of(in);
     m.holds_output = holds_any(in.pid, w);
     out.push_back(std::move(m));
@@ -548,6 +571,47 @@ int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
   (void)use_pidfd;
   if (!is_member(anchor, group, member)) return -ESRCH;
   return kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
+}
+
+int random_bytes(void* buf, size_t n) {
+  arc4random_buf(buf, n);  // the kernel's entropy; cannot fail
+  return 0;
+}
+
+uint64_t start_time_of(int64_t pid) {
+  Info in;
+  return read_info(pid, true, in) ? in.start : 0;
+}
+
+int list_user_processes(uint64_t since, std::vector<Member>& out) {
+  (void)since;  // p_start is wall-clock time, which can step back
+  out.clear();
+  std::vector<int> pids;
+  int e = list_pids(PROC_UID_ONLY, static_cast<uint32_t>(geteuid()), pids);
+  if (e != 0) return -e;
+  const int64_t self = getpid();
+  for (int pid : pids) {
+    Info in;
+    if (pid <= 0 || pid == self || !read_info(pid, false, in)) continue;  // zombies are not read
+    out.push_back(identity(in));
+  }
+  return static_cast<int>(out.size());
+}
+
+int read_environment(int64_t pid, uint64_t start_time, std::string& out) {
+  out.clear();
+  int e = read_procargs(pid, nullptr, &out);
+  if (e != 0) {
+    out.clear();
+    return -e;
+  }
+  // The area read was the pid's: it is still the process listed only if its
+  // start stamp is unchanged after the read.
+  if (!same_process_alive(pid, start_time)) {
+    out.clear();
+    return -ESRCH;
+  }
+  return 0;
 }
 
 int count_open_fds() {

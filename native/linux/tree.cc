@@ -718,6 +718,87 @@ int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
   return kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
 }
 
+int random_bytes(void* buf, size_t n) {
+  auto* p = static_cast<unsigned char*>(buf);
+  size_t got = 0;
+  while (got < n) {
+    long r = syscall(SYS_getrandom, p + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;  // ENOSYS before Linux 3.17: /dev/urandom
+    got += static_cast<size_t>(r);
+  }
+  if (got == n) return 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  while (got < n) {
+    ssize_t r = read(fd, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int err = r < 0 ? errno : EIO;
+      close(fd);
+      return -err;
+    }
+    got += static_cast<size_t>(r);
+  }
+  close(fd);
+  return 0;
+}
+
+uint64_t start_time_of(int64_t pid) {
+  Stat st;
+  return read_stat(pid, st) ? st.start : 0;
+}
+
+int list_user_processes(uint64_t since, std::vector<Member>& out) {
+  out.clear();
+  DIR* d = opendir("/proc");
+  if (!d) return -errno;
+  uid_t uid = geteuid();
+  int64_t self = getpid();
+  static const std::vector<FileId> kNone;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char* end = nullptr;
+    long long pid = strtoll(e->d_name, &end, 10);
+    if (*end || pid == self) continue;
+    // The entry's owner is the process's effective uid (root's for a
+    // non-dumpable one): no file is opened for another user's process.
+    struct stat sb;
+    if (fstatat(dirfd(d), e->d_name, &sb, 0) != 0 || sb.st_uid != uid) continue;
+    Stat st;
+    if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X' || st.start < since) continue;
+    out.push_back(to_member(st, kNone, false));
+  }
+  closedir(d);
+  return static_cast<int>(out.size());
+}
+
+int read_environment(int64_t pid, uint64_t start_time, std::string& out) {
+  out.clear();
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%lld/environ", static_cast<long long>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  char buf[16384];
+  int err = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  if (err != 0) return -err;  // EACCES (not ours to read), ESRCH (exited meanwhile)
+  // The file was the pid's: it is still the process listed only if the start
+  // stamp is unchanged after the read.
+  if (!same_process_alive(pid, start_time)) {
+    out.clear();
+    return -ESRCH;
+  }
+  return 0;
+}
+
 int count_open_fds() {
   DIR* d = opendir("/proc/self/fd");
   if (!d) return -errno;

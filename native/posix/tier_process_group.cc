@@ -1,9 +1,23 @@
 // The process-group tier (the macOS strategy; on Linux where neither a cgroup
 // nor a subreaper is to be had): the tree gets a process group of its own,
 // pinned for its life by a child of the anchor. The group signal reaches
-// every in-group member at once; members seen leaving the group (setsid,
-// setpgid) are known from snapshots only, and signalled one by one after
-// identity checks.
+// every in-group member at once; members outside the group (setsid, setpgid,
+// daemons) are known from snapshots of the tree (while still parented) and
+// from the tree's marker, and are signalled one by one after identity checks.
+//
+// The marker: the command's environment gets CORDON_TREE=<anchor pid>.<anchor
+// start>.<128 random bits in hex>, which every member inherits, however it
+// leaves the group or its parents (a daemon keeps its environment). The anchor
+// sweeps the user's processes for it (their environment as they were started:
+// /proc/<pid>/environ, kern.procargs2) when it matters: before the polite
+// signal, in the grace, at the forced stop, when the root exits, and before it
+// declares the tree quiescent. The exact token must be there, so a process
+// that carries another tree's prefix with a wrong secret is no member. Nested
+// trees append their token (CORDON_TREE=<outer>:<inner>), so an inner tree's
+// members stay the outer tree's too. What the marker cannot see: a member
+// that starts a program with a scrubbed environment (env -i), and one whose
+// environment the user cannot read (Linux: a non-dumpable process such as
+// ssh-agent, unless the host has CAP_SYS_PTRACE). Hence coverage: 'partial'.
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +26,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <map>
 #include <set>
 
@@ -38,6 +55,11 @@ constexpr int kGroupSnapshotSteadyAfterMs = 5000;
 // In the grace, how often the process-group tier looks for members forked
 // after the group's SIGTERM (a walk of every process).
 constexpr int kGroupTermWalkMs = 250;
+// In the grace, how often the tier sweeps the user's processes for the marker
+// (one read of the stat and, for those started since the anchor, of the
+// environment of each: the costliest walk here, so sparser).
+constexpr int kGroupTermSweepMs = 1000;
+constexpr const char* kMarkerName = "CORDON_TREE";
 
 class ProcessGroupTier : public Tier {
  public:
@@ -91,6 +113,13 @@ class ProcessGroupTier : public Tier {
       return -err;
     }
     group_ = pin;
+    if (!make_marker()) {
+      int err = errno;
+      release_pin();
+      group_ = 0;
+      what = "process-group";
+      return -err;
+    }
     return 0;
   }
 
@@ -99,6 +128,10 @@ class ProcessGroupTier : public Tier {
   // The command joins the tree's group, then waits on `go` until the pin has
   // left the group, then execs.
   int before_fork() override {
+    // The command's CORDON_TREE: an outer tree's tokens (this anchor's own
+    // environment is the command's), then this tree's.
+    const char* outer = getenv(kMarkerName);
+    marker_entry_ = std::string(kMarkerName) + "=" + (outer && *outer ? std::string(outer) + ":" : "") + token_;
     if (pipe(go_) != 0) {
       int err = errno;
       go_[0] = go_[1] = -1;
@@ -123,10 +156,16 @@ class ProcessGroupTier : public Tier {
     return 0;
   }
 
+  // The marker goes into the command's environment only (the anchor execs
+  // the command with `environ`); nothing is allocated in the child but
+  // putenv's array.
+  void child_before_exec() override { putenv(&marker_entry_[0]); }
+
   // The command is in the group once either side has moved it (it cannot
   // have exec'd: it waits on `go`). Then the pin leaves; if either step
   // fails, the command never runs.
   int after_fork(pid_t child, const char*& what) override {
+    root_ = child;
     close(go_[0]);
     go_[0] = -1;
     int err = 0;
@@ -186,14 +225,7 @@ class ProcessGroupTier : public Tier {
       ++it;
     }
     for (auto& m : out) {
-      if (m.from_snapshot) continue;
-      remembered_[m.pid] = m;
-      // Seen outside the tree's group (setsid, setpgid): the group signal
-      // misses it, only this snapshot knows it. The host reports it.
-      if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
-        std::string cmd = m.command.empty() ? cordon::command_line(m.pid) : m.command;
-        host_.send(protocol::left_group(m.pid, cmd));
-      }
+      if (!m.from_snapshot) remember(m);
     }
     return out;
   }
@@ -201,9 +233,25 @@ class ProcessGroupTier : public Tier {
   // One walk can miss a member that forks and exits faster than the walk
   // reads it (a pid hopper); the kernel says whether the group still has
   // one. A few more walks, bounded.
+  //
+  // Once the group has had its signal (the root exited while the tree was
+  // being terminated), neither: the group's remaining members are being ended
+  // (and orphans among them are zombies until init reaps them, which the
+  // kernel's answer counts: the retries would only walk /proc for nothing),
+  // and the sweep before quiescence finds what left the group since the
+  // termination's first sweep.
   std::vector<Member> leftovers() override {
+    bool ending = group_termed_ || group_killed_;
+    // Daemons the root's children started, orphaned outside the group. If
+    // nothing of the tree was left when it began (the group empty, the
+    // members known outside it gone) and it found nothing, this sweep is the
+    // one before quiescence too: a short command's end costs one sweep.
+    if (!ending) {
+      bool nothing_left = group_empty() && remembered_alive().empty();
+      swept_empty_ = sweep().empty() && nothing_left;
+    }
     auto list = members(true, true);
-    for (int64_t until = now_ms() + 200; group_ > 0 && now_ms() < until && !group_empty();) {
+    for (int64_t until = now_ms() + 200; !ending && group_ > 0 && now_ms() < until && !group_empty();) {
       bool listed = false;
       for (auto& m : list) listed = listed || m.pgid == group_;
       if (listed) break;
@@ -216,7 +264,14 @@ class ProcessGroupTier : public Tier {
   // Exact for the group (the kernel's count, zombies included); members seen
   // leaving it are checked by identity. Members that left unseen are this
   // tier's documented limit (the result says: partial).
-  bool quiescent() override { return group_quiescent() && remembered_alive().empty(); }
+  // Before the tree is declared quiescent, a last sweep: a member that kept
+  // the marker (a daemon started after the last sweep) keeps it from being so.
+  // One sweep each time everything else says quiescent: never on a timer.
+  bool quiescent() override {
+    if (!group_quiescent() || !remembered_alive().empty()) return false;
+    if (swept_empty_) return true;  // (the root-exit sweep, see leftovers)
+    return sweep().empty();
+  }
 
   // The group signal reaches every in-group member at once (and, on Linux, a
   // child being forked meanwhile); members seen leaving the group are
@@ -268,6 +323,19 @@ class ProcessGroupTier : public Tier {
       kill(static_cast<pid_t>(-group_), SIGCONT);
       trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
     }
+    // The marker sweep: with the first round, in the grace (paced), and once
+    // more at the forced stop (for daemons a member started while it handled
+    // its SIGTERM). After the group signal: a member's marker does not depend
+    // on its parents being alive, so the group need not wait for the sweep.
+    // Members it finds outside the group get their signal in this round.
+    if (!swept_terminating_ || (forcing && !swept_forcing_) || (!forcing && t - last_sweep_ >= kGroupTermSweepMs)) {
+      swept_terminating_ = true;
+      swept_forcing_ = swept_forcing_ || forcing;
+      for (auto& m : sweep()) {
+        int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
+        if (pgid >= 0 && (pgid != group_ || forcing)) outside.push_back(m);
+      }
+    }
     for (auto& m : outside) host_.signal_one(m);
     if (host_.termination().stuck_due(t) && (cordon::group_live_members(group_) != 0 || !outside.empty())) {
       host_.report_stuck(members());
@@ -282,6 +350,19 @@ class ProcessGroupTier : public Tier {
 
   void idle_tick(int64_t now) override {
     if (now - last_snapshot_ < snapshot_every_) return;
+    // A snapshot looks for descendants of the anchor and members of the
+    // group: with the root gone and the group empty (the kernel's word, no
+    // walk) there can be none; what is outside is known already, or only to
+    // a sweep. No walk while nothing can have happened.
+    if (root_gone() && group_empty()) {
+      // (The loop still wakes at this pace, to see kept members outside the
+      // group go: a stat read each.)
+      bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
+      snapshot_every_ = !remembered_alive().empty() || young ? kGroupSnapshotMs
+                                                             : std::min(snapshot_every_ * 2, kGroupSnapshotMaxMs);
+      last_snapshot_ = now;
+      return;
+    }
     // Refresh the snapshot so setsid'd members stay known: every second
     // while the tree has members outside its group, backing off while not.
     bool outside = false;
@@ -317,6 +398,15 @@ class ProcessGroupTier : public Tier {
     pin_ = -1;
   }
 
+  // The root has exited (reaped or not): the anchor's waitid, no walk.
+  bool root_gone() const {
+    if (root_ <= 0) return true;
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, static_cast<id_t>(root_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+    return info.si_pid != 0;
+  }
+
   // No process (live or zombie) is left in the tree's process group.
   bool group_empty() const {
     return group_ <= 0 || (kill(static_cast<pid_t>(-group_), 0) != 0 && errno == ESRCH);
@@ -346,7 +436,101 @@ class ProcessGroupTier : public Tier {
     if (rc == 0 || errno == ESRCH) group_killed_ = true;
   }
 
-  // Members a snapshot saw that are still that same process (no /proc walk).
+  // The tree's token: <anchor pid>.<anchor start>.<128 random bits>. The pid
+  // and start name the tree in a report; the bits are what a process outside
+  // it cannot guess. False (errno set) without a random source.
+  bool make_marker() {
+    unsigned char secret[16];
+    int rc = cordon::random_bytes(secret, sizeof secret);
+    if (rc != 0) {
+      errno = -rc;
+      return false;
+    }
+    since_ = cordon::start_time_of(getpid());
+    char head[64];
+    snprintf(head, sizeof head, "%lld.%llu.", static_cast<long long>(getpid()), static_cast<unsigned long long>(since_));
+    token_ = head;
+    static const char kHex[] = "0123456789abcdef";
+    for (unsigned char b : secret) {
+      token_ += kHex[b >> 4];
+      token_ += kHex[b & 15];
+    }
+    return true;
+  }
+
+  // Whether an environment block ("NAME=value" strings, each NUL-ended)
+  // carries this tree's token as one element of a CORDON_TREE (any of them,
+  // should there be several).
+  bool carries_marker(const std::string& env) const {
+    const std::string key = std::string(kMarkerName) + "=";
+    for (size_t at = 0; at < env.size();) {
+      size_t end = env.find('\0', at);
+      if (end == std::string::npos) end = env.size();
+      if (env.compare(at, key.size(), key) == 0) {
+        for (size_t el = at + key.size(); el <= end;) {
+          size_t stop = env.find(':', el);
+          if (stop == std::string::npos || stop > end) stop = end;
+          if (stop - el == token_.size() && env.compare(el, token_.size(), token_) == 0) return true;
+          el = stop + 1;
+        }
+      }
+      at = end + 1;
+    }
+    return false;
+  }
+
+  // The sweep: every process of the user (on Linux only those started since
+  // the anchor) whose environment carries the token is remembered as a
+  // member, like one a snapshot saw. Returns the new ones.
+  std::vector<Member> sweep() {
+    last_sweep_ = now_ms();
+    std::vector<Member> procs;
+    int rc = cordon::list_user_processes(since_, procs);
+    if (rc < 0) trace("sweep: %s", strerror(-rc));
+    std::vector<Member> fresh;
+    std::set<std::pair<int64_t, uint64_t>> unmarked;
+    std::string env;
+    for (auto& p : procs) {
+      // In the group: the group's signal reaches it (and it is ours anyway).
+      if (p.pid == pin_ || p.pgid == group_) continue;
+      auto known = remembered_.find(p.pid);
+      if (known != remembered_.end() && known->second.start_time == p.start_time) continue;
+      auto key = std::make_pair(p.pid, p.start_time);
+      // Read once per process: one that did not carry the token when it was
+      // read is no member (a member's child has it from its fork on, until
+      // it execs without it), so each sweep reads only what started since
+      // the last one, not every process again (many trees of one user).
+      if (unmarked_.count(key)) {
+        unmarked.insert(key);
+        continue;
+      }
+      if (cordon::read_environment(p.pid, p.start_time, env) != 0) continue;
+      if (!carries_marker(env)) {
+        // (Empty: in the middle of an exec, or started with none: read again.)
+        if (!env.empty()) unmarked.insert(key);
+        continue;
+      }
+      remember(p);
+      fresh.push_back(p);
+      fresh.back().from_snapshot = true;
+    }
+    unmarked_.swap(unmarked);  // (forgets the processes that are gone)
+    if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), procs.size());
+    return fresh;
+  }
+
+  // A member seen (by a snapshot or a sweep), checked by identity from now on.
+  void remember(const Member& m) {
+    remembered_[m.pid] = m;
+    // Seen outside the tree's group (setsid, setpgid): the group signal
+    // misses it, only the snapshot or the marker knows it. The host reports it.
+    if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
+      std::string cmd = m.command.empty() ? cordon::command_line(m.pid) : m.command;
+      host_.send(protocol::left_group(m.pid, cmd));
+    }
+  }
+
+  // Members a snapshot or a sweep saw that are still that same process (no /proc walk).
   std::vector<Member> remembered_alive() {
     std::vector<Member> out;
     for (auto it = remembered_.begin(); it != remembered_.end();) {
@@ -364,6 +548,7 @@ class ProcessGroupTier : public Tier {
   int64_t group_ = 0;      // the tree's group (the pin's pid)
   int64_t own_group_ = 0;  // the anchor's own group, which the pin moves to
   pid_t pin_ = -1;         // pins group_'s id until QUIET
+  pid_t root_ = -1;
   int go_[2] = {-1, -1};
   bool group_termed_ = false;
   bool group_killed_ = false;  // the group has had a SIGKILL
@@ -379,6 +564,15 @@ class ProcessGroupTier : public Tier {
   int64_t started_at_ = now_ms();
   int64_t last_snapshot_ = 0;
   int64_t last_term_walk_ = 0;
+  std::string token_;         // this tree's marker (make_marker)
+  // Processes a sweep read that did not carry the token (pid, start).
+  std::set<std::pair<int64_t, uint64_t>> unmarked_;
+  std::string marker_entry_;  // CORDON_TREE=..., what the command gets
+  uint64_t since_ = 0;        // the anchor's start: members started after it
+  int64_t last_sweep_ = 0;
+  bool swept_terminating_ = false;
+  bool swept_forcing_ = false;
+  bool swept_empty_ = false;  // the root-exit sweep found nothing, and nothing was left
 };
 
 }  // namespace

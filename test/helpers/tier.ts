@@ -9,18 +9,22 @@ import type { Tagged } from './procs.js';
 export const caps = capabilities();
 export const tier = caps.tier;
 
-/** Whether an escapee orphaned before any snapshot saw it is still caught. */
-export const catchesOrphanedEscapees = caps.guarantees.catchesEscapees === 'always';
+/**
+ * Whether an escapee orphaned before any snapshot saw it is still caught: by
+ * a tier whose catchesEscapees is 'always', or 'marked' (the tests' escapees
+ * keep their environment, and with it the tree's marker).
+ */
+export const catchesOrphanedEscapees = caps.guarantees.catchesEscapees !== 'never';
 
 /**
- * An escapee that was orphaned at once (setsid + its parent exited): caught
- * only by a tier whose catchesEscapees is 'always'. Elsewhere assert the tier
- * says so, and let the test's cleanup kill it by pid without failing.
- * Returns whether the test may expect it gone.
+ * An escapee that was orphaned at once (setsid + its parent exited), with its
+ * environment kept: caught by a tier whose catchesEscapees is 'always' or
+ * 'marked'. Elsewhere assert the tier says so, and let the test's cleanup
+ * kill it by pid without failing. Returns whether the test may expect it gone.
  */
 export function orphanedEscapee(t: Tagged, pid: number | undefined): boolean {
   if (catchesOrphanedEscapees) return true;
-  expect(caps.guarantees.catchesEscapees, `the ${tier} tier reports that it cannot promise this escapee`).toBe('while-parented');
+  expect(caps.guarantees.catchesEscapees, `the ${tier} tier reports that it cannot promise this escapee`).toBe('never');
   if (pid !== undefined) t.notPromised(pid);
   return false;
 }
