@@ -183,7 +183,7 @@ describe('C7/C9: many owners', () => {
       const started = Array.from({ length: batch }, (_, i) => {
         const k = n + i;
         const proc = owners[k % 20]!.spawn('sleep', ['300'], { kind: kinds[k % kinds.length], env: t.env });
-        return within(proc.started, 20_000, `tree ${k} to start`, t.tag);
+        return within(proc.started, watchdog(20_000), `tree ${k} to start`, t.tag);
       });
       roots.push(...(await Promise.all(started)));
     }
