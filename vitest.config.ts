@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import { selectableTiers, type Tier } from './lib/tiers.js';
 import { cgroupWritable } from './test/helpers/cgroup.js';
+import { watchdog } from './test/helpers/time.js';
 
 // One suite, every tier: each behavioural test file runs once per containment
 // tier this machine has (on Linux the cgroup tier where a cgroup v2 directory
@@ -19,8 +20,9 @@ export default defineConfig({
     // Timing assertions (grace windows, wait delays) need the CPU: two
     // workers on a two-core machine.
     maxWorkers: 2,
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // (Scaled by CORDON_TEST_TIME_SCALE under emulation: test/helpers/time.ts.)
+    testTimeout: watchdog(60_000),
+    hookTimeout: watchdog(60_000),
     globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'tier-independent', include: tierIndependent } },

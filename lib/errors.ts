@@ -180,6 +180,19 @@ export function hostCwdUnreadable(cause: unknown): CordonError {
   );
 }
 
+/**
+ * The command's arguments and environment are more than one exec can carry
+ * (E2BIG): found by the host's own check before the launch (`detail` says
+ * which string or total), or reported by the exec that failed (`cause`).
+ */
+export function argsTooLarge(detail: string, extra: { cause?: unknown; syscall?: string; path?: string } = {}): CordonError {
+  return new CordonError(
+    `The command's arguments and environment are too large for one exec (E2BIG: ${detail}); nothing ran. ` +
+      'Pass large data through a file or stdin instead.',
+    { code: 'E2BIG', errno: -(osConstants.errno.E2BIG ?? 7), ...extra, stage: 'launch' },
+  );
+}
+
 /** spawn(): the AbortSignal given was aborted before the call. */
 export function alreadyAborted(reason: unknown): CordonError {
   return new CordonError('The AbortSignal was already aborted; nothing ran.', {

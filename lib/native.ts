@@ -20,6 +20,10 @@ export interface RawProbe {
   ctrlBreak?: boolean;
   /** Running under Wine. */
   wine?: boolean;
+  /** Linux: the page size in bytes (one exec string must stay under 32 pages, MAX_ARG_STRLEN). */
+  pageSize?: number;
+  /** Linux: sysconf(_SC_ARG_MAX), the most one exec can carry in all. */
+  argMax?: number;
 }
 
 export interface RawMember {

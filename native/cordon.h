@@ -36,6 +36,11 @@ struct Probe {
   bool job_objects = false;  // Windows Job Objects (kill-on-close, nesting)
   bool ctrl_break = false;   // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) works (not under Wine 8)
   bool wine = false;         // running under Wine, not Windows
+  // Linux: what one exec can carry (0 elsewhere). The kernel refuses with
+  // E2BIG a single argument or environment string of 32 pages or more
+  // (MAX_ARG_STRLEN), and a total over sysconf(_SC_ARG_MAX) at the most.
+  long page_size = 0;
+  long arg_max = 0;
 };
 
 int probe(Probe& out);

@@ -3,7 +3,7 @@
 // is published:
 //
 //   node scripts/verify-prebuilds.mjs [<platform>-<arch>...]
-//   (default: linux-x64 darwin-arm64 darwin-x64 win32-x64)
+//   (default: linux-x64 linux-arm64 darwin-arm64 darwin-x64 win32-x64)
 //
 // For each tuple: the addon cordon.node, and the anchor helper
 // (cordon-anchor, cordon-anchor.exe on win32) when binding.gyp builds the
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { OS_OF_PLATFORM, gypSources } from './build-files.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const tuples = process.argv.length > 2 ? process.argv.slice(2) : ['linux-x64', 'darwin-arm64', 'darwin-x64', 'win32-x64'];
+const tuples = process.argv.length > 2 ? process.argv.slice(2) : ['linux-x64', 'linux-arm64', 'darwin-arm64', 'darwin-x64', 'win32-x64'];
 const problems = [];
 
 for (const tuple of tuples) {

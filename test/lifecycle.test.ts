@@ -12,6 +12,7 @@ import { ESCAPEES, LEAVES, PLAIN, WITH_CHILD, newRegistry, startRegistryHost, te
 import { alive, killPids, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { collect, expectAllAlive, expectAllGone, waitAllGone, type Started } from './helpers/trees.js';
 import { orphanedEscapee } from './helpers/tier.js';
+import { watchdog } from './helpers/time.js';
 
 const LINES: [string, string[]] = [
   'sh',
@@ -328,7 +329,7 @@ describe('C8: the host goes away', () => {
       const t = useTag();
       const signalled = ending.startsWith('SIG');
       const host = startRegistryHost([signalled ? 'wait' : ending, '--log-dir', tempDir()], t.env);
-      await host.out.until(/^READY$/m, 20_000);
+      await host.out.until(/^READY$/m, watchdog(20_000));
       const pids = host.out.pids();
       expect(Object.keys(pids).sort(), host.out.text + host.err.text).toEqual([...HOST_PIDS].sort());
       expect(host.out.text).toMatch(/^LIVEWORK alice true$/m);
@@ -365,7 +366,7 @@ describe('C8: the host goes away', () => {
   it('detach() of an owner whose tree lost its anchor does not crash the host', async () => {
     const t = useTag();
     const host = startRegistryHost(['detach', '--log-dir', tempDir()], t.env);
-    await host.out.until(/^READY$/m, 20_000);
+    await host.out.until(/^READY$/m, watchdog(20_000));
     const pids = host.out.pids();
     const daveRoot = pids['dave.agent.root']!;
     // The anchor of dave's only tree dies (its members may run on, unanchored:

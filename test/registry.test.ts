@@ -21,6 +21,7 @@ import {
   zombieChildren,
 } from './helpers/procs.js';
 import { collect, expectAllAlive, expectAllGone } from './helpers/trees.js';
+import { watchdog } from './helpers/time.js';
 
 describe('C7: an owner reaches only its own trees', () => {
   it('owner A cannot list, get, stop or forget owner B\'s tree, by tree id or by pid', async () => {
@@ -163,7 +164,7 @@ describe('C7: kinds', () => {
 });
 
 describe('C7/C9: many owners', () => {
-  it('200 trees across 20 owners, released in random order: no survivor, no zombie, no owner, fds back to baseline', { timeout: 90_000 }, async () => {
+  it('200 trees across 20 owners, released in random order: no survivor, no zombie, no owner, fds back to baseline', { timeout: watchdog(90_000) }, async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
     registry.defineKind('review', { unfinishedWork: true });
@@ -182,7 +183,7 @@ describe('C7/C9: many owners', () => {
       const started = Array.from({ length: batch }, (_, i) => {
         const k = n + i;
         const proc = owners[k % 20]!.spawn('sleep', ['300'], { kind: kinds[k % kinds.length], env: t.env });
-        return within(proc.started, 20_000, `tree ${k} to start`, t.tag);
+        return within(proc.started, watchdog(20_000), `tree ${k} to start`, t.tag);
       });
       roots.push(...(await Promise.all(started)));
     }

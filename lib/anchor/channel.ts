@@ -9,7 +9,7 @@ import type { IOType } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Readable, Stream, Writable } from 'node:stream';
 import { debug } from '../debug.js';
-import { CordonError } from '../errors.js';
+import { argsTooLarge, CordonError } from '../errors.js';
 import { encodeCommand, parseLine, splitLines, type AnchorEvent } from './protocol.js';
 
 /** What an anchor's USAGE line says (null: not measured). */
@@ -85,14 +85,9 @@ function installExitHook(): void {
 export function spawnFailure(cause: unknown, path: string): CordonError {
   const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_HELPER_MISSING';
   if (code === 'E2BIG') {
-    // The kernel's limit on what one exec carries (every argument and
-    // environment string together, and 128 KiB for any single one): the
-    // anchor's exec carries the command's, so this is about the command.
-    return new CordonError(
-      "The command's arguments and environment are too large for one exec (E2BIG: the total, or a single string over 128 KiB); nothing ran. " +
-        'Pass large data through a file or stdin instead.',
-      { code, cause, syscall: 'spawn', path, stage: 'launch' },
-    );
+    // The kernel's limit on what one exec carries: the anchor's exec carries
+    // the command's, so this is about the command.
+    return argsTooLarge('the total, or a single string of 32 pages or more', { cause, syscall: 'spawn', path });
   }
   // (The message's wording is matched by the Wine suite's retry of a transient start failure.)
   return new CordonError(`The anchor helper could not be started (${code}); nothing ran.`, {

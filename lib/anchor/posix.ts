@@ -10,7 +10,8 @@ import type { IOType } from 'node:child_process';
 import type { Stream } from 'node:stream';
 import { debug } from '../debug.js';
 import { invalidArg } from '../errors.js';
-import { posixBinding } from '../native.js';
+import { execSizeError } from '../launch.js';
+import { posixBinding, probe } from '../native.js';
 import { streamFd } from '../options.js';
 import { endCgroup, killCgroup, removeLimitDirs } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
@@ -135,11 +136,17 @@ export class PosixAnchorChannel extends AnchorChannel {
     const stdio = spec.stdio.map(stdioFd);
     const env: string[] = [];
     for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
+    const argv = [spec.path, '--cwd', spec.cwd, ...spec.args];
+    // Linux: what the exec would refuse with E2BIG is refused here, before
+    // anything runs (qemu-user, for one, cannot report a failed exec of
+    // posix_spawn's child synchronously).
+    const tooLarge = execSizeError(spec.path, argv, env, probe());
+    if (tooLarge) throw tooLarge;
     let started: { pid: number; control: number; fds: number[] };
     try {
       // The anchor enters the command's working directory itself (glibc's
       // posix_spawn can do it only from 2.29 on).
-      started = b.spawnHelper(spec.path, [spec.path, '--cwd', spec.cwd, ...spec.args], env, stdio);
+      started = b.spawnHelper(spec.path, argv, env, stdio);
     } catch (cause) {
       throw spawnFailure(cause, spec.path);
     }

@@ -293,6 +293,8 @@ int probe(Probe& out) {
   int current = 0;
   out.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &current, 0, 0, 0) == 0;
   out.proc_scan = access("/proc/self/stat", R_OK) == 0;
+  out.page_size = sysconf(_SC_PAGESIZE);
+  out.arg_max = sysconf(_SC_ARG_MAX);
   return 0;
 }
 

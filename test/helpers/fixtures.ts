@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { pollUntil } from './common.mjs';
 import { parsePids } from './procs.js';
+import { watchdog } from './time.js';
 
 export const fixturesDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
 export const fixture = (name: string) => join(fixturesDir, name);
@@ -22,7 +23,7 @@ export function capture(stream: Readable | null | undefined) {
     pids() {
       return parsePids(text);
     },
-    async until(pattern: RegExp, timeout = 10_000): Promise<string> {
+    async until(pattern: RegExp, timeout = watchdog(10_000)): Promise<string> {
       if (!(await pollUntil(() => pattern.test(text), timeout, 10))) {
         throw new Error(`watchdog: output did not match ${pattern} within ${timeout} ms; got:\n${text}`);
       }

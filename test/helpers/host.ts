@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { pollUntil } from './common.mjs';
 import { capture, fixture, repoRoot } from './fixtures.js';
 import { sleep } from './procs.js';
+import { watchdog } from './time.js';
 
 function newestMtime(dir: string, ext: string): number {
   let newest = 0;
@@ -109,7 +110,7 @@ export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host
   let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   void exited.then((e) => (ended = e));
   const printedReady = () => /^READY$/m.test(out.text);
-  const ready = async (timeout = 15_000) => {
+  const ready = async (timeout = watchdog(15_000)) => {
     await pollUntil(() => printedReady() || ended !== undefined, timeout, 10);
     if (printedReady()) return;
     const why = ended ? `ended (code ${ended.code}, signal ${ended.signal})` : `printed no READY within ${timeout} ms`;
@@ -123,7 +124,7 @@ export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host
  * stdout and stderr) to print `REPORT <json>`, and returns the JSON; a
  * watchdog failure shows the host's stderr.
  */
-export async function readReport(child: ChildProcess, timeout = 30_000): Promise<any> {
+export async function readReport(child: ChildProcess, timeout = watchdog(30_000)): Promise<any> {
   const out = capture(child.stdout);
   const err = capture(child.stderr);
   const text = await out.until(/^REPORT .*$/m, timeout).catch((e: Error) => {
