@@ -5,6 +5,7 @@ import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import * as defaults from './defaults.js';
 import { duration } from './duration.js';
+import { commandEnv, localBins, prependPath } from './environment.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 
@@ -18,7 +19,7 @@ export { DEFAULT_GRACE_MS, DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_WAIT_DELAY_MS } f
 export interface SpawnOptions {
   /** Working directory of the command (must exist). */
   cwd?: string | URL;
-  /** The command's whole environment, as in child_process (default process.env). */
+  /** Variables laid over process.env (with `extendEnv: false`: the whole environment). `undefined` unsets one. */
   env?: NodeJS.ProcessEnv;
   /** As in child_process: one value for all three, or [stdin, stdout, stderr]. */
   stdio?: StdioOption | [StdioOption, StdioOption, StdioOption];
@@ -42,6 +43,15 @@ export interface SpawnOptions {
   log?: string;
   /** argv[0] for the command (default: the command as given). */
   argv0?: string;
+
+  // --- issue #16: the API hosts expect from execa (lib/environment.ts) ---
+  /** Lay `env` over process.env (default true); false: `env` is the whole environment. */
+  extendEnv?: boolean;
+  /** Put `node_modules/.bin` of `localDir` and each of its parents first on PATH. Default false. */
+  preferLocal?: boolean;
+  /** Where `preferLocal` starts looking. Default `cwd`. */
+  localDir?: string | URL;
+  // --- end issue #16 ---
 }
 
 export interface NormalizedOptions {
@@ -63,7 +73,15 @@ export interface NormalizedOptions {
 const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
+  // issue #16
+  'extendEnv', 'preferLocal', 'localDir',
 ]);
+
+function flag(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw invalidArg(name, value, 'true or false', 'ERR_INVALID_ARG_TYPE');
+  return value;
+}
 
 function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T | undefined): T | undefined {
   if (value === undefined) return fallback;
@@ -163,18 +181,28 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     if (!isDir) throw cwdNotDirectory(cwd);
   }
 
-  let env: NodeJS.ProcessEnv = process.env;
-  if (o.env !== undefined) {
-    if (typeof o.env !== 'object' || o.env === null) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
-    env = o.env as NodeJS.ProcessEnv;
-  }
+  // --- issue #16: the environment (lib/environment.ts) ---
+  if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null)) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
   // process.env comes from the OS environment (no NUL can be in it); a
   // caller's own object is checked here, before anything runs.
-  if (env !== process.env) for (const [key, value] of Object.entries(env)) {
+  if (o.env !== undefined) for (const [key, value] of Object.entries(o.env as object)) {
     if (value === undefined) continue;
     noNul(`env.${key}`, key);
     noNul(`env.${key}`, String(value));
   }
+  const extendEnv = flag('extendEnv', o.extendEnv, true);
+  let env = commandEnv(process.env, o.env as NodeJS.ProcessEnv | undefined, extendEnv);
+  if (flag('preferLocal', o.preferLocal, false)) {
+    let localDir = cwd;
+    if (o.localDir instanceof URL) localDir = fileURLToPath(o.localDir);
+    else if (typeof o.localDir === 'string' && o.localDir.length > 0) localDir = resolvePath(cwd, o.localDir);
+    else if (o.localDir !== undefined) throw invalidArg('localDir', o.localDir, 'a non-empty path string or file URL', o.localDir === '' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
+    noNul('localDir', localDir);
+    env = prependPath(env, localBins(localDir));
+  } else if (o.localDir !== undefined) {
+    throw invalidArg('localDir', o.localDir, 'left out unless preferLocal is true');
+  }
+  // --- end issue #16 ---
 
   let stdio: [StdioOption, StdioOption, StdioOption] = ['pipe', 'pipe', 'pipe'];
   if (Array.isArray(o.stdio)) {
