@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import * as defaults from './defaults.js';
 import { duration } from './duration.js';
 import { commandEnv, localBins, prependPath } from './environment.js';
+import { shellOption } from './shell.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 
@@ -51,6 +52,8 @@ export interface SpawnOptions {
   preferLocal?: boolean;
   /** Where `preferLocal` starts looking. Default `cwd`. */
   localDir?: string | URL;
+  /** Run `command` as one string through a shell: true = /bin/sh, or a shell's path or name (POSIX; `-c`). */
+  shell?: boolean | string;
   // --- end issue #16 ---
 }
 
@@ -68,13 +71,17 @@ export interface NormalizedOptions {
   tier: Tier | undefined;
   log: string | undefined;
   argv0: string | undefined;
+  // --- issue #16 ---
+  /** The shell to run the command string with (shell mode), if any. */
+  shell: string | undefined;
+  // --- end issue #16 ---
 }
 
 const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
   // issue #16
-  'extendEnv', 'preferLocal', 'localDir',
+  'extendEnv', 'preferLocal', 'localDir', 'shell',
 ]);
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
@@ -242,6 +249,8 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     tier,
     log: o.log === undefined ? undefined : resolvePath(o.log as string),
     argv0: o.argv0 as string | undefined,
+    // issue #16
+    shell: shellOption(o.shell),
   };
 }
 

@@ -26,6 +26,7 @@ import {
 } from './options.js';
 import { TreeOutput } from './output.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
+import { shellLaunch } from './shell.js';
 import { signalName } from './signals.js';
 
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
@@ -199,8 +200,10 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.opts = opts;
     if (opts.signal?.aborted) throw errors.alreadyAborted(opts.signal.reason);
     checkLogStdio(opts);
-    const path = resolveCommand(command, opts.cwd, opts.env);
-    checkBatchArgs(path, args);
+    // Shell mode: the shell runs the command string (lib/shell.ts).
+    const launch = opts.shell === undefined ? { command, args } : shellLaunch(opts.shell, command, args);
+    const path = resolveCommand(launch.command, opts.cwd, opts.env);
+    checkBatchArgs(path, launch.args);
     const tier = opts.tier ?? defaultTier();
     const anchor = helperPath();
 
@@ -213,7 +216,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       }
     }
 
-    const plan = planLaunch({ command, args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE });
+    const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE });
     this.tier = plan.tier;
     try {
       this.anchor = new AnchorChannel(
