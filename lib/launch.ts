@@ -6,6 +6,7 @@
 // starting anything.
 import type { AnchorSpawn } from './anchor.js';
 import { invalidArg } from './errors.js';
+import { signalNumber } from './signals.js';
 import type { NormalizedOptions, StdioOption, Tier } from './options.js';
 
 export interface LaunchInput {
@@ -61,6 +62,8 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
   const args = [
     '--tier', tier,
     '--grace', String(opts.grace),
+    // killSignal (issue #16): the anchor's polite signal, when not its own SIGTERM.
+    ...(opts.killSignal !== 'SIGTERM' ? ['--polite-signal', String(signalNumber(opts.killSignal))] : []),
     ...watch,
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
     // The default tier (not one the caller or CORDON_TIER asked for): a

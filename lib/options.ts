@@ -7,6 +7,8 @@ import * as defaults from './defaults.js';
 import { duration } from './duration.js';
 import { commandEnv, localBins, prependPath } from './environment.js';
 import { shellOption } from './shell.js';
+import { killSignalOption, stopOption } from './stopping.js';
+import type { ContainedProcess } from './process.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 
@@ -54,6 +56,13 @@ export interface SpawnOptions {
   localDir?: string | URL;
   /** Run `command` as one string through a shell: true = /bin/sh, or a shell's path or name (POSIX; `-c`). */
   shell?: boolean | string;
+  /** The polite signal of every stop (terminate, abort, timeout, leftovers, host exit). Default 'SIGTERM'. POSIX; Windows: 'SIGTERM' only. */
+  killSignal?: NodeJS.Signals;
+  /**
+   * Asked first to stop a running root (terminate() with a grace, abort, timeout): e.g. write 'q' to its
+   * stdin. The root then has the grace to exit; then killSignal, then the forced kill of what remains.
+   */
+  stop?: (proc: ContainedProcess) => unknown;
   // --- end issue #16 ---
 }
 
@@ -74,6 +83,8 @@ export interface NormalizedOptions {
   // --- issue #16 ---
   /** The shell to run the command string with (shell mode), if any. */
   shell: string | undefined;
+  killSignal: NodeJS.Signals;
+  stop: ((proc: ContainedProcess) => unknown) | undefined;
   // --- end issue #16 ---
 }
 
@@ -81,7 +92,7 @@ const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
   // issue #16
-  'extendEnv', 'preferLocal', 'localDir', 'shell',
+  'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop',
 ]);
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
@@ -251,6 +262,8 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     argv0: o.argv0 as string | undefined,
     // issue #16
     shell: shellOption(o.shell),
+    killSignal: killSignalOption(o.killSignal),
+    stop: stopOption(o.stop),
   };
 }
 

@@ -84,6 +84,8 @@ export interface ContainedResult {
   rootExitedAt: number;
   settledAt: number;
   logPath?: string;
+  /** The `stop` hook threw or rejected with this (the teardown went on: killSignal, then the forced kill). */
+  stopError?: unknown;
 }
 
 export interface MemberInfo {
@@ -185,6 +187,10 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private terminateSent = false;
   /** The leftovers policy kept them running: the result's `leftoversKept`. */
   private kept = false;
+  /** The stop hook was called (once per tree); `stopping` while its wait runs. */
+  private stopHookCalled = false;
+  private stopping: (() => void) | undefined;
+  private stopError: { error: unknown } | undefined;
   private cancelReason: 'canceled' | 'timeout' | undefined;
   private launchError: CordonError | undefined;
   private cleanupError: CordonError | undefined;
@@ -344,6 +350,56 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.anchor.terminate(graceMs);
   }
 
+  /**
+   * A stop asked for while the root runs (terminate() with a grace, abort,
+   * timeout). With a `stop` hook: the hook first (once per tree), then up
+   * to `graceMs` for the root to exit; when it exits, the grace passes or
+   * the hook throws, the anchor's TERM: killSignal to every member, the
+   * forced kill of what remains after `graceMs`. Without a hook, or with
+   * grace 0 (kill()), or once the root has exited: the anchor's TERM now.
+   */
+  private politeStop(graceMs: number): void {
+    if (this.anchorGone) return;
+    const hook = this.opts.stop;
+    if (this.stopping) {
+      // The hook's wait runs: a forced kill cuts it short; another polite stop waits with it.
+      if (graceMs === 0) this.stopping();
+      return;
+    }
+    if (!hook || graceMs === 0 || this.stopHookCalled || this.pid === undefined || this.rootExit) {
+      this.sendTerminate(graceMs);
+      return;
+    }
+    this.stopHookCalled = true;
+    // Asked to end: the leftovers policy must not keep what remains.
+    this.terminateSent = true;
+    let timer: NodeJS.Timeout | undefined;
+    let waiting = true;
+    const next = (graceNow: number) => {
+      if (!waiting) return;
+      waiting = false;
+      this.stopping = undefined;
+      clearTimeout(timer);
+      this.off('exit', onExit);
+      this.sendTerminate(graceNow);
+    };
+    const onExit = () => next(graceMs);
+    const failed = (error: unknown) => {
+      this.stopError ??= { error };
+      debug('%s: the stop hook failed: %s', this.command, (error as Error)?.message ?? String(error));
+      this.emit('stopError', error);
+      next(graceMs);
+    };
+    this.stopping = () => next(0);
+    timer = setTimeout(() => next(graceMs), graceMs);
+    this.once('exit', onExit);
+    try {
+      Promise.resolve(hook(this)).catch(failed);
+    } catch (error) {
+      failed(error);
+    }
+  }
+
   /** The result's outcome is fixed (it may still be flushing the log). */
   private get decided(): boolean {
     return this.phase === 'settling' || this.phase === 'settled';
@@ -435,6 +491,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       settledAt: Date.now(),
     };
     if (this.opts.log !== undefined) result.logPath = this.opts.log;
+    if (this.stopError) result.stopError = this.stopError.error;
     return result;
   }
 
@@ -449,7 +506,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     }
     this.cancelReason = reason;
     debug('%s: %s, interrupt grace %d ms', this.command, reason, this.opts.interruptGrace);
-    this.sendTerminate(this.opts.interruptGrace);
+    this.politeStop(this.opts.interruptGrace);
   }
 
   /**
@@ -499,7 +556,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (this.launchError) return Promise.resolve();
     if (!this.quiescent) {
       this.anchor.ref();
-      this.sendTerminate(grace);
+      this.politeStop(grace);
     }
     return this.quiescentD.promise;
   }

@@ -23,6 +23,8 @@
 //   QUIET                           every member is gone and reaped (the tree is quiescent); the anchor exits
 // host -> anchor:
 //   TERM <grace ms>                 polite signal to every member, the forced kill after grace
+//                                   (the polite signal: SIGTERM, or --polite-signal N on POSIX,
+//                                   fixed for the tree's life; Windows: CTRL_BREAK)
 //                                   (grace: digits, 0..2^31-1; anything else: the --grace)
 //   KILL                            the forced kill to every member now
 //   JOB <handle value>              Windows, --job-from-host only: the first line, the tree's job
@@ -175,12 +177,13 @@ class Termination {
 // ---- The anchor's command line ---------------------------------------------
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
-//                 [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]
+//                 [--polite-signal N] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
   kCwdOption = 1,          // --cwd DIR
   kFallbackOption = 2,     // --fallback (POSIX)
   kJobFromHostOption = 4,  // --job-from-host (Windows)
+  kPoliteSignalOption = 8, // --polite-signal N (POSIX): the signal TERM (and control EOF) sends first
 };
 
 template <typename Char>
@@ -193,6 +196,7 @@ struct Options {
   bool fallback = false;
   bool job_from_host = false;  // the first control line is JOB
   int grace_ms = kDefaultGraceMs;
+  int polite_signal = 0;       // --polite-signal: 0 = the platform's own (SIGTERM; Windows CTRL_BREAK)
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
@@ -268,6 +272,8 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       o.fallback = true;
     } else if (detail::is(a, "--grace") && has_value) {
       if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
+    } else if (detail::is(a, "--polite-signal") && has_value && (extra & kPoliteSignalOption)) {
+      if (!parse_uint31(argv[++i], o.polite_signal) || o.polite_signal == 0) usage("--polite-signal takes a signal number");
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {

@@ -90,7 +90,7 @@ using Options = protocol::Options<char>;
 [[noreturn]] void usage(const char* why) {
   protocol::print_usage(why,
                         "cordon-anchor [--tier " + anchor::tier_names() +
-                            "] [--best-effort] [--fallback] [--grace MS] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
+                            "] [--best-effort] [--fallback] [--grace MS] [--polite-signal N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -105,8 +105,15 @@ void open_trace(const char* file) {
 Options parse(int argc, char** argv) {
   Options o;
   o.tier = "subreaper";
-  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption, o, usage, open_trace);
+  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption | protocol::kPoliteSignalOption, o, usage,
+                          open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
+  // A polite signal must be one that asks: never one that cannot be caught
+  // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
+  if (o.polite_signal == 0) o.polite_signal = SIGTERM;
+  if (o.polite_signal >= NSIG || o.polite_signal == SIGKILL || o.polite_signal == SIGSTOP || o.polite_signal == SIGCONT) {
+    usage("--polite-signal takes a catchable signal number other than SIGCONT");
+  }
   return o;
 }
 
@@ -164,11 +171,13 @@ class Anchor : public anchor::TierHost {
     }
     auto key = std::make_pair(m.pid, m.start_time);
     if (termed_.count(key)) return;
-    int rc = cordon::signal_member(getpid(), group, m, SIGTERM, pidfd_);
+    int rc = cordon::signal_member(getpid(), group, m, opts_.polite_signal, pidfd_);
     if (rc == 0) termed_.insert(key);
     cordon::signal_member(getpid(), group, m, SIGCONT, pidfd_);
-    trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
+    trace("signal %d %lld: %d", opts_.polite_signal, static_cast<long long>(m.pid), rc);
   }
+
+  int polite_signal() const override { return opts_.polite_signal; }
 
   void report_stuck(const std::vector<Member>& left) override {
     term_.stuck_reported();
