@@ -51,6 +51,8 @@ export class CordonError extends Error {
   readonly isCordonError = true as const;
   /** Present on errors that carry a (possibly partial) result. */
   result?: unknown;
+  /** run() rejections: the message without the stderr lines (the command and the reason). */
+  shortMessage?: string;
 
   constructor(message: string, options: CordonErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -287,14 +289,38 @@ export type RunFailure =
   | { kind: 'signal'; signal: NodeJS.Signals }
   | { kind: 'exit'; exitCode: number | null };
 
-/** run(): the command's result is a failure; `shown` is the command line. */
-export function commandFailed(failure: RunFailure, shown: string, cause: unknown): CordonError {
+/** How many of stderr's last lines a run() rejection's message shows, and at most how many characters of them. */
+export const STDERR_TAIL_LINES = 20;
+export const STDERR_TAIL_CHARS = 4000;
+
+/** The last lines of what a command wrote on stderr, for a message (empty when it wrote nothing). */
+export function stderrTail(stderr: string): string {
+  const lines = stderr.replace(/\s+$/, '').split('\n');
+  let tail = lines.slice(-STDERR_TAIL_LINES).join('\n');
+  if (tail.length > STDERR_TAIL_CHARS) tail = '…' + tail.slice(-STDERR_TAIL_CHARS);
+  else if (lines.length > STDERR_TAIL_LINES) tail = '…\n' + tail;
+  return tail;
+}
+
+/** A command line as a reader (or a POSIX shell) would take it back: words quoted only where needed. */
+export function showCommand(command: string, args: readonly string[], shellLine = false): string {
+  const word = (w: string) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+  // A shell's line is shown as given: it is already what a shell reads.
+  return [shellLine ? command : word(command), ...args.map(word)].join(' ');
+}
+
+/**
+ * run(): the command's result is a failure. The message says the command,
+ * the reason and the last lines of its stderr (`stderr`, when it was
+ * collected); `shortMessage` the first two only (as execa).
+ */
+export function commandFailed(failure: RunFailure, shown: string, cause: unknown, stderr = ''): CordonError {
   let code: CordonErrorCode;
   let why: string;
   switch (failure.kind) {
     case 'maxBuffer':
       code = 'ERR_CORDON_MAX_BUFFER';
-      why = `produced more than maxBuffer (${failure.maxBuffer} bytes)`;
+      why = `produced more than maxBuffer (${failure.maxBuffer} bytes) and was terminated`;
       break;
     case 'timeout':
       code = 'ERR_CORDON_TIMEOUT';
@@ -310,10 +336,13 @@ export function commandFailed(failure: RunFailure, shown: string, cause: unknown
       break;
     case 'exit':
       code = 'ERR_CORDON_EXIT';
-      why = `exited with code ${failure.exitCode}`;
+      why = `failed with exit code ${failure.exitCode}`;
       break;
   }
-  return new CordonError(`Command ${why}: ${shown}`, { code, stage: 'run', cause });
+  const shortMessage = `Command ${why}: ${shown}`;
+  const tail = stderrTail(stderr);
+  const error = new CordonError(tail ? `${shortMessage}\n\n${tail}` : shortMessage, { code, stage: 'run', cause });
+  return Object.assign(error, { shortMessage });
 }
 
 // The registry (owners and kinds): misuse is a typed error before anything runs or stops.

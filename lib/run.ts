@@ -91,9 +91,10 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   else if (result.signal) failure = { kind: 'signal', signal: result.signal };
   else if (result.exitCode !== 0) failure = { kind: 'exit', exitCode: result.exitCode };
   if (failure) {
-    const shown = [command, ...args].join(' ');
-    const error = errors.commandFailed(failure, shown, spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined);
-    Object.assign(error, { result: full, stdout: full.stdout, stderr: full.stderr, exitCode: result.exitCode, signal: result.signal });
+    const shown = errors.showCommand(command, args, Boolean(spawnOptions.shell));
+    const stderrText = typeof full.stderr === 'string' ? full.stderr : err.value.toString('utf8');
+    const error = errors.commandFailed(failure, shown, spawnOptions.signal?.aborted ? spawnOptions.signal.reason : undefined, stderrText);
+    Object.assign(error, { command: shown, result: full, stdout: full.stdout, stderr: full.stderr, exitCode: result.exitCode, signal: result.signal });
     throw error;
   }
   return full;
