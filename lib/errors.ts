@@ -265,6 +265,14 @@ export function anchorLost(code: number | null, signal: NodeJS.Signals | null, e
   );
 }
 
+/** A reader of a stream (lines(), pipe()) that the command's stdio did not pipe to the host. */
+export function notPiped(name: 'stdin' | 'stdout' | 'stderr', by: string): CordonError {
+  return new CordonError(`${by} needs the command's ${name} piped to the host, and it is not: pass stdio '${'pipe'}' for it.`, {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
 /** run(): `stdio` is run()'s own business. */
 export function runStdio(): CordonError {
   return new CordonError('The option "stdio" must be left out of run(): it collects stdout and stderr itself. Use "input" for stdin and "stderr" for where stderr goes, or spawn() for full control.', {

@@ -27,6 +27,7 @@ import {
 import { TreeOutput } from './output.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
 import { shellLaunch } from './shell.js';
+import { readLines, type LinesFrom } from './lines.js';
 import { signalName } from './signals.js';
 
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
@@ -575,6 +576,26 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         if ((err as CordonError).isCleanupFailure) throw err;
       },
     );
+  }
+
+  /**
+   * The captured output line by line: `for await (const line of proc.lines())`.
+   * `from`: 'stdout' (default), 'stderr' or 'all' (both, in the order their
+   * lines were completed). The streams asked for must be piped. The loop
+   * reads them (a slow loop pauses them); breaking out lets the rest flow away.
+   */
+  lines(options: { from?: LinesFrom; encoding?: BufferEncoding } = {}): AsyncIterableIterator<string> {
+    const from = (options ?? {}).from ?? 'stdout';
+    if (from !== 'stdout' && from !== 'stderr' && from !== 'all') {
+      throw errors.invalidArg('from', from, "'stdout', 'stderr' or 'all'");
+    }
+    const wanted = from === 'all' ? (['stdout', 'stderr'] as const) : [from];
+    const streams = wanted.map((name) => {
+      const stream = this[name];
+      if (!stream) throw errors.notPiped(name, 'lines()');
+      return stream;
+    });
+    return readLines(streams, options.encoding);
   }
 
   /** Live members as the OS sees them now (pid, parent, command line). Informational; [] once the anchor is gone. */
