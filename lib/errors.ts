@@ -29,6 +29,7 @@ export type CordonErrorCode =
   | 'ERR_CORDON_UNSAFE_BATCH_ARG'
   | 'ERR_CORDON_CWD_LOOKUP'
   | 'ERR_CORDON_BAD_COMMAND_NAME'
+  | 'ERR_CORDON_STREAM_IN_USE'
   | (string & {});
 
 export interface CordonErrorOptions {
@@ -262,6 +263,15 @@ export function anchorLost(code: number | null, signal: NodeJS.Signals | null, e
   return new CordonError(
     `The anchor of this tree ended unexpectedly (${how}) before the tree was quiescent; its members may still run.`,
     { code: 'ERR_CORDON_ANCHOR_LOST', cause: error, stage: 'cleanup' },
+  );
+}
+
+/** Options: a stdio entry that is a stream cordon itself reads or writes for another tree. */
+export function ownedStream(name: string): CordonError {
+  return new CordonError(
+    `The option "${name}" is a stream of another cordon process (its stdin, stdout or stderr). cordon reads that stream itself, ` +
+      'so this command would get nothing of it; nothing ran. Start this command with stdin \'pipe\' and use a.pipe(b), or pipe the stream yourself.',
+    { code: 'ERR_CORDON_STREAM_IN_USE', stage: 'input' },
   );
 }
 

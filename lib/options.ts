@@ -8,8 +8,9 @@ import { duration } from './duration.js';
 import { commandEnv, localBins, prependPath } from './environment.js';
 import { shellOption } from './shell.js';
 import { killSignalOption, stopOption } from './stopping.js';
+import { isOwned } from './streams.js';
 import type { ContainedProcess } from './process.js';
-import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
+import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 
 export type { Tier } from './tiers.js';
@@ -127,6 +128,8 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     return value;
   }
   if (value instanceof Stream) {
+    // issue #16: another tree's own stream (its reader would drain it first).
+    if (isOwned(value)) throw ownedStream(name);
     if (streamFd(value) === undefined) {
       throw invalidArg(name, value, "a stream with an open file descriptor (an opened file stream, a socket, process.stdout), a descriptor number or 'pipe'");
     }

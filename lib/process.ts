@@ -28,6 +28,7 @@ import { TreeOutput } from './output.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
 import { shellLaunch } from './shell.js';
 import { readLines, type LinesFrom } from './lines.js';
+import { markOwned } from './streams.js';
 import { signalName } from './signals.js';
 
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
@@ -275,6 +276,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     );
     this.stdout = this.output.stdout;
     this.stderr = this.output.stderr;
+    for (const stream of [this.stdin, this.stdout, this.stderr, child.stdout, child.stderr]) markOwned(stream);
 
     this.started = this.startedD.promise;
     this.result = this.resultD.promise;
@@ -596,6 +598,32 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       return stream;
     });
     return readLines(streams, options.encoding);
+  }
+
+  /**
+   * Copies this tree's stdout (or stderr: `from`) into `target`'s stdin, as a
+   * shell pipeline: `target`'s stdin ends when this output ends; if `target`
+   * stops reading (it exited), this output is closed, so a writer gets EPIPE
+   * or SIGPIPE as in a shell. Each tree stays contained and has its own
+   * result. Returns `target`.
+   */
+  pipe(target: ContainedProcess, options: { from?: 'stdout' | 'stderr' } = {}): ContainedProcess {
+    if (!(target instanceof ContainedProcess)) throw errors.invalidArg('target', target, 'a process spawn() returned', 'ERR_INVALID_ARG_TYPE');
+    if (target === this) throw errors.invalidArg('target', 'itself', 'another process');
+    const from = (options ?? {}).from ?? 'stdout';
+    if (from !== 'stdout' && from !== 'stderr') throw errors.invalidArg('from', from, "'stdout' or 'stderr'");
+    const source = this[from];
+    if (!source) throw errors.notPiped(from, 'pipe()');
+    const sink = target.stdin;
+    if (!sink) throw errors.notPiped('stdin', `pipe() into ${target.command}`);
+    source.pipe(sink);
+    const stop = () => {
+      // The reader is gone: close this output, as a shell pipeline would.
+      if (!source.readableEnded && !source.destroyed) source.destroy();
+    };
+    sink.once('close', stop);
+    sink.once('error', stop);
+    return target;
   }
 
   /** Live members as the OS sees them now (pid, parent, command line). Informational; [] once the anchor is gone. */
