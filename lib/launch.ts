@@ -64,6 +64,9 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     '--grace', String(opts.grace),
     // killSignal (issue #16): the anchor's polite signal, when not its own SIGTERM.
     ...(opts.killSignal !== 'SIGTERM' ? ['--polite-signal', String(signalNumber(opts.killSignal))] : []),
+    // uid/gid (issue #16): the command's, never the anchor's.
+    ...(opts.uid !== undefined ? ['--uid', String(opts.uid)] : []),
+    ...(opts.gid !== undefined ? ['--gid', String(opts.gid)] : []),
     ...watch,
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
     // The default tier (not one the caller or CORDON_TIER asked for): a

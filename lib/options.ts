@@ -9,6 +9,7 @@ import { commandEnv, localBins, prependPath } from './environment.js';
 import { shellOption } from './shell.js';
 import { killSignalOption, stopOption } from './stopping.js';
 import { isOwned } from './streams.js';
+import { credentialOption } from './credentials.js';
 import type { ContainedProcess } from './process.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
@@ -64,6 +65,10 @@ export interface SpawnOptions {
    * stdin. The root then has the grace to exit; then killSignal, then the forced kill of what remains.
    */
   stop?: (proc: ContainedProcess) => unknown;
+  /** POSIX: the user id the command runs as (the anchor keeps the host's; needs the privilege to change it). */
+  uid?: number;
+  /** POSIX: the group id the command runs as (supplementary groups are dropped with uid or gid). */
+  gid?: number;
   // --- end issue #16 ---
 }
 
@@ -86,6 +91,8 @@ export interface NormalizedOptions {
   shell: string | undefined;
   killSignal: NodeJS.Signals;
   stop: ((proc: ContainedProcess) => unknown) | undefined;
+  uid: number | undefined;
+  gid: number | undefined;
   // --- end issue #16 ---
 }
 
@@ -93,7 +100,7 @@ const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
   // issue #16
-  'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop',
+  'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
 ]);
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
@@ -267,6 +274,8 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     shell: shellOption(o.shell),
     killSignal: killSignalOption(o.killSignal),
     stop: stopOption(o.stop),
+    uid: credentialOption('uid', o.uid),
+    gid: credentialOption('gid', o.gid),
   };
 }
 

@@ -29,6 +29,7 @@ import { checkBatchArgs, resolveCommand } from './resolve.js';
 import { shellLaunch } from './shell.js';
 import { readLines, type LinesFrom } from './lines.js';
 import { markOwned } from './streams.js';
+import { privilegeDropFailed } from './credentials.js';
 import { signalName } from './signals.js';
 
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout';
@@ -231,7 +232,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         plan.anchor,
         {
           ready: (pid, tier) => this.onReady(pid, tier),
-          noContain: (errno, what) => this.onLaunchFailure(errors.noContainment(errno, what)),
+          noContain: (errno, what) =>
+            this.onLaunchFailure(what === 'setuid' ? privilegeDropFailed(errno, opts.uid, opts.gid) : errors.noContainment(errno, what)),
           execFail: (errno) => this.onLaunchFailure(errors.execFailed(errno, path, this.command)),
           noCwd: (errno) => this.onLaunchFailure(errors.anchorNoCwd(opts.cwd, errno)),
           rootExit: (code, signal) => this.onRootExit(code, signal),

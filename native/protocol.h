@@ -11,6 +11,7 @@
 //   GROUP <pgid>                    the process-group tier: the tree's process group (before READY)
 //   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
 //   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
+//                                   (<what> setuid: the command could not take --uid/--gid)
 //   EXECFAIL <errno>                exec of the command failed; nothing ran
 //   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
 //   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
@@ -177,13 +178,15 @@ class Termination {
 // ---- The anchor's command line ---------------------------------------------
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
-//                 [--polite-signal N] [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]
+//                 [--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE]
+//                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
   kCwdOption = 1,          // --cwd DIR
   kFallbackOption = 2,     // --fallback (POSIX)
   kJobFromHostOption = 4,  // --job-from-host (Windows)
   kPoliteSignalOption = 8, // --polite-signal N (POSIX): the signal TERM (and control EOF) sends first
+  kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
 };
 
 template <typename Char>
@@ -197,6 +200,8 @@ struct Options {
   bool job_from_host = false;  // the first control line is JOB
   int grace_ms = kDefaultGraceMs;
   int polite_signal = 0;       // --polite-signal: 0 = the platform's own (SIGTERM; Windows CTRL_BREAK)
+  int uid = -1;                // --uid, --gid: -1 = the anchor's own
+  int gid = -1;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
@@ -274,6 +279,10 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
     } else if (detail::is(a, "--polite-signal") && has_value && (extra & kPoliteSignalOption)) {
       if (!parse_uint31(argv[++i], o.polite_signal) || o.polite_signal == 0) usage("--polite-signal takes a signal number");
+    } else if (detail::is(a, "--uid") && has_value && (extra & kCredentialsOption)) {
+      if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
+    } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {
+      if (!parse_uint31(argv[++i], o.gid)) usage("--gid takes a group id");
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {

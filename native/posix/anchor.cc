@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -105,8 +106,10 @@ void open_trace(const char* file) {
 Options parse(int argc, char** argv) {
   Options o;
   o.tier = "subreaper";
-  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption | protocol::kPoliteSignalOption, o, usage,
-                          open_trace);
+  protocol::parse_options(argc, argv,
+                          protocol::kCwdOption | protocol::kFallbackOption | protocol::kPoliteSignalOption |
+                              protocol::kCredentialsOption,
+                          o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
   // A polite signal must be one that asks: never one that cannot be caught
   // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
@@ -251,7 +254,7 @@ class Anchor : public anchor::TierHost {
     pid_t pid = static_cast<pid_t>(forked);
     if (pid == 0) {
       // [stage, errno]: stage 0 = exec, 1 = the tier's step in the child
-      // (joining the tree's process group).
+      // (joining the tree's process group), 2 = the privilege drop (--uid/--gid).
       int report[2] = {0, 0};
       int err = tier_->child_enter();
       if (err != 0) {
@@ -283,6 +286,23 @@ class Anchor : public anchor::TierHost {
       // Only fds 0-2 reach the command (whatever the host leaked without
       // close-on-exec included); the close-on-exec status pipe stays until exec.
       cordon::close_fds_from(3, status_pipe[1]);
+      // --uid/--gid: the command runs as them, the anchor stays what it is
+      // (it must still signal and reap every member). Supplementary groups
+      // are dropped first (as libuv does; an unprivileged anchor cannot,
+      // and then only fails below if it asked for another id).
+      if (opts_.uid >= 0 || opts_.gid >= 0) {
+        int drop_err = 0;
+        if (setgroups(0, nullptr) != 0) errno = 0;
+        if (opts_.gid >= 0 && setgid(static_cast<gid_t>(opts_.gid)) != 0) drop_err = errno;
+        if (drop_err == 0 && opts_.uid >= 0 && setuid(static_cast<uid_t>(opts_.uid)) != 0) drop_err = errno;
+        if (drop_err != 0) {
+          report[0] = 2;
+          report[1] = drop_err;
+          ssize_t ignored = write(status_pipe[1], report, sizeof report);
+          (void)ignored;
+          _exit(127);
+        }
+      }
       execve(opts_.path.c_str(), argv.data(), environ);
       report[1] = errno;
       ssize_t ignored = write(status_pipe[1], report, sizeof report);
@@ -307,6 +327,7 @@ class Anchor : public anchor::TierHost {
       waitpid(pid, &st, 0);
       tier_->abandon_launch();
       if (report[0] == 1) send(protocol::no_contain(report[1], tier_->name()));
+      else if (report[0] == 2) send(protocol::no_contain(report[1], "setuid"));
       else send(protocol::exec_fail(report[1]));
       return false;
     }
