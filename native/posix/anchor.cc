@@ -255,15 +255,14 @@ class Anchor : public anchor::TierHost {
     if (pid == 0) {
       // [stage, errno]: stage 0 = exec, 1 = the tier's step in the child
       // (joining the tree's process group), 2 = the privilege drop (--uid/--gid).
-      int report[2] = {0, 0};
-      int err = tier_->child_enter();
-      if (err != 0) {
-        report[0] = 1;
-        report[1] = err;
+      auto fail = [&](int stage, int e) {
+        int report[2] = {stage, e};
         ssize_t ignored = write(status_pipe[1], report, sizeof report);
         (void)ignored;
         _exit(127);
-      }
+      };
+      int err = tier_->child_enter();
+      if (err != 0) fail(1, err);
       // The command starts with the dispositions and mask a shell would give it.
       default_dispositions();
       sigset_t none;
@@ -295,19 +294,10 @@ class Anchor : public anchor::TierHost {
         if (setgroups(0, nullptr) != 0) errno = 0;
         if (opts_.gid >= 0 && setgid(static_cast<gid_t>(opts_.gid)) != 0) drop_err = errno;
         if (drop_err == 0 && opts_.uid >= 0 && setuid(static_cast<uid_t>(opts_.uid)) != 0) drop_err = errno;
-        if (drop_err != 0) {
-          report[0] = 2;
-          report[1] = drop_err;
-          ssize_t ignored = write(status_pipe[1], report, sizeof report);
-          (void)ignored;
-          _exit(127);
-        }
+        if (drop_err != 0) fail(2, drop_err);
       }
       execve(opts_.path.c_str(), argv.data(), environ);
-      report[1] = errno;
-      ssize_t ignored = write(status_pipe[1], report, sizeof report);
-      (void)ignored;
-      _exit(127);
+      fail(0, errno);
     }
     close(status_pipe[1]);
     rc = tier_->after_fork(pid, what);
