@@ -67,6 +67,8 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     // uid/gid (issue #16): the command's, never the anchor's.
     ...(opts.uid !== undefined ? ['--uid', String(opts.uid)] : []),
     ...(opts.gid !== undefined ? ['--gid', String(opts.gid)] : []),
+    // shell: cmd.exe (issue #16): the Windows anchor runs the line verbatim through the system's cmd.exe.
+    ...(opts.shell?.kind === 'cmd' ? ['--cmd-shell'] : []),
     ...watch,
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
     // The default tier (not one the caller or CORDON_TIER asked for): a

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import * as defaults from './defaults.js';
 import { duration } from './duration.js';
 import { commandEnv, localBins, prependPath } from './environment.js';
-import { shellOption } from './shell.js';
+import { shellOption, type ShellSpec } from './shell.js';
 import { killSignalOption, stopOption } from './stopping.js';
 import { isOwned } from './streams.js';
 import { credentialOption } from './credentials.js';
@@ -56,7 +56,7 @@ export interface SpawnOptions {
   preferLocal?: boolean;
   /** Where `preferLocal` starts looking. Default `cwd`. */
   localDir?: string | URL;
-  /** Run `command` as one string through a shell: true = /bin/sh, or a shell's path or name (POSIX; `-c`). */
+  /** Run `command` as one string through a shell: true = /bin/sh (`-c`), or a shell's path or name; Windows: cmd.exe only. */
   shell?: boolean | string;
   /** The polite signal of every stop (terminate, abort, timeout, leftovers, host exit). Default 'SIGTERM'. POSIX; Windows: 'SIGTERM' only. */
   killSignal?: NodeJS.Signals;
@@ -88,7 +88,7 @@ export interface NormalizedOptions {
   argv0: string | undefined;
   // --- issue #16 ---
   /** The shell to run the command string with (shell mode), if any. */
-  shell: string | undefined;
+  shell: ShellSpec | undefined;
   killSignal: NodeJS.Signals;
   stop: ((proc: ContainedProcess) => unknown) | undefined;
   uid: number | undefined;

@@ -178,7 +178,7 @@ class Termination {
 // ---- The anchor's command line ---------------------------------------------
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
-//                 [--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE]
+//                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--watch-fd N]... [--cwd DIR] [--trace FILE]
 //                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
@@ -187,6 +187,7 @@ enum Extra : unsigned {
   kJobFromHostOption = 4,  // --job-from-host (Windows)
   kPoliteSignalOption = 8, // --polite-signal N (POSIX): the signal TERM (and control EOF) sends first
   kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
+  kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
 };
 
 template <typename Char>
@@ -200,6 +201,7 @@ struct Options {
   bool job_from_host = false;  // the first control line is JOB
   int grace_ms = kDefaultGraceMs;
   int polite_signal = 0;       // --polite-signal: 0 = the platform's own (SIGTERM; Windows CTRL_BREAK)
+  bool cmd_shell = false;      // --cmd-shell: the system's cmd.exe runs the one argument verbatim
   int uid = -1;                // --uid, --gid: -1 = the anchor's own
   int gid = -1;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
@@ -279,6 +281,8 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
     } else if (detail::is(a, "--polite-signal") && has_value && (extra & kPoliteSignalOption)) {
       if (!parse_uint31(argv[++i], o.polite_signal) || o.polite_signal == 0) usage("--polite-signal takes a signal number");
+    } else if (detail::is(a, "--cmd-shell") && (extra & kCmdShellOption)) {
+      o.cmd_shell = true;
     } else if (detail::is(a, "--uid") && has_value && (extra & kCredentialsOption)) {
       if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
     } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { run, spawn } from '../lib/index.js';
-import { shellOption } from '../lib/shell.js';
+import { shellLaunch, shellOption } from '../lib/shell.js';
 import { capture } from './helpers/fixtures.js';
 import { alive, useTag, waitGone, within } from './helpers/procs.js';
 import { itWhere } from './helpers/tier.js';
@@ -74,10 +74,15 @@ describe('shell: a named shell', () => {
     expect(t.procs()).toEqual([]);
   });
 
-  it('Windows: shell mode is a typed ERR_CORDON_UNSUPPORTED (not yet implemented there), decided before anything runs', () => {
-    for (const value of [true, 'cmd.exe', 'powershell']) {
+  it('Windows (decided before anything runs; run under Wine by test/win/shell.test.mjs): cmd.exe only, one line, no args', () => {
+    for (const value of [true, 'cmd', 'cmd.exe', 'C:\\Windows\\System32\\CMD.EXE']) expect(shellOption(value, 'win32')).toEqual({ kind: 'cmd', path: 'cmd.exe' });
+    for (const value of ['powershell', 'pwsh.exe', 'bash']) {
       expect(() => shellOption(value, 'win32')).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED', stage: 'input' }));
     }
     expect(shellOption(false, 'win32')).toBeUndefined();
+    const cmd = shellOption(true, 'win32')!;
+    expect(shellLaunch(cmd, 'echo a && echo b', [])).toEqual({ command: 'cmd.exe', args: ['echo a && echo b'] });
+    expect(() => shellLaunch(cmd, 'echo', ['x'])).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    expect(() => shellLaunch(cmd, 'echo a\r\necho b', [])).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
   });
 });
