@@ -4,7 +4,7 @@
 // fixture's output; liveness is process.kill(pid, 0) from here.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { alive, cordon, readPids, track, treeArgs, waitGone, within } from './helpers.mjs';
+import { assertCmdTreeEndsWhole, cordon, track, treeArgs, within } from './helpers.mjs';
 
 test('shell: true runs a cmd.exe line: &&, quotes kept, the exit code of the line', async (ctx) => {
   track(ctx);
@@ -18,14 +18,7 @@ test('shell: true runs a cmd.exe line: &&, quotes kept, the exit code of the lin
 test('a line that starts a tree (cmd -> node -> detached grandchild) is ended whole', async (ctx) => {
   const t = track(ctx);
   const line = `"${process.execPath}" ${treeArgs('--detached', '1').map((a) => `"${a}"`).join(' ')}`;
-  const proc = t.proc(cordon.spawn(line, [], { shell: true, stdio: ['ignore', 'pipe', 'ignore'] }));
-  const pids = await readPids(proc.stdout, t);
-  const cmdPid = await within(proc.started, 10000, 'started');
-  t.add(cmdPid);
-  const all = [cmdPid, pids.root, pids.gc0];
-  assert.ok(all.every(alive), 'cmd.exe, node and the grandchild run');
-  await within(proc.terminate({ grace: 500 }), 15000, 'terminate()', all);
-  await waitGone(all, 2000);
+  await assertCmdTreeEndsWhole(t, t.proc(cordon.spawn(line, [], { shell: true, stdio: ['ignore', 'pipe', 'ignore'] })));
 });
 
 test('arguments, CR/LF and shells other than cmd.exe are typed errors before anything runs', () => {
