@@ -29,6 +29,7 @@ export type CordonErrorCode =
   | 'ERR_CORDON_UNSAFE_BATCH_ARG'
   | 'ERR_CORDON_CWD_LOOKUP'
   | 'ERR_CORDON_BAD_COMMAND_NAME'
+  | 'ERR_CORDON_STREAM_IN_USE'
   | (string & {});
 
 export interface CordonErrorOptions {
@@ -51,6 +52,8 @@ export class CordonError extends Error {
   readonly isCordonError = true as const;
   /** Present on errors that carry a (possibly partial) result. */
   result?: unknown;
+  /** run() rejections: the message without the stderr lines (the command and the reason). */
+  shortMessage?: string;
 
   constructor(message: string, options: CordonErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -284,6 +287,23 @@ export function anchorLost(code: number | null, signal: NodeJS.Signals | null, e
   );
 }
 
+/** Options: a stdio entry that is a stream cordon itself reads or writes for another tree. */
+export function ownedStream(name: string): CordonError {
+  return new CordonError(
+    `The option "${name}" is a stream of another cordon process (its stdin, stdout or stderr). cordon reads that stream itself, ` +
+      'so this command would get nothing of it; nothing ran. Start this command with stdin \'pipe\' and use a.pipe(b), or pipe the stream yourself.',
+    { code: 'ERR_CORDON_STREAM_IN_USE', stage: 'input' },
+  );
+}
+
+/** A reader of a stream (lines(), pipe()) that the command's stdio did not pipe to the host. */
+export function notPiped(name: 'stdin' | 'stdout' | 'stderr', by: string): CordonError {
+  return new CordonError(`${by} needs the command's ${name} piped to the host, and it is not: pass stdio '${'pipe'}' for it.`, {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
 /** run(): `stdio` is run()'s own business. */
 export function runStdio(): CordonError {
   return new CordonError('The option "stdio" must be left out of run(): it collects stdout and stderr itself. Use "input" for stdin and "stderr" for where stderr goes, or spawn() for full control.', {
@@ -308,14 +328,38 @@ export type RunFailure =
   | { kind: 'signal'; signal: NodeJS.Signals; limit?: string }
   | { kind: 'exit'; exitCode: number | null; limit?: string };
 
-/** run(): the command's result is a failure; `shown` is the command line. */
-export function commandFailed(failure: RunFailure, shown: string, cause: unknown): CordonError {
+/** How many of stderr's last lines a run() rejection's message shows, and at most how many characters of them. */
+export const STDERR_TAIL_LINES = 20;
+export const STDERR_TAIL_CHARS = 4000;
+
+/** The last lines of what a command wrote on stderr, for a message (empty when it wrote nothing). */
+export function stderrTail(stderr: string): string {
+  const lines = stderr.replace(/\s+$/, '').split('\n');
+  let tail = lines.slice(-STDERR_TAIL_LINES).join('\n');
+  if (tail.length > STDERR_TAIL_CHARS) tail = '…' + tail.slice(-STDERR_TAIL_CHARS);
+  else if (lines.length > STDERR_TAIL_LINES) tail = '…\n' + tail;
+  return tail;
+}
+
+/** A command line as a reader (or a POSIX shell) would take it back: words quoted only where needed. */
+export function showCommand(command: string, args: readonly string[], shellLine = false): string {
+  const word = (w: string) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+  // A shell's line is shown as given: it is already what a shell reads.
+  return [shellLine ? command : word(command), ...args.map(word)].join(' ');
+}
+
+/**
+ * run(): the command's result is a failure. The message says the command,
+ * the reason and the last lines of its stderr (`stderr`, when it was
+ * collected); `shortMessage` the first two only (as execa).
+ */
+export function commandFailed(failure: RunFailure, shown: string, cause: unknown, stderr = ''): CordonError {
   let code: CordonErrorCode;
   let why: string;
   switch (failure.kind) {
     case 'maxBuffer':
       code = 'ERR_CORDON_MAX_BUFFER';
-      why = `produced more than maxBuffer (${failure.maxBuffer} bytes)`;
+      why = `produced more than maxBuffer (${failure.maxBuffer} bytes) and was terminated`;
       break;
     case 'timeout':
       code = 'ERR_CORDON_TIMEOUT';
@@ -331,11 +375,14 @@ export function commandFailed(failure: RunFailure, shown: string, cause: unknown
       break;
     case 'exit':
       code = 'ERR_CORDON_EXIT';
-      why = `exited with code ${failure.exitCode}`;
+      why = `failed with exit code ${failure.exitCode}`;
       break;
   }
   if ((failure.kind === 'signal' || failure.kind === 'exit') && failure.limit) why += ` (the tree ran into its ${failure.limit} limit)`;
-  return new CordonError(`Command ${why}: ${shown}`, { code, stage: 'run', cause });
+  const shortMessage = `Command ${why}: ${shown}`;
+  const tail = stderrTail(stderr);
+  const error = new CordonError(tail ? `${shortMessage}\n\n${tail}` : shortMessage, { code, stage: 'run', cause });
+  return Object.assign(error, { shortMessage });
 }
 
 // The registry (owners and kinds): misuse is a typed error before anything runs or stops.

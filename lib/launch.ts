@@ -7,6 +7,7 @@
 import type { AnchorSpawn } from './anchor.js';
 import { argsTooLarge, invalidArg, type CordonError } from './errors.js';
 import { anchorLimitArgs, hasLimits, type Limits } from './limits.js';
+import { signalNumber } from './signals.js';
 import type { NormalizedOptions, StdioOption, Tier } from './options.js';
 
 export interface LaunchInput {
@@ -64,6 +65,13 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
   const args = [
     '--tier', tier,
     '--grace', String(opts.grace),
+    // killSignal (issue #16): the anchor's polite signal, when not its own SIGTERM.
+    ...(opts.killSignal !== 'SIGTERM' ? ['--polite-signal', String(signalNumber(opts.killSignal))] : []),
+    // uid/gid (issue #16): the command's, never the anchor's.
+    ...(opts.uid !== undefined ? ['--uid', String(opts.uid)] : []),
+    ...(opts.gid !== undefined ? ['--gid', String(opts.gid)] : []),
+    // shell: cmd.exe (issue #16): the Windows anchor runs the line verbatim through the system's cmd.exe.
+    ...(opts.shell?.kind === 'cmd' ? ['--cmd-shell'] : []),
     ...watch,
     ...anchorLimitArgs(input.limits),
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),

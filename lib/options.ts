@@ -5,7 +5,13 @@ import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import * as defaults from './defaults.js';
 import { duration } from './duration.js';
-import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, stdioFdNotOpen, unknownOption } from './errors.js';
+import { commandEnv, localBins, prependPath } from './environment.js';
+import { shellOption, type ShellSpec } from './shell.js';
+import { killSignalOption, stopOption } from './stopping.js';
+import { isOwned } from './streams.js';
+import { credentialOption } from './credentials.js';
+import type { ContainedProcess } from './process.js';
+import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 
@@ -19,7 +25,7 @@ export { DEFAULT_GRACE_MS, DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_WAIT_DELAY_MS } f
 export interface SpawnOptions {
   /** Working directory of the command (must exist). */
   cwd?: string | URL;
-  /** The command's whole environment, as in child_process (default process.env). */
+  /** Variables laid over process.env (with `extendEnv: false`: the whole environment). `undefined` unsets one. */
   env?: NodeJS.ProcessEnv;
   /** As in child_process: one value for all three, or [stdin, stdout, stderr]. */
   stdio?: StdioOption | [StdioOption, StdioOption, StdioOption];
@@ -45,6 +51,28 @@ export interface SpawnOptions {
   argv0?: string;
   /** Resource limits on the whole tree, enforced by the kernel (lib/limits.ts; capabilities().guarantees.limits). */
   limits?: LimitsOption;
+
+  // --- issue #16: the API hosts expect from execa (lib/environment.ts) ---
+  /** Lay `env` over process.env (default true); false: `env` is the whole environment. */
+  extendEnv?: boolean;
+  /** Put `node_modules/.bin` of `localDir` and each of its parents first on PATH. Default false. */
+  preferLocal?: boolean;
+  /** Where `preferLocal` starts looking. Default `cwd`. */
+  localDir?: string | URL;
+  /** Run `command` as one string through a shell: true = /bin/sh (`-c`), or a shell's path or name; Windows: cmd.exe only. */
+  shell?: boolean | string;
+  /** The polite signal of every stop (terminate, abort, timeout, leftovers, host exit). Default 'SIGTERM'. POSIX; Windows: 'SIGTERM' only. */
+  killSignal?: NodeJS.Signals;
+  /**
+   * Asked first to stop a running root (terminate() with a grace, abort, timeout): e.g. write 'q' to its
+   * stdin. The root then has the grace to exit; then killSignal, then the forced kill of what remains.
+   */
+  stop?: (proc: ContainedProcess) => unknown;
+  /** POSIX: the user id the command runs as (the anchor keeps the host's; needs the privilege to change it). */
+  uid?: number;
+  /** POSIX: the group id the command runs as (supplementary groups are dropped with uid or gid). */
+  gid?: number;
+  // --- end issue #16 ---
 }
 
 export interface NormalizedOptions {
@@ -62,13 +90,29 @@ export interface NormalizedOptions {
   log: string | undefined;
   argv0: string | undefined;
   limits: Limits | undefined;
+  // --- issue #16 ---
+  /** The shell to run the command string with (shell mode), if any. */
+  shell: ShellSpec | undefined;
+  killSignal: NodeJS.Signals;
+  stop: ((proc: ContainedProcess) => unknown) | undefined;
+  uid: number | undefined;
+  gid: number | undefined;
+  // --- end issue #16 ---
 }
 
 const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
   'limits',
+  // issue #16
+  'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
 ]);
+
+function flag(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw invalidArg(name, value, 'true or false', 'ERR_INVALID_ARG_TYPE');
+  return value;
+}
 
 function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T | undefined): T | undefined {
   if (value === undefined) return fallback;
@@ -96,6 +140,8 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     return value;
   }
   if (value instanceof Stream) {
+    // issue #16: another tree's own stream (its reader would drain it first).
+    if (isOwned(value)) throw ownedStream(name);
     if (streamFd(value) === undefined) {
       throw invalidArg(name, value, "a stream with an open file descriptor (an opened file stream, a socket, process.stdout), a descriptor number or 'pipe'");
     }
@@ -168,18 +214,28 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     if (!isDir) throw cwdNotDirectory(cwd);
   }
 
-  let env: NodeJS.ProcessEnv = process.env;
-  if (o.env !== undefined) {
-    if (typeof o.env !== 'object' || o.env === null) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
-    env = o.env as NodeJS.ProcessEnv;
-  }
+  // --- issue #16: the environment (lib/environment.ts) ---
+  if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null)) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
   // process.env comes from the OS environment (no NUL can be in it); a
   // caller's own object is checked here, before anything runs.
-  if (env !== process.env) for (const [key, value] of Object.entries(env)) {
+  if (o.env !== undefined) for (const [key, value] of Object.entries(o.env as object)) {
     if (value === undefined) continue;
     noNul(`env.${key}`, key);
     noNul(`env.${key}`, String(value));
   }
+  const extendEnv = flag('extendEnv', o.extendEnv, true);
+  let env = commandEnv(process.env, o.env as NodeJS.ProcessEnv | undefined, extendEnv);
+  if (flag('preferLocal', o.preferLocal, false)) {
+    let localDir = cwd;
+    if (o.localDir instanceof URL) localDir = fileURLToPath(o.localDir);
+    else if (typeof o.localDir === 'string' && o.localDir.length > 0) localDir = resolvePath(cwd, o.localDir);
+    else if (o.localDir !== undefined) throw invalidArg('localDir', o.localDir, 'a non-empty path string or file URL', o.localDir === '' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
+    noNul('localDir', localDir);
+    env = prependPath(env, localBins(localDir));
+  } else if (o.localDir !== undefined) {
+    throw invalidArg('localDir', o.localDir, 'left out unless preferLocal is true');
+  }
+  // --- end issue #16 ---
 
   let stdio: [StdioOption, StdioOption, StdioOption] = ['pipe', 'pipe', 'pipe'];
   if (Array.isArray(o.stdio)) {
@@ -220,6 +276,12 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     log: o.log === undefined ? undefined : resolvePath(o.log as string),
     argv0: o.argv0 as string | undefined,
     limits: parseLimits('limits', o.limits),
+    // issue #16
+    shell: shellOption(o.shell),
+    killSignal: killSignalOption(o.killSignal),
+    stop: stopOption(o.stop),
+    uid: credentialOption('uid', o.uid),
+    gid: credentialOption('gid', o.gid),
   };
 }
 

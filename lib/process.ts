@@ -29,6 +29,10 @@ import {
 } from './options.js';
 import { TreeOutput } from './output.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
+import { shellLaunch } from './shell.js';
+import { readLines, type LinesFrom } from './lines.js';
+import { markOwned } from './streams.js';
+import { privilegeDropFailed } from './credentials.js';
 import { signalName } from './signals.js';
 
 /** Why the root ended; 'limit': a resource limit of the tree ended it (see `limit`). */
@@ -118,6 +122,8 @@ export interface ContainedResult {
   rootExitedAt: number;
   settledAt: number;
   logPath?: string;
+  /** The `stop` hook threw or rejected with this (the teardown went on: killSignal, then the forced kill). */
+  stopError?: unknown;
 }
 
 export interface MemberInfo {
@@ -223,6 +229,10 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private terminateSent = false;
   /** The leftovers policy kept them running: the result's `leftoversKept`. */
   private kept = false;
+  /** The stop hook was called (once per tree); `stopping` while its wait runs. */
+  private stopHookCalled = false;
+  private stopping: (() => void) | undefined;
+  private stopError: { error: unknown } | undefined;
   private cancelReason: 'canceled' | 'timeout' | undefined;
   private launchError: CordonError | undefined;
   private cleanupError: CordonError | undefined;
@@ -238,8 +248,10 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.opts = opts;
     if (opts.signal?.aborted) throw errors.alreadyAborted(opts.signal.reason);
     checkLogStdio(opts);
-    const path = resolveCommand(command, opts.cwd, opts.env);
-    checkBatchArgs(path, args);
+    // Shell mode: the shell runs the command string (lib/shell.ts).
+    const launch = opts.shell === undefined ? { command, args } : shellLaunch(opts.shell, command, args);
+    const path = resolveCommand(launch.command, opts.cwd, opts.env);
+    checkBatchArgs(path, launch.args);
     const tier = opts.tier ?? defaultTier();
     const anchor = helperPath();
     this.limitsAsked = hasLimits(opts.limits) ? opts.limits : undefined;
@@ -254,14 +266,15 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       }
     }
 
-    const plan = planLaunch({ command, args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits });
+    const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits });
     this.tier = plan.tier;
     try {
       this.anchor = new AnchorChannel(
         plan.anchor,
         {
           ready: (pid, tier) => this.onReady(pid, tier),
-          noContain: (errno, what) => this.onLaunchFailure(errors.noContainment(errno, what)),
+          noContain: (errno, what) =>
+            this.onLaunchFailure(what === 'setuid' ? privilegeDropFailed(errno, opts.uid, opts.gid) : errors.noContainment(errno, what)),
           execFail: (errno) => this.onLaunchFailure(errors.execFailed(errno, path, this.command)),
           noCwd: (errno) => this.onLaunchFailure(errors.anchorNoCwd(opts.cwd, errno)),
           rootExit: (code, signal) => this.onRootExit(code, signal),
@@ -312,6 +325,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     );
     this.stdout = this.output.stdout;
     this.stderr = this.output.stderr;
+    for (const stream of [this.stdin, this.stdout, this.stderr, child.stdout, child.stderr]) markOwned(stream);
 
     this.started = this.startedD.promise;
     this.result = this.resultD.promise;
@@ -386,6 +400,56 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (this.anchorGone) return;
     this.terminateSent = true;
     this.anchor.terminate(graceMs);
+  }
+
+  /**
+   * A stop asked for while the root runs (terminate() with a grace, abort,
+   * timeout). With a `stop` hook: the hook first (once per tree), then up
+   * to `graceMs` for the root to exit; when it exits, the grace passes or
+   * the hook throws, the anchor's TERM: killSignal to every member, the
+   * forced kill of what remains after `graceMs`. Without a hook, or with
+   * grace 0 (kill()), or once the root has exited: the anchor's TERM now.
+   */
+  private politeStop(graceMs: number): void {
+    if (this.anchorGone) return;
+    const hook = this.opts.stop;
+    if (this.stopping) {
+      // The hook's wait runs: a forced kill cuts it short; another polite stop waits with it.
+      if (graceMs === 0) this.stopping();
+      return;
+    }
+    if (!hook || graceMs === 0 || this.stopHookCalled || this.pid === undefined || this.rootExit) {
+      this.sendTerminate(graceMs);
+      return;
+    }
+    this.stopHookCalled = true;
+    // Asked to end: the leftovers policy must not keep what remains.
+    this.terminateSent = true;
+    let timer: NodeJS.Timeout | undefined;
+    let waiting = true;
+    const next = (graceNow: number) => {
+      if (!waiting) return;
+      waiting = false;
+      this.stopping = undefined;
+      clearTimeout(timer);
+      this.off('exit', onExit);
+      this.sendTerminate(graceNow);
+    };
+    const onExit = () => next(graceMs);
+    const failed = (error: unknown) => {
+      this.stopError ??= { error };
+      debug('%s: the stop hook failed: %s', this.command, (error as Error)?.message ?? String(error));
+      this.emit('stopError', error);
+      next(graceMs);
+    };
+    this.stopping = () => next(0);
+    timer = setTimeout(() => next(graceMs), graceMs);
+    this.once('exit', onExit);
+    try {
+      Promise.resolve(hook(this)).catch(failed);
+    } catch (error) {
+      failed(error);
+    }
   }
 
   /** The result's outcome is fixed (it may still be flushing the log). */
@@ -497,6 +561,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       settledAt: Date.now(),
     };
     if (this.opts.log !== undefined) result.logPath = this.opts.log;
+    if (this.stopError) result.stopError = this.stopError.error;
     return result;
   }
 
@@ -528,7 +593,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     }
     this.cancelReason = reason;
     debug('%s: %s, interrupt grace %d ms', this.command, reason, this.opts.interruptGrace);
-    this.sendTerminate(this.opts.interruptGrace);
+    this.politeStop(this.opts.interruptGrace);
   }
 
   /**
@@ -578,7 +643,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (this.launchError) return Promise.resolve();
     if (!this.quiescent) {
       this.anchor.ref();
-      this.sendTerminate(grace);
+      this.politeStop(grace);
     }
     return this.quiescentD.promise;
   }
@@ -597,6 +662,52 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         if ((err as CordonError).isCleanupFailure) throw err;
       },
     );
+  }
+
+  /**
+   * The captured output line by line: `for await (const line of proc.lines())`.
+   * `from`: 'stdout' (default), 'stderr' or 'all' (both, in the order their
+   * lines were completed). The streams asked for must be piped. The loop
+   * reads them (a slow loop pauses them); breaking out lets the rest flow away.
+   */
+  lines(options: { from?: LinesFrom; encoding?: BufferEncoding } = {}): AsyncIterableIterator<string> {
+    const from = (options ?? {}).from ?? 'stdout';
+    if (from !== 'stdout' && from !== 'stderr' && from !== 'all') {
+      throw errors.invalidArg('from', from, "'stdout', 'stderr' or 'all'");
+    }
+    const wanted = from === 'all' ? (['stdout', 'stderr'] as const) : [from];
+    const streams = wanted.map((name) => {
+      const stream = this[name];
+      if (!stream) throw errors.notPiped(name, 'lines()');
+      return stream;
+    });
+    return readLines(streams, options.encoding);
+  }
+
+  /**
+   * Copies this tree's stdout (or stderr: `from`) into `target`'s stdin, as a
+   * shell pipeline: `target`'s stdin ends when this output ends; if `target`
+   * stops reading (it exited), this output is closed, so a writer gets EPIPE
+   * or SIGPIPE as in a shell. Each tree stays contained and has its own
+   * result. Returns `target`.
+   */
+  pipe(target: ContainedProcess, options: { from?: 'stdout' | 'stderr' } = {}): ContainedProcess {
+    if (!(target instanceof ContainedProcess)) throw errors.invalidArg('target', target, 'a process spawn() returned', 'ERR_INVALID_ARG_TYPE');
+    if (target === this) throw errors.invalidArg('target', 'itself', 'another process');
+    const from = (options ?? {}).from ?? 'stdout';
+    if (from !== 'stdout' && from !== 'stderr') throw errors.invalidArg('from', from, "'stdout' or 'stderr'");
+    const source = this[from];
+    if (!source) throw errors.notPiped(from, 'pipe()');
+    const sink = target.stdin;
+    if (!sink) throw errors.notPiped('stdin', `pipe() into ${target.command}`);
+    source.pipe(sink);
+    const stop = () => {
+      // The reader is gone: close this output, as a shell pipeline would.
+      if (!source.readableEnded && !source.destroyed) source.destroy();
+    };
+    sink.once('close', stop);
+    sink.once('error', stop);
+    return target;
   }
 
   /** Live members as the OS sees them now (pid, parent, command line). Informational; [] once the anchor is gone. */

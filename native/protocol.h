@@ -11,6 +11,7 @@
 //   GROUP <pgid>                    the process-group tier: the tree's process group (before READY)
 //   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
 //   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
+//                                   (<what> setuid: the command could not take --uid/--gid)
 //   EXECFAIL <errno>                exec of the command failed; nothing ran
 //   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
 //   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
@@ -31,6 +32,8 @@
 //                                   and again before QUIET, which supersedes it
 // host -> anchor:
 //   TERM <grace ms>                 polite signal to every member, the forced kill after grace
+//                                   (the polite signal: SIGTERM, or --polite-signal N on POSIX,
+//                                   fixed for the tree's life; Windows: CTRL_BREAK)
 //                                   (grace: digits, 0..2^31-1; anything else: the --grace)
 //   KILL                            the forced kill to every member now
 //   JOB <handle value>              Windows, --job-from-host only: the first line, the tree's job
@@ -190,13 +193,17 @@ class Termination {
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
 //                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
-//                 [--watch-fd N]... [--cwd DIR] [--trace FILE] -- PATH ARGV0 [ARGS...]
+//                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--watch-fd N]... [--cwd DIR] [--trace FILE]
+//                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
   kCwdOption = 1,          // --cwd DIR
   kFallbackOption = 2,     // --fallback (POSIX)
   kJobFromHostOption = 4,  // --job-from-host (Windows)
-  kLimitOptions = 8,       // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
+  kPoliteSignalOption = 8, // --polite-signal N (POSIX): the signal TERM (and control EOF) sends first
+  kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
+  kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
+  kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
 };
 
 template <typename Char>
@@ -214,6 +221,10 @@ struct Options {
   int64_t memory = 0;
   int64_t processes = 0;
   int64_t cpu_quota_us = 0;
+  int polite_signal = 0;       // --polite-signal: 0 = the platform's own (SIGTERM; Windows CTRL_BREAK)
+  bool cmd_shell = false;      // --cmd-shell: the system's cmd.exe runs the one argument verbatim
+  int uid = -1;                // --uid, --gid: -1 = the anchor's own
+  int gid = -1;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
@@ -313,6 +324,14 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       o.fallback = true;
     } else if (detail::is(a, "--grace") && has_value) {
       if (!parse_uint31(argv[++i], o.grace_ms)) usage("--grace takes whole milliseconds from 0 to 2147483647");
+    } else if (detail::is(a, "--polite-signal") && has_value && (extra & kPoliteSignalOption)) {
+      if (!parse_uint31(argv[++i], o.polite_signal) || o.polite_signal == 0) usage("--polite-signal takes a signal number");
+    } else if (detail::is(a, "--cmd-shell") && (extra & kCmdShellOption)) {
+      o.cmd_shell = true;
+    } else if (detail::is(a, "--uid") && has_value && (extra & kCredentialsOption)) {
+      if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
+    } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {
+      if (!parse_uint31(argv[++i], o.gid)) usage("--gid takes a group id");
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {

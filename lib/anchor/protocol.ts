@@ -6,7 +6,7 @@
 // anchor -> host (one line each, '\n'-terminated):
 //   GROUP <pgid>                                  the process-group tier: the tree's group (before READY)
 //   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]
-//   NOCONTAIN <errno> <what>   EXECFAIL <errno>   NOCWD <errno>     (nothing ran)
+//   NOCONTAIN <errno> <what>   EXECFAIL <errno>   NOCWD <errno>     (nothing ran; NOCONTAIN's what 'setuid': uid/gid)
 //   EXIT <code|-1> <signal|0>                     the root exited (and was reaped)
 //   LEFT <pid> <holds 0|1> <cmd>  ...  LEFTEND    members alive when the root exited
 //   LEFTGROUP <pid> <cmd>                         the process-group tier: a member seen leaving the group

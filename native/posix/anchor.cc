@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -91,7 +92,7 @@ using Options = protocol::Options<char>;
   protocol::print_usage(why,
                         "cordon-anchor [--tier " + anchor::tier_names() +
                             "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
-                            "[--watch-fd N]... [--cwd DIR] [--trace FILE] "
+                            "[--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -106,8 +107,17 @@ void open_trace(const char* file) {
 Options parse(int argc, char** argv) {
   Options o;
   o.tier = "subreaper";
-  protocol::parse_options(argc, argv, protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions, o, usage, open_trace);
+  protocol::parse_options(argc, argv,
+                          protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions |
+                              protocol::kPoliteSignalOption | protocol::kCredentialsOption,
+                          o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
+  // A polite signal must be one that asks: never one that cannot be caught
+  // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
+  if (o.polite_signal == 0) o.polite_signal = SIGTERM;
+  if (o.polite_signal >= NSIG || o.polite_signal == SIGKILL || o.polite_signal == SIGSTOP || o.polite_signal == SIGCONT) {
+    usage("--polite-signal takes a catchable signal number other than SIGCONT");
+  }
   return o;
 }
 
@@ -170,11 +180,13 @@ class Anchor : public anchor::TierHost {
     }
     auto key = std::make_pair(m.pid, m.start_time);
     if (termed_.count(key)) return;
-    int rc = cordon::signal_member(getpid(), group, m, SIGTERM, pidfd_);
+    int rc = cordon::signal_member(getpid(), group, m, opts_.polite_signal, pidfd_);
     if (rc == 0) termed_.insert(key);
     cordon::signal_member(getpid(), group, m, SIGCONT, pidfd_);
-    trace("SIGTERM %lld: %d", static_cast<long long>(m.pid), rc);
+    trace("signal %d %lld: %d", opts_.polite_signal, static_cast<long long>(m.pid), rc);
   }
+
+  int polite_signal() const override { return opts_.polite_signal; }
 
   void report_stuck(const std::vector<Member>& left) override {
     term_.stuck_reported();
@@ -250,16 +262,15 @@ class Anchor : public anchor::TierHost {
     pid_t pid = static_cast<pid_t>(forked);
     if (pid == 0) {
       // [stage, errno]: stage 0 = exec, 1 = the tier's step in the child
-      // (joining the tree's process group).
-      int report[2] = {0, 0};
-      int err = tier_->child_enter();
-      if (err != 0) {
-        report[0] = 1;
-        report[1] = err;
+      // (joining the tree's process group), 2 = the privilege drop (--uid/--gid).
+      auto fail = [&](int stage, int e) {
+        int report[2] = {stage, e};
         ssize_t ignored = write(status_pipe[1], report, sizeof report);
         (void)ignored;
         _exit(127);
-      }
+      };
+      int err = tier_->child_enter();
+      if (err != 0) fail(1, err);
       // The command starts with the dispositions and mask a shell would give it.
       default_dispositions();
       sigset_t none;
@@ -282,11 +293,19 @@ class Anchor : public anchor::TierHost {
       // Only fds 0-2 reach the command (whatever the host leaked without
       // close-on-exec included); the close-on-exec status pipe stays until exec.
       cordon::close_fds_from(3, status_pipe[1]);
+      // --uid/--gid: the command runs as them, the anchor stays what it is
+      // (it must still signal and reap every member). Supplementary groups
+      // are dropped first (as libuv does; an unprivileged anchor cannot,
+      // and then only fails below if it asked for another id).
+      if (opts_.uid >= 0 || opts_.gid >= 0) {
+        int drop_err = 0;
+        if (setgroups(0, nullptr) != 0) errno = 0;
+        if (opts_.gid >= 0 && setgid(static_cast<gid_t>(opts_.gid)) != 0) drop_err = errno;
+        if (drop_err == 0 && opts_.uid >= 0 && setuid(static_cast<uid_t>(opts_.uid)) != 0) drop_err = errno;
+        if (drop_err != 0) fail(2, drop_err);
+      }
       execve(opts_.path.c_str(), argv.data(), environ);
-      report[1] = errno;
-      ssize_t ignored = write(status_pipe[1], report, sizeof report);
-      (void)ignored;
-      _exit(127);
+      fail(0, errno);
     }
     close(status_pipe[1]);
     rc = tier_->after_fork(pid, what);
@@ -306,6 +325,7 @@ class Anchor : public anchor::TierHost {
       waitpid(pid, &st, 0);
       tier_->abandon_launch();
       if (report[0] == 1) send(protocol::no_contain(report[1], tier_->name()));
+      else if (report[0] == 2) send(protocol::no_contain(report[1], "setuid"));
       else send(protocol::exec_fail(report[1]));
       return false;
     }

@@ -44,6 +44,8 @@ class TierHost {
   // One verified member: the forced kill once forcing, else the polite
   // signal (and SIGCONT) once per process.
   virtual void signal_one(const Member& m) = 0;
+  // The polite signal: SIGTERM, or the host's --polite-signal (killSignal).
+  virtual int polite_signal() const = 0;
   // STUCK, with the members still there (once: the schedule says when).
   virtual void report_stuck(const std::vector<Member>& left) = 0;
   // The captured output's pipes, whose holders list_tree marks.

@@ -308,10 +308,10 @@ class ProcessGroupTier : public Tier {
         if (m.from_snapshot || m.pgid != group_) continue;  // outside: handled below
         auto key = std::make_pair(m.pid, m.start_time);
         if (group_signalled_.count(key)) continue;
-        int rc = cordon::signal_member(getpid(), group_, m, SIGTERM, host_.pidfd());
+        int rc = cordon::signal_member(getpid(), group_, m, host_.polite_signal(), host_.pidfd());
         if (rc == 0) group_signalled_.insert(key);
         cordon::signal_member(getpid(), group_, m, SIGCONT, host_.pidfd());
-        trace("SIGTERM %lld (forked after the group signal): %d", static_cast<long long>(m.pid), rc);
+        trace("signal %d %lld (forked after the group signal): %d", host_.polite_signal(), static_cast<long long>(m.pid), rc);
       }
     }
     std::vector<Member> outside = outside_now();
@@ -319,9 +319,9 @@ class ProcessGroupTier : public Tier {
       kill_group();
     } else if (!group_termed_) {
       group_termed_ = true;
-      int rc = kill(static_cast<pid_t>(-group_), SIGTERM) == 0 ? 0 : -errno;
+      int rc = kill(static_cast<pid_t>(-group_), host_.polite_signal()) == 0 ? 0 : -errno;
       kill(static_cast<pid_t>(-group_), SIGCONT);
-      trace("SIGTERM group %lld: %d", static_cast<long long>(group_), rc);
+      trace("signal %d to group %lld: %d", host_.polite_signal(), static_cast<long long>(group_), rc);
     }
     // The marker sweep: with the first round, in the grace (paced), and once
     // more at the forced stop (for daemons a member started while it handled

@@ -28,6 +28,8 @@
 // are refused (EXECFAIL EINVAL; lib/resolve.ts checkBatchArgs refuses them
 // first with ERR_CORDON_UNSAFE_BATCH_ARG). Names Win32 rewrites (a trailing
 // dot or space, ::$DATA) are refused here too (lib/resolve.ts normalises them).
+// Shell mode (--cmd-shell, the `shell` option): the one argument is a line the
+// system's cmd.exe runs verbatim as `cmd.exe /d /s /c "<line>"`.
 //
 // Completion comes from the job's IO completion port
 // (JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO), the root's exit from a wait on its
@@ -86,7 +88,7 @@ using Options = protocol::Options<wchar_t>;
 [[noreturn]] void usage(const char* why) {
   protocol::print_usage(why,
                         "cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
-                        "       [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]",
+                        "       [--cmd-shell] [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]",
                         "at fds 3 (out) and 4 (in)");
   ExitProcess(protocol::kUsageExit);
 }
@@ -99,7 +101,8 @@ Options parse() {
   if (!argv) usage("cannot parse the command line");
   Options o;
   o.tier = "job-object";
-  protocol::parse_options(argc, argv, protocol::kJobFromHostOption | protocol::kCwdOption, o, usage, open_trace);
+  protocol::parse_options(argc, argv, protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption, o,
+                          usage, open_trace);
   LocalFree(argv);
   if (o.tier != "job-object") usage("unknown tier");
   return o;
@@ -392,7 +395,22 @@ class Anchor {
       send(protocol::exec_fail(EINVAL));
       return false;
     }
-    if (is_batch(app)) {
+    if (opts_.cmd_shell) {
+      // Shell mode (--cmd-shell): ARGV0 and one line, which the system's
+      // cmd.exe runs as given: /s strips the outer quotes, so the line
+      // keeps its own. CR and LF would end it early: refused (the host
+      // refuses them first).
+      if (opts_.argv.size() != 2 || opts_.argv[1].find_first_of(L"\r\n") != std::wstring::npos) {
+        trace("refused shell line");
+        send(protocol::exec_fail(EINVAL));
+        return false;
+      }
+      app = system_cmd();
+      quote_arg(app, line);
+      line += L" /d /s /c \"";
+      line += opts_.argv[1];
+      line += L'"';
+    } else if (is_batch(app)) {
       std::wstring shell = system_cmd();
       std::wstring rest;
       if (!batch_command_line(opts_.path, opts_.argv, rest)) {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { alive, cordon, fixtures, join, readPids, track, treeArgs, waitGone, within } from './helpers.mjs';
+import { assertCmdTreeEndsWhole, cordon, fixtures, join, track, treeArgs, within } from './helpers.mjs';
 
 const TRICKY = ['plain', 'two words', '', ' ', 'quote"inside', '"', '\\', 'trail\\', 'trail\\\\', 'a\\"b', 'a\\\\"b', '\\\\server\\share', 'tab\there', 'x&y|z', '<>^', '%PATH%', '!bang!', 'é中𝄞', "it's", '--flag=a b'];
 // What a .cmd may receive (README): arguments without " % ! CR LF, and no
@@ -38,14 +38,7 @@ test('a cmd.exe tree (cmd -> node -> detached grandchild) is ended whole', async
   const dir = t.tmp();
   const script = join(dir, 'tree.cmd');
   writeFileSync(script, `@"${process.execPath}" ${treeArgs('--detached', '1').map((a) => `"${a}"`).join(' ')}\r\n`);
-  const proc = t.proc(cordon.spawn(script, [], { stdio: ['ignore', 'pipe', 'ignore'] }));
-  const pids = await readPids(proc.stdout, t);
-  const cmdPid = await within(proc.started, 10000, 'started');
-  t.add(cmdPid);
-  const all = [cmdPid, pids.root, pids.gc0];
-  assert.ok(all.every(alive), 'cmd.exe, node and the grandchild run');
-  await within(proc.terminate({ grace: 500 }), 15000, 'terminate()', all);
-  await waitGone(all, 2000);
+  await assertCmdTreeEndsWhole(t, t.proc(cordon.spawn(script, [], { stdio: ['ignore', 'pipe', 'ignore'] })));
 });
 
 test('a missing command is ENOENT before anything runs', () => {

@@ -5,6 +5,7 @@
 // what it saw (never through cordon) and every wait is bounded. How output is
 // read and waits are bounded is shared with the vitest suite:
 // ../helpers/common.mjs.
+import assert from 'node:assert/strict';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -125,6 +126,21 @@ export async function startTree(t, args, options = {}) {
   const proc = t.proc(cordon.spawn(process.execPath, treeArgs(...args), { stdio: ['ignore', 'pipe', 'ignore'], ...options }));
   const pids = await readPids(proc.stdout, t);
   return { proc, pids };
+}
+
+/**
+ * A tree started by cmd.exe (cmd -> node fixtures/tree.mjs -> detached
+ * grandchild; `proc`'s stdout piped): all three run, and terminate() ends
+ * them all (observed with process.kill(pid, 0), bounded).
+ */
+export async function assertCmdTreeEndsWhole(t, proc) {
+  const pids = await readPids(proc.stdout, t);
+  const cmdPid = await within(proc.started, 10000, 'started');
+  t.add(cmdPid);
+  const all = [cmdPid, pids.root, pids.gc0];
+  assert.ok(all.every(alive), 'cmd.exe, node and the grandchild run');
+  await within(proc.terminate({ grace: 500 }), 15000, 'terminate()', all);
+  await waitGone(all, 2000);
 }
 
 /**

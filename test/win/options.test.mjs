@@ -114,6 +114,10 @@ test('bad input: a typed error before anything runs', async (ctx) => {
   assert.throws(() => cordon.spawn(process.execPath, args, { signal: AbortSignal.abort() }), (e) => e.code === 'ABORT_ERR');
   assert.throws(() => cordon.spawn('', []), (e) => e.code === 'ERR_INVALID_ARG_VALUE');
   assert.throws(() => cordon.spawn(process.execPath, [1]), (e) => e.code === 'ERR_INVALID_ARG_TYPE');
+  // Shell mode on Windows is cmd.exe only for now: other shells are a typed error, nothing runs (issue #16; shell.test.mjs).
+  for (const shell of ['powershell', 'pwsh.exe', 'C:\\tools\\bash.exe']) {
+    assert.throws(() => cordon.spawn('echo hi', [], { shell }), (e) => e.code === 'ERR_CORDON_UNSUPPORTED' && e.isLaunchFailure, String(shell));
+  }
   await assert.rejects(cordon.run(process.execPath, args, { stdio: 'pipe' }), (e) => e.code === 'ERR_INVALID_ARG_VALUE');
   // A command that does not exist: ENOENT, a launch failure.
   const missing = async () => within(cordon.spawn(join(t.tmp(), 'no-such-program.exe'), [], { stdio: 'ignore' }).result, 15000, 'missing result');

@@ -1,0 +1,87 @@
+// uid/gid (issue #16): the command, never the anchor, runs as the given user
+// and group, and stays contained. Observed from outside: /proc/<pid>/status of
+// the root, its child and the anchor.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { spawn } from '../lib/index.js';
+import { credentialOption } from '../lib/credentials.js';
+import { capture } from './helpers/fixtures.js';
+import { alive, useTag, waitGone, within } from './helpers/procs.js';
+import { itWhere } from './helpers/tier.js';
+
+const NOBODY = 65534;
+const isRoot = process.getuid?.() === 0;
+
+/** Real, effective, saved and filesystem ids from /proc/<pid>/status, and the supplementary groups. */
+function ids(pid: number): { uid: number[]; gid: number[]; groups: number[] } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => (new RegExp(`^${name}:[ \\t]*([^\\n]*)$`, 'm').exec(status)?.[1] ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
+  return { uid: field('Uid'), gid: field('Gid'), groups: field('Groups') };
+}
+
+describe('uid and gid', () => {
+  itWhere(isRoot, 'the root and its child run as nobody; the anchor stays root; terminate() still ends the tree', 'needs a root host to change user', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'sleep 300 & echo "PID child $!"; echo "PID root $$"; exec sleep 300'], {
+      env: t.env,
+      uid: NOBODY,
+      gid: NOBODY,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const out = capture(proc.stdout);
+    await within(out.until(/PID root \d+/), 10_000, 'the root to start', t.tag);
+    const pids = out.pids();
+    for (const name of ['root', 'child']) {
+      const got = ids(pids[name]!);
+      expect(got.uid, `${name}'s uids`).toEqual([NOBODY, NOBODY, NOBODY, NOBODY]);
+      expect(got.gid, `${name}'s gids`).toEqual([NOBODY, NOBODY, NOBODY, NOBODY]);
+      expect(got.groups, `${name}'s supplementary groups`).toEqual([]);
+    }
+    expect(ids(proc.anchorPid!).uid[0], 'the anchor keeps the host\'s user').toBe(0);
+    await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate', t.tag);
+    expect(alive(pids.root!)).toBe(false);
+    expect(alive(pids.child!)).toBe(false);
+    await waitGone(t, 5_000);
+  });
+
+  itWhere(isRoot, 'gid alone changes only the group', 'needs a root host to change group', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'echo "PID root $$"; exec sleep 300'], { env: t.env, gid: NOBODY, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    await within(out.until(/PID root \d+/), 10_000, 'the root to start', t.tag);
+    const got = ids(out.pids().root!);
+    expect(got.uid[0]).toBe(0);
+    expect(got.gid[0]).toBe(NOBODY);
+    await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
+  });
+
+  itWhere(isRoot, 'a drop the command cannot make: a nobody host asking for root is EPERM, a launch failure; nothing ran', 'needs a root host to start the nobody host', async () => {
+    // The host itself runs as nobody (started through cordon as nobody), and asks for uid 0.
+    const t = useTag();
+    const script = `
+      import('${new URL('../dist/index.js', import.meta.url).href}').then(async ({ spawn }) => {
+        const p = spawn('sh', ['-c', 'echo RAN'], { uid: 0, tier: 'subreaper', stdio: ['ignore', 'pipe', 'ignore'] });
+        p.stdout.on('data', (d) => process.stdout.write(d));
+        try { await p.result; console.log('NO ERROR'); } catch (e) { console.log('ERR', e.code, e.stage, e.isLaunchFailure); }
+      });`;
+    const host = spawn(process.execPath, ['--input-type=module', '-e', script], { env: t.env, uid: NOBODY, gid: NOBODY, cwd: '/tmp' });
+    const out = capture(host.stdout);
+    const result = await within(host.result, 20_000, 'the nobody host', t.tag);
+    expect(result.exitCode).toBe(0);
+    expect(out.text).toBe('ERR EPERM launch true\n');
+  });
+
+  it('bad values are typed errors before anything runs; Windows has none', () => {
+    const t = useTag();
+    for (const [name, value, code] of [
+      ['uid', -1, 'ERR_INVALID_ARG_VALUE'],
+      ['uid', 1.5, 'ERR_INVALID_ARG_VALUE'],
+      ['gid', 2 ** 31, 'ERR_INVALID_ARG_VALUE'],
+      ['gid', '0', 'ERR_INVALID_ARG_TYPE'],
+    ] as const) {
+      expect(() => spawn('sh', ['-c', 'exit 0'], { env: t.env, [name]: value })).toThrow(expect.objectContaining({ code, stage: 'input' }));
+    }
+    expect(() => credentialOption('uid', 0, 'win32')).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
+    expect(t.procs()).toEqual([]);
+  });
+});

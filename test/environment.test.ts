@@ -1,0 +1,123 @@
+// The command's environment (issue #16, as execa): `env` is laid over the
+// host's environment unless `extendEnv: false`; `preferLocal` puts the
+// `node_modules/.bin` of cwd (or `localDir`) and its parents first on PATH.
+// Observed from outside: the environment each member really has, read from
+// /proc/<pid>/environ, and which executable really ran.
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { spawn } from '../lib/index.js';
+import { capture } from './helpers/fixtures.js';
+import { TAG_VAR, useTag, waitGone, within } from './helpers/procs.js';
+import { tempDir } from './helpers/registry.js';
+
+/** The environment of a live process, as the kernel has it. */
+function environOf(pid: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) out[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return out;
+}
+
+/** A root with a child, both holding their environment (exec sleep), printing their pids. */
+const TREE = ['-c', 'sleep 300 & echo "PID child $!"; echo "PID root $$"; exec sleep 300'];
+
+describe('env extends process.env by default', () => {
+  it('env: { only the tag, FOO } keeps PATH and HOME, and the tag reaches every member', async () => {
+    const t = useTag();
+    expect(process.env.PATH, 'the host has a PATH').toBeTruthy();
+    const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, FOO: '1' }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    await out.until(/PID root \d+/);
+    const pids = out.pids();
+    for (const name of ['root', 'child']) {
+      const env = environOf(pids[name]!);
+      expect(env[TAG_VAR], `${name} carries the tag`).toBe(t.tag);
+      expect(env.FOO).toBe('1');
+      expect(env.PATH, `${name} keeps the host's PATH`).toBe(process.env.PATH);
+      if (process.env.HOME !== undefined) expect(env.HOME).toBe(process.env.HOME);
+    }
+    // Seen by /proc: both members (and the anchor, which gets the same environment) carry the tag.
+    expect(t.procs().map((p) => p.pid)).toEqual(expect.arrayContaining([pids.root!, pids.child!, proc.anchorPid!]));
+    await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
+    await waitGone(t, 5_000);
+  });
+
+  it('a variable set to undefined is unset; a caller value replaces the host one', async () => {
+    const t = useTag();
+    const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, HOME: undefined, PATH: '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    await out.until(/PID root \d+/);
+    const env = environOf(out.pids().root!);
+    expect(env).not.toHaveProperty('HOME');
+    expect(env.PATH).toBe('/usr/bin:/bin');
+    expect(env[TAG_VAR]).toBe(t.tag);
+    await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
+  });
+
+  it('extendEnv: false: env is the whole environment (no PATH, no HOME)', async () => {
+    const t = useTag();
+    const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, FOO: 'only' }, extendEnv: false, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    await out.until(/PID root \d+/);
+    const env = environOf(out.pids().root!);
+    // (sh may add PWD, SHLVL and its own defaults; none of the host's own variables.)
+    expect(env[TAG_VAR]).toBe(t.tag);
+    expect(env.FOO).toBe('only');
+    const extra = Object.keys(env).filter((k) => ![TAG_VAR, 'FOO', 'PWD', 'SHLVL', '_', 'OLDPWD'].includes(k));
+    expect(extra, 'none of the host\'s variables').toEqual([]);
+    await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
+  });
+
+  it('bad values are typed errors before anything runs', () => {
+    const t = useTag();
+    expect(() => spawn('sh', [], { env: t.env, extendEnv: 'yes' as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    expect(() => spawn('sh', [], { env: t.env, preferLocal: 1 as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    expect(() => spawn('sh', [], { env: t.env, localDir: '/tmp' })).toThrow(/preferLocal/);
+    expect(() => spawn('sh', [], { env: { FOO: 'a\0b' } })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    expect(t.procs()).toEqual([]);
+  });
+});
+
+describe('preferLocal', () => {
+  function project() {
+    const root = tempDir('cordon-local-');
+    const inner = join(root, 'pkg', 'sub');
+    mkdirSync(join(root, 'node_modules', '.bin'), { recursive: true });
+    mkdirSync(join(root, 'pkg', 'node_modules', '.bin'), { recursive: true });
+    mkdirSync(inner, { recursive: true });
+    // The same name at two levels: the nearest one wins.
+    for (const [dir, says] of [[join(root, 'node_modules', '.bin'), 'outer'], [join(root, 'pkg', 'node_modules', '.bin'), 'inner']] as const) {
+      const tool = join(dir, 'cordon-local-tool');
+      writeFileSync(tool, `#!/bin/sh\necho "${says} $$"\nexec sleep 300\n`);
+      chmodSync(tool, 0o755);
+    }
+    return { root, inner };
+  }
+
+  it("runs cwd's nearest node_modules/.bin first; every level is on PATH", async () => {
+    const t = useTag();
+    const { root, inner } = project();
+    const proc = spawn('cordon-local-tool', [], { cwd: inner, env: t.env, preferLocal: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    const text = await out.until(/(inner|outer) \d+/);
+    expect(text).toMatch(/^inner \d+/);
+    const pid = Number(/(\d+)/.exec(text)![1]);
+    const path = environOf(pid).PATH!.split(':');
+    expect(path.slice(0, 2)).toEqual([join(root, 'pkg', 'node_modules', '.bin'), join(root, 'node_modules', '.bin')]);
+    expect(path.slice(2).join(':')).toBe(process.env.PATH);
+    await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
+  });
+
+  it('localDir chooses where the search starts; without preferLocal the tool is not found', async () => {
+    const t = useTag();
+    const { root, inner } = project();
+    expect(() => spawn('cordon-local-tool', [], { cwd: inner, env: t.env })).toThrow(expect.objectContaining({ code: 'ENOENT' }));
+    const proc = spawn('cordon-local-tool', [], { cwd: inner, localDir: root, env: t.env, preferLocal: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    expect(await out.until(/(inner|outer) \d+/)).toMatch(/^outer \d+/);
+    await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
+  });
+});

@@ -1,0 +1,172 @@
+// How a tree is asked to stop (issue #16): `killSignal` is the polite signal
+// every member gets, and the `stop` hook (Go's Cmd.Cancel) is asked first;
+// whatever they do, the stop still ends in the forced kill of the whole tree.
+// Observed from outside: what the root's traps print, and which tagged
+// processes /proc still lists.
+import { describe, expect, it } from 'vitest';
+import { spawn, type ContainedProcess } from '../lib/index.js';
+import { killSignalOption } from '../lib/stopping.js';
+import { capture } from './helpers/fixtures.js';
+import { alive, useTag, waitGone, within } from './helpers/procs.js';
+
+/** A root that reports each of INT, HUP and TERM on stdout and exits 0; with a background child. */
+const REPORTS = [
+  '-c',
+  'for s in INT HUP TERM; do trap "echo got $s; exit 0" $s; done; sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done',
+];
+
+/** A root that exits when it reads a line on stdin ("q"), and reports a TERM; with a background child. */
+const READS_Q = ['-c', 'trap "echo got TERM; exit 0" TERM; sleep 300 & echo "PID child $!"; echo "PID root $$"; read x; echo "bye $x"; exit 0'];
+
+async function started(proc: ContainedProcess, tag: string) {
+  const out = capture(proc.stdout);
+  await within(out.until(/PID root \d+/), 10_000, 'the root to start', tag);
+  return out;
+}
+
+describe('killSignal', () => {
+  for (const signal of ['SIGINT', 'SIGHUP'] as const) {
+    it(`${signal} is the polite signal of terminate(); the child is still ended`, async () => {
+      const t = useTag();
+      const proc = spawn('sh', REPORTS, { env: t.env, killSignal: signal, stdio: ['ignore', 'pipe', 'ignore'] });
+      const out = await started(proc, t.tag);
+      const { child } = out.pids();
+      await within(proc.terminate({ grace: 5_000 }), 15_000, 'terminate', t.tag);
+      const result = await within(proc.result, 5_000, 'the result', t.tag);
+      expect(out.text).toContain(`got ${signal.slice(3)}\n`);
+      expect(out.text).not.toContain('got TERM');
+      expect(result.exitCode).toBe(0);
+      expect(alive(child!), 'the background child is gone (a non-interactive sh makes it ignore SIGINT: the forced kill ends it)').toBe(false);
+      await waitGone(t, 5_000);
+    });
+  }
+
+  it('default: SIGTERM', async () => {
+    const t = useTag();
+    const proc = spawn('sh', REPORTS, { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = await started(proc, t.tag);
+    await within(proc.terminate({ grace: 5_000 }), 15_000, 'terminate', t.tag);
+    expect(out.text).toContain('got TERM\n');
+  });
+
+  it('a root that ignores the killSignal still ends with the whole tree at the forced kill', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'trap "" INT; sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done'], {
+      env: t.env,
+      killSignal: 'SIGINT',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const out = await started(proc, t.tag);
+    await within(proc.terminate({ grace: 300 }), 15_000, 'terminate', t.tag);
+    const result = await within(proc.result, 5_000, 'the result', t.tag);
+    expect(result.signal).toBe('SIGKILL');
+    for (const pid of Object.values(out.pids())) expect(alive(pid)).toBe(false);
+    await waitGone(t, 5_000);
+  });
+
+  it('bad values are typed errors before anything runs; Windows takes only SIGTERM', () => {
+    const t = useTag();
+    for (const killSignal of ['SIGKILL', 'SIGSTOP', 'SIGCONT', 'SIGNOPE']) {
+      expect(() => spawn('sh', ['-c', 'exit 0'], { env: t.env, killSignal: killSignal as NodeJS.Signals })).toThrow(
+        expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', stage: 'input' }),
+      );
+    }
+    expect(() => spawn('sh', ['-c', 'exit 0'], { env: t.env, killSignal: 2 as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    expect(() => spawn('sh', ['-c', 'exit 0'], { env: t.env, stop: 'q' as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    expect(() => killSignalOption('SIGINT', 'win32')).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
+    expect(killSignalOption('SIGTERM', 'win32')).toBe('SIGTERM');
+    expect(t.procs()).toEqual([]);
+  });
+});
+
+describe('the stop hook', () => {
+  it('is asked first: the root exits on "q" without any signal; the rest of the tree is still ended', async () => {
+    const t = useTag();
+    let calls = 0;
+    const proc = spawn('sh', READS_Q, {
+      env: t.env,
+      stdio: ['pipe', 'pipe', 'ignore'],
+      stop: (p) => {
+        calls++;
+        p.stdin!.write('q\n');
+      },
+    });
+    const out = await started(proc, t.tag);
+    const { child } = out.pids();
+    await within(proc.terminate({ grace: 10_000 }), 15_000, 'terminate', t.tag);
+    const result = await within(proc.result, 5_000, 'the result', t.tag);
+    expect(calls).toBe(1);
+    expect(out.text).toContain('bye q\n');
+    expect(out.text).not.toContain('got TERM');
+    expect(result.exitCode).toBe(0);
+    expect(alive(child!)).toBe(false);
+    await waitGone(t, 5_000);
+  });
+
+  it('a hook that does not stop the root: killSignal after the grace, then the forced kill', async () => {
+    const t = useTag();
+    let hookAt = 0;
+    const proc = spawn('sh', READS_Q, { env: t.env, stdio: ['pipe', 'pipe', 'ignore'], stop: () => void (hookAt = Date.now()) });
+    const out = await started(proc, t.tag);
+    const termSeen = within(out.until(/got TERM/, 15_000).then(() => Date.now()), 15_000, 'the TERM trap', t.tag);
+    await within(proc.terminate({ grace: 600 }), 15_000, 'terminate', t.tag);
+    const seenAt = await termSeen;
+    expect(hookAt).toBeGreaterThan(0);
+    // The grace is a lower bound (timers never fire early); no upper bound: the machine may be loaded.
+    expect(seenAt - hookAt).toBeGreaterThanOrEqual(550);
+    await waitGone(t, 5_000);
+  });
+
+  for (const how of ['throws', 'rejects'] as const) {
+    it(`a hook that ${how} is reported (event and result.stopError) and the teardown goes on at once`, async () => {
+      const t = useTag();
+      const boom = new Error('boom');
+      const proc = spawn('sh', READS_Q, {
+        env: t.env,
+        stdio: ['pipe', 'pipe', 'ignore'],
+        stop: how === 'throws' ? () => { throw boom; } : async () => { throw boom; },
+      });
+      const reported: unknown[] = [];
+      proc.on('stopError', (e) => reported.push(e));
+      const out = await started(proc, t.tag);
+      const before = Date.now();
+      // A grace far beyond the watchdog: only the hook's failure can make this finish in time.
+      await within(proc.terminate({ grace: 60_000 }), 15_000, 'terminate', t.tag);
+      const result = await within(proc.result, 5_000, 'the result', t.tag);
+      expect(Date.now() - before).toBeLessThan(15_000);
+      expect(reported).toEqual([boom]);
+      expect(result.stopError).toBe(boom);
+      expect(out.text).toContain('got TERM');
+      await waitGone(t, 5_000);
+    });
+  }
+
+  it('a timeout asks the hook too (reason timeout); kill() never calls it', async () => {
+    const t = useTag();
+    const proc = spawn('sh', READS_Q, { env: t.env, timeout: 200, stdio: ['pipe', 'pipe', 'ignore'], stop: (p) => void p.stdin!.write('q\n') });
+    const out = capture(proc.stdout);
+    const result = await within(proc.result, 15_000, 'the result', t.tag);
+    expect(result.reason).toBe('timeout');
+    expect(out.text).toContain('bye q\n');
+
+    let called = false;
+    const killed = spawn('sh', READS_Q, { env: t.env, stdio: ['pipe', 'pipe', 'ignore'], stop: () => void (called = true) });
+    await started(killed, t.tag);
+    await within(killed.kill(), 15_000, 'kill', t.tag);
+    const r = await within(killed.result, 5_000, 'the result', t.tag);
+    expect(called).toBe(false);
+    expect(r.signal).toBe('SIGKILL');
+    await waitGone(t, 5_000);
+  });
+
+  it('kill() during the hook wait cuts it short', async () => {
+    const t = useTag();
+    const proc = spawn('sh', READS_Q, { env: t.env, stdio: ['pipe', 'pipe', 'ignore'], stop: () => {} });
+    await started(proc, t.tag);
+    const polite = proc.terminate({ grace: 60_000 });
+    await within(proc.kill(), 15_000, 'kill during the hook wait', t.tag);
+    await within(polite, 5_000, 'the first terminate', t.tag);
+    expect((await proc.result).signal).toBe('SIGKILL');
+    await waitGone(t, 5_000);
+  });
+});
