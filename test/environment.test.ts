@@ -10,6 +10,7 @@ import { spawn } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { TAG_VAR, useTag, waitGone, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
+import { caps } from './helpers/tier.js';
 
 /** The environment of a live process, as the kernel has it. */
 function environOf(pid: number): Record<string, string> {
@@ -66,7 +67,12 @@ describe('env extends process.env by default', () => {
     // (sh may add PWD, SHLVL and its own defaults; none of the host's own variables.)
     expect(env[TAG_VAR]).toBe(t.tag);
     expect(env.FOO).toBe('only');
-    const extra = Object.keys(env).filter((k) => ![TAG_VAR, 'FOO', 'PWD', 'SHLVL', '_', 'OLDPWD'].includes(k));
+    // The process-group tier adds its tree's marker (cordon's own, not the
+    // host's: README, "marked"); no other tier adds anything.
+    const marked = caps.guarantees.catchesEscapees === 'marked';
+    if (marked) expect(env.CORDON_TREE).toMatch(/^\d+\.\d+\.[0-9a-f]{32}$/);
+    else expect(env.CORDON_TREE).toBeUndefined();
+    const extra = Object.keys(env).filter((k) => ![TAG_VAR, 'FOO', 'PWD', 'SHLVL', '_', 'OLDPWD', ...(marked ? ['CORDON_TREE'] : [])].includes(k));
     expect(extra, 'none of the host\'s variables').toEqual([]);
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
