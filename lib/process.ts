@@ -61,15 +61,17 @@ export interface LimitsResult {
   /**
    * The kernel enforced every limit asked for from before the command ran.
    * false: 'best-effort' ran without them, or with some the OS did not take,
-   * or where the tier does not enforce them (Windows under Wine).
+   * or in a tier whose enforcement is not claimed (the job-object tier:
+   * capabilities().guarantees.limits false).
    */
   applied: boolean;
   /**
    * The limits asked for that the OS took on the tree before the command ran
    * (its cgroup's files, its Job Object), in the order memory, processes,
-   * cpu. Taken is not enforced where the tier does not enforce them here:
-   * Wine takes the Job Object's memory and process limits and enforces
-   * neither (capabilities().guarantees.limits says where they are enforced).
+   * cpu. Taken is not enforced where the tier does not claim them: Wine
+   * takes the Job Object's memory and process limits and enforces neither,
+   * and enforcement by Windows has not been observed by cordon's tests
+   * (capabilities().guarantees.limits says where they are enforced).
    */
   accepted: LimitKind[];
   /** The limits the tree ran into: 'memory' (the OOM killer ended a member), 'processes' (a fork was refused). */
@@ -752,15 +754,15 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 }
 
-/** Start `command` contained. Throws a CordonError synchronously on bad input or a known launch failure. */
 /**
  * The limits to ask the anchor for (`send`) and whether the tier enforces
  * them here: all of them where it enforces each; where it does not, 'strict'
  * refuses (a typed error before anything runs) and 'best-effort' runs
  * without any (the result says limits.applied false), except in the
  * job-object tier, whose job takes them all the same where the OS accepts
- * them (Wine takes some without enforcing them: the result says which in
- * limits.accepted, and applied false).
+ * them (enforcement not claimed: Windows' was never observed by cordon's
+ * tests, and Wine takes some without enforcing them; the result says which
+ * in limits.accepted, and applied false).
  */
 function limitsFor(tier: Tier, limits: Limits, containment: 'strict' | 'best-effort'): { send: Limits | undefined; enforced: boolean } {
   const support = tierLimitSupport(tier);
@@ -771,13 +773,14 @@ function limitsFor(tier: Tier, limits: Limits, containment: 'strict' | 'best-eff
   if (missing.length === 0) return { send: limits, enforced: true };
   if (containment === 'strict') throw errors.limitsUnenforceable(tier, missing);
   if (tier === 'job-object') {
-    debug('limits %o not enforced in the job-object tier here: set on the job where the OS takes them', missing);
+    debug('limits %o not claimed in the job-object tier: set on the job where the OS takes them', missing);
     return { send: limits, enforced: false };
   }
   debug('limits %o not enforceable in the %s tier here: running without them', missing, tier);
   return { send: undefined, enforced: false };
 }
 
+/** Start `command` contained. Throws a CordonError synchronously on bad input or a known launch failure. */
 export function spawn(command: string, args: string[] = [], options: SpawnOptions = {}): ContainedProcess {
   return new ContainedProcess(command, args, options);
 }

@@ -213,7 +213,7 @@ export const TIERS = [
       gracefulStop: true,
       waitDelay: true,
       reapsOrphans: true,
-      limits: true,
+      limits: false,
       cgroupNamespace: false,
       holdsHostileMembers: false,
     }),
@@ -224,13 +224,12 @@ export const TIERS = [
       "When the host exits, Node's own kill-on-close job ends the anchor helper with it, so the tree is ended at once (no grace).",
       'Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).',
       "Whether anyone still holds the captured output is read from the pipe's handle count; which member holds it is not determined (leftovers report heldOutput false).",
-      "Limits (the limits option) are set on the tree's Job Object before the command runs, enforced by Windows: JOB_OBJECT_LIMIT_JOB_MEMORY (the committed memory of all members together: an allocation over it fails), JOB_OBJECT_LIMIT_ACTIVE_PROCESS (a process over it is not created; the anchor is outside the job, so only the tree counts) and hard-capped CPU rate control (a share of the whole machine: cores / processors; Windows 8 and later). A limit Windows refuses is not applied ('strict' refuses the spawn). cordon's Windows lane runs under Wine, which does not enforce them (nor report them back): there, what is verified is only which limits Wine takes or refuses and that this is reported; their enforcement by Windows is not tested.",
+      "Limits (the limits option) are set on the tree's Job Object before the command runs, with containment 'best-effort' only: JOB_OBJECT_LIMIT_JOB_MEMORY (the committed memory of all members together), JOB_OBJECT_LIMIT_ACTIVE_PROCESS (the anchor is outside the job, so only the tree counts) and hard-capped CPU rate control (a share of the whole machine: cores / processors; Windows 8 and later). Windows documents that it enforces them (an allocation or a process creation over the limit fails), but cordon's tests have never observed that: its Windows lane runs under Wine, which takes the memory and process limits without enforcing them. So resource limits are not claimed (guarantees.limits false): 'strict' refuses a spawn with limits, and with 'best-effort' the result says which limits the OS took on the job (result.limits.accepted) and limits.applied false.",
     ],
     amend: (result, probe) => {
       if (probe.wine) {
-        result.guarantees.limits = false;
         result.notes.push(
-          "Under Wine, resource limits are not enforced: Wine 8 takes JOB_OBJECT_LIMIT_JOB_MEMORY and JOB_OBJECT_LIMIT_ACTIVE_PROCESS without enforcing either, refuses CPU rate control and keeps no CPU times for a job. 'strict' refuses a spawn with limits; 'best-effort' sets them on the job where Wine takes them (result.limits.accepted) and says limits.applied false.",
+          "Under Wine, resource limits are not enforced (observed by the Windows lane: a tree commits memory and starts processes past the limits Wine took): Wine 8 takes JOB_OBJECT_LIMIT_JOB_MEMORY and JOB_OBJECT_LIMIT_ACTIVE_PROCESS without enforcing either, refuses CPU rate control, answers a query for a job's limits with zeros and keeps no CPU times for a job.",
         );
       }
       if (probe.ctrlBreak !== false) return;
