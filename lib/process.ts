@@ -251,6 +251,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   /** The stop hook was called (once per tree); `stopping` while its wait runs. */
   private stopHookCalled = false;
   private stopping: (() => void) | undefined;
+  /** A polite stop asked for before the root was reported running: its grace, until it is. */
+  private stopBeforeStart: number | undefined;
   private stopError: { error: unknown } | undefined;
   private cancelReason: 'canceled' | 'timeout' | undefined;
   private launchError: CordonError | undefined;
@@ -439,6 +441,20 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       if (graceMs === 0) this.stopping();
       return;
     }
+    if (hook && graceMs > 0 && !this.stopHookCalled && this.pid === undefined && !this.rootExit && !this.launchError) {
+      // The root is being started (its output can arrive before the anchor's
+      // report of it): the hook is asked once the root runs, as Go asks
+      // Cmd.Cancel only after Start; a launch failure leaves nothing to ask.
+      if (this.stopBeforeStart === undefined) {
+        this.stopBeforeStart = graceMs;
+        this.startedD.promise.then(
+          () => this.stopAfterStart(),
+          () => this.stopAfterStart(),
+        );
+      }
+      return;
+    }
+    if (graceMs === 0) this.stopBeforeStart = undefined;
     if (!hook || graceMs === 0 || this.stopHookCalled || this.pid === undefined || this.rootExit) {
       this.sendTerminate(graceMs);
       return;
@@ -471,6 +487,14 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     } catch (error) {
       failed(error);
     }
+  }
+
+  /** A polite stop that waited for the root to start goes on (unless a forced kill came meanwhile). */
+  private stopAfterStart(): void {
+    const grace = this.stopBeforeStart;
+    this.stopBeforeStart = undefined;
+    if (grace === undefined || this.launchError) return;
+    this.politeStop(grace);
   }
 
   /** The result's outcome is fixed (it may still be flushing the log). */

@@ -1,7 +1,9 @@
 // uid/gid (issue #16): the command, never the anchor, runs as the given user
 // and group, and stays contained. Observed from outside: /proc/<pid>/status of
 // the root, its child and the anchor.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { credentialOption } from '../lib/credentials.js';
@@ -18,6 +20,25 @@ function ids(pid: number): { uid: number[]; gid: number[]; groups: number[] } {
   const field = (name: string) => (new RegExp(`^${name}:[ \\t]*([^\\n]*)$`, 'm').exec(status)?.[1] ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
   return { uid: field('Uid'), gid: field('Gid'), groups: field('Groups') };
 }
+
+/**
+ * Whether a user with no rights of owner or group can reach `path` (search
+ * every directory above it) and read it, and execute it when asked: the
+ * nobody host must run this Node and import this checkout's dist/. Node
+ * installed under /root (a version manager's cache, as in CI's second lane)
+ * is out of nobody's reach.
+ */
+function othersCanUse(path: string, execute: boolean): boolean {
+  let p = realpathSync(path);
+  const own = statSync(p).mode;
+  if (!(own & 0o004) || (execute && !(own & 0o001))) return false;
+  for (p = dirname(p); ; p = dirname(p)) {
+    if (!(statSync(p).mode & 0o001)) return false;
+    if (p === dirname(p)) return true;
+  }
+}
+const distIndex = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+const nobodyCanHost = isRoot && othersCanUse(process.execPath, true) && othersCanUse(distIndex, false);
 
 describe('uid and gid', () => {
   itWhere(isRoot, 'the root and its child run as nobody; the anchor stays root; terminate() still ends the tree', 'needs a root host to change user', async () => {
@@ -55,7 +76,11 @@ describe('uid and gid', () => {
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
 
-  itWhere(isRoot, 'a drop the command cannot make: a nobody host asking for root is EPERM, a launch failure; nothing ran', 'needs a root host to start the nobody host', async () => {
+  itWhere(
+    nobodyCanHost,
+    'a drop the command cannot make: a nobody host asking for root is EPERM, a launch failure; nothing ran',
+    isRoot ? `nobody cannot run ${process.execPath} or read ${distIndex} (a directory above them is not searchable by others)` : 'needs a root host to start the nobody host',
+    async () => {
     // The host itself runs as nobody (started through cordon as nobody), and asks for uid 0.
     const t = useTag();
     const script = `

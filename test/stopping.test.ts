@@ -103,6 +103,31 @@ describe('the stop hook', () => {
     await waitGone(t, 5_000);
   });
 
+  it('a stop asked for before the root is reported running asks the hook once it runs', async () => {
+    // terminate() right after spawn(): the anchor has not reported the root yet
+    // (under emulation its output can even arrive before that report).
+    const t = useTag();
+    let calls = 0;
+    const proc = spawn('sh', READS_Q, {
+      env: t.env,
+      stdio: ['pipe', 'pipe', 'ignore'],
+      stop: (p) => {
+        calls++;
+        expect(p.pid, 'the hook sees the running root').toBeGreaterThan(0);
+        p.stdin!.write('q\n');
+      },
+    });
+    const out = capture(proc.stdout);
+    const stopped = proc.terminate({ grace: 10_000 });
+    await within(stopped, 15_000, 'terminate', t.tag);
+    const result = await within(proc.result, 5_000, 'the result', t.tag);
+    expect(calls).toBe(1);
+    expect(out.text).toContain('bye q\n');
+    expect(out.text).not.toContain('got TERM');
+    expect(result.exitCode).toBe(0);
+    await waitGone(t, 5_000);
+  });
+
   it('a hook that does not stop the root: killSignal after the grace, then the forced kill', async () => {
     const t = useTag();
     let hookAt = 0;

@@ -446,7 +446,7 @@ class CgroupTier : public TierWrapper {
   int cg_kill_ = -1;
   int events_fd_ = -1;  // cgroup.events
   int freeze_fd_ = -1;  // cgroup.freeze, where there is one to write
-  bool freeze_opened_ = false;
+  [[maybe_unused]] bool freeze_opened_ = false;  // Linux only (freeze())
   bool populated_ = true;
   bool frozen_ = false;
   // The stop.
