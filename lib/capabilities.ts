@@ -63,6 +63,18 @@ export function hostLimitSupport(): LimitSupport {
   return process.platform === 'linux' ? limitSupport() : NO_LIMITS;
 }
 
+/**
+ * Where `tier` enforces each limit on this host: the cgroup tier where the
+ * controllers are there (hostLimitSupport), no other tier. The job-object
+ * tier sets limits on the tree's Job Object with 'best-effort' only: their
+ * enforcement by Windows has never been observed by cordon's tests (its
+ * Windows lane runs under Wine, which takes them and enforces none), so it
+ * is not claimed.
+ */
+export function tierLimitSupport(tier: Tier): LimitSupport {
+  return tier === 'cgroup' ? hostLimitSupport() : NO_LIMITS;
+}
+
 /** Linux: whether this process has CAP_SYS_ADMIN (bit 21 of CapEff), which a cgroup namespace needs. */
 function hasCapSysAdmin(): boolean {
   try {

@@ -120,7 +120,10 @@ export function invalidArg(
 /** Limits asked for under 'strict' that this host's tier cannot enforce. */
 export function limitsUnenforceable(tier: string, which: string[]): CordonError {
   return new CordonError(
-    `The ${tier} tier cannot enforce the ${which.join(', ')} limit${which.length > 1 ? 's' : ''} on this host (capabilities().guarantees.limits and its notes say where it can). Use the cgroup tier where the cgroup controllers are delegated or the cgroup v1 hierarchies are writable, or containment: 'best-effort' to run without the limits (the result says limits.applied false).`,
+    `The ${tier} tier ${tier === 'job-object' ? 'does not guarantee' : 'cannot enforce'} the ${which.join(', ')} limit${which.length > 1 ? 's' : ''} on this host (capabilities().guarantees.limits and its notes say where it can). ` +
+      (tier === 'job-object'
+        ? "The job-object tier sets limits on the tree's Job Object, but their enforcement by Windows has not been observed by cordon's tests (Wine, where they run, does not enforce them). Use containment: 'best-effort' to run with them set where the OS takes them (the result says which in limits.accepted, and limits.applied false)."
+        : "Use the cgroup tier where the cgroup controllers are delegated or the cgroup v1 hierarchies are writable, or containment: 'best-effort' to run without the limits (the result says limits.applied false)."),
     { code: 'ERR_CORDON_CONTAINMENT', stage: 'input' },
   );
 }

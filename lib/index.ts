@@ -1,5 +1,5 @@
 export { spawn, ContainedProcess } from './process.js';
-export type { ContainedResult, GroupLeaver, Leftover, LimitName, LimitsResult, MemberInfo, Reason, TreeUsage } from './process.js';
+export type { ContainedResult, GroupLeaver, Leftover, LimitKind, LimitName, LimitsResult, MemberInfo, Reason, TreeUsage } from './process.js';
 export type { Limits, LimitsOption } from './limits.js';
 export type { LinesFrom } from './lines.js';
 export { run } from './run.js';

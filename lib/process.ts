@@ -16,7 +16,7 @@ import type { CordonError } from './errors.js';
 import { checkLogStdio, planLaunch } from './launch.js';
 import { binding, helperPath } from './native.js';
 import { tierSpec } from './tiers.js';
-import { hostLimitSupport } from './capabilities.js';
+import { tierLimitSupport } from './capabilities.js';
 import { hasLimits, type Limits } from './limits.js';
 import type { LimitsEvent, UsageEvent } from './anchor/channel.js';
 import {
@@ -43,20 +43,37 @@ export type LimitName = 'memory' | 'processes';
 
 /** What the tree used, as the kernel accounted it; null where this tier or host does not measure it (never 0 for "unknown"). */
 export interface TreeUsage {
-  /** CPU time of every member together, user and system, in milliseconds (the cgroup tier). */
+  /** CPU time of every member together, user and system, in milliseconds (the cgroup tier; the job-object tier, not under Wine). */
   cpuMs: number | null;
-  /** The highest memory charge of the tree, in bytes (the cgroup tier with a memory limit). */
+  /** The highest memory charge of the tree, in bytes (the cgroup tier with a memory limit; the job-object tier: the job's peak committed memory, not under Wine). */
   peakMemory: number | null;
-  /** The most processes (tasks) the tree had at once (the cgroup tier with a process limit). */
+  /** The most processes (tasks) the tree had at once (the cgroup tier with a process limit; the job-object tier: processes, from the job's notifications). */
   peakProcesses: number | null;
 }
+
+/** A resource limit by name. */
+export type LimitKind = 'memory' | 'processes' | 'cpu';
 
 /** The `limits` of a spawn, as they went. */
 export interface LimitsResult {
   /** The limits asked for (an owner's default under the spawn's own): memory in bytes, processes, cpu in cores. */
   requested: Limits;
-  /** The kernel enforced every limit asked for from before the command ran. false: 'best-effort' ran without them. */
+  /**
+   * The kernel enforced every limit asked for from before the command ran.
+   * false: 'best-effort' ran without them, or with some the OS did not take,
+   * or in a tier whose enforcement is not claimed (the job-object tier:
+   * capabilities().guarantees.limits false).
+   */
   applied: boolean;
+  /**
+   * The limits asked for that the OS took on the tree before the command ran
+   * (its cgroup's files, its Job Object), in the order memory, processes,
+   * cpu. Taken is not enforced where the tier does not claim them: Wine
+   * takes the Job Object's memory and process limits and enforces neither,
+   * and enforcement by Windows has not been observed by cordon's tests
+   * (capabilities().guarantees.limits says where they are enforced).
+   */
+  accepted: LimitKind[];
   /** The limits the tree ran into: 'memory' (the OOM killer ended a member), 'processes' (a fork was refused). */
   hit: LimitName[];
 }
@@ -201,6 +218,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   /** The limits asked for (undefined: none), what the anchor says is enforced, and the latest USAGE. */
   private readonly limitsAsked: Limits | undefined;
   private limitsInForce: LimitsEvent | undefined;
+  /** The tier enforces every limit asked for on this host (tierLimitSupport). */
+  private readonly limitsEnforced: boolean;
   private usageSeen: UsageEvent | undefined;
   /** The process-group tier: the tree's process group (not the anchor's). */
   private group = 0;
@@ -257,7 +276,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     const tier = opts.tier ?? defaultTier();
     const anchor = helperPath();
     this.limitsAsked = hasLimits(opts.limits) ? opts.limits : undefined;
-    const limits = this.limitsAsked && limitsFor(tier, this.limitsAsked, opts.containment);
+    const limitPlan = this.limitsAsked && limitsFor(tier, this.limitsAsked, opts.containment);
+    const limits = limitPlan?.send;
+    this.limitsEnforced = limitPlan?.enforced ?? false;
 
     let logFd: number | undefined;
     if (opts.log !== undefined) {
@@ -569,7 +590,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       signal: root.signal,
       reason,
       ...(reason === 'limit' ? { limit } : {}),
-      ...(this.limitsAsked ? { limits: { requested: { ...this.limitsAsked }, applied: this.limitsApplied(), hit } } : {}),
+      ...(this.limitsAsked ? { limits: { requested: { ...this.limitsAsked }, applied: this.limitsApplied(), accepted: this.limitsAccepted(), hit } } : {}),
       usage: {
         cpuMs: this.usageSeen?.cpuUs != null ? this.usageSeen.cpuUs / 1000 : null,
         peakMemory: this.usageSeen?.memoryPeak ?? null,
@@ -589,12 +610,23 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     return result;
   }
 
-  /** Whether the anchor reported every limit asked for as enforced. */
+  /** Whether the tier enforces the limits here and the anchor reported every one asked for as taken. */
   private limitsApplied(): boolean {
     const asked = this.limitsAsked;
+    if (!asked || !this.limitsEnforced) return false;
+    return this.limitsAccepted().length === (['memory', 'processes', 'cpu'] as const).filter((k) => asked[k] !== undefined).length;
+  }
+
+  /** The limits asked for that the anchor's LIMITS line reports as taken by the OS. */
+  private limitsAccepted(): LimitKind[] {
+    const asked = this.limitsAsked;
     const got = this.limitsInForce;
-    if (!asked || !got) return false;
-    return (asked.memory === undefined || got.memory > 0) && (asked.processes === undefined || got.processes > 0) && (asked.cpu === undefined || got.cpuQuotaUs > 0);
+    if (!asked || !got) return [];
+    const out: LimitKind[] = [];
+    if (asked.memory !== undefined && got.memory > 0) out.push('memory');
+    if (asked.processes !== undefined && got.processes > 0) out.push('processes');
+    if (asked.cpu !== undefined && got.cpuQuotaUs > 0) out.push('cpu');
+    return out;
   }
 
   /** The limits the kernel says the tree ran into. */
@@ -746,25 +778,33 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   }
 }
 
-/** Start `command` contained. Throws a CordonError synchronously on bad input or a known launch failure. */
 /**
- * The limits to ask the anchor for: all of them where this host's tier
- * enforces each; where it does not, 'strict' refuses (a typed error before
- * anything runs) and 'best-effort' runs without any (the result says
- * limits.applied false).
+ * The limits to ask the anchor for (`send`) and whether the tier enforces
+ * them here: all of them where it enforces each; where it does not, 'strict'
+ * refuses (a typed error before anything runs) and 'best-effort' runs
+ * without any (the result says limits.applied false), except in the
+ * job-object tier, whose job takes them all the same where the OS accepts
+ * them (enforcement not claimed: Windows' was never observed by cordon's
+ * tests, and Wine takes some without enforcing them; the result says which
+ * in limits.accepted, and applied false).
  */
-function limitsFor(tier: Tier, limits: Limits, containment: 'strict' | 'best-effort'): Limits | undefined {
-  const support = tier === 'cgroup' ? hostLimitSupport() : { memory: null, processes: null, cpu: null };
+function limitsFor(tier: Tier, limits: Limits, containment: 'strict' | 'best-effort'): { send: Limits | undefined; enforced: boolean } {
+  const support = tierLimitSupport(tier);
   const missing: string[] = [];
   if (limits.memory !== undefined && support.memory === null) missing.push('memory');
   if (limits.processes !== undefined && support.processes === null) missing.push('processes');
   if (limits.cpu !== undefined && support.cpu === null) missing.push('cpu');
-  if (missing.length === 0) return limits;
+  if (missing.length === 0) return { send: limits, enforced: true };
   if (containment === 'strict') throw errors.limitsUnenforceable(tier, missing);
+  if (tier === 'job-object') {
+    debug('limits %o not claimed in the job-object tier: set on the job where the OS takes them', missing);
+    return { send: limits, enforced: false };
+  }
   debug('limits %o not enforceable in the %s tier here: running without them', missing, tier);
-  return undefined;
+  return { send: undefined, enforced: false };
 }
 
+/** Start `command` contained. Throws a CordonError synchronously on bad input or a known launch failure. */
 export function spawn(command: string, args: string[] = [], options: SpawnOptions = {}): ContainedProcess {
   return new ContainedProcess(command, args, options);
 }

@@ -224,9 +224,14 @@ export const TIERS = [
       "When the host exits, Node's own kill-on-close job ends the anchor helper with it, so the tree is ended at once (no grace).",
       'Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).',
       "Whether anyone still holds the captured output is read from the pipe's handle count; which member holds it is not determined (leftovers report heldOutput false).",
-      "No Job Object limits are set (JOB_OBJECT_LIMIT_JOB_MEMORY, JOB_OBJECT_LIMIT_ACTIVE_PROCESS, CPU rate control): resource limits are not enforced, and 'strict' refuses a spawn with limits. (Not implemented: Wine 8, where cordon's Windows lane runs, accepts the memory and process limits without enforcing them and refuses CPU rate control, so they could not be tested.)",
+      "Limits (the limits option) are set on the tree's Job Object before the command runs, with containment 'best-effort' only: JOB_OBJECT_LIMIT_JOB_MEMORY (the committed memory of all members together), JOB_OBJECT_LIMIT_ACTIVE_PROCESS (the anchor is outside the job, so only the tree counts) and hard-capped CPU rate control (a share of the whole machine: cores / processors; Windows 8 and later). Windows documents that it enforces them (an allocation or a process creation over the limit fails), but cordon's tests have never observed that: its Windows lane runs under Wine, which takes the memory and process limits without enforcing them. So resource limits are not claimed (guarantees.limits false): 'strict' refuses a spawn with limits, and with 'best-effort' the result says which limits the OS took on the job (result.limits.accepted) and limits.applied false.",
     ],
     amend: (result, probe) => {
+      if (probe.wine) {
+        result.notes.push(
+          "Under Wine, resource limits are not enforced (observed by the Windows lane: a tree commits memory and starts processes past the limits Wine took): Wine 8 takes JOB_OBJECT_LIMIT_JOB_MEMORY and JOB_OBJECT_LIMIT_ACTIVE_PROCESS without enforcing either, refuses CPU rate control, answers a query for a job's limits with zeros and keeps no CPU times for a job.",
+        );
+      }
       if (probe.ctrlBreak !== false) return;
       result.guarantees.gracefulStop = false;
       result.notes.push(

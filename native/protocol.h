@@ -24,12 +24,16 @@
 //   QUIET                           every member is gone and reaped (the tree is quiescent); the anchor exits
 //   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY, with --memory, --max-processes or
 //                                   --cpu-quota) what the kernel enforces on the tree (0: that limit is
-//                                   not); how: v2, v1, v1+v2 or none
+//                                   not); how: v2, v1, v1+v2, job (Windows: the tree's Job Object; what
+//                                   the OS accepted, which Wine does not enforce) or none
 //   LIMITDIR <dir>                  (before READY) a v1 cgroup of the tree's own, for a limit: the host
 //                                   removes it if the anchor dies before the tree is quiescent
 //   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>
 //                                   what the tree used (-1: not measured); after EXIT (before LEFT)
-//                                   and again before QUIET, which supersedes it
+//                                   and again before QUIET, which supersedes it. Windows: the peak is
+//                                   the job's committed memory, processes are processes (not threads),
+//                                   and the last two count JOB_OBJECT_MSG_JOB_MEMORY_LIMIT (a refused
+//                                   allocation) and JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT (a refused process)
 // host -> anchor:
 //   TERM <grace ms>                 polite signal to every member, the forced kill after grace
 //                                   (the polite signal: SIGTERM, or --polite-signal N on POSIX,
@@ -203,7 +207,7 @@ enum Extra : unsigned {
   kPoliteSignalOption = 8, // --polite-signal N (POSIX): the signal TERM (and control EOF) sends first
   kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
   kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
-  kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
+  kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (both; Windows: on the Job Object)
 };
 
 template <typename Char>

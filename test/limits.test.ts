@@ -93,7 +93,7 @@ describe('C12: resource limits', () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'exit 0'], { env: t.env, tier: 'process-group', containment: 'best-effort', limits: { processes: 20 } });
     const result = await within(proc.result, 15_000, 'the result', t.tag);
-    expect(result.limits).toEqual({ requested: { processes: 20 }, applied: false, hit: [] });
+    expect(result.limits).toEqual({ requested: { processes: 20 }, applied: false, accepted: [], hit: [] });
     // The process-group tier measures nothing: not measured, never 0.
     expect(result.usage).toEqual({ cpuMs: null, peakMemory: null, peakProcesses: null });
   });
@@ -127,7 +127,7 @@ describe('C12: resource limits', () => {
       expect(err.text).toMatch(/fork/i);
       expect(result.reason).toBe('limit');
       expect(result.limit).toBe('processes');
-      expect(result.limits).toEqual({ requested: { processes: 20 }, applied: true, hit: ['processes'] });
+      expect(result.limits).toEqual({ requested: { processes: 20 }, applied: true, accepted: ['processes'], hit: ['processes'] });
       expect(result.usage.peakProcesses).toBe(20);
       expect(result.usage.cpuMs).toEqual(expect.any(Number));
       expect(result.usage.peakMemory).toBeNull(); // no memory limit: not measured
@@ -186,7 +186,7 @@ describe('C12: resource limits', () => {
     expect(ratio).toBeLessThan(0.65);
     expect(ratio).toBeGreaterThan(0.1);
     expect(result.reason).toBe('exit');
-    expect(result.limits).toEqual({ requested: { cpu: 0.5 }, applied: true, hit: [] });
+    expect(result.limits).toEqual({ requested: { cpu: 0.5 }, applied: true, accepted: ['cpu'], hit: [] });
     expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes("/cordon-")));
   });
 
@@ -197,7 +197,7 @@ describe('C12: resource limits', () => {
       const proc = owner.spawn('sh', ['-c', 'exit 0'], { env: t.env, limits: { processes: 25 } });
       const cgroups = await rootCgroups(proc, t).catch(() => new Map<string, string>());
       const result = await within(proc.result, 15_000, 'the result', t.tag);
-      expect(result.limits).toEqual({ requested: { processes: 25, memory: 256 * 1024 * 1024 }, applied: true, hit: [] });
+      expect(result.limits).toEqual({ requested: { processes: 25, memory: 256 * 1024 * 1024 }, applied: true, accepted: ['memory', 'processes'], hit: [] });
       expect(result.reason).toBe('exit');
       expect(result.usage.peakProcesses).toBeGreaterThanOrEqual(1);
       expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes("/cordon-")));

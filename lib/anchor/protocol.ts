@@ -13,7 +13,7 @@
 //   RELEASED                                      no member holds the captured output
 //   STUCK <pid> ...                               members survived SIGKILL for STUCK_REPORT_MS
 //   QUIET                                         every member is gone and reaped; the anchor exits
-//   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel enforces (0: not that one)
+//   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel took on the tree (0: not that one)
 //   LIMITDIR <dir>                                (before READY) a v1 cgroup of the tree's own, for its limits
 //   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>   (-1: not measured)
 // host -> anchor: TERM <grace ms>, KILL, and on Windows first JOB <handle>.
@@ -50,7 +50,7 @@ export type AnchorEvent =
   | { type: 'stuck'; pids: number[] }
   /** Every member is gone and reaped: the tree is quiescent; the anchor exits. */
   | { type: 'quiescent' }
-  /** The limits the kernel enforces on the tree (0: that one is not); how: v2, v1, v1+v2 or none. */
+  /** The limits the kernel took on the tree (0: that one not); how: v2, v1, v1+v2, job (Windows; Wine takes some without enforcing them) or none. */
   | { type: 'limits'; memory: number; processes: number; cpuQuotaUs: number; how: string }
   /** A v1 cgroup of the tree's own, made for its limits. */
   | { type: 'limitDir'; dir: string }

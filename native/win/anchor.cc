@@ -52,6 +52,18 @@
 // EXIT reports the exit code; a root ended by our TerminateJobObject reports
 // signal 9 (as Node reports SIGKILL for a killed child), one ended by
 // CTRL_BREAK (STATUS_CONTROL_C_EXIT) 21 (SIGBREAK).
+//
+// Limits (--memory, --max-processes, --cpu-quota; C12): set on the tree's job
+// before the command exists (win::set_job_limits), each with a call of its
+// own; the anchor itself is not in the job, so the process limit counts the
+// tree only. LIMITS (before READY) says what the OS accepted ("job"; a limit
+// it refused is 0); a refusal without --best-effort is NOCONTAIN <errno>
+// limits, and nothing runs. The job's completion port says when a limit was
+// met (JOB_OBJECT_MSG_JOB_MEMORY_LIMIT: an allocation refused;
+// JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT: a process creation refused): USAGE
+// carries their counts in its oom-kills and pids.max-hits fields, next to the
+// job's CPU time and peak committed memory and the most processes the port
+// saw in the job at once (NEW_PROCESS / EXIT_PROCESS messages).
 #include "../protocol.h"
 #include "win.h"
 
@@ -88,6 +100,7 @@ using Options = protocol::Options<wchar_t>;
 [[noreturn]] void usage(const char* why) {
   protocol::print_usage(why,
                         "cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
+                        "       [--memory BYTES] [--max-processes N] [--cpu-quota US]\n"
                         "       [--cmd-shell] [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]",
                         "at fds 3 (out) and 4 (in)");
   ExitProcess(protocol::kUsageExit);
@@ -101,8 +114,9 @@ Options parse() {
   if (!argv) usage("cannot parse the command line");
   Options o;
   o.tier = "job-object";
-  protocol::parse_options(argc, argv, protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption, o,
-                          usage, open_trace);
+  const unsigned extra =
+      protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption | protocol::kLimitOptions;
+  protocol::parse_options(argc, argv, extra, o, usage, open_trace);
   LocalFree(argv);
   if (o.tier != "job-object") usage("unknown tier");
   return o;
@@ -271,6 +285,11 @@ class Anchor {
     watch_output();
     if (!launch()) return finish();
     release_stdio();
+    if (limits_asked()) {
+      // What the OS took on the job the tree runs in (none without one).
+      const win::JobLimits& a = job_ ? limits_ : win::JobLimits();
+      send(protocol::limits(a.memory, a.processes, a.cpu_quota_us, job_ && a.any() ? "job" : "none"));
+    }
     send(protocol::ready(root_pid_, tier_, false, std::string()));
     loop();
     return finish();
@@ -315,6 +334,7 @@ class Anchor {
         err = GetLastError();
       }
     }
+    if (!err && !set_limits()) return false;
     if (!err) return true;
     trace("job: error %lu", err);
     if (job_) CloseHandle(job_);
@@ -325,6 +345,33 @@ class Anchor {
     }
     tier_ = "process-handle";
     return true;
+  }
+
+  bool limits_asked() const { return opts_.memory > 0 || opts_.processes > 0 || opts_.cpu_quota_us > 0; }
+
+  // The limits asked for, on the job before the command exists. false: one
+  // was refused without --best-effort (NOCONTAIN sent; nothing runs).
+  bool set_limits() {
+    if (!limits_asked()) return true;
+    win::JobLimits want;
+    want.memory = opts_.memory;
+    want.processes = opts_.processes;
+    want.cpu_quota_us = opts_.cpu_quota_us;
+    DWORD err = win::set_job_limits(job_, want, limits_);
+    trace("limits: memory %lld processes %lld cpu %lld us/100ms accepted (error %lu)", static_cast<long long>(limits_.memory),
+          static_cast<long long>(limits_.processes), static_cast<long long>(limits_.cpu_quota_us), err);
+    if (!err || opts_.best_effort) return true;
+    send(protocol::no_contain(win::errno_from(err), "limits"));
+    return false;
+  }
+
+  // USAGE: what the tree used (-1: not measured).
+  void send_usage() {
+    if (!job_) return;
+    win::JobUsage u = win::job_usage(job_);
+    int64_t processes_peak = processes_seen_ ? processes_peak_ : -1;
+    send(protocol::usage(u.cpu_us, u.memory_peak, processes_peak, limits_.memory > 0 ? memory_hits_ : -1,
+                         limits_.processes > 0 ? process_hits_ : -1));
   }
 
   bool in_job(HANDLE process) {
@@ -760,6 +807,7 @@ class Anchor {
     } else {
       send(protocol::exit(code, 0));
     }
+    send_usage();
     auto left = members();
     trace("%zu member(s) left (active %d)", left.size(), job_ ? win::job_active(job_) : -1);
     for (auto& m : left) {
@@ -812,6 +860,7 @@ class Anchor {
       if (root_exited_ && tree_empty()) {
         send_released();
         trace("quiescent");
+        send_usage();
         send(protocol::quiescent());
         return;
       }
@@ -848,6 +897,16 @@ class Anchor {
         job_zero_ = true;
       } else if (bytes == JOB_OBJECT_MSG_NEW_PROCESS) {
         job_zero_ = false;
+        processes_seen_ = true;
+        if (++processes_now_ > processes_peak_) processes_peak_ = processes_now_;
+      } else if (bytes == JOB_OBJECT_MSG_EXIT_PROCESS || bytes == JOB_OBJECT_MSG_ABNORMAL_EXIT_PROCESS) {
+        if (processes_now_ > 0) processes_now_--;
+      } else if (bytes == JOB_OBJECT_MSG_JOB_MEMORY_LIMIT) {
+        trace("job: memory limit met");
+        memory_hits_++;
+      } else if (bytes == JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT) {
+        trace("job: process limit met");
+        process_hits_++;
       }
     } else if (key == kKeyRoot) {
       on_root_exit();
@@ -894,6 +953,12 @@ class Anchor {
   std::vector<HANDLE> watched_;
   protocol::Termination term_;
   int64_t last_force_ = 0;
+  win::JobLimits limits_;       // what the OS accepted on the job
+  int64_t memory_hits_ = 0;     // JOB_OBJECT_MSG_JOB_MEMORY_LIMIT messages
+  int64_t process_hits_ = 0;    // JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT messages
+  bool processes_seen_ = false;  // a NEW_PROCESS message came (the root's, at least)
+  int64_t processes_now_ = 0;
+  int64_t processes_peak_ = 0;
 };
 
 }  // namespace

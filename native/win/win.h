@@ -47,5 +47,34 @@ int job_active(HANDLE job);
 // Whether this process runs under Wine (ntdll exports wine_get_version).
 bool under_wine();
 
+// Resource limits on a tree's job (the anchor's --memory, --max-processes,
+// --cpu-quota; 0: none): the job's committed memory in bytes, its active
+// processes, CPU time in microseconds per 100 ms (in cores: quota / 100000).
+struct JobLimits {
+  int64_t memory = 0;
+  int64_t processes = 0;
+  int64_t cpu_quota_us = 0;
+  bool any() const { return memory > 0 || processes > 0 || cpu_quota_us > 0; }
+};
+
+// Sets each limit of `want` on `job` with a call of its own (so a refusal is
+// that limit's): JOB_OBJECT_LIMIT_JOB_MEMORY, JOB_OBJECT_LIMIT_ACTIVE_PROCESS
+// (next to the tree's kill-on-close, kept), and hard-capped CPU rate control
+// (a share of the whole machine: cores / processors x 10000). `applied` gets
+// what the OS accepted (0: refused or not asked; the CPU quota as the rate it
+// took, converted back), the return value the first refusal's error (0: none).
+DWORD set_job_limits(HANDLE job, const JobLimits& want, JobLimits& applied);
+
+// What the tree used, from the job: CPU time (user + kernel of every member
+// that ran in it) and the peak committed memory of the job (PeakJobMemoryUsed);
+// -1 where it is not measured: under Wine, which keeps no CPU times for a job
+// and answers the extended query with zeros, and a peak of 0, which no job
+// that ran a process has.
+struct JobUsage {
+  int64_t cpu_us = -1;
+  int64_t memory_peak = -1;
+};
+JobUsage job_usage(HANDLE job);
+
 }  // namespace win
 }  // namespace cordon

@@ -164,6 +164,46 @@ export async function hardKill(pid, token) {
   return `kill -9 from Linux (${answer})`;
 }
 
+/** The anchor helper as the package has it. */
+export const anchorExe = join(pkgDir, 'build', 'Release', 'cordon-anchor.exe');
+
+/**
+ * The anchor helper driven directly, as the facade would (control channel at
+ * fds 3 and 4), with `options` before `-- PATH ARGV0 ARGS...` (`command`):
+ * every line it sent up to its first report (READY, EXECFAIL or NOCONTAIN;
+ * `line`), then control EOF so it ends whatever it started and exits (bounded).
+ */
+export async function anchorReport(t, cwd, options, command) {
+  const child = spawnChild(anchorExe, ['--tier', 'job-object', ...options, '--', ...command], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'ignore', 'overlapped', 'overlapped'],
+    windowsHide: true,
+  });
+  t.add(child.pid);
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  let buf = '';
+  child.stdio[3].setEncoding('utf8');
+  try {
+    return await within(
+      new Promise((resolve, reject) => {
+        child.stdio[3].on('data', (d) => {
+          buf += d;
+          const lines = buf.split('\n').map((l) => l.trim());
+          const at = lines.findIndex((l) => /^(READY|EXECFAIL|NOCONTAIN) /.test(l));
+          if (at >= 0) resolve({ line: lines[at], lines: lines.slice(0, at + 1) });
+        });
+        child.stdio[3].on('end', () => reject(new Error(`the anchor ended without a report: ${JSON.stringify(buf)}`)));
+      }),
+      20000,
+      'the anchor to report',
+      [child.pid],
+    );
+  } finally {
+    child.stdio[4].end();
+    await within(exited, 20000, 'the anchor to exit after control EOF', [child.pid]);
+  }
+}
+
 /**
  * child_process.spawn for the tests' own processes. Under a loaded Wine,
  * CreateProcess has failed now and then with UNKNOWN (thrown at once, nothing

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { test } from 'node:test';
-import { alive, cordon, existsSync, fixtures, join, pkgDir, readUntilReady, spawnChild, track, waitGone, within } from './helpers.mjs';
+import { alive, anchorReport, cordon, existsSync, fixtures, join, pkgDir, readUntilReady, track, waitGone, within } from './helpers.mjs';
 
 // A batch file that re-parses its arguments three ways: %* echoed, %* split
 // by `for` (%%~a strips the quotes), and %* handed on through `call`.
@@ -228,42 +228,8 @@ test('job: a tree member cannot open the job by any name nor break away', { skip
   assert.equal(alive(rootPid), false);
 });
 
-const anchorExe = join(pkgDir, 'build', 'Release', 'cordon-anchor.exe');
-
-/**
- * The anchor helper driven directly, as the facade would (control channel at
- * fds 3 and 4): its first report for `-- PATH ARGV0 ARGS...`, then control
- * EOF so it ends whatever it started and exits.
- */
-async function anchorFirstReport(t, cwd, command) {
-  const child = spawnChild(anchorExe, ['--tier', 'job-object', '--', ...command], {
-    cwd,
-    stdio: ['ignore', 'pipe', 'ignore', 'overlapped', 'overlapped'],
-    windowsHide: true,
-  });
-  t.add(child.pid);
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  let buf = '';
-  child.stdio[3].setEncoding('utf8');
-  try {
-    return await within(
-      new Promise((resolve, reject) => {
-        child.stdio[3].on('data', (d) => {
-          buf += d;
-          const line = buf.split('\n').find((l) => /^(READY|EXECFAIL|NOCONTAIN) /.test(l));
-          if (line) resolve(line.trim());
-        });
-        child.stdio[3].on('end', () => reject(new Error(`the anchor ended without a report: ${JSON.stringify(buf)}`)));
-      }),
-      20000,
-      'the anchor to report',
-      [child.pid],
-    );
-  } finally {
-    child.stdio[4].end();
-    await within(exited, 20000, 'the anchor to exit after control EOF', [child.pid]);
-  }
-}
+/** The anchor helper driven directly: its first report (READY, EXECFAIL or NOCONTAIN line). */
+const anchorFirstReport = async (t, cwd, command) => (await anchorReport(t, cwd, [], command)).line;
 
 test('anchor: runs only a fully qualified, canonical name, and refuses what a .cmd may not receive', async (ctx) => {
   const t = track(ctx);
