@@ -2,6 +2,8 @@
 // and parser, the termination schedule and the trace, for both anchors.
 #include "protocol.h"
 
+#include <chrono>
+
 #include <cstdarg>
 #include <cstring>
 
@@ -233,7 +235,12 @@ void trace(const char* fmt, ...) {
   if (!g_trace) return;
   va_list ap;
   va_start(ap, fmt);
-  fprintf(g_trace, "[cordon-anchor %lu] ", g_trace_pid);
+  // Wall-clock milliseconds, so that the traces of several anchors (and a
+  // test's own timestamps) line up.
+  long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  fprintf(g_trace, "%lld.%03lld [cordon-anchor %lu] ", ms / 1000, ms % 1000, g_trace_pid);
   vfprintf(g_trace, fmt, ap);
   fputc('\n', g_trace);
   fflush(g_trace);

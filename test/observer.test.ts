@@ -116,6 +116,9 @@ describe('the process observers', () => {
 
     const out = capture(root.stdout);
     await within(out.until(/^READY$[\s\S]*^PID zombie \d+$|^PID zombie \d+$[\s\S]*^READY$/m), 10_000, 'the tree to start', t.tag);
+    // The middle shell prints the grandchild's pid on its own time: after
+    // READY when the machine is loaded (seen in CI).
+    await within(out.until(/^PID grandchild \d+$/m), 10_000, 'the grandchild to start', t.tag);
     const pids = out.pids();
     const rootPid = root.pid!;
     const { zombie, zparent, child, middle, grandchild } = pids as Record<string, number>;
