@@ -38,6 +38,8 @@ export interface AnchorHandlers {
   limits(limits: LimitsEvent): void;
   /** USAGE: what the tree used so far. */
   usage(usage: UsageEvent): void;
+  /** ENDPOINT: a leased tree's adoption endpoint (before READY). */
+  endpoint(path: string): void;
   /**
    * The anchor did not finish within the grace asked for plus
    * ANCHOR_WAIT_SLACK_MS (stopped, or stuck): quiescence cannot be proven.
@@ -55,6 +57,12 @@ export interface AnchorSpawn {
   stdio: Array<IOType | number | Stream>;
   /** Teardown grace the host asks for if it exits while the tree lives. */
   exitGrace: number;
+  /**
+   * A leased tree (lib/lease.ts): the anchor outlives the host for `ms`. The
+   * channel sends LEASE <ms> <token> first; POSIX hands the anchor `logFd`
+   * (an O_APPEND descriptor of the log, closed by the caller after the spawn).
+   */
+  lease?: { ms: number; token: string; logFd: number };
 }
 
 /** The anchor process as the host sees it (a ChildProcess on Windows). */
@@ -77,7 +85,8 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.prependListener('exit', () => {
-    for (const channel of live) channel.terminateSync();
+    // A leased tree outlives its host on purpose: its lease clock starts.
+    for (const channel of live) if (!channel.leased) channel.terminateSync();
   });
 }
 
@@ -103,6 +112,8 @@ export abstract class AnchorChannel {
   abstract readonly child: AnchorProcess;
   /** The anchor -> host side of the control channel (set by listen()). */
   protected socket!: Socket;
+  /** A leased tree: the host's exit does not end it (its lease does). */
+  leased = false;
   /** The channel is usable: not closed by the anchor, nor by the host. */
   protected open = true;
   /** The anchor exited (POSIX: and was reaped; its pid may be reused from now on). */
@@ -166,9 +177,10 @@ export abstract class AnchorChannel {
     return undefined;
   }
 
-  /** Reads the anchor's lines off `socket`, and learns from it when the anchor's end closes. */
-  protected listen(socket: Socket): void {
+  /** Reads the anchor's lines off `socket` (`pending`: what was already read of it), and learns from it when the anchor's end closes. */
+  protected listen(socket: Socket, pending = ''): void {
     this.socket = socket;
+    if (pending) queueMicrotask(() => this.receive(pending));
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => this.receive(chunk));
     socket.on('error', (err) => debug('control channel error: %s', err.message));
@@ -283,6 +295,8 @@ export abstract class AnchorChannel {
       }
       case 'limitDir':
         return; // the channel's own (observe)
+      case 'endpoint':
+        return on.endpoint(event.path);
     }
   }
 }

@@ -146,7 +146,7 @@ export class PosixAnchorChannel extends AnchorChannel {
     try {
       // The anchor enters the command's working directory itself (glibc's
       // posix_spawn can do it only from 2.29 on).
-      started = b.spawnHelper(spec.path, argv, env, stdio);
+      started = spec.lease ? b.spawnHelper(spec.path, argv, env, stdio, spec.lease.logFd) : b.spawnHelper(spec.path, argv, env, stdio);
     } catch (cause) {
       throw spawnFailure(cause, spec.path);
     }
@@ -167,6 +167,10 @@ export class PosixAnchorChannel extends AnchorChannel {
       },
     };
     this.listen(new Socket({ fd: started.control, readable: true, writable: true }));
+    if (spec.lease) {
+      this.leased = true;
+      this.send(encodeCommand({ type: 'lease', ms: spec.lease.ms, token: spec.lease.token }));
+    }
     watchExit(started.pid, (code, signal) => this.anchorExited(code, signal));
     // The host waits for the anchor's READY (spawn's `started`): the command
     // may already run and stop it (kill -STOP $PPID) before it reports.

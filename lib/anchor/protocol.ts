@@ -16,7 +16,9 @@
 //   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel enforces (0: not that one)
 //   LIMITDIR <dir>                                (before READY) a v1 cgroup of the tree's own, for its limits
 //   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>   (-1: not measured)
-// host -> anchor: TERM <grace ms>, KILL, and on Windows first JOB <handle>.
+//   ENDPOINT <path>                               (a leased tree, before READY) where it can be adopted
+// host -> anchor: TERM <grace ms>, KILL, on Windows first JOB <handle>, and
+// for a leased tree LEASE <ms> <token> (first, after JOB).
 
 /**
  * How long after its forced kill an anchor reports members that survived it
@@ -54,6 +56,8 @@ export type AnchorEvent =
   | { type: 'limits'; memory: number; processes: number; cpuQuotaUs: number; how: string }
   /** A v1 cgroup of the tree's own, made for its limits. */
   | { type: 'limitDir'; dir: string }
+  /** A leased tree's adoption endpoint. */
+  | { type: 'endpoint'; path: string }
   /** What the tree used (null: not measured). The last one before QUIET supersedes the one after EXIT. */
   | { type: 'usage'; cpuUs: number | null; memoryPeak: number | null; processesPeak: number | null; oomKills: number | null; pidsMaxHits: number | null };
 
@@ -69,7 +73,9 @@ export type HostCommand =
   /** The forced kill to every member now. */
   | { type: 'kill' }
   /** Windows, the first line: the tree's Job Object's handle value in the anchor (0: none). */
-  | { type: 'job'; handle: number };
+  | { type: 'job'; handle: number }
+  /** A leased tree: the lease and the adoption token (the first line; Windows: after JOB). */
+  | { type: 'lease'; ms: number; token: string };
 
 /** The anchors escape a command line's backslash, LF and CR (`\\`, `\n`, `\r`). */
 function unescape(s: string): string {
@@ -124,6 +130,9 @@ export function parseLine(line: string): ParsedLine {
         return { type: 'quiescent' };
       case 'LIMITS':
         return { type: 'limits', memory: int(words, 0, 'memory'), processes: int(words, 1, 'processes'), cpuQuotaUs: int(words, 2, 'cpu quota'), how: words[3] ?? 'none' };
+      case 'ENDPOINT':
+        if (words.join(' ') === '') throw new Malformed('no endpoint');
+        return { type: 'endpoint', path: unescape(words.join(' ')) };
       case 'LIMITDIR':
         if (!words.join(' ').startsWith('/')) throw new Malformed('dir is not an absolute path');
         return { type: 'limitDir', dir: words.join(' ') };
@@ -169,5 +178,7 @@ export function encodeCommand(command: HostCommand): string {
       return 'KILL\n';
     case 'job':
       return `JOB ${command.handle}\n`;
+    case 'lease':
+      return `LEASE ${command.ms} ${command.token}\n`;
   }
 }
