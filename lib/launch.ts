@@ -27,8 +27,6 @@ export interface LaunchInput {
   trace: string | undefined;
   /** The limits to ask the anchor for (none where best-effort runs without them). */
   limits: Limits | undefined;
-  /** A leased tree (lib/lease.ts): the lease, and where the POSIX anchor makes its endpoint. */
-  lease?: { ms: number; dir: string } | undefined;
 }
 
 export interface LaunchPlan {
@@ -85,7 +83,6 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     // subreaper tier has none).
     ...(opts.tier === undefined && tier === 'cgroup' && !hasLimits(input.limits) ? ['--fallback'] : []),
     ...(input.trace ? ['--trace', input.trace] : []),
-    ...(input.lease ? ['--lease', String(input.lease.ms), ...(process.platform === 'win32' ? [] : ['--lease-dir', input.lease.dir])] : []),
     '--',
     input.path,
     opts.argv0 ?? input.command,

@@ -99,10 +99,9 @@ export function leaseDir(): string {
   return dir;
 }
 
-/** The record's id: the endpoint's name without `.sock` (`<anchor pid>-<16 hex>`). */
-export function endpointId(endpoint: string): string {
-  const base = endpoint.slice(endpoint.lastIndexOf('/') + 1);
-  return base.endsWith('.sock') ? base.slice(0, -5) : base;
+/** The part of a tree's lease id the host chooses (16 lowercase hex); the anchor's pid is the rest. */
+export function newLeaseId(): string {
+  return randomBytes(8).toString('hex');
 }
 
 /** Written atomically (a temporary file, then rename), 0600. */
@@ -204,8 +203,12 @@ export interface Adoption {
   stderrFd: number;
 }
 
-/** ADOPT <token> on the tree's endpoint: the connection, or a typed error. */
-export function requestAdoption(id: string, token: string): Adoption {
+/**
+ * ADOPT <token> on the tree's endpoint: the connection, or a typed error.
+ * `check` sees the record first (and may throw): nothing is asked of the
+ * anchor when it does.
+ */
+export function requestAdoption(id: string, token: string, check: (record: LeaseRecord) => void): Adoption {
   if (process.platform === 'win32') throw errors.unknownLease(id);
   const dir = leaseDir();
   if (!/^[0-9]+-[0-9a-f]{16}$/.test(id)) throw errors.unknownLease(id);
@@ -215,6 +218,7 @@ export function requestAdoption(id: string, token: string): Adoption {
     removeStale(dir, id);
     throw errors.unknownLease(id);
   }
+  check(record);
   let r: { fd: number; received: string; fds: number[] };
   try {
     r = posixBinding().leaseRequest(record.endpoint, `ADOPT ${token}\n`, REQUEST_TIMEOUT_MS);

@@ -37,7 +37,7 @@ import { privilegeDropFailed } from './credentials.js';
 import { signalName } from './signals.js';
 import { AdoptedAnchorChannel } from './anchor/adopted.js';
 import type { AnchorHandlers } from './anchor/channel.js';
-import { endpointId, leaseDir, newToken, removeRecord, writeRecord, type Adoption } from './lease.js';
+import { leaseDir, newLeaseId, newToken, removeRecord, writeRecord, type Adoption } from './lease.js';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -221,8 +221,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   readonly lease: number | undefined;
   /** A leased tree: the token a new host adopts it with (registry.adopt(id, { token })). */
   readonly adoptionToken: string | undefined;
-  /** A leased tree: its id in registry.adoptable() (`<anchor pid>-<16 hex>`), once the anchor reported its endpoint. */
-  leaseId: string | undefined;
+  /** A leased tree: its id in registry.adoptable() (`<anchor pid>-<16 hex>`). */
+  readonly leaseId: string | undefined;
   /** This process was adopted (registry.adopt()): its anchor is another host's child; stdin is null. */
   readonly adopted: boolean;
   private leaseRecord: { dir: string; id: string } | undefined;
@@ -351,7 +351,6 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       usage: (u) => {
         this.usageSeen = u;
       },
-      endpoint: (path) => this.onEndpoint(path, context),
       anchorExit: (code, signal, error) => this.onAnchorExit(code, signal, error),
     };
 
@@ -371,16 +370,20 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         const tier = opts.tier ?? defaultTier();
         const anchor = helperPath();
         const limits = this.limitsAsked && limitsFor(tier, this.limitsAsked, opts.containment);
-        const lease = opts.lease === undefined ? undefined : { ms: opts.lease, dir: process.platform === 'win32' ? '' : leaseDir() };
-        const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits, lease });
+        const lease = opts.lease === undefined ? undefined : { ms: opts.lease, id: newLeaseId(), dir: process.platform === 'win32' ? undefined : leaseDir() };
+        const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits });
         this.tier = plan.tier;
         outputs = plan.outputs;
         if (lease) {
           // The anchor's own descriptor of the log (it appends while no host is attached).
           anchorLogFd = process.platform === 'win32' ? -1 : openSync(opts.log!, 'a');
-          plan.anchor.lease = { ms: lease.ms, token: this.adoptionToken!, logFd: anchorLogFd };
+          plan.anchor.lease = { ms: lease.ms, token: this.adoptionToken!, id: lease.id, dir: lease.dir, logFd: anchorLogFd };
         }
         this.anchor = new AnchorChannel(plan.anchor, handlers);
+        if (lease && this.anchor.pid !== undefined) {
+          this.leaseId = `${this.anchor.pid}-${lease.id}`;
+          if (lease.dir !== undefined) this.writeLeaseRecord(lease.dir, this.leaseId, context);
+        }
       } catch (err) {
         if (logFd !== undefined) closeSync(logFd);
         throw err;
@@ -411,19 +414,19 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     }
   }
 
-  /** A leased tree's anchor listens for adopters: the record a new host finds it by (lib/lease.ts). */
-  private onEndpoint(endpoint: string, context: LeaseContext | undefined): void {
-    const id = endpointId(endpoint);
-    this.leaseId = id;
-    if (this.adopted || this.anchorPid === undefined || process.platform === 'win32') return;
-    const dir = endpoint.slice(0, endpoint.lastIndexOf('/'));
+  /**
+   * The record a new host finds a leased tree by (lib/lease.ts), beside the
+   * endpoint the anchor makes (POSIX; the Windows record is not written yet).
+   */
+  private writeLeaseRecord(dir: string, id: string, context: LeaseContext | undefined): void {
+    const anchorPid = this.anchor.pid!;
     try {
       writeRecord(dir, {
         version: 1,
         id,
-        anchorPid: this.anchorPid,
-        anchorStart: posixBinding().processStart(this.anchorPid),
-        endpoint,
+        anchorPid,
+        anchorStart: posixBinding().processStart(anchorPid),
+        endpoint: join(dir, `${id}.sock`),
         owner: context?.owner ?? null,
         kind: context?.kind ?? 'command',
         label: context?.label ?? [this.command, ...this.args].join(' '),

@@ -398,7 +398,8 @@ export class Registry extends EventEmitter {
         token = owner === null ? undefined : this.tokenFor(owner);
         if (token === undefined) throw errors.adoptToken();
       }
-      return requestAdoption(id, token);
+      // A kind this registry does not know is a typed error before the anchor is asked.
+      return requestAdoption(id, token, (record) => this.kind(record.kind));
     })();
     const r = adoption.record;
     const ownerId = r.owner ?? `adopted-${r.id}`;

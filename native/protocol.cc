@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "ENDPOINT", "TERM", "KILL", "JOB", "LEASE", "ADOPT", "INFO", "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "ADOPT", "INFO", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -125,12 +125,6 @@ std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, i
   return end(line);
 }
 
-std::string endpoint(const std::string& path) {
-  std::string line = start(Verb::kEndpoint);
-  arg(line, escape(path));
-  return end(line);
-}
-
 std::string lease_info(int64_t ms_left, bool root_running) {
   std::string line = start(Verb::kLease);
   arg(line, ms_left);
@@ -152,13 +146,18 @@ std::string adopted(const std::string& log_path, bool out, bool err) {
   return end(line);
 }
 
-bool is_token(const std::string& s) {
-  if (s.size() != 32) return false;
+namespace {
+bool lower_hex(const std::string& s, size_t n) {
+  if (s.size() != n) return false;
   for (char c : s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
 }
+}  // namespace
+
+bool is_token(const std::string& s) { return lower_hex(s, 32); }
+bool is_lease_id(const std::string& s) { return lower_hex(s, 16); }
 
 bool same_token(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;

@@ -30,8 +30,6 @@
 //   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>
 //                                   what the tree used (-1: not measured); after EXIT (before LEFT)
 //                                   and again before QUIET, which supersedes it
-//   ENDPOINT <path>                 (--lease, before READY) the adoption endpoint the anchor listens
-//                                   on (POSIX: <lease dir>/<anchor pid>-<16 hex>.sock); escaped
 // host -> anchor:
 //   TERM <grace ms>                 polite signal to every member, the forced kill after grace
 //                                   (the polite signal: SIGTERM, or --polite-signal N on POSIX,
@@ -49,9 +47,12 @@
 // the command's stdout and stderr into the log, and lets a new host adopt the
 // tree. If none does before the clock runs out: TERM <teardown grace>.
 //
-// The adoption endpoint (--lease; POSIX a Unix socket in the per-user 0700
-// runtime directory; Windows a named pipe with a user-only DACL) takes one
-// connection at a time and one line from it (the same line rules):
+// The adoption endpoint (--lease MS --lease-id ID: ID is 16 lowercase hex
+// digits the host chose, so the host names the endpoint from the anchor's pid
+// and ID: POSIX the Unix socket <--lease-dir>/<anchor pid>-<ID>.sock in the
+// per-user 0700 runtime directory, made before READY; Windows a named pipe
+// with a user-only DACL) takes one connection at a time and one line from it
+// (the same line rules):
 //   INFO                            answered `LEASE <ms left, -1 while a host is attached>
 //                                   <root running 0|1>`, then closed
 //   ADOPT <token>                   answered `DENIED <why>` and closed (why: token, attached,
@@ -102,7 +103,6 @@ enum class Verb {
   kLimits,
   kLimitDir,
   kUsage,
-  kEndpoint,
   // host -> anchor
   kTerm,
   kKill,
@@ -137,7 +137,6 @@ std::string quiescent();  // QUIET
 std::string limits(int64_t memory, int64_t processes, int64_t cpu_quota_us, const std::string& how);
 std::string limit_dir(const std::string& dir);
 std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, int64_t oom_kills, int64_t pids_max_hits);
-std::string endpoint(const std::string& path);
 // The endpoint's answers.
 std::string lease_info(int64_t ms_left, bool root_running);
 std::string denied(const char* why);
@@ -177,6 +176,8 @@ struct Command {
 
 // A token as LEASE and ADOPT carry it: 32 lowercase hex characters.
 bool is_token(const std::string& s);
+// A lease id as --lease-id carries it: 16 lowercase hex characters.
+bool is_lease_id(const std::string& s);
 // Equal, in time that depends on the length only.
 bool same_token(const std::string& a, const std::string& b);
 
@@ -235,7 +236,7 @@ class Termination {
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
 //                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
 //                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--watch-fd N]... [--cwd DIR] [--trace FILE]
-//                 [--lease MS [--lease-dir DIR]]
+//                 [--lease MS --lease-id ID [--lease-dir DIR]]
 //                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
@@ -246,7 +247,8 @@ enum Extra : unsigned {
   kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
   kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
   kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
-  kLeaseDirOption = 128,   // --lease-dir DIR (POSIX): where the endpoint is made; fds 4, 5, 6 are
+  kLeaseOptions = 128,     // --lease MS, --lease-id ID (16 lowercase hex digits): the tree is leased
+  kLeaseDirOption = 256,   // --lease-dir DIR (POSIX): where the endpoint is made; fds 4, 5, 6 are
                            // the command's stdout and stderr read ends and the log (O_APPEND)
 };
 
@@ -271,6 +273,7 @@ struct Options {
   int gid = -1;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   int lease_ms = 0;            // --lease: 0 = none (host EOF ends the tree)
+  std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
   String lease_dir;            // --lease-dir (POSIX)
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
@@ -378,8 +381,11 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
     } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {
       if (!parse_uint31(argv[++i], o.gid)) usage("--gid takes a group id");
-    } else if (detail::is(a, "--lease") && has_value) {
+    } else if (detail::is(a, "--lease") && has_value && (extra & kLeaseOptions)) {
       if (!parse_uint31(argv[++i], o.lease_ms) || o.lease_ms == 0) usage("--lease takes whole milliseconds from 1 to 2147483647");
+    } else if (detail::is(a, "--lease-id") && has_value && (extra & kLeaseOptions)) {
+      o.lease_id = detail::ascii(argv[++i]);
+      if (!is_lease_id(o.lease_id)) usage("--lease-id takes 16 lowercase hex digits");
     } else if (detail::is(a, "--lease-dir") && has_value && (extra & kLeaseDirOption)) {
       o.lease_dir = argv[++i];
     } else if (detail::is(a, "--trace") && has_value) {

@@ -6,13 +6,14 @@
 // the tree (C8). Hosts are real node processes (test/fixtures/lease-host.mjs);
 // the tree is observed from outside by pid and by tag, and every test's
 // cleanup (SIGKILL by tag, the private runtime directory) is registered first.
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureDist, startCli, startHost, type Host } from './helpers/host.js';
 import { alive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { watchdog } from './helpers/time.js';
+import { Registry, spawn } from '../lib/index.js';
 
 /** A tree that prints its child's pid, then a tick every 100 ms until TERM. */
 const TICKER = 'sleep 300 & echo "PID child $!"; echo READY; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.1; done';
@@ -246,6 +247,32 @@ describe('leases and adoption (issue #17)', () => {
     expect(exit.code, adopt.err.text).toBe(128 + 15); // the root ended by SIGTERM
     await waitFor(() => members.every((pid) => !alive(pid)), { timeout: 2000, what: 'the tree to be gone', tag: t.tag, pids: members });
     await waitGone(t, 2000);
+  });
+
+  it('bad input is a typed error before anything runs: the lease, the runtime directory, the token, the tree id', async () => {
+    const t = useTag();
+    const { env, leaseDir } = useRuntime(t);
+    expect(() => spawn('true', [], { lease: -1 })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    expect(() => spawn('true', [], { lease: '10 minutes' })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    expect(() => spawn('true', [], { lease: {} as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    expect(() => new Registry().owner('x', { lease: 'soon' })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    const saved = process.env.XDG_RUNTIME_DIR;
+    onTestFinished(() => {
+      if (saved === undefined) delete process.env.XDG_RUNTIME_DIR;
+      else process.env.XDG_RUNTIME_DIR = saved;
+    });
+    process.env.XDG_RUNTIME_DIR = env.XDG_RUNTIME_DIR;
+    // A runtime directory others can read is refused: nothing runs.
+    mkdirSync(leaseDir, { mode: 0o755 });
+    chmodSync(leaseDir, 0o755);
+    expect(() => spawn('sh', ['-c', 'echo ran'], { lease: 1000, env: t.env })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_LEASE_DIR' }));
+    chmodSync(leaseDir, 0o700);
+    const registry = new Registry();
+    await expect(registry.adopt('1-0011223344556677', { token: 'not-a-token' })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    await expect(registry.adopt('1-0011223344556677', { token: '0'.repeat(32) })).rejects.toMatchObject({ code: 'ERR_CORDON_UNKNOWN_TREE' });
+    await expect(registry.adopt('1-0011223344556677')).rejects.toMatchObject({ code: 'ERR_CORDON_UNKNOWN_TREE' });
+    expect(await registry.adoptable()).toEqual([]);
+    expect(t.procs()).toEqual([]);
   });
 
   it('without a lease, a SIGKILLed host still ends its tree (C8 unchanged)', async () => {

@@ -31,10 +31,7 @@ describe('anchor protocol: lines from the anchor', () => {
     expect(parseLine('USAGE 1500 x')).toMatchObject({ type: 'malformed', reason: expect.stringContaining('memory peak') });
   });
 
-  it('ENDPOINT (a leased tree, issue #17) and the LEASE command', () => {
-    expect(parseLine('ENDPOINT /run/user/1000/cordon/12-00112233aabbccdd.sock')).toEqual({ type: 'endpoint', path: '/run/user/1000/cordon/12-00112233aabbccdd.sock' });
-    expect(parseLine('ENDPOINT /tmp/a b\\nc/1-0.sock')).toEqual({ type: 'endpoint', path: '/tmp/a b\nc/1-0.sock' });
-    expect(parseLine('ENDPOINT')).toMatchObject({ type: 'malformed' });
+  it('the LEASE command (a leased tree, issue #17)', () => {
     expect(encodeCommand({ type: 'lease', ms: 600000, token: '0123456789abcdef0123456789abcdef' })).toBe('LEASE 600000 0123456789abcdef0123456789abcdef\n');
   });
 

@@ -38,8 +38,6 @@ export interface AnchorHandlers {
   limits(limits: LimitsEvent): void;
   /** USAGE: what the tree used so far. */
   usage(usage: UsageEvent): void;
-  /** ENDPOINT: a leased tree's adoption endpoint (before READY). */
-  endpoint(path: string): void;
   /**
    * The anchor did not finish within the grace asked for plus
    * ANCHOR_WAIT_SLACK_MS (stopped, or stuck): quiescence cannot be proven.
@@ -58,11 +56,13 @@ export interface AnchorSpawn {
   /** Teardown grace the host asks for if it exits while the tree lives. */
   exitGrace: number;
   /**
-   * A leased tree (lib/lease.ts): the anchor outlives the host for `ms`. The
-   * channel sends LEASE <ms> <token> first; POSIX hands the anchor `logFd`
+   * A leased tree (lib/lease.ts): the anchor outlives the host for `ms`,
+   * adoptable with `token` at the endpoint `id` names (with the anchor's pid).
+   * The channel passes --lease MS --lease-id ID and sends LEASE <ms> <token>
+   * first (Windows: after JOB). POSIX also: --lease-dir `dir`, and `logFd`
    * (an O_APPEND descriptor of the log, closed by the caller after the spawn).
    */
-  lease?: { ms: number; token: string; logFd: number };
+  lease?: { ms: number; token: string; id: string; dir?: string; logFd?: number };
 }
 
 /** The anchor process as the host sees it (a ChildProcess on Windows). */
@@ -295,8 +295,6 @@ export abstract class AnchorChannel {
       }
       case 'limitDir':
         return; // the channel's own (observe)
-      case 'endpoint':
-        return on.endpoint(event.path);
     }
   }
 }

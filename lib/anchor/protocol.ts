@@ -16,7 +16,6 @@
 //   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel enforces (0: not that one)
 //   LIMITDIR <dir>                                (before READY) a v1 cgroup of the tree's own, for its limits
 //   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>   (-1: not measured)
-//   ENDPOINT <path>                               (a leased tree, before READY) where it can be adopted
 // host -> anchor: TERM <grace ms>, KILL, on Windows first JOB <handle>, and
 // for a leased tree LEASE <ms> <token> (first, after JOB).
 
@@ -56,8 +55,6 @@ export type AnchorEvent =
   | { type: 'limits'; memory: number; processes: number; cpuQuotaUs: number; how: string }
   /** A v1 cgroup of the tree's own, made for its limits. */
   | { type: 'limitDir'; dir: string }
-  /** A leased tree's adoption endpoint. */
-  | { type: 'endpoint'; path: string }
   /** What the tree used (null: not measured). The last one before QUIET supersedes the one after EXIT. */
   | { type: 'usage'; cpuUs: number | null; memoryPeak: number | null; processesPeak: number | null; oomKills: number | null; pidsMaxHits: number | null };
 
@@ -130,9 +127,6 @@ export function parseLine(line: string): ParsedLine {
         return { type: 'quiescent' };
       case 'LIMITS':
         return { type: 'limits', memory: int(words, 0, 'memory'), processes: int(words, 1, 'processes'), cpuQuotaUs: int(words, 2, 'cpu quota'), how: words[3] ?? 'none' };
-      case 'ENDPOINT':
-        if (words.join(' ') === '') throw new Malformed('no endpoint');
-        return { type: 'endpoint', path: unescape(words.join(' ')) };
       case 'LIMITDIR':
         if (!words.join(' ').startsWith('/')) throw new Malformed('dir is not an absolute path');
         return { type: 'limitDir', dir: words.join(' ') };

@@ -100,7 +100,7 @@ using Options = protocol::Options<char>;
                         "cordon-anchor [--tier " + anchor::tier_names() +
                             "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
                             "[--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
-                            "[--lease MS --lease-dir DIR] "
+                            "[--lease MS --lease-id ID --lease-dir DIR] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -117,10 +117,13 @@ Options parse(int argc, char** argv) {
   o.tier = "subreaper";
   protocol::parse_options(argc, argv,
                           protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions |
-                              protocol::kPoliteSignalOption | protocol::kCredentialsOption | protocol::kLeaseDirOption,
+                              protocol::kPoliteSignalOption | protocol::kCredentialsOption | protocol::kLeaseOptions |
+                              protocol::kLeaseDirOption,
                           o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
-  if ((o.lease_ms > 0) != !o.lease_dir.empty()) usage("--lease and --lease-dir go together");
+  if ((o.lease_ms > 0) != !o.lease_dir.empty() || (o.lease_ms > 0) != !o.lease_id.empty()) {
+    usage("--lease, --lease-id and --lease-dir go together");
+  }
   // A polite signal must be one that asks: never one that cannot be caught
   // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
   if (o.polite_signal == 0) o.polite_signal = SIGTERM;
@@ -143,12 +146,11 @@ class Anchor : public anchor::TierHost {
     install_signals();
     if (leased()) {
       drain_.adopt_startup_fds();
-      int rc = endpoint_.open(opts_.lease_dir);
+      int rc = endpoint_.open(opts_.lease_dir, opts_.lease_id);
       if (rc != 0) {
-        send(protocol::no_contain(-rc, "lease"));
+        send(protocol::no_contain(-rc, "lease-endpoint"));
         return 0;
       }
-      send(protocol::endpoint(endpoint_.path()));
     }
     // Probe first, while fds 1 and 2 are still the host's output pipes: on
     // macOS probe() records the identity of our own sockets for list_tree().

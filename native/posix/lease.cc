@@ -37,25 +37,8 @@ bool is_stream(int fd) {
 
 }  // namespace
 
-std::string random_hex16() {
-  unsigned char bytes[8] = {};
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, bytes, sizeof bytes);
-    (void)n;
-    close(fd);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
-
-int Endpoint::open(const std::string& dir) {
-  std::string path = dir + "/" + std::to_string(static_cast<long long>(getpid())) + "-" + random_hex16() + ".sock";
+int Endpoint::open(const std::string& dir, const std::string& id) {
+  std::string path = dir + "/" + std::to_string(static_cast<long long>(getpid())) + "-" + id + ".sock";
   sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;

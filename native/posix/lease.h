@@ -29,8 +29,9 @@ class Endpoint {
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
-  // Listens on <dir>/<pid>-<16 hex>.sock: 0 or a negative errno.
-  int open(const std::string& dir);
+  // Listens on <dir>/<pid>-<id>.sock: 0 or a negative errno (EADDRINUSE:
+  // something is there already; it is never replaced).
+  int open(const std::string& dir, const std::string& id);
   const std::string& path() const { return path_; }
   bool listening() const { return listen_fd_ >= 0; }
   // Stops listening and removes the socket and the host's <id>.json beside it
@@ -82,9 +83,6 @@ class Drain {
   int out_[2] = {-1, -1};
   int log_ = -1;
 };
-
-// 16 random lowercase hex characters (/dev/urandom).
-std::string random_hex16();
 
 }  // namespace anchor
 }  // namespace cordon
