@@ -13,6 +13,7 @@ import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureDist, startCli, startHost, type Host } from './helpers/host.js';
 import { alive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { watchdog } from './helpers/time.js';
+import { treeCgroupDirs } from './helpers/cgroup.js';
 import { Registry, spawn } from '../lib/index.js';
 
 /** A tree that prints its child's pid, then a tick every 100 ms until TERM. */
@@ -71,6 +72,12 @@ function treePids(l: Leased): number[] {
     .map(([, pid]) => pid);
 }
 
+/** The cgroup tier: the anchor removes its tree's cgroup (cordon-<anchor pid>-…) as it exits, adopted or not. */
+async function cgroupRemoved(l: Leased): Promise<void> {
+  const mine = (d: string) => d.includes(`/cordon-${l.pids['tree.anchor']}-`);
+  await waitFor(() => !treeCgroupDirs().some(mine), { timeout: 2000, what: `the tree's cgroup to be removed (${treeCgroupDirs().filter(mine).join(', ')})` });
+}
+
 function result(host: Host): any {
   const m = /^RESULT (.*)$/m.exec(host.out.text);
   return m ? JSON.parse(m[1]!) : undefined;
@@ -115,6 +122,7 @@ describe('leases and adoption (issue #17)', () => {
       timeout: 2000,
       what: 'the endpoint files to be removed',
     });
+    await cgroupRemoved(l);
   });
 
   it('a lease that runs out terminates the tree with its grace; nothing is left, the endpoint files are removed', async () => {
@@ -139,6 +147,7 @@ describe('leases and adoption (issue #17)', () => {
     expect(Date.now() - killedAt, 'the grace was given (ms)').toBeGreaterThanOrEqual(lease + grace - 50);
     await waitGone(t, 3000);
     await waitFor(() => readdirSync(leaseDir).length === 0, { timeout: 3000, what: `the lease directory to be empty (${readdirSync(leaseDir).join(', ')})` });
+    await cgroupRemoved(l);
   });
 
   it('two hosts racing to adopt: exactly one wins, the other is refused (ERR_CORDON_ADOPT_DENIED)', async () => {
