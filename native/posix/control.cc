@@ -33,7 +33,8 @@ int control_pair(int fds[2]) {
 // ---- Adoption: the host's side of a leased anchor's endpoint
 
 #include <poll.h>
-#include <sys/un.h>
+
+#include "unix_socket.h"
 
 #include <chrono>
 #include <cstring>
@@ -44,12 +45,8 @@ int lease_request(const std::string& path, const std::string& line, int timeout_
                   std::vector<int>& fds) {
   sock = -1;
   sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return -ENAMETOOLONG;
-  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  if (fd < 0) return -errno;
+  int fd = unix_socket_for(path, addr);
+  if (fd < 0) return fd;
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto fail = [&](int err) {
     for (int f : fds) close(f);

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "tier.h"
+#include "unix_socket.h"
 
 namespace cordon {
 namespace anchor {
@@ -40,12 +41,8 @@ bool is_stream(int fd) {
 int Endpoint::open(const std::string& dir, const std::string& id) {
   std::string path = dir + "/" + std::to_string(static_cast<long long>(getpid())) + "-" + id + ".sock";
   sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return -ENAMETOOLONG;
-  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  if (fd < 0) return -errno;
+  int fd = unix_socket_for(path, addr);
+  if (fd < 0) return fd;
   cloexec_nonblock(fd);
   // The directory (0700, the host checked it) is the access check; the
   // socket itself is the user's only as well.
