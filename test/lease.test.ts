@@ -6,7 +6,7 @@
 // the tree (C8). Hosts are real node processes (test/fixtures/lease-host.mjs);
 // the tree is observed from outside by pid and by tag, and every test's
 // cleanup (SIGKILL by tag, the private runtime directory) is registered first.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -60,7 +60,7 @@ async function killHost(host: Host, t: Tagged): Promise<void> {
   await within(host.exited, watchdog(5000), 'the SIGKILLed host to end', t.tag);
 }
 
-function adopter(env: NodeJS.ProcessEnv, id: string, token: string, then: 'terminate' | 'result'): Host {
+function adopter(env: NodeJS.ProcessEnv, id: string, token: string, then: 'terminate' | 'result' | 'wait'): Host {
   const host = startHost(['adopt', id, token, then], env, 'lease-host.mjs');
   hostEnded(host);
   return host;
@@ -148,6 +148,27 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 3000);
     await waitFor(() => readdirSync(leaseDir).length === 0, { timeout: 3000, what: `the lease directory to be empty (${readdirSync(leaseDir).join(', ')})` });
     await cgroupRemoved(l);
+  });
+
+  it('an adopter that dies too restarts the lease clock from the full lease', async () => {
+    const t = useTag();
+    const { env } = useRuntime(t);
+    const lease = 2000;
+    const l = await spawnLeased(env, lease, 300);
+    const members = treePids(l);
+    await killHost(l.host, t);
+    await sleep(lease / 2);
+    const a = adopter(env, l.id, l.token, 'wait');
+    await a.out.until(/^LIVEWORK \w+$/m, watchdog(10_000));
+    await sleep(lease / 2);
+    await killHost(a, t);
+    const adopterDied = Date.now();
+    // Past the first host's lease (its clock stopped at the adoption) and most of the new one.
+    await sleep(lease * 0.75);
+    for (const pid of members) expect(alive(pid), `member ${pid} ${Date.now() - adopterDied} ms after the adopter died`).toBe(true);
+    await waitFor(() => members.every((pid) => !alive(pid)), { timeout: watchdog(lease + 3000), what: 'the tree to end at the new lease end', tag: t.tag, pids: members });
+    expect(Date.now() - adopterDied, 'the full lease ran again (ms)').toBeGreaterThanOrEqual(lease - 50);
+    await waitGone(t, 2000);
   });
 
   it('two hosts racing to adopt: exactly one wins, the other is refused (ERR_CORDON_ADOPT_DENIED)', async () => {
@@ -281,6 +302,11 @@ describe('leases and adoption (issue #17)', () => {
     await expect(registry.adopt('1-0011223344556677', { token: '0'.repeat(32) })).rejects.toMatchObject({ code: 'ERR_CORDON_UNKNOWN_TREE' });
     await expect(registry.adopt('1-0011223344556677')).rejects.toMatchObject({ code: 'ERR_CORDON_UNKNOWN_TREE' });
     expect(await registry.adoptable()).toEqual([]);
+    // A record whose anchor is not the process it names (start time) is stale: adoptable() removes it.
+    const stale = { version: 1, id: `${process.pid}-0011223344556677`, anchorPid: process.pid, anchorStart: '1', endpoint: join(leaseDir, `${process.pid}-0011223344556677.sock`) };
+    writeFileSync(join(leaseDir, `${stale.id}.json`), JSON.stringify(stale));
+    expect(await registry.adoptable()).toEqual([]);
+    expect(existsSync(join(leaseDir, `${stale.id}.json`))).toBe(false);
     expect(t.procs()).toEqual([]);
   });
 
