@@ -37,8 +37,9 @@ Options for run:
   --max-processes <n>    the most processes the tree may have at once (cgroup tier)
   --cpu <cores>          CPU limit in cores: 0.5 is half of one core (cgroup tier)
   --log <file>           also append stdout and stderr to this file
-  --lease <d>            the tree outlives this CLI for this long (adopt it with cordon adopt;
-                         its id and token are printed on stderr); then it is terminated
+  --lease <d>            the tree outlives this CLI (killed, or its terminal hung up: SIGHUP) for
+                         this long (adopt it with cordon adopt; its id and token are printed on
+                         stderr); then it is terminated. Ctrl-C and SIGTERM still end it
   --report               print what was left over and how long cleanup took (stderr)
 
 Durations: 500ms, 3s, 2m, 1h (a bare number is seconds).
@@ -197,6 +198,11 @@ function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortCon
   const onSignal = (signal: NodeJS.Signals) => {
     const proc = target.proc;
     if (!proc) return; // (handlers run after the synchronous spawn, so never)
+    if (signal === 'SIGHUP' && proc.lease !== undefined) {
+      // The terminal went away: what a lease is for. The tree runs on under it.
+      process.stderr.write(`cordon: ${signal}: the tree runs on for its lease (cordon adopt ${proc.leaseId} --token ${proc.adoptionToken})\n`);
+      process.exit(129);
+    }
     interrupts++;
     if (interrupts === 1) {
       controller.abort(new Error(`received ${signal}`));

@@ -310,6 +310,26 @@ describe('leases and adoption (issue #17)', () => {
     expect(t.procs()).toEqual([]);
   });
 
+  it('the CLI: a hang-up (SIGHUP) of cordon run --lease leaves the tree to its lease', async () => {
+    const t = useTag();
+    const { env } = useRuntime(t);
+    const run = startCli(['run', '--lease', '60s', '--grace', '500ms', '--', 'sh', '-c', TICKER], env);
+    onTestFinished(() => {
+      if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+    });
+    const said = await run.err.until(/cordon adopt (\S+) --token (\S+)/, watchdog(15_000));
+    const [, id, token] = /cordon adopt (\S+) --token (\S+)/.exec(said)!;
+    await run.out.until(/^READY$/m, watchdog(10_000));
+    const members = Object.values(run.out.pids());
+    run.child.kill('SIGHUP');
+    expect((await within(run.exited, watchdog(5000), 'the CLI to exit on SIGHUP', t.tag)).code).toBe(129);
+    await sleep(1200);
+    for (const pid of members) expect(alive(pid), `member ${pid} after the hang-up`).toBe(true);
+    const a = adopter(env, id!, token!, 'terminate');
+    expect((await within(a.exited, watchdog(15_000), 'the adopter to exit', t.tag)).code, a.out.text + a.err.text).toBe(0);
+    await waitGone(t, 2000);
+  });
+
   it('without a lease, a SIGKILLed host still ends its tree (C8 unchanged)', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
