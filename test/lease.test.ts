@@ -83,6 +83,18 @@ function result(host: Host): any {
   return m ? JSON.parse(m[1]!) : undefined;
 }
 
+/** `cordon run --lease 60s` of the ticker: the CLI, the tree's id and token (as it printed them), its members. */
+async function leasedCli(env: NodeJS.ProcessEnv) {
+  const run = startCli(['run', '--lease', '60s', '--grace', '500ms', '--', 'sh', '-c', TICKER], env);
+  onTestFinished(() => {
+    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+  });
+  const said = await run.err.until(/cordon adopt (\S+) --token (\S+)/, watchdog(15_000));
+  const [, id, token] = /cordon adopt (\S+) --token (\S+)/.exec(said)!;
+  await run.out.until(/^READY$/m, watchdog(10_000));
+  return { run, id: id!, token: token!, members: Object.values(run.out.pids()) };
+}
+
 describe('leases and adoption (issue #17)', () => {
   beforeAll(async () => {
     await ensureDist();
@@ -248,14 +260,7 @@ describe('leases and adoption (issue #17)', () => {
   it('the CLI: cordon run --lease outlives a SIGKILL, cordon ps lists it, cordon adopt streams it and Ctrl-C ends it', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
-    const run = startCli(['run', '--lease', '60s', '--grace', '500ms', '--', 'sh', '-c', TICKER], env);
-    onTestFinished(() => {
-      if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
-    });
-    const said = await run.err.until(/cordon adopt (\S+) --token (\S+)/, watchdog(15_000));
-    const [, id, token] = /cordon adopt (\S+) --token (\S+)/.exec(said)!;
-    await run.out.until(/^READY$/m, watchdog(10_000));
-    const members = Object.values(run.out.pids());
+    const { run, id, token, members } = await leasedCli(env);
     run.child.kill('SIGKILL');
     await within(run.exited, watchdog(5000), 'the SIGKILLed CLI to end', t.tag);
     await sleep(1200);
@@ -267,7 +272,7 @@ describe('leases and adoption (issue #17)', () => {
     expect(listed, ps.out.text).toMatchObject({ id, rootRunning: true, command: 'sh' });
     expect(listed!.leaseLeftMs).toBeGreaterThan(50_000);
 
-    const adopt = startCli(['adopt', id!, '--token', token!], env);
+    const adopt = startCli(['adopt', id, '--token', token], env);
     onTestFinished(() => {
       if (adopt.child.exitCode === null && adopt.child.signalCode === null) adopt.child.kill('SIGKILL');
     });
@@ -313,19 +318,12 @@ describe('leases and adoption (issue #17)', () => {
   it('the CLI: a hang-up (SIGHUP) of cordon run --lease leaves the tree to its lease', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
-    const run = startCli(['run', '--lease', '60s', '--grace', '500ms', '--', 'sh', '-c', TICKER], env);
-    onTestFinished(() => {
-      if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
-    });
-    const said = await run.err.until(/cordon adopt (\S+) --token (\S+)/, watchdog(15_000));
-    const [, id, token] = /cordon adopt (\S+) --token (\S+)/.exec(said)!;
-    await run.out.until(/^READY$/m, watchdog(10_000));
-    const members = Object.values(run.out.pids());
+    const { run, id, token, members } = await leasedCli(env);
     run.child.kill('SIGHUP');
     expect((await within(run.exited, watchdog(5000), 'the CLI to exit on SIGHUP', t.tag)).code).toBe(129);
     await sleep(1200);
     for (const pid of members) expect(alive(pid), `member ${pid} after the hang-up`).toBe(true);
-    const a = adopter(env, id!, token!, 'terminate');
+    const a = adopter(env, id, token, 'terminate');
     expect((await within(a.exited, watchdog(15_000), 'the adopter to exit', t.tag)).code, a.out.text + a.err.text).toBe(0);
     await waitGone(t, 2000);
   });
