@@ -8,13 +8,14 @@
 // cleanup (SIGKILL by tag, the private runtime directory) is registered first.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureDist, startCli, startHost, type Host } from './helpers/host.js';
 import { alive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { watchdog } from './helpers/time.js';
 import { treeCgroupDirs } from './helpers/cgroup.js';
-import { Registry, spawn } from '../lib/index.js';
+import { Registry, run, spawn } from '../lib/index.js';
+import { itWhere } from './helpers/tier.js';
 
 /** A tree that prints its child's pid, then a tick every 100 ms until TERM. */
 const TICKER = 'sleep 300 & echo "PID child $!"; echo READY; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.1; done';
@@ -324,6 +325,24 @@ describe('leases and adoption (issue #17)', () => {
     await sleep(1200);
     for (const pid of members) expect(alive(pid), `member ${pid} after the hang-up`).toBe(true);
     const a = adopter(env, id, token, 'terminate');
+    expect((await within(a.exited, watchdog(15_000), 'the adopter to exit', t.tag)).code, a.out.text + a.err.text).toBe(0);
+    await waitGone(t, 2000);
+  });
+
+  itWhere(process.getuid?.() === 0, 'another user can neither list the lease directory nor reach an endpoint in it', 'needs a root host to run a command as another user', async () => {
+    const t = useTag();
+    const { env, leaseDir } = useRuntime(t);
+    // Only the directory cordon makes keeps others out: its parent is open to everyone here.
+    chmodSync(dirname(leaseDir), 0o755);
+    const l = await spawnLeased(env, 60_000, 300);
+    await killHost(l.host, t);
+    const sock = join(leaseDir, `${l.id}.sock`);
+    expect(existsSync(sock)).toBe(true);
+    const probe = `if ls "${leaseDir}" >/dev/null 2>&1; then echo listed; fi; if test -e "${sock}"; then echo reached; fi; echo done`;
+    const r = await run('sh', ['-c', probe], { uid: 65534, gid: 65534, env: t.env });
+    expect(r.stdout.trim(), 'as nobody').toBe('done');
+    for (const pid of treePids(l)) expect(alive(pid), `member ${pid}`).toBe(true);
+    const a = adopter(env, l.id, l.token, 'terminate');
     expect((await within(a.exited, watchdog(15_000), 'the adopter to exit', t.tag)).code, a.out.text + a.err.text).toBe(0);
     await waitGone(t, 2000);
   });
