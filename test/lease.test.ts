@@ -347,6 +347,31 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  it('while its host is attached a leased tree is listed (no lease clock running), cannot be adopted, and terminate() ends it as any tree', async () => {
+    const t = useTag();
+    const { env, leaseDir } = useRuntime(t);
+    const saved = process.env.XDG_RUNTIME_DIR;
+    onTestFinished(() => {
+      if (saved === undefined) delete process.env.XDG_RUNTIME_DIR;
+      else process.env.XDG_RUNTIME_DIR = saved;
+    });
+    process.env.XDG_RUNTIME_DIR = env.XDG_RUNTIME_DIR;
+    const registry = new Registry({ logDir: dirname(leaseDir) });
+    const proc = registry.owner('erin', { lease: '1m' }).spawn('sh', ['-c', TICKER], { kind: 'subagent', label: 'ticker', env: t.env });
+    onTestFinished(() => void proc.kill().catch(() => {}));
+    await proc.started;
+    expect(proc.lease).toBe(60_000);
+    expect(proc.adoptionToken).toMatch(/^[0-9a-f]{32}$/);
+    expect(proc.logPath, 'a leased tree always has a log').toBeDefined();
+    const listed = await registry.adoptable();
+    expect(listed).toEqual([expect.objectContaining({ id: proc.leaseId, owner: 'erin', kind: 'subagent', label: 'ticker', leaseLeftMs: null, rootRunning: true })]);
+    await expect(registry.adopt(proc.leaseId!, { token: proc.adoptionToken })).rejects.toMatchObject({ code: 'ERR_CORDON_ADOPT_DENIED' });
+    expect(proc.state).toBe('running');
+    await within(proc.terminate({ grace: 500 }), watchdog(10_000), 'terminate() of the leased tree', t.tag);
+    await waitGone(t, 2000);
+    await waitFor(() => readdirSync(leaseDir).length === 0, { timeout: 2000, what: `the lease directory to be empty (${readdirSync(leaseDir).join(', ')})` });
+  });
+
   it('without a lease, a SIGKILLed host still ends its tree (C8 unchanged)', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
