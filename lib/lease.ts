@@ -53,6 +53,12 @@ export function leaseOption(value: unknown): number | undefined {
   return ms === 0 ? undefined : ms;
 }
 
+/** A leased tree's log when none was asked for: under `dir` (an owner's log directory), else <tmpdir>/cordon-logs. */
+export function defaultLeaseLog(dir = join(tmpdir(), 'cordon-logs')): string {
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `lease-${Date.now()}-${randomBytes(4).toString('hex')}.log`);
+}
+
 /** 128 random bits, as the anchor takes them (32 lowercase hex characters). */
 export function newToken(): string {
   return randomBytes(16).toString('hex');

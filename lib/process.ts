@@ -6,6 +6,7 @@
 // exits (C4, WaitDelay) are output.ts; every error comes from errors.ts.
 import { EventEmitter } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
 import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
@@ -37,11 +38,7 @@ import { privilegeDropFailed } from './credentials.js';
 import { signalName } from './signals.js';
 import { AdoptedAnchorChannel } from './anchor/adopted.js';
 import type { AnchorHandlers } from './anchor/channel.js';
-import { leaseDir, newLeaseId, newToken, removeRecord, writeRecord, type Adoption } from './lease.js';
-import { mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { defaultLeaseLog, leaseDir, newLeaseId, newToken, removeRecord, writeRecord, type Adoption } from './lease.js';
 
 /**
  * @internal What an owner (lib/registry.ts) adds to a spawn for its lease
@@ -300,11 +297,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       this.lease = opts.lease;
       this.adoptionToken = opts.lease === undefined ? undefined : (context?.token ?? newToken());
       // A leased tree always has a log: what it writes while no host is attached goes there.
-      if (opts.lease !== undefined && opts.log === undefined) {
-        const dir = context?.logDir ?? join(tmpdir(), 'cordon-logs');
-        mkdirSync(dir, { recursive: true });
-        opts.log = join(dir, `lease-${Date.now()}-${randomBytes(4).toString('hex')}.log`);
-      }
+      if (opts.lease !== undefined && opts.log === undefined) opts.log = defaultLeaseLog(context?.logDir);
     }
     checkLogStdio(opts);
 
