@@ -2,8 +2,10 @@
 // for the lease, its output going to its log; a second host process adopts it
 // (exactly one of two racing hosts, only with the token) and gets its output,
 // its result and its termination; a lease that runs out ends the tree with
-// the grace and removes its endpoint. Without a lease, host death still ends
-// the tree (C8). Hosts are real node processes (test/fixtures/lease-host.mjs);
+// the grace and removes its endpoint; an adopter that dies restarts the full
+// lease; another user cannot reach the endpoint; the CLI lists and adopts.
+// Without a lease, host death still ends the tree (C8). Hosts are real node
+// processes (test/fixtures/lease-host.mjs, dist/cli.js);
 // the tree is observed from outside by pid and by tag, and every test's
 // cleanup (SIGKILL by tag, the private runtime directory) is registered first.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
