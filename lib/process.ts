@@ -370,7 +370,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         if (lease) {
           // The anchor's own descriptor of the log (it appends while no host is attached).
           anchorLogFd = process.platform === 'win32' ? -1 : openSync(opts.log!, 'a');
-          plan.anchor.lease = { ms: lease.ms, token: this.adoptionToken!, id: lease.id, dir: lease.dir, logFd: anchorLogFd };
+          plan.anchor.lease = { ms: lease.ms, token: this.adoptionToken!, id: lease.id, dir: lease.dir, logFd: anchorLogFd, logPath: opts.log };
         }
         this.anchor = new AnchorChannel(plan.anchor, handlers);
         if (lease && this.anchor.pid !== undefined) {

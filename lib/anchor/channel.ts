@@ -60,9 +60,10 @@ export interface AnchorSpawn {
    * adoptable with `token` at the endpoint `id` names (with the anchor's pid).
    * The channel passes --lease MS --lease-id ID and sends LEASE <ms> <token>
    * first (Windows: after JOB). POSIX also: --lease-dir `dir`, and `logFd`
-   * (an O_APPEND descriptor of the log, closed by the caller after the spawn).
+   * (an O_APPEND descriptor of the log, closed by the caller after the spawn);
+   * Windows: --log `logPath` (the anchor appends to it while no host is attached).
    */
-  lease?: { ms: number; token: string; id: string; dir?: string; logFd?: number };
+  lease?: { ms: number; token: string; id: string; dir?: string | undefined; logFd?: number; logPath?: string | undefined };
 }
 
 /** The anchor process as the host sees it (a ChildProcess on Windows). */
