@@ -27,7 +27,7 @@
       "conditions": [
         ["OS=='linux' or OS=='mac'", {
           "sources": [
-            "native/posix/anchor.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
+            "native/posix/anchor.cc", "native/posix/lease.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
             "native/posix/tier_cgroup.cc", "native/posix/cgroup_limits.cc", "native/posix/tier_process_group.cc"
           ]
         }],

@@ -7,7 +7,7 @@
 //
 //   --bound <ms>        how long each trial waits for settle and quiescence (default 10000)
 //   --runs <n>          overhead: sequential runs per library (default 200)
-//   --only <what>       scenarios | overhead | scale
+//   --only <what>       scenarios | overhead | scale | adoption
 //   --ballast <n>       start n idle unrelated processes (`sleep 100000`) before
 //                       the overhead and the scenarios; ended by pid at the end
 //   --scale-ballast a,b ballast levels of the scale section (default 0,1000,5000;
@@ -36,6 +36,7 @@ import { capabilities } from '../dist/index.js';
 import { execa10, libraries, stopPeers } from './lib/libraries.mjs';
 import { Ballast } from './lib/ballast.mjs';
 import { measureOverhead } from './lib/overhead.mjs';
+import { measureAdoption } from './lib/adoption.mjs';
 import {
   RUN_ID,
   alive,
@@ -277,7 +278,7 @@ async function main() {
     options: { bound: opts.bound, runs: opts.runs, activeWindow: opts.activeWindow },
     loadavgAtStart: loadavg().map((x) => Number(x.toFixed(2))),
     libraries: libs.map((l) => ({ name: l.name, how: l.how })),
-    scenarios: opts.only === 'overhead' || opts.only === 'scale' ? [] : scs.map(({ id, title, detail, trigger }) => ({ id, title, detail, trigger })),
+    scenarios: opts.only === 'overhead' || opts.only === 'scale' || opts.only === 'adoption' ? [] : scs.map(({ id, title, detail, trigger }) => ({ id, title, detail, trigger })),
     trials: [],
     overhead: undefined,
   };
@@ -295,6 +296,13 @@ async function main() {
     run.overhead = await measureOverhead({ env: taggedEnv(tag), runs: opts.runs, onProgress: (s) => log(`overhead: ${s}`) });
     const left = killTagged({ tag });
     if (left.length > 0) run.overhead.leftBehind = left.length;
+  }
+  if ((opts.only === undefined || opts.only === 'adoption') && process.platform !== 'win32') {
+    log('adoption: a leased tree whose host was SIGKILLed, adopted by this process, 10 times');
+    const tag = newTag('adoption');
+    run.adoption = await measureAdoption({ env: taggedEnv(tag), onProgress: (s) => log(`adoption: ${s}`) });
+    const left = killTagged({ tag });
+    if (left.length > 0) run.adoption.leftBehind = left.length;
   }
   if (opts.only === undefined || opts.only === 'scenarios') {
     log(`scenarios: ${scs.map((s) => s.id).join(', ')} × ${libs.map((l) => l.name).join(', ')} (bound ${opts.bound} ms)`);

@@ -6,6 +6,8 @@
 //   Runs it and reports every process it left behind, then terminates them.
 // cordon capabilities
 //   What this host guarantees, per tier (JSON).
+// cordon ps [--json] / cordon adopt <id> --token <token>
+//   Leased trees whose host is gone (issue #17), and taking one over.
 import { capabilities } from './capabilities.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
@@ -14,11 +16,14 @@ import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type SpawnOptions, ty
 import { selectableTiers, tierSpec } from './tiers.js';
 import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
 import { signalNumber } from './signals.js';
+import { Registry } from './registry.js';
 
 const USAGE = `Usage:
   cordon run [options] -- <command> [args...]   run a command contained
   cordon leaks [options] -- <command> [args...] run it and report every process it leaves behind
   cordon capabilities                            what this host guarantees (JSON)
+  cordon ps [--json]                             leased trees that can be adopted
+  cordon adopt <id> --token <token>              take one over: its output, Ctrl-C ends it, its exit status
 
 Options for run:
   --timeout <d>          terminate the whole tree after this long (exit 124)
@@ -32,6 +37,9 @@ Options for run:
   --max-processes <n>    the most processes the tree may have at once (cgroup tier)
   --cpu <cores>          CPU limit in cores: 0.5 is half of one core (cgroup tier)
   --log <file>           also append stdout and stderr to this file
+  --lease <d>            the tree outlives this CLI (killed, or its terminal hung up: SIGHUP) for
+                         this long (adopt it with cordon adopt; its id and token are printed on
+                         stderr); then it is terminated. Ctrl-C and SIGTERM still end it
   --report               print what was left over and how long cleanup took (stderr)
 
 Durations: 500ms, 3s, 2m, 1h (a bare number is seconds).
@@ -83,6 +91,7 @@ function parseRun(argv: string[]): RunArgs {
       case '--leftovers': options.leftovers = value(flag) as LeftoversPolicy; break;
       case '--tier': options.tier = value(flag) as Tier; break;
       case '--log': options.log = value(flag); break;
+      case '--lease': options.lease = parseDuration(flag, value(flag)); break;
       case '--best-effort': options.containment = 'best-effort'; break;
       case '--memory':
       case '--max-processes':
@@ -189,6 +198,11 @@ function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortCon
   const onSignal = (signal: NodeJS.Signals) => {
     const proc = target.proc;
     if (!proc) return; // (handlers run after the synchronous spawn, so never)
+    if (signal === 'SIGHUP' && proc.lease !== undefined) {
+      // The terminal went away: what a lease is for. The tree runs on under it.
+      process.stderr.write(`cordon: ${signal}: the tree runs on for its lease (cordon adopt ${proc.leaseId} --token ${proc.adoptionToken})\n`);
+      process.exit(129);
+    }
     interrupts++;
     if (interrupts === 1) {
       controller.abort(new Error(`received ${signal}`));
@@ -228,6 +242,12 @@ async function runCommand(argv: string[]): Promise<number> {
   const { options, report, command, args } = parseRun(argv);
   const proc = startContained(command, args, options);
   if (typeof proc === 'number') return proc;
+  if (proc.lease !== undefined) {
+    void proc.started.then(
+      () => process.stderr.write(`cordon: leased for ${formatDuration(proc.lease!)}: cordon adopt ${proc.leaseId} --token ${proc.adoptionToken} (log: ${proc.logPath})\n`),
+      () => {},
+    );
+  }
   try {
     const result = await proc.result;
     if (report) printReport(result);
@@ -319,6 +339,66 @@ function launchFailure(err: unknown): number {
   return 126;
 }
 
+/** `cordon ps`: the adoptable leased trees, a table or JSON. */
+async function psCommand(argv: string[]): Promise<number> {
+  const json = argv.includes('--json');
+  const unknown = argv.find((a) => a !== '--json');
+  if (unknown !== undefined) fail(`unknown option ${unknown}\n\n${USAGE}`);
+  const trees = await new Registry().adoptable();
+  if (json) {
+    process.stdout.write(JSON.stringify(trees, null, 2) + '\n');
+    return 0;
+  }
+  const rows = [['ID', 'OWNER', 'KIND', 'ROOT', 'LEASE LEFT', 'STARTED', 'LABEL']];
+  for (const t of trees) {
+    const left = t.leaseLeftMs === null ? 'attached' : formatDuration(t.leaseLeftMs);
+    rows.push([t.id, t.owner ?? '-', t.kind, t.rootRunning ? 'running' : 'exited', left, new Date(t.started).toISOString(), t.label]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) process.stdout.write(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ') + '\n');
+  return 0;
+}
+
+/** `cordon adopt <id> --token <token>`: attaches to a leased tree; Ctrl-C terminates it; its exit status. */
+async function adoptCommand(argv: string[]): Promise<number> {
+  let id: string | undefined;
+  let token: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--token') token = argv[++i];
+    else if (a.startsWith('--token=')) token = a.slice(8);
+    else if (!a.startsWith('-') && id === undefined) id = a;
+    else fail(`unknown argument ${a}\n\n${USAGE}`);
+  }
+  if (id === undefined || token === undefined) fail(`adopt needs a tree id (cordon ps) and --token\n\n${USAGE}`);
+  let proc: ContainedProcess;
+  try {
+    proc = await new Registry().adopt(id, { token });
+  } catch (err) {
+    const e = err as CordonError;
+    process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
+    return e.code === 'ERR_CORDON_ADOPT_DENIED' ? 77 : 2;
+  }
+  let interrupts = 0;
+  const onSignal = () => {
+    if (++interrupts === 1) void proc.terminate().catch(() => {});
+    else void proc.kill().catch(() => {});
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  for (const [from, to] of [[proc.stdout, process.stdout], [proc.stderr, process.stderr]] as const) {
+    to.on('error', () => {});
+    from?.pipe(to, { end: false });
+  }
+  try {
+    return exitStatus(await proc.result);
+  } catch (err) {
+    const e = err as CordonError;
+    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    return 70;
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
@@ -326,6 +406,10 @@ async function main(argv: string[]): Promise<number> {
       return runCommand(rest);
     case 'leaks':
       return leaksCommand(rest);
+    case 'ps':
+      return psCommand(rest);
+    case 'adopt':
+      return adoptCommand(rest);
     case 'capabilities':
       process.stdout.write(JSON.stringify(capabilities(), null, 2) + '\n');
       return 0;

@@ -444,3 +444,36 @@ export function kindBuiltIn(name: string): CordonError {
 export function unknownKind(name: string, known: Iterable<string>): CordonError {
   return registryError(`Unknown kind "${name}". Known: ${[...known].join(', ')}; add one with registry.defineKind().`, 'ERR_INVALID_ARG_VALUE');
 }
+
+// ---- Leases and adoption (issue #17: lib/lease.ts) ----
+
+export function leaseDirUnsafe(dir: string, why: string): CordonError {
+  return new CordonError(
+    `The lease directory ${dir} ${why}; cordon keeps adoption endpoints only in a directory that is this user's alone (0700, not a symlink). Remove it or set XDG_RUNTIME_DIR to a private directory.`,
+    { code: 'ERR_CORDON_LEASE_DIR', path: dir, stage: 'input' },
+  );
+}
+
+export function adoptDenied(id: string, why: string): CordonError {
+  const reason =
+    why === 'token'
+      ? 'the token is wrong'
+      : why === 'attached'
+        ? 'another host holds it (it was adopted first, or its host is alive)'
+        : why === 'expired'
+          ? 'its lease ran out and it is being terminated'
+          : why === 'notoken'
+            ? 'its host never sent a token'
+            : why;
+  return registryError(`Tree ${id} cannot be adopted: ${reason}. Adopt with the token the creating host had (proc.adoptionToken), or the owner's id and the registry's secret.`, 'ERR_CORDON_ADOPT_DENIED');
+}
+
+export function unknownLease(id: string, cause?: unknown): CordonError {
+  const err = registryError(`No adoptable tree ${id} (it ended, its lease ran out, or it belongs to another user); list them with registry.adoptable().`, 'ERR_CORDON_UNKNOWN_TREE');
+  if (cause !== undefined) Object.defineProperty(err, 'cause', { value: cause });
+  return err;
+}
+
+export function adoptToken(): CordonError {
+  return registryError('adopt(id, { token }) takes the tree\'s adoption token (32 hex characters), or a Registry with a `secret`.', 'ERR_INVALID_ARG_VALUE');
+}

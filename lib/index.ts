@@ -16,4 +16,5 @@ export {
 export type { SpawnOptions, StdioOption, Tier, LeftoversPolicy } from './options.js';
 export { Registry, Owner, registry } from './registry.js';
 export type { KindSpec, OwnerOptions, OwnerSpawnOptions, TreeInfo, Snapshot, SnapshotMember, RegistryOptions } from './registry.js';
+export type { AdoptableTree } from './lease.js';
 export type { TreeState } from './process.js';

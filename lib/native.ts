@@ -53,7 +53,15 @@ export interface PosixBinding extends CommonBinding {
    * `control`: the host's end; `fds`: the host's end of each new pipe, else
    * -1. Creates every descriptor it returns (none to close on throw).
    */
-  spawnHelper(path: string, argv: string[], env: string[], stdio: number[]): { pid: number; control: number; fds: number[] };
+  spawnHelper(path: string, argv: string[], env: string[], stdio: number[], leaseLogFd?: number): { pid: number; control: number; fds: number[] };
+  /**
+   * A leased anchor's endpoint (lib/lease.ts): connects, writes `line`, reads
+   * the answer's first line with the descriptors it carries. `fd`: the
+   * connection (-1 if the anchor closed it).
+   */
+  leaseRequest(endpoint: string, line: string, timeoutMs: number): { fd: number; received: string; fds: number[] };
+  /** The start stamp of `pid` as a decimal string ("0": no such process). */
+  processStart(pid: number): string;
   /** Reaps the anchor if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
   reapHelper(pid: number): { code: number; signal: number } | null;
   /** Signals the anchor while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */

@@ -14,6 +14,7 @@ import type { ContainedProcess } from './process.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
+import { leaseOption } from './lease.js';
 
 export type { Tier } from './tiers.js';
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
@@ -51,6 +52,13 @@ export interface SpawnOptions {
   argv0?: string;
   /** Resource limits on the whole tree, enforced by the kernel (lib/limits.ts; capabilities().guarantees.limits). */
   limits?: LimitsOption;
+  /**
+   * Issue #17: the tree outlives the host for this long (ms, or '30s', '10m'),
+   * adoptable by a new host (registry.adoptable(), registry.adopt()); then it
+   * is terminated with the grace. Implies a log (default one under
+   * <tmpdir>/cordon-logs). Without it, host death ends the tree (C8).
+   */
+  lease?: number | string;
 
   // --- issue #16: the API hosts expect from execa (lib/environment.ts) ---
   /** Lay `env` over process.env (default true); false: `env` is the whole environment. */
@@ -90,6 +98,8 @@ export interface NormalizedOptions {
   log: string | undefined;
   argv0: string | undefined;
   limits: Limits | undefined;
+  /** issue #17: the lease in ms, or undefined. */
+  lease: number | undefined;
   // --- issue #16 ---
   /** The shell to run the command string with (shell mode), if any. */
   shell: ShellSpec | undefined;
@@ -103,7 +113,7 @@ export interface NormalizedOptions {
 const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
-  'limits',
+  'limits', 'lease',
   // issue #16
   'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
 ]);
@@ -276,6 +286,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     log: o.log === undefined ? undefined : resolvePath(o.log as string),
     argv0: o.argv0 as string | undefined,
     limits: parseLimits('limits', o.limits),
+    lease: leaseOption(o.lease),
     // issue #16
     shell: shellOption(o.shell),
     killSignal: killSignalOption(o.killSignal),

@@ -6,6 +6,7 @@
 // exits (C4, WaitDelay) are output.ts; every error comes from errors.ts.
 import { EventEmitter } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { AnchorChannel } from './anchor.js';
 import { coverageOf, defaultTier, type Coverage } from './capabilities.js';
@@ -14,7 +15,7 @@ import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
 import { checkLogStdio, planLaunch } from './launch.js';
-import { binding, helperPath } from './native.js';
+import { binding, helperPath, posixBinding } from './native.js';
 import { tierSpec } from './tiers.js';
 import { tierLimitSupport } from './capabilities.js';
 import { hasLimits, type Limits } from './limits.js';
@@ -25,6 +26,7 @@ import {
   type LeftoversPolicy,
   type NormalizedOptions,
   type SpawnOptions,
+  type StdioOption,
   type Tier,
 } from './options.js';
 import { TreeOutput } from './output.js';
@@ -34,6 +36,26 @@ import { readLines, type LinesFrom } from './lines.js';
 import { markOwned } from './streams.js';
 import { privilegeDropFailed } from './credentials.js';
 import { signalName } from './signals.js';
+import { AdoptedAnchorChannel } from './anchor/adopted.js';
+import type { AnchorHandlers } from './anchor/channel.js';
+import { defaultLeaseLog, leaseDir, newLeaseId, newToken, removeRecord, writeRecord, type Adoption } from './lease.js';
+
+/**
+ * @internal What an owner (lib/registry.ts) adds to a spawn for its lease
+ * record and token, and how registry.adopt() makes a process of an adoption.
+ */
+export const LEASE_CONTEXT = Symbol('cordon.leaseContext');
+export const ADOPTION = Symbol('cordon.adoption');
+export interface LeaseContext {
+  owner: string | null;
+  kind: string;
+  label: string;
+  /** The token (a Registry's secret makes it per owner); default a random one. */
+  token?: string | undefined;
+  /** Where a leased tree's default log goes. */
+  logDir?: string | undefined;
+}
+type InternalOptions = SpawnOptions & { [LEASE_CONTEXT]?: LeaseContext; [ADOPTION]?: Adoption };
 
 /** Why the root ended; 'limit': a resource limit of the tree ended it (see `limit`). */
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout' | 'limit';
@@ -208,7 +230,16 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private readonly resultD = deferred<ContainedResult>();
   private readonly quiescentD = deferred<void>();
   /** Epoch milliseconds. */
-  readonly startedAt = Date.now();
+  readonly startedAt: number = Date.now();
+  /** issue #17: the lease in ms (the tree outlives its host for that long, adoptable), or undefined. */
+  readonly lease: number | undefined;
+  /** A leased tree: the token a new host adopts it with (registry.adopt(id, { token })). */
+  readonly adoptionToken: string | undefined;
+  /** A leased tree: its id in registry.adoptable() (`<anchor pid>-<16 hex>`). */
+  readonly leaseId: string | undefined;
+  /** This process was adopted (registry.adopt()): its anchor is another host's child; stdin is null. */
+  readonly adopted: boolean;
+  private leaseRecord: { dir: string; id: string } | undefined;
   private readonly output: TreeOutput;
   private phase: Phase = 'starting';
 
@@ -219,7 +250,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   private readonly limitsAsked: Limits | undefined;
   private limitsInForce: LimitsEvent | undefined;
   /** The tier enforces every limit asked for on this host (tierLimitSupport). */
-  private readonly limitsEnforced: boolean;
+  private limitsEnforced = false;
   private usageSeen: UsageEvent | undefined;
   /** The process-group tier: the tree's process group (not the anchor's). */
   private group = 0;
@@ -263,22 +294,31 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
   constructor(command: string, args: string[], options: SpawnOptions = {}) {
     super();
     ({ command, args } = validateCommand(command, args));
+    const internal = options as InternalOptions;
+    const adoption = internal[ADOPTION];
+    const context = internal[LEASE_CONTEXT];
     const opts = normalizeOptions(options);
     this.command = command;
     this.args = args;
     this.opts = opts;
+    this.adopted = adoption !== undefined;
     if (opts.signal?.aborted) throw errors.alreadyAborted(opts.signal.reason);
-    checkLogStdio(opts);
-    // Shell mode: the shell runs the command string (lib/shell.ts).
-    const launch = opts.shell === undefined ? { command, args } : shellLaunch(opts.shell, command, args);
-    const path = resolveCommand(launch.command, opts.cwd, opts.env);
-    checkBatchArgs(path, launch.args);
-    const tier = opts.tier ?? defaultTier();
-    const anchor = helperPath();
     this.limitsAsked = hasLimits(opts.limits) ? opts.limits : undefined;
-    const limitPlan = this.limitsAsked && limitsFor(tier, this.limitsAsked, opts.containment);
-    const limits = limitPlan?.send;
-    this.limitsEnforced = limitPlan?.enforced ?? false;
+    if (adoption) {
+      const r = adoption.record;
+      this.lease = r.lease;
+      this.adoptionToken = undefined;
+      this.leaseId = r.id;
+      this.startedAt = r.started;
+      opts.cwd = r.cwd;
+      opts.log = r.logPath ?? undefined;
+    } else {
+      this.lease = opts.lease;
+      this.adoptionToken = opts.lease === undefined ? undefined : (context?.token ?? newToken());
+      // A leased tree always has a log: what it writes while no host is attached goes there.
+      if (opts.lease !== undefined && opts.log === undefined) opts.log = defaultLeaseLog(context?.logDir);
+    }
+    checkLogStdio(opts);
 
     let logFd: number | undefined;
     if (opts.log !== undefined) {
@@ -288,53 +328,82 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         throw errors.logUnopenable(opts.log, cause);
       }
     }
+    const handlers: AnchorHandlers = {
+      ready: (pid, tier) => this.onReady(pid, tier),
+      noContain: (errno, what) =>
+        this.onLaunchFailure(what === 'setuid' ? privilegeDropFailed(errno, opts.uid, opts.gid) : errors.noContainment(errno, what)),
+      execFail: (errno) => this.onLaunchFailure(errors.execFailed(errno, command, this.command)),
+      noCwd: (errno) => this.onLaunchFailure(errors.anchorNoCwd(opts.cwd, errno)),
+      rootExit: (code, signal) => this.onRootExit(code, signal),
+      left: (pid, heldOutput, cmd) => this.leftovers.push({ pid, command: cmd, heldOutput }),
+      group: (pgid) => {
+        this.group = pgid;
+      },
+      leftGroup: (pid, cmd) => {
+        this.leavers.push({ pid, command: cmd });
+        this.emit('leftGroup', { pid, command: cmd });
+      },
+      leftEnd: () => {
+        if (this.phase === 'exited') this.phase = 'draining';
+        this.advance();
+      },
+      released: () => {
+        this.released = true;
+        this.advance();
+      },
+      stuck: (pids) => this.onStuck(pids),
+      unresponsive: (waited) => this.onUnresponsive(waited),
+      quiet: () => {
+        this.quiet = true;
+        this.advance();
+      },
+      limits: (l) => {
+        this.limitsInForce = l;
+      },
+      usage: (u) => {
+        this.usageSeen = u;
+      },
+      anchorExit: (code, signal, error) => this.onAnchorExit(code, signal, error),
+    };
 
-    const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits });
-    this.tier = plan.tier;
-    try {
-      this.anchor = new AnchorChannel(
-        plan.anchor,
-        {
-          ready: (pid, tier) => this.onReady(pid, tier),
-          noContain: (errno, what) =>
-            this.onLaunchFailure(what === 'setuid' ? privilegeDropFailed(errno, opts.uid, opts.gid) : errors.noContainment(errno, what)),
-          execFail: (errno) => this.onLaunchFailure(errors.execFailed(errno, path, this.command)),
-          noCwd: (errno) => this.onLaunchFailure(errors.anchorNoCwd(opts.cwd, errno)),
-          rootExit: (code, signal) => this.onRootExit(code, signal),
-          left: (pid, heldOutput, cmd) => this.leftovers.push({ pid, command: cmd, heldOutput }),
-          group: (pgid) => {
-            this.group = pgid;
-          },
-          leftGroup: (pid, cmd) => {
-            this.leavers.push({ pid, command: cmd });
-            this.emit('leftGroup', { pid, command: cmd });
-          },
-          leftEnd: () => {
-            if (this.phase === 'exited') this.phase = 'draining';
-            this.advance();
-          },
-          released: () => {
-            this.released = true;
-            this.advance();
-          },
-          stuck: (pids) => this.onStuck(pids),
-          unresponsive: (waited) => this.onUnresponsive(waited),
-          quiet: () => {
-            this.quiet = true;
-            this.advance();
-          },
-          limits: (l) => {
-            this.limitsInForce = l;
-          },
-          usage: (u) => {
-            this.usageSeen = u;
-          },
-          anchorExit: (code, signal, error) => this.onAnchorExit(code, signal, error),
-        },
-      );
-    } catch (err) {
-      if (logFd !== undefined) closeSync(logFd);
-      throw err;
+    let outputs: { stdout: StdioOption; stderr: StdioOption };
+    if (adoption) {
+      this.tier = adoption.record.tier as Tier;
+      outputs = { stdout: 'pipe', stderr: 'pipe' };
+      this.anchor = new AdoptedAnchorChannel(adoption, handlers, opts.grace);
+    } else {
+      // Shell mode: the shell runs the command string (lib/shell.ts).
+      const launch = opts.shell === undefined ? { command, args } : shellLaunch(opts.shell, command, args);
+      let anchorLogFd: number | undefined;
+      try {
+        const path = resolveCommand(launch.command, opts.cwd, opts.env);
+        checkBatchArgs(path, launch.args);
+        handlers.execFail = (errno) => this.onLaunchFailure(errors.execFailed(errno, path, this.command));
+        const tier = opts.tier ?? defaultTier();
+        const anchor = helperPath();
+        const limitPlan = this.limitsAsked && limitsFor(tier, this.limitsAsked, opts.containment);
+        const limits = limitPlan?.send;
+        this.limitsEnforced = limitPlan?.enforced ?? false;
+        const lease = opts.lease === undefined ? undefined : { ms: opts.lease, id: newLeaseId(), dir: process.platform === 'win32' ? undefined : leaseDir() };
+        const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits });
+        this.tier = plan.tier;
+        outputs = plan.outputs;
+        if (lease) {
+          // The anchor's own descriptor of the log (it appends while no host is attached).
+          anchorLogFd = process.platform === 'win32' ? -1 : openSync(opts.log!, 'a');
+          plan.anchor.lease = { ms: lease.ms, token: this.adoptionToken!, id: lease.id, dir: lease.dir, logFd: anchorLogFd, logPath: opts.log };
+        }
+        this.anchor = new AnchorChannel(plan.anchor, handlers);
+        if (lease && this.anchor.pid !== undefined) {
+          this.leaseId = `${this.anchor.pid}-${lease.id}`;
+          if (lease.dir !== undefined) this.writeLeaseRecord(lease.dir, this.leaseId, context);
+        }
+      } catch (err) {
+        if (logFd !== undefined) closeSync(logFd);
+        throw err;
+      } finally {
+        if (anchorLogFd !== undefined && anchorLogFd >= 0) closeSync(anchorLogFd);
+      }
     }
     this.anchorPid = this.anchor.pid;
     const child = this.anchor.child;
@@ -342,7 +411,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     this.stdin?.on('error', (err) => debug('stdin: %s', err.message));
 
     this.output = new TreeOutput(
-      { command, waitDelay: opts.waitDelay, logFd, logPath: opts.log, targets: plan.outputs },
+      { command, waitDelay: opts.waitDelay, logFd, logPath: opts.log, targets: outputs },
       { stdout: child.stdout, stderr: child.stderr },
       { changed: () => this.advance(), partial: () => this.coverage === 'partial' },
     );
@@ -356,6 +425,36 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (opts.timeout > 0) {
       this.timeoutTimer = setTimeout(() => this.cancel('timeout'), opts.timeout);
       this.timeoutTimer.unref();
+    }
+  }
+
+  /**
+   * The record a new host finds a leased tree by (lib/lease.ts), beside the
+   * endpoint the anchor makes (POSIX; the Windows record is not written yet).
+   */
+  private writeLeaseRecord(dir: string, id: string, context: LeaseContext | undefined): void {
+    const anchorPid = this.anchor.pid!;
+    try {
+      writeRecord(dir, {
+        version: 1,
+        id,
+        anchorPid,
+        anchorStart: posixBinding().processStart(anchorPid),
+        endpoint: join(dir, `${id}.sock`),
+        owner: context?.owner ?? null,
+        kind: context?.kind ?? 'command',
+        label: context?.label ?? [this.command, ...this.args].join(' '),
+        command: this.command,
+        args: [...this.args],
+        cwd: this.opts.cwd,
+        logPath: this.opts.log ?? null,
+        started: this.startedAt,
+        lease: this.lease!,
+        tier: this.tier,
+      });
+      this.leaseRecord = { dir, id };
+    } catch (err) {
+      debug('lease record for %s not written: %s', id, (err as Error).message);
     }
   }
 
@@ -403,6 +502,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       this.startedD.reject(this.launchError);
     }
     this.anchorGone = true;
+    // (the anchor removes its endpoint and record itself; this covers an anchor that died)
+    if (this.leaseRecord) removeRecord(this.leaseRecord.dir, this.leaseRecord.id);
     queueMicrotask(() => this.emit('quiescent'));
     if (!this.quiet && !this.launchError) {
       this.cleanupError ??= errors.anchorLost(code, signal, error);

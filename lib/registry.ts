@@ -11,7 +11,8 @@ import * as errors from './errors.js';
 import { DEFAULT_GRACE_MS } from './defaults.js';
 import type { SpawnOptions } from './options.js';
 import { mergeLimits, parseLimits, type Limits, type LimitsOption } from './limits.js';
-import { ContainedProcess, type ContainedResult, type Leftover, type TreeState } from './process.js';
+import { ADOPTION, ContainedProcess, LEASE_CONTEXT, type ContainedResult, type Leftover, type TreeState } from './process.js';
+import { isToken, leaseOption, listAdoptable, ownerToken, requestAdoption, type AdoptableTree } from './lease.js';
 
 export interface KindSpec {
   /** Whether a live tree of this kind counts as unfinished work (keeps hasLiveWork true). */
@@ -59,6 +60,8 @@ export interface Snapshot {
 export interface OwnerOptions {
   /** Resource limits for every tree of this owner; a spawn's own `limits` override them one by one. */
   limits?: LimitsOption;
+  /** issue #17: the default lease of this owner's trees (a spawn's own `lease` overrides it). */
+  lease?: number | string;
 }
 
 export interface RegistryOptions {
@@ -66,6 +69,12 @@ export interface RegistryOptions {
   logDir?: string;
   /** Teardown grace for release() and stop(). Default 3000 ms. */
   grace?: number;
+  /**
+   * issue #17: a string the host persists. A leased tree's adoption token is
+   * then derived from it and the owner's id, so a restarted host with the
+   * same secret adopts a whole owner (owner.adopt()) without stored tokens.
+   */
+  secret?: string;
 }
 
 interface Entry {
@@ -92,6 +101,8 @@ export class Owner {
   private releasing: Promise<void> | undefined;
   /** The default limits of this owner's trees (OwnerOptions). */
   limits: Limits | undefined;
+  /** The default lease of this owner's trees in ms (OwnerOptions). */
+  lease: number | undefined;
 
   /** @internal use registry.owner(id) */
   constructor(private readonly registry: Registry, id: string) {
@@ -132,11 +143,43 @@ export class Owner {
     if (label !== undefined && typeof label !== 'string') {
       throw errors.ownerLabelOption();
     }
+    if (spawnOptions.lease === undefined && this.lease !== undefined) spawnOptions.lease = this.lease;
+    const shown = label ?? [command, ...args].join(' ');
+    Object.assign(spawnOptions, {
+      [LEASE_CONTEXT]: { owner: this.id, kind, label: shown, token: this.registry.tokenFor(this.id), logDir: join(this.registry.logDir, safeName(this.id)) },
+    });
     const proc = new ContainedProcess(command, args, spawnOptions);
-    const entry: Entry = { proc, kind, label: label ?? [command, ...args].join(' ') };
+    return this.add(proc, kind, shown);
+  }
+
+  /** @internal A tree this owner now holds (spawned, or adopted). */
+  add(proc: ContainedProcess, kind: string, label: string): ContainedProcess {
+    const entry: Entry = { proc, kind, label };
     this.trees.set(proc.id, entry);
     this.registry.track(this, entry);
     return proc;
+  }
+
+  /**
+   * issue #17: adopts every adoptable tree of this owner (leased trees whose
+   * host is gone), with the registry's `secret`. Resolves with the adopted
+   * processes; a tree another host adopted first is left out.
+   */
+  async adopt(): Promise<ContainedProcess[]> {
+    this.assertUsable();
+    const token = this.registry.tokenFor(this.id);
+    if (token === undefined) throw errors.adoptToken();
+    const out: ContainedProcess[] = [];
+    for (const tree of await this.registry.adoptable()) {
+      if (tree.owner !== this.id) continue;
+      try {
+        out.push(await this.registry.adopt(tree.id, { token }));
+      } catch (err) {
+        if ((err as errors.CordonError).code !== 'ERR_CORDON_ADOPT_DENIED' && (err as errors.CordonError).code !== 'ERR_CORDON_UNKNOWN_TREE') throw err;
+        debug('owner %s: tree %s not adopted: %s', this.id, tree.id, (err as Error).message);
+      }
+    }
+    return out;
   }
 
   /** Drop an ended tree from list() (ended trees stay listed for inspection until then). */
@@ -308,11 +351,61 @@ export class Registry extends EventEmitter {
   private readonly owners = new Map<string, Owner>();
   private readonly kinds = new Map<string, KindSpec>(Object.entries(BUILT_IN_KINDS));
   private readonly treeOwners = new Map<string, string>();
+  private readonly secret: string | undefined;
 
   constructor(options: RegistryOptions = {}) {
     super();
     this.logDir = options.logDir ?? join(tmpdir(), 'cordon-logs');
     this.grace = duration('grace', options.grace, DEFAULT_GRACE_MS);
+    if (options.secret !== undefined && (typeof options.secret !== 'string' || options.secret.length === 0)) {
+      throw errors.invalidArg('secret', options.secret, 'a non-empty string', 'ERR_INVALID_ARG_TYPE');
+    }
+    this.secret = options.secret;
+  }
+
+  /** @internal The adoption token of an owner's leased trees under the registry's secret, if it has one. */
+  tokenFor(owner: string): string | undefined {
+    return this.secret === undefined ? undefined : ownerToken(this.secret, owner);
+  }
+
+  /**
+   * issue #17: the leased trees of this user whose anchors are alive (their
+   * host may be gone, or attached: leaseLeftMs null). Stale records and
+   * endpoints (their anchor is gone) are removed on the way.
+   */
+  async adoptable(): Promise<AdoptableTree[]> {
+    return listAdoptable();
+  }
+
+  /**
+   * issue #17: adopts a leased tree whose host is gone: a ContainedProcess
+   * registered under its owner (terminate, kill, result, members, leftovers,
+   * logPath; stdin is null). The token: the creating host's
+   * proc.adoptionToken, or (default) the one this registry's secret gives
+   * the tree's owner. ERR_CORDON_ADOPT_DENIED: a wrong token, or another host
+   * holds it (of two racing adopters exactly one wins);
+   * ERR_CORDON_UNKNOWN_TREE: no such live leased tree.
+   */
+  async adopt(id: string, options: { token?: string } = {}): Promise<ContainedProcess> {
+    if (typeof id !== 'string' || id.length === 0) throw errors.invalidArg('id', id, 'a tree id from adoptable()', 'ERR_INVALID_ARG_TYPE');
+    let token = (options ?? {}).token;
+    const adoption = (() => {
+      if (token !== undefined && !isToken(token)) throw errors.adoptToken();
+      if (token === undefined) {
+        // The secret's token for the tree's owner (read from its record).
+        const owner = listAdoptable().find((t) => t.id === id)?.owner;
+        if (owner === undefined) throw errors.unknownLease(id);
+        token = owner === null ? undefined : this.tokenFor(owner);
+        if (token === undefined) throw errors.adoptToken();
+      }
+      // A kind this registry does not know is a typed error before the anchor is asked.
+      return requestAdoption(id, token, (record) => this.kind(record.kind));
+    })();
+    const r = adoption.record;
+    const ownerId = r.owner ?? `adopted-${r.id}`;
+    const owner = this.owners.get(ownerId) ?? this.createOwner(ownerId);
+    const proc = new ContainedProcess(r.command, r.args, { grace: this.grace, [ADOPTION]: adoption } as never);
+    return owner.add(proc, r.kind, r.label);
   }
 
   /**
@@ -322,14 +415,17 @@ export class Registry extends EventEmitter {
   owner(id: string, options: OwnerOptions = {}): Owner {
     if (typeof id !== 'string' || id.length === 0) throw errors.ownerIdInvalid();
     const limits = parseLimits('owner limits', (options ?? {}).limits);
+    const lease = leaseOption((options ?? {}).lease);
     const existing = this.owners.get(id);
     if (existing) {
       existing.reattach();
       if (limits !== undefined) existing.limits = limits;
+      if (lease !== undefined) existing.lease = lease;
       return existing;
     }
     const owner = this.createOwner(id);
     if (limits !== undefined) owner.limits = limits;
+    if (lease !== undefined) owner.lease = lease;
     return owner;
   }
 

@@ -29,6 +29,8 @@ const char* errno_name(int err) {
     case ELOOP: return "ELOOP";
     case ENAMETOOLONG: return "ENAMETOOLONG";
     case E2BIG: return "E2BIG";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case ECONNREFUSED: return "ECONNREFUSED";
     default: return "EIO";
   }
 }
@@ -104,6 +106,11 @@ Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   spec.path = info[0].As<Napi::String>().Utf8Value();
+  // A fifth argument, a number: the tree is leased; its log's descriptor (-1: none).
+  if (info.Length() >= 5 && info[4].IsNumber()) {
+    spec.lease = true;
+    spec.lease_log = info[4].As<Napi::Number>().Int32Value();
+  }
   cordon::HelperProcess proc;
   int rc = cordon::spawn_helper(spec, proc);
   if (rc < 0) return Fail(env, rc, "posix_spawn");
@@ -114,6 +121,41 @@ Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
   for (uint32_t i = 0; i < 3; i++) fds.Set(i, Napi::Number::New(env, proc.host_fds[i]));
   out.Set("fds", fds);
   return out;
+}
+
+// leaseRequest(endpoint, line, timeoutMs) -> { fd, received, fds }: connects
+// to a leased anchor's endpoint, writes `line`, reads the first answer line
+// with the descriptors it carries. `fd`: the connection (-1 if the anchor
+// closed it), `received`: what was read (the answer line and what followed).
+Napi::Value LeaseRequest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsNumber()) {
+    Napi::TypeError::New(env, "leaseRequest(endpoint, line, timeoutMs)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int sock = -1;
+  std::string received;
+  std::vector<int> fds;
+  int rc = cordon::lease_request(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
+                                 info[2].As<Napi::Number>().Int32Value(), sock, received, fds);
+  if (rc < 0) return Fail(env, rc, "connect");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("fd", Napi::Number::New(env, sock));
+  out.Set("received", Napi::String::New(env, received));
+  Napi::Array list = Napi::Array::New(env, fds.size());
+  for (uint32_t i = 0; i < fds.size(); i++) list.Set(i, Napi::Number::New(env, fds[i]));
+  out.Set("fds", list);
+  return out;
+}
+
+// processStart(pid) -> the process's start stamp as a decimal string ("0": gone).
+Napi::Value ProcessStart(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "processStart(pid) takes a number").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return Napi::String::New(env, std::to_string(cordon::start_time_of(info[0].As<Napi::Number>().Int64Value())));
 }
 
 // reapHelper(pid) -> null while it runs, else { code, signal } (-1 / 0 when
@@ -255,6 +297,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("spawnHelper", Napi::Function::New(env, SpawnHelper, "spawnHelper"));
   exports.Set("reapHelper", Napi::Function::New(env, ReapHelper, "reapHelper"));
   exports.Set("signalHelper", Napi::Function::New(env, SignalHelper, "signalHelper"));
+  exports.Set("leaseRequest", Napi::Function::New(env, LeaseRequest, "leaseRequest"));
+  exports.Set("processStart", Napi::Function::New(env, ProcessStart, "processStart"));
 #endif
 #ifdef _WIN32
   exports.Set("jobCreate", Napi::Function::New(env, JobCreate, "jobCreate"));

@@ -194,6 +194,10 @@ struct HelperSpawn {
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // "NAME=value"
   int stdio[3] = {kStdioPipe, kStdioPipe, kStdioPipe};  // or a host descriptor
+  // A leased tree: the anchor also gets fds 4-6 (native/posix/lease.h), the
+  // read ends of the stdout/stderr pipes and `lease_log` (-1: none).
+  bool lease = false;
+  int lease_log = -1;
 };
 struct HelperProcess {
   int64_t pid = 0;
@@ -212,6 +216,13 @@ int reap_helper(int64_t pid, int& code, int& signal);
 // pinned): -ECHILD otherwise, nothing signalled. An exited anchor not yet
 // reaped is not signalled (0).
 int signal_helper(int64_t pid, int sig);
+// Adoption (native/posix/lease.h): connects to a leased anchor's endpoint,
+// writes `line` (ADOPT <token> or INFO) and reads its answer's first line
+// with the descriptors it carries (SCM_RIGHTS), waiting at most
+// `timeout_ms`. `sock`: the connection (-1 once closed), `received`:
+// everything read so far (the answer line and whatever followed it).
+int lease_request(const std::string& path, const std::string& line, int timeout_ms, int& sock,
+                  std::string& received, std::vector<int>& fds);
 
 }  // namespace cordon
 

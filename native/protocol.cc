@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "ADOPT", "INFO", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -127,6 +127,47 @@ std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, i
   return end(line);
 }
 
+std::string lease_info(int64_t ms_left, bool root_running) {
+  std::string line = start(Verb::kLease);
+  arg(line, ms_left);
+  arg(line, root_running ? 1 : 0);
+  return end(line);
+}
+
+std::string denied(const char* why) {
+  std::string line = "DENIED";
+  arg(line, why);
+  return end(line);
+}
+
+std::string adopted(const std::string& log_path, bool out, bool err) {
+  std::string line = "ADOPTED";
+  arg(line, log_path.empty() ? std::string("-") : escape(log_path));
+  arg(line, out ? 1 : 0);
+  arg(line, err ? 1 : 0);
+  return end(line);
+}
+
+namespace {
+bool lower_hex(const std::string& s, size_t n) {
+  if (s.size() != n) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool is_token(const std::string& s) { return lower_hex(s, 32); }
+bool is_lease_id(const std::string& s) { return lower_hex(s, 16); }
+
+bool same_token(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); i++) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 std::string stuck(const std::vector<Member>& members) {
   std::string line = start(Verb::kStuck);
   for (auto& m : members) arg(line, m.pid);
@@ -187,6 +228,22 @@ Command parse_command(const std::string& line, int teardown_grace_ms, bool expec
   } else if (line == "KILL") {
     c.verb = Verb::kKill;
     c.grace_ms = 0;
+  } else if (line.rfind("LEASE ", 0) == 0) {
+    size_t sp = line.find(' ', 6);
+    std::string ms = sp == std::string::npos ? std::string() : line.substr(6, sp - 6);
+    std::string token = sp == std::string::npos ? std::string() : line.substr(sp + 1);
+    if (parse_uint31(ms.c_str(), c.grace_ms) && c.grace_ms > 0 && is_token(token)) {
+      c.verb = Verb::kLease;
+      c.arg = token;
+    } else {
+      trace("malformed LEASE line ignored");
+    }
+  } else if (line.rfind("ADOPT ", 0) == 0) {
+    // Any word: a wrong token is the endpoint's to refuse (DENIED token), never a silent drop.
+    c.verb = Verb::kAdopt;
+    c.arg = line.substr(6);
+  } else if (line == "INFO") {
+    c.verb = Verb::kInfo;
   } else {
     trace("unknown control line ignored: \"%s\"", line.c_str());
   }

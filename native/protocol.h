@@ -42,8 +42,34 @@
 //   KILL                            the forced kill to every member now
 //   JOB <handle value>              Windows, --job-from-host only: the first line, the tree's job
 //                                   as a handle the host duplicated into the anchor (0: it could not)
+//   LEASE <ms> <token>              --lease: the first line (Windows: after JOB). The token (32 hex
+//                                   chars) an adopter must present; <ms> the lease. Only the first
+//                                   LEASE counts.
 // Lines over kMaxControlLine bytes and unknown lines are discarded (traced).
-// EOF on the control channel (the host is gone) = TERM <teardown grace>.
+// EOF on the control channel (the host is gone) = TERM <teardown grace>, except
+// under a lease: then the lease clock starts (the full <ms>), the anchor drains
+// the command's stdout and stderr into the log, and lets a new host adopt the
+// tree. If none does before the clock runs out: TERM <teardown grace>.
+//
+// The adoption endpoint (--lease MS --lease-id ID: ID is 16 lowercase hex
+// digits the host chose, so the host names the endpoint from the anchor's pid
+// and ID: POSIX the Unix socket <--lease-dir>/<anchor pid>-<ID>.sock in the
+// per-user 0700 runtime directory, made before READY; Windows a named pipe
+// with a user-only DACL) takes one connection at a time and one line from it
+// (the same line rules):
+//   INFO                            answered `LEASE <ms left, -1 while a host is attached>
+//                                   <root running 0|1>`, then closed
+//   ADOPT <token>                   answered `DENIED <why>` and closed (why: token, attached,
+//                                   notoken, expired), or `ADOPTED <log path, escaped, or ->`
+//                                   (POSIX: with SCM_RIGHTS carrying the read ends of the
+//                                   command's stdout and stderr still open, in that order, as
+//                                   `ADOPTED <log> <stdout 0|1> <stderr 0|1>` says), then every
+//                                   line the anchor sent so far, in order (the replay), after
+//                                   which the connection is the control channel (its EOF: the
+//                                   lease clock starts again from the full lease).
+// A tree that became quiescent with no host attached waits, until the lease
+// runs out, for an adopter to take its replay (QUIET last), then exits. The
+// anchor removes its endpoint and <id>.json beside it when it exits.
 // <cmd> is escaped (escape()); every other word is a number or a name without spaces.
 //
 // Windows: READY's tier is job-object or process-handle and its pidfd 0; a
@@ -85,6 +111,10 @@ enum class Verb {
   kTerm,
   kKill,
   kJob,
+  kLease,
+  // adopter -> anchor (the endpoint)
+  kAdopt,
+  kInfo,
   // a control line that is none of these
   kUnknown,
 };
@@ -111,6 +141,10 @@ std::string quiescent();  // QUIET
 std::string limits(int64_t memory, int64_t processes, int64_t cpu_quota_us, const std::string& how);
 std::string limit_dir(const std::string& dir);
 std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, int64_t oom_kills, int64_t pids_max_hits);
+// The endpoint's answers.
+std::string lease_info(int64_t ms_left, bool root_running);
+std::string denied(const char* why);
+std::string adopted(const std::string& log_path, bool out, bool err);
 
 // A command line as LEFT and LEFTGROUP carry it: backslash, LF and CR escaped
 // (\\, \n, \r), at most 4000 bytes.
@@ -139,17 +173,25 @@ class LineReader {
 };
 
 struct Command {
-  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob or kUnknown
-  int grace_ms = 0;            // kTerm, kKill: the grace to terminate with
-  std::string arg;             // kJob: the handle value as the host wrote it
+  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kAdopt, kInfo or kUnknown
+  int grace_ms = 0;            // kTerm, kKill: the grace to terminate with; kLease: the lease
+  std::string arg;             // kJob: the handle value as the host wrote it; kLease, kAdopt: the token
 };
+
+// A token as LEASE and ADOPT carry it: 32 lowercase hex characters.
+bool is_token(const std::string& s);
+// A lease id as --lease-id carries it: 16 lowercase hex characters.
+bool is_lease_id(const std::string& s);
+// Equal, in time that depends on the length only.
+bool same_token(const std::string& a, const std::string& b);
 
 // One control line. A TERM whose grace is not a number the host could have
 // sent (garbage, a sign, an exponent, out of range) is never read as 0 (the
 // forced kill now): the host did ask for the tree to end, so it gets the
 // teardown grace (`teardown_grace_ms`, the --grace). KILL is grace 0. JOB is a
 // command only while `expect_job`. Anything else unknown is ignored, with a
-// trace.
+// trace. LEASE <ms> <token> and ADOPT <token> with a malformed field, and INFO
+// with anything after it, are unknown.
 Command parse_command(const std::string& line, int teardown_grace_ms, bool expect_job);
 
 // ---- The termination schedule ---------------------------------------------
@@ -198,6 +240,7 @@ class Termination {
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
 //                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
 //                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--watch-fd N]... [--cwd DIR] [--trace FILE]
+//                 [--lease MS --lease-id ID [--lease-dir DIR]]
 //                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
@@ -208,6 +251,9 @@ enum Extra : unsigned {
   kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
   kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
   kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (both; Windows: on the Job Object)
+  kLeaseOptions = 128,     // --lease MS, --lease-id ID (16 lowercase hex digits): the tree is leased
+  kLeaseDirOption = 256,   // --lease-dir DIR (POSIX): where the endpoint is made; fds 4, 5, 6 are
+                           // the command's stdout and stderr read ends and the log (O_APPEND)
 };
 
 template <typename Char>
@@ -230,6 +276,9 @@ struct Options {
   int uid = -1;                // --uid, --gid: -1 = the anchor's own
   int gid = -1;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
+  int lease_ms = 0;            // --lease: 0 = none (host EOF ends the tree)
+  std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
+  String lease_dir;            // --lease-dir (POSIX)
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
   std::vector<String> argv;
@@ -336,6 +385,13 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
     } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {
       if (!parse_uint31(argv[++i], o.gid)) usage("--gid takes a group id");
+    } else if (detail::is(a, "--lease") && has_value && (extra & kLeaseOptions)) {
+      if (!parse_uint31(argv[++i], o.lease_ms) || o.lease_ms == 0) usage("--lease takes whole milliseconds from 1 to 2147483647");
+    } else if (detail::is(a, "--lease-id") && has_value && (extra & kLeaseOptions)) {
+      o.lease_id = detail::ascii(argv[++i]);
+      if (!is_lease_id(o.lease_id)) usage("--lease-id takes 16 lowercase hex digits");
+    } else if (detail::is(a, "--lease-dir") && has_value && (extra & kLeaseDirOption)) {
+      o.lease_dir = argv[++i];
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {

@@ -31,6 +31,10 @@ describe('anchor protocol: lines from the anchor', () => {
     expect(parseLine('USAGE 1500 x')).toMatchObject({ type: 'malformed', reason: expect.stringContaining('memory peak') });
   });
 
+  it('the LEASE command (a leased tree, issue #17)', () => {
+    expect(encodeCommand({ type: 'lease', ms: 600000, token: '0123456789abcdef0123456789abcdef' })).toBe('LEASE 600000 0123456789abcdef0123456789abcdef\n');
+  });
+
   it('READY of the cgroup tier names its cgroup, spaces and all', () => {
     expect(parseLine('READY 100 cgroup 1 /sys/fs/cgroup/a b/cordon-1')).toEqual({
       type: 'ready',

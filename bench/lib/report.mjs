@@ -124,6 +124,17 @@ export function markdown(run) {
       );
     }
   }
+  const ad = run.adoption;
+  if (ad) {
+    lines.push('');
+    lines.push('## Adoption of a leased tree');
+    lines.push('');
+    lines.push(
+      `A host spawns \`sleep 60\` with a lease and is SIGKILLed; this process adopts the tree (\`registry.adopt()\`: ` +
+        `the endpoint's connect, \`ADOPT\`, the replay up to READY), ${ad.runs} times: median ${fmtMs(ad.median)}, p95 ${fmtMs(ad.p95)}` +
+        `${ad.leftBehind ? ` (${ad.leftBehind} processes left behind)` : ''}.`,
+    );
+  }
   if (run.scale) lines.push(...scaleMarkdown(run));
   lines.push('');
   return lines.join('\n');

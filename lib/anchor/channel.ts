@@ -55,6 +55,15 @@ export interface AnchorSpawn {
   stdio: Array<IOType | number | Stream>;
   /** Teardown grace the host asks for if it exits while the tree lives. */
   exitGrace: number;
+  /**
+   * A leased tree (lib/lease.ts): the anchor outlives the host for `ms`,
+   * adoptable with `token` at the endpoint `id` names (with the anchor's pid).
+   * The channel passes --lease MS --lease-id ID and sends LEASE <ms> <token>
+   * first (Windows: after JOB). POSIX also: --lease-dir `dir`, and `logFd`
+   * (an O_APPEND descriptor of the log, closed by the caller after the spawn);
+   * Windows: --log `logPath` (the anchor appends to it while no host is attached).
+   */
+  lease?: { ms: number; token: string; id: string; dir?: string | undefined; logFd?: number; logPath?: string | undefined };
 }
 
 /** The anchor process as the host sees it (a ChildProcess on Windows). */
@@ -77,7 +86,8 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.prependListener('exit', () => {
-    for (const channel of live) channel.terminateSync();
+    // A leased tree outlives its host on purpose: its lease clock starts.
+    for (const channel of live) if (!channel.leased) channel.terminateSync();
   });
 }
 
@@ -103,6 +113,8 @@ export abstract class AnchorChannel {
   abstract readonly child: AnchorProcess;
   /** The anchor -> host side of the control channel (set by listen()). */
   protected socket!: Socket;
+  /** A leased tree: the host's exit does not end it (its lease does). */
+  leased = false;
   /** The channel is usable: not closed by the anchor, nor by the host. */
   protected open = true;
   /** The anchor exited (POSIX: and was reaped; its pid may be reused from now on). */
@@ -166,9 +178,10 @@ export abstract class AnchorChannel {
     return undefined;
   }
 
-  /** Reads the anchor's lines off `socket`, and learns from it when the anchor's end closes. */
-  protected listen(socket: Socket): void {
+  /** Reads the anchor's lines off `socket` (`pending`: what was already read of it), and learns from it when the anchor's end closes. */
+  protected listen(socket: Socket, pending = ''): void {
     this.socket = socket;
+    if (pending) queueMicrotask(() => this.receive(pending));
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => this.receive(chunk));
     socket.on('error', (err) => debug('control channel error: %s', err.message));

@@ -136,7 +136,9 @@ export class PosixAnchorChannel extends AnchorChannel {
     const stdio = spec.stdio.map(stdioFd);
     const env: string[] = [];
     for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
-    const argv = [spec.path, '--cwd', spec.cwd, ...spec.args];
+    const lease = spec.lease;
+    const leaseArgs = lease ? ['--lease', String(lease.ms), '--lease-id', lease.id, '--lease-dir', lease.dir ?? ''] : [];
+    const argv = [spec.path, ...leaseArgs, '--cwd', spec.cwd, ...spec.args];
     // Linux: what the exec would refuse with E2BIG is refused here, before
     // anything runs (qemu-user, for one, cannot report a failed exec of
     // posix_spawn's child synchronously).
@@ -146,7 +148,7 @@ export class PosixAnchorChannel extends AnchorChannel {
     try {
       // The anchor enters the command's working directory itself (glibc's
       // posix_spawn can do it only from 2.29 on).
-      started = b.spawnHelper(spec.path, argv, env, stdio);
+      started = lease ? b.spawnHelper(spec.path, argv, env, stdio, lease.logFd ?? -1) : b.spawnHelper(spec.path, argv, env, stdio);
     } catch (cause) {
       throw spawnFailure(cause, spec.path);
     }
@@ -167,6 +169,10 @@ export class PosixAnchorChannel extends AnchorChannel {
       },
     };
     this.listen(new Socket({ fd: started.control, readable: true, writable: true }));
+    if (lease) {
+      this.leased = true;
+      this.send(encodeCommand({ type: 'lease', ms: lease.ms, token: lease.token }));
+    }
     watchExit(started.pid, (code, signal) => this.anchorExited(code, signal));
     // The host waits for the anchor's READY (spawn's `started`): the command
     // may already run and stop it (kill -STOP $PPID) before it reports.

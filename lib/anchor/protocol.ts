@@ -16,7 +16,8 @@
 //   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel took on the tree (0: not that one)
 //   LIMITDIR <dir>                                (before READY) a v1 cgroup of the tree's own, for its limits
 //   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>   (-1: not measured)
-// host -> anchor: TERM <grace ms>, KILL, and on Windows first JOB <handle>.
+// host -> anchor: TERM <grace ms>, KILL, on Windows first JOB <handle>, and
+// for a leased tree LEASE <ms> <token> (first, after JOB).
 
 /**
  * How long after its forced kill an anchor reports members that survived it
@@ -69,7 +70,9 @@ export type HostCommand =
   /** The forced kill to every member now. */
   | { type: 'kill' }
   /** Windows, the first line: the tree's Job Object's handle value in the anchor (0: none). */
-  | { type: 'job'; handle: number };
+  | { type: 'job'; handle: number }
+  /** A leased tree: the lease and the adoption token (the first line; Windows: after JOB). */
+  | { type: 'lease'; ms: number; token: string };
 
 /** The anchors escape a command line's backslash, LF and CR (`\\`, `\n`, `\r`). */
 function unescape(s: string): string {
@@ -169,5 +172,7 @@ export function encodeCommand(command: HostCommand): string {
       return 'KILL\n';
     case 'job':
       return `JOB ${command.handle}\n`;
+    case 'lease':
+      return `LEASE ${command.ms} ${command.token}\n`;
   }
 }

@@ -13,11 +13,17 @@
 // What differs between the containment tiers (cgroup, subreaper,
 // process-group) is a strategy each, behind one interface: tier.h.
 //
+// Under a lease (--lease, lease.h) the host's EOF starts the lease clock
+// instead: the tree runs on, its output drained into the log, until a new
+// host adopts it through the endpoint or the clock runs out (then the
+// teardown, as for EOF without a lease).
+//
 // The anchor does not share the host's process group or session (cgroup and
 // subreaper tiers: setsid() after the fork, before the command may exec), so a
 // signal to the host's group cannot end it with the host.
 #include "../cordon.h"
 #include "../protocol.h"
+#include "lease.h"
 #include "tier.h"
 
 #include <errno.h>
@@ -51,6 +57,7 @@ using cordon::anchor::now_ms;
 namespace anchor = cordon::anchor;
 namespace protocol = cordon::protocol;
 using protocol::trace;
+using cordon::anchor::send_line;
 
 constexpr int kControlFd = 3;
 
@@ -93,6 +100,7 @@ using Options = protocol::Options<char>;
                         "cordon-anchor [--tier " + anchor::tier_names() +
                             "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
                             "[--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
+                            "[--lease MS --lease-id ID --lease-dir DIR] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -109,9 +117,13 @@ Options parse(int argc, char** argv) {
   o.tier = "subreaper";
   protocol::parse_options(argc, argv,
                           protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions |
-                              protocol::kPoliteSignalOption | protocol::kCredentialsOption,
+                              protocol::kPoliteSignalOption | protocol::kCredentialsOption | protocol::kLeaseOptions |
+                              protocol::kLeaseDirOption,
                           o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
+  if ((o.lease_ms > 0) != !o.lease_dir.empty() || (o.lease_ms > 0) != !o.lease_id.empty()) {
+    usage("--lease, --lease-id and --lease-dir go together");
+  }
   // A polite signal must be one that asks: never one that cannot be caught
   // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
   if (o.polite_signal == 0) o.polite_signal = SIGTERM;
@@ -132,6 +144,14 @@ class Anchor : public anchor::TierHost {
     if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
     fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
     install_signals();
+    if (leased()) {
+      drain_.adopt_startup_fds();
+      int rc = endpoint_.open(opts_.lease_dir, opts_.lease_id);
+      if (rc != 0) {
+        send(protocol::no_contain(-rc, "lease-endpoint"));
+        return 0;
+      }
+    }
     // Probe first, while fds 1 and 2 are still the host's output pipes: on
     // macOS probe() records the identity of our own sockets for list_tree().
     cordon::Probe probe;
@@ -161,6 +181,7 @@ class Anchor : public anchor::TierHost {
   // ---- TierHost: what the tiers use
 
   void send(const std::string& line) override {
+    if (leased()) sent_.push_back(line);  // the replay for an adopter
     if (host_gone_) return;
     write_all(line.data(), line.size());
   }
@@ -361,7 +382,7 @@ class Anchor : public anchor::TierHost {
 
   void write_all(const char* p, size_t n) {
     while (n > 0 && !host_gone_) {
-      ssize_t w = write(kControlFd, p, n);
+      ssize_t w = write(control_fd_, p, n);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         host_gone_ = true;
@@ -440,8 +461,20 @@ class Anchor : public anchor::TierHost {
 
   void handle_control() {
     char buf[65536];
-    ssize_t n = read(kControlFd, buf, sizeof buf);
+    ssize_t n = read(control_fd_, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0 && leased() && !lease_over_) {
+      // The host is gone, under a lease: the tree runs on until a host
+      // adopts it or the lease runs out (the full lease, every time).
+      close(control_fd_);
+      control_fd_ = -1;
+      host_gone_ = true;
+      detached_ = true;
+      control_open_ = false;
+      lease_deadline_ = now_ms() + opts_.lease_ms;
+      trace("control channel closed: lease of %d ms starts", opts_.lease_ms);
+      return;
+    }
     if (n <= 0) {
       // The host is gone (exit, crash, SIGKILL): carry out the teardown alone.
       trace("control channel closed: terminating tree");
@@ -455,6 +488,10 @@ class Anchor : public anchor::TierHost {
     for (auto& line : lines) {
       auto c = protocol::parse_command(line, opts_.grace_ms, false);
       if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) start_terminate(c.grace_ms);
+      if (c.verb == protocol::Verb::kLease && leased() && token_.empty()) {
+        token_ = c.arg;
+        trace("lease token set (%d ms)", c.grace_ms);
+      }
     }
   }
 
@@ -466,8 +503,12 @@ class Anchor : public anchor::TierHost {
         send(tier_->usage_report());  // before the tier lets go of what measures it
         tier_->release();
         send(protocol::quiescent());
+        // Under a lease with no host attached: the result waits for an
+        // adopter until the lease runs out.
+        if (leased() && detached_ && !lease_over_) wait_for_adopter();
         return;
       }
+      check_lease();
       if (term_.active()) step_terminate();
       check_released();
       int timeout = -1;
@@ -483,30 +524,142 @@ class Anchor : public anchor::TierHost {
         timeout = tier_->idle_wait_ms(root_exited_);
       }
       if (!term_.active()) tier_->idle_tick(now_ms());
-      pollfd fds[3];
-      int nfds = 0;
-      fds[nfds++] = pollfd{g_signal_pipe[0], POLLIN, 0};
-      int control = control_open_ ? nfds : -1;
-      if (control_open_) fds[nfds++] = pollfd{kControlFd, POLLIN, 0};
-      int event = tier_->event_fd() >= 0 ? nfds : -1;
-      if (event >= 0) fds[nfds++] = pollfd{tier_->event_fd(), POLLPRI, 0};
-      int rc = poll(fds, static_cast<nfds_t>(nfds), timeout);
+      timeout = lease_wait(timeout);
+      std::vector<pollfd> fds;
+      fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
+      int control = control_open_ ? static_cast<int>(fds.size()) : -1;
+      if (control_open_) fds.push_back(pollfd{control_fd_, POLLIN, 0});
+      int event = tier_->event_fd() >= 0 ? static_cast<int>(fds.size()) : -1;
+      if (event >= 0) fds.push_back(pollfd{tier_->event_fd(), POLLPRI, 0});
+      size_t lease_from = fds.size();
+      add_lease_pollfds(fds);
+      int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), timeout);
       if (rc < 0 && errno != EINTR) {
         trace("poll: %s", strerror(errno));
         return;
       }
       if (rc <= 0) continue;
-      if (fds[0].revents & POLLIN) {
-        unsigned char sigs[64];
-        ssize_t k;
-        while ((k = read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
-          for (ssize_t i = 0; i < k; i++) {
-            if (sigs[i] == SIGTERM) start_terminate(opts_.grace_ms);
-          }
-        }
-      }
+      if (fds[0].revents & POLLIN) read_signals();
       if (control >= 0 && (fds[control].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
       if (event >= 0 && fds[event].revents) tier_->handle_event();
+      handle_lease(std::vector<pollfd>(fds.begin() + static_cast<long>(lease_from), fds.end()));
+    }
+  }
+
+  void read_signals() {
+    unsigned char sigs[64];
+    ssize_t k;
+    while ((k = read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
+      for (ssize_t i = 0; i < k; i++) {
+        if (sigs[i] == SIGTERM) {
+          start_terminate(opts_.grace_ms);
+          sigterm_ = true;
+        }
+      }
+    }
+  }
+
+  // ---- the lease
+
+  bool leased() const { return opts_.lease_ms > 0; }
+
+  // Detached past the lease: the teardown, as for EOF without a lease; no
+  // adoption from here on.
+  void check_lease() {
+    if (!leased() || !detached_ || lease_over_ || now_ms() < lease_deadline_) return;
+    trace("lease over: terminating tree");
+    lease_over_ = true;
+    endpoint_.remove();
+    start_terminate(opts_.grace_ms);
+  }
+
+  // The loop's sleep, shortened to the lease's end while detached.
+  int lease_wait(int timeout) const {
+    if (!leased() || !detached_ || lease_over_) return timeout;
+    int64_t left = lease_deadline_ - now_ms();
+    int lease_ms = static_cast<int>(left < 0 ? 0 : (left > 60000 ? 60000 : left));
+    return timeout < 0 || lease_ms < timeout ? lease_ms : timeout;
+  }
+
+  void add_lease_pollfds(std::vector<pollfd>& fds) const {
+    if (!leased()) return;
+    endpoint_.add_pollfds(fds);
+    if (detached_) drain_.add_pollfds(fds);  // never while a host reads them
+  }
+
+  void handle_lease(const std::vector<pollfd>& fds) {
+    if (!leased()) return;
+    if (detached_) drain_.handle(fds);
+    for (auto& r : endpoint_.handle(fds)) answer(r.fd, r.line);
+  }
+
+  // One request on the endpoint: INFO, or ADOPT (exactly one host at a time).
+  void answer(int fd, const std::string& line) {
+    auto c = protocol::parse_command(line, opts_.grace_ms, false);
+    if (c.verb == protocol::Verb::kInfo) {
+      int64_t left = detached_ ? lease_deadline_ - now_ms() : -1;
+      send_line(fd, protocol::lease_info(detached_ && left < 0 ? 0 : left, !root_exited_), {});
+      close(fd);
+      return;
+    }
+    if (c.verb != protocol::Verb::kAdopt) {
+      close(fd);
+      return;
+    }
+    const char* why = nullptr;
+    if (token_.empty()) why = "notoken";
+    else if (!protocol::same_token(c.arg, token_)) why = "token";
+    else if (!detached_) why = "attached";
+    else if (lease_over_) why = "expired";
+    if (why) {
+      trace("adoption refused: %s", why);
+      send_line(fd, protocol::denied(why), {});
+      close(fd);
+      return;
+    }
+    std::string log = log_path();
+    if (!send_line(fd, protocol::adopted(log, drain_.has_stdout(), drain_.has_stderr()), drain_.open_outputs())) {
+      close(fd);
+      return;
+    }
+    trace("adopted");
+    control_fd_ = fd;
+    detached_ = false;
+    host_gone_ = false;
+    control_open_ = true;
+    control_ = protocol::LineReader(false);
+    for (auto& l : sent_) write_all(l.data(), l.size());
+  }
+
+  // The log's path as the kernel names the descriptor (Linux), else empty:
+  // the host's <id>.json has it too.
+  std::string log_path() const {
+#ifdef __linux__
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/fd/6", buf, sizeof buf - 1);
+    if (n > 0 && buf[0] == '/') return std::string(buf, static_cast<size_t>(n));
+#endif
+    return std::string();
+  }
+
+  // Quiescent with no host attached: the replay waits for an adopter (QUIET
+  // last) until the lease runs out, or SIGTERM.
+  void wait_for_adopter() {
+    trace("quiescent while detached: waiting for an adopter");
+    while (detached_ && !sigterm_) {
+      int64_t left = lease_deadline_ - now_ms();
+      if (left <= 0) {
+        trace("lease over while quiescent");
+        return;
+      }
+      std::vector<pollfd> fds;
+      fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
+      add_lease_pollfds(fds);
+      int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), static_cast<int>(left > 60000 ? 60000 : left));
+      if (rc < 0 && errno != EINTR) return;
+      if (rc <= 0) continue;
+      if (fds[0].revents & POLLIN) read_signals();
+      handle_lease(std::vector<pollfd>(fds.begin() + 1, fds.end()));
     }
   }
 
@@ -521,6 +674,17 @@ class Anchor : public anchor::TierHost {
   bool released_sent_ = false;
   bool host_gone_ = false;
   bool control_open_ = true;
+  int control_fd_ = kControlFd;  // the host's, or an adopter's connection
+  // The lease (--lease): its endpoint, the token LEASE set, the output drain
+  // while detached, when the clock runs out, every line sent (the replay).
+  anchor::Endpoint endpoint_;
+  anchor::Drain drain_;
+  std::string token_;
+  int64_t lease_deadline_ = 0;
+  bool lease_over_ = false;
+  bool sigterm_ = false;
+  bool detached_ = false;  // the host's EOF came under a lease: no host attached
+  std::vector<std::string> sent_;
   int64_t root_exited_at_ = 0;
   std::vector<FileId> watched_;
   // Members signal_one has given the polite signal.
@@ -533,7 +697,10 @@ class Anchor : public anchor::TierHost {
 int main(int argc, char** argv) {
   // Only fds 0-3 are the anchor's: whatever the host leaked without
   // close-on-exec must not be held for the life of the tree.
-  cordon::close_fds_from(4, -1);
+  // Under a lease fds 4-6 are the anchor's too (lease.h).
+  bool leased = false;
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) leased = leased || strcmp(argv[i], "--lease-dir") == 0;
+  cordon::close_fds_from(leased ? 7 : 4, -1);
   Options opts = parse(argc, argv);
   Anchor anchor(std::move(opts));
   return anchor.run();

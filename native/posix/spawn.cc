@@ -33,11 +33,11 @@ struct Closer {
   }
 };
 
-int copy_high(int fd, Closer& closer) {
-  // A source in 0..3 could be overwritten by an earlier dup2 of the file
-  // actions (or be its own target, whose close-on-exec flag dup2 would not
-  // clear): hand the anchor a close-on-exec copy above the targets instead.
-  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 4);
+int copy_high(int fd, int above, Closer& closer) {
+  // A source among the targets could be overwritten by an earlier dup2 of
+  // the file actions (or be its own target, whose close-on-exec flag dup2
+  // would not clear): hand the anchor a close-on-exec copy above them instead.
+  int copy = fcntl(fd, F_DUPFD_CLOEXEC, above + 1);
   if (copy < 0) return -errno;
   return closer.keep(copy);
 }
@@ -47,7 +47,8 @@ int copy_high(int fd, Closer& closer) {
 int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
   Closer child_side;  // the anchor's ends, closed in the host after the spawn
   Closer host_side;   // the host's ends, closed on failure only
-  int sources[4];
+  int sources[7];
+  const int targets = spec.lease ? 7 : 4;
   for (int i = 0; i < 3; i++) {
     out.host_fds[i] = -1;
     int s = spec.stdio[i];
@@ -86,9 +87,21 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
   child_side.keep(control[1]);
   host_side.keep(control[0]);
   sources[3] = control[1];
-  for (int i = 0; i < 4; i++) {
-    if (sources[i] <= 3) {
-      int copy = copy_high(sources[i], child_side);
+  if (spec.lease) {
+    // Under a lease the anchor also holds the read ends of the command's
+    // stdout and stderr (it drains them while no host is attached) and the
+    // log (fds 4, 5, 6: native/posix/lease.h); /dev/null where there is none.
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0) return -errno;
+    child_side.keep(devnull);
+    sources[4] = out.host_fds[1] >= 0 ? out.host_fds[1] : devnull;
+    sources[5] = out.host_fds[2] >= 0 ? out.host_fds[2] : devnull;
+    if (spec.lease_log >= 0 && fcntl(spec.lease_log, F_GETFD) < 0) return -errno;
+    sources[6] = spec.lease_log >= 0 ? spec.lease_log : devnull;
+  }
+  for (int i = 0; i < targets; i++) {
+    if (sources[i] < targets) {
+      int copy = copy_high(sources[i], targets - 1, child_side);
       if (copy < 0) return copy;
       sources[i] = copy;
     }
@@ -103,7 +116,7 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
     posix_spawn_file_actions_destroy(&actions);
     return -rc;
   }
-  for (int i = 0; i < 4 && rc == 0; i++) rc = posix_spawn_file_actions_adddup2(&actions, sources[i], i);
+  for (int i = 0; i < targets && rc == 0; i++) rc = posix_spawn_file_actions_adddup2(&actions, sources[i], i);
   // Only fds 0-3 reach the anchor: macOS closes the rest here, on Linux the
   // anchor closes them first thing (what glibc offers for it here, like
   // addchdir_np, would raise the glibc version a prebuilt addon needs).

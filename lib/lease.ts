@@ -1,0 +1,255 @@
+// Leases and adoption (issue #17), the host's side: the `lease` option, the
+// per-user runtime directory where leased anchors listen, the adoption token,
+// the record (<id>.json) the creating host writes beside each endpoint, and
+// the requests a new host makes there (INFO, ADOPT). The anchor's side is
+// native/posix/lease.{h,cc}; the wire is native/protocol.h.
+import { createHmac, randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { debug } from './debug.js';
+import { duration, parseDuration } from './duration.js';
+import * as errors from './errors.js';
+import { invalidArg } from './errors.js';
+import { posixBinding } from './native.js';
+
+/** What `<id>.json` holds (version 1). */
+export interface LeaseRecord {
+  version: 1;
+  id: string;
+  anchorPid: number;
+  /** The anchor's start stamp (its pid is its identity only with it). */
+  anchorStart: string;
+  endpoint: string;
+  owner: string | null;
+  kind: string;
+  label: string;
+  command: string;
+  args: string[];
+  cwd: string;
+  logPath: string | null;
+  /** Epoch milliseconds. */
+  started: number;
+  /** The lease in milliseconds. */
+  lease: number;
+  tier: string;
+}
+
+/** One tree `registry.adoptable()` lists: its record, less the anchor's identity, plus what the anchor says now. */
+export type AdoptableTree = Pick<LeaseRecord, 'id' | 'owner' | 'kind' | 'label' | 'command' | 'args' | 'cwd' | 'logPath' | 'started' | 'tier'> & {
+  /** Milliseconds until the tree is terminated; null while a host is attached (the lease clock is not running). */
+  leaseLeftMs: number | null;
+  /** Whether the root still runs (false: its result waits for the adopter). */
+  rootRunning: boolean;
+};
+
+/** The `lease` option: milliseconds, or a duration string ('30s', '10m', '1h'). undefined or 0: no lease. */
+export function leaseOption(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  let ms: number;
+  if (typeof value === 'string') ms = parseDuration('lease', value);
+  else if (typeof value === 'number') ms = duration('lease', value);
+  else throw invalidArg('lease', value, "a number of milliseconds or a duration such as '30s' or '10m'", 'ERR_INVALID_ARG_TYPE');
+  return ms === 0 ? undefined : ms;
+}
+
+/** A leased tree's log when none was asked for: under `dir` (an owner's log directory), else <tmpdir>/cordon-logs. */
+export function defaultLeaseLog(dir = join(tmpdir(), 'cordon-logs')): string {
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `lease-${Date.now()}-${randomBytes(4).toString('hex')}.log`);
+}
+
+/** 128 random bits, as the anchor takes them (32 lowercase hex characters). */
+export function newToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** The token of every leased tree of `owner` under a Registry's `secret`: HMAC-SHA256, truncated to 128 bits. */
+export function ownerToken(secret: string, owner: string): string {
+  return createHmac('sha256', secret).update(owner).digest('hex').slice(0, 32);
+}
+
+export function isToken(value: unknown): value is string {
+  return typeof value === 'string' && /^[0-9a-f]{32}$/.test(value);
+}
+
+/**
+ * The per-user runtime directory: $XDG_RUNTIME_DIR/cordon when that is the
+ * user's, else <tmpdir>/cordon-<uid>; made 0700. One that exists as anything
+ * but this user's own private directory (a symlink, another owner, group or
+ * other permission bits) is refused: another user must not list or reach an
+ * endpoint.
+ */
+export function leaseDir(): string {
+  const uid = process.getuid?.() ?? 0;
+  const xdg = process.env.XDG_RUNTIME_DIR;
+  let base: string | undefined;
+  if (xdg) {
+    try {
+      const st = lstatSync(xdg);
+      if (st.isDirectory() && st.uid === uid) base = join(xdg, 'cordon');
+    } catch {
+      // not there: the fallback
+    }
+  }
+  const dir = base ?? join(tmpdir(), `cordon-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw errors.leaseDirUnsafe(dir, `cannot be made (${(err as NodeJS.ErrnoException).code})`);
+  }
+  const st = lstatSync(dir);
+  if (st.isSymbolicLink() || !st.isDirectory()) throw errors.leaseDirUnsafe(dir, 'is not a directory');
+  if (st.uid !== uid) throw errors.leaseDirUnsafe(dir, `belongs to uid ${st.uid}`);
+  if ((st.mode & 0o077) !== 0) throw errors.leaseDirUnsafe(dir, `has mode ${(st.mode & 0o777).toString(8)}`);
+  return dir;
+}
+
+/** The part of a tree's lease id the host chooses (16 lowercase hex); the anchor's pid is the rest. */
+export function newLeaseId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/** Written atomically (a temporary file, then rename), 0600. */
+export function writeRecord(dir: string, record: LeaseRecord): void {
+  const file = join(dir, `${record.id}.json`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, JSON.stringify(record));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+export function removeRecord(dir: string, id: string): void {
+  rmSync(join(dir, `${id}.json`), { force: true });
+}
+
+function readRecord(dir: string, id: string): LeaseRecord | undefined {
+  try {
+    const r = JSON.parse(readFileSync(join(dir, `${id}.json`), 'utf8')) as LeaseRecord;
+    return r.version === 1 && r.id === id && typeof r.endpoint === 'string' && typeof r.anchorPid === 'number' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the record's anchor is still the process it names (pid and start stamp). */
+function anchorAlive(record: LeaseRecord): boolean {
+  return posixBinding().processStart(record.anchorPid) === record.anchorStart && record.anchorStart !== '0';
+}
+
+function removeStale(dir: string, id: string): void {
+  debug('lease %s: stale (its anchor is gone): removed', id);
+  rmSync(join(dir, `${id}.json`), { force: true });
+  rmSync(join(dir, `${id}.sock`), { force: true });
+}
+
+/** How long a request to an anchor's endpoint may take. */
+const REQUEST_TIMEOUT_MS = 5000;
+
+/** INFO: the lease left (-1 while attached) and whether the root runs; undefined when the anchor does not answer. */
+function info(record: LeaseRecord): { leftMs: number; rootRunning: boolean } | undefined {
+  try {
+    const r = posixBinding().leaseRequest(record.endpoint, 'INFO\n', REQUEST_TIMEOUT_MS);
+    for (const fd of r.fds) closeSync(fd);
+    if (r.fd >= 0) closeSync(r.fd);
+    const m = /^LEASE (-?\d+) ([01])\n/.exec(r.received);
+    return m ? { leftMs: Number(m[1]), rootRunning: m[2] === '1' } : undefined;
+  } catch (err) {
+    debug('lease %s: INFO failed: %s', record.id, (err as Error).message);
+    return undefined;
+  }
+}
+
+/** The live leased trees of this user; stale records and endpoints are removed on the way. */
+export function listAdoptable(): AdoptableTree[] {
+  if (process.platform === 'win32') return [];
+  const dir = leaseDir();
+  const out: AdoptableTree[] = [];
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.json')) continue;
+    const id = name.slice(0, -5);
+    const record = readRecord(dir, id);
+    if (!record || !anchorAlive(record)) {
+      removeStale(dir, id);
+      continue;
+    }
+    const answer = info(record);
+    if (!answer) continue; // alive but not answering (ending, or stopped): not adoptable now
+    out.push({
+      id: record.id,
+      owner: record.owner,
+      kind: record.kind,
+      label: record.label,
+      command: record.command,
+      args: record.args,
+      cwd: record.cwd,
+      logPath: record.logPath,
+      started: record.started,
+      leaseLeftMs: answer.leftMs < 0 ? null : answer.leftMs,
+      rootRunning: answer.rootRunning,
+      tier: record.tier,
+    });
+  }
+  return out.sort((a, b) => a.started - b.started);
+}
+
+/** What a successful ADOPT hands over. */
+export interface Adoption {
+  record: LeaseRecord;
+  /** The connection, now the tree's control channel. */
+  fd: number;
+  /** What followed the ADOPTED line (the start of the replay). */
+  rest: string;
+  stdoutFd: number;
+  stderrFd: number;
+}
+
+/**
+ * ADOPT <token> on the tree's endpoint: the connection, or a typed error.
+ * `check` sees the record first (and may throw): nothing is asked of the
+ * anchor when it does.
+ */
+export function requestAdoption(id: string, token: string, check: (record: LeaseRecord) => void): Adoption {
+  if (process.platform === 'win32') throw errors.unknownLease(id);
+  const dir = leaseDir();
+  if (!/^[0-9]+-[0-9a-f]{16}$/.test(id)) throw errors.unknownLease(id);
+  const record = readRecord(dir, id);
+  if (!record) throw errors.unknownLease(id);
+  if (!anchorAlive(record)) {
+    removeStale(dir, id);
+    throw errors.unknownLease(id);
+  }
+  check(record);
+  let r: { fd: number; received: string; fds: number[] };
+  try {
+    r = posixBinding().leaseRequest(record.endpoint, `ADOPT ${token}\n`, REQUEST_TIMEOUT_MS);
+  } catch (cause) {
+    throw errors.unknownLease(id, cause);
+  }
+  const nl = r.received.indexOf('\n');
+  const line = r.received.slice(0, nl < 0 ? undefined : nl);
+  const closeAll = () => {
+    for (const fd of r.fds) closeSync(fd);
+    if (r.fd >= 0) closeSync(r.fd);
+  };
+  const denied = /^DENIED (\S+)/.exec(line);
+  if (denied) {
+    closeAll();
+    throw errors.adoptDenied(id, denied[1]!);
+  }
+  const adopted = /^ADOPTED .* ([01]) ([01])$/.exec(line);
+  if (!adopted || r.fd < 0) {
+    closeAll();
+    throw errors.unknownLease(id, new Error(`unexpected answer: ${JSON.stringify(line)}`));
+  }
+  const fds = [...r.fds];
+  const stdoutFd = adopted[1] === '1' ? (fds.shift() ?? -1) : -1;
+  const stderrFd = adopted[2] === '1' ? (fds.shift() ?? -1) : -1;
+  for (const fd of fds) closeSync(fd);
+  return { record, fd: r.fd, rest: r.received.slice(nl + 1), stdoutFd, stderrFd };
+}
