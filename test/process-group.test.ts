@@ -89,6 +89,26 @@ describe('process-group tier', () => {
     await waitGone(t, 1000);
   });
 
+  it('a member a snapshot saw in the group that leaves it once orphaned is named in leftGroup and killed by terminate()', async () => {
+    const t = useTag();
+    // P is the root's child for 2 s (past the 1 s snapshot: seen in the group),
+    // is orphaned in the group when the root exits, and at 3 s calls setsid
+    // (setsid(1) as a non-leader: same pid, a session of its own).
+    const proc = spawn('sh', ['-c', 'sh -c "sleep 3; exec setsid sleep 300" & echo "PID p $!"; sleep 2'], { env: t.env, tier, leftovers: 'keep' });
+    const leavers: number[] = [];
+    proc.on('leftGroup', (l: { pid: number }) => leavers.push(l.pid));
+    const out = capture(proc.stdout);
+    await out.until(/PID p \d+/);
+    const p = out.pids().p!;
+    const result = await within(proc.result, 15_000, 'result to settle', t.tag);
+    expect(result.leftovers.map((l) => l.pid), 'P, left in the group at the root\'s exit').toContain(p);
+    await waitFor(() => readStat(p)?.pgid === p, { timeout: 10_000, what: 'P to call setsid', tag: t.tag, pids: [p] });
+    await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
+    expect(alive(p)).toBe(false);
+    expect(leavers, "P, reported ('leftGroup') once seen outside the group").toContain(p);
+    await waitGone(t, 1000);
+  });
+
   describe('the marker: members that left the group unseen', () => {
     it(`real daemons (${daemonTitle(true)}) are found and killed by terminate(); the result names them and still says partial`, async () => {
       const t = useTag();

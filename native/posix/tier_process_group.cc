@@ -216,6 +216,7 @@ class ProcessGroupTier : public Tier {
         continue;
       }
       if (!have.count(it->first)) {
+        note_if_left(it->second);
         out.push_back(it->second);
         out.back().from_snapshot = true;
         // Out of the walk's sight now (left the group, orphaned): whether it
@@ -538,11 +539,26 @@ class ProcessGroupTier : public Tier {
         it = remembered_.erase(it);
         continue;
       }
+      note_if_left(it->second);
       out.push_back(it->second);
       out.back().from_snapshot = true;
       ++it;
     }
     return out;
+  }
+
+  // A member remembered while it was in the group may leave it later, once
+  // orphaned and out of every walk's sight (a daemon a snapshot saw between
+  // its fork and its setsid): its current group, read by identity, is checked
+  // each time it is looked at, so the host hears of it (LEFTGROUP) as of any
+  // member seen outside.
+  void note_if_left(Member& m) {
+    if (m.pgid != group_ || reported_outside_.count({m.pid, m.start_time})) return;
+    int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
+    if (pgid < 0 || pgid == group_) return;
+    m.pgid = pgid;
+    Member copy = m;
+    remember(copy);
   }
 
   int64_t group_ = 0;      // the tree's group (the pin's pid)
