@@ -8,7 +8,8 @@
 # cross-compiles the addon and cordon-anchor.exe (scripts/build-win-mingw.sh),
 # compiles the TypeScript (dist/ is platform-neutral), lays out a package dir
 # where node-gyp-build finds the Windows binaries, and runs test/win/*.test.mjs
-# with `wine node.exe --test`. Writes a report (vitest-JSON-compatible counts
+# with `wine node.exe --test` (CORDON_WIN_TESTS: a glob relative to the
+# checkout instead of test/win/*.test.mjs, e.g. test/win/lease.test.mjs). Writes a report (vitest-JSON-compatible counts
 # plus {"passed","failed","skipped"}) to $1, prints
 # `windows: N passed, N failed, N skipped`, exits nonzero on any failure.
 #
@@ -139,7 +140,7 @@ run_suite() { # <log> <tap>: exit status of node --test; 99 when wineserver died
     CORDON_PKG=$(win "$PKG") CORDON_WIN_KILLER_DIR=$(win "$KILLER") \
       exec timeout 900 wine "$NODE_EXE" --test --test-timeout=120000 --test-reporter=spec --test-reporter-destination=stdout \
       --test-reporter=tap --test-reporter-destination="$(win "$tap")" \
-      $(for f in "$OLDPWD"/test/win/*.test.mjs; do win "$f"; done) >"$log" 2>&1
+      $(for f in "$OLDPWD"/${CORDON_WIN_TESTS:-test/win/*.test.mjs}; do win "$f"; done) >"$log" 2>&1
   ) &
   runner=$!
   while kill -0 "$runner" 2>/dev/null; do

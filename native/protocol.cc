@@ -216,6 +216,72 @@ int Termination::wait_ms(int64_t now, int forcing_ms, int max_ms) const {
   return static_cast<int>(left < 0 ? 0 : (left < max_ms ? left : max_ms));
 }
 
+// ---- Leases (issue #17): the Windows anchor's part (protocol.h) -------------
+namespace lease {
+
+namespace {
+bool lower_hex(const std::string& s, size_t n) {
+  if (s.size() != n) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool valid_id(const std::string& id) { return lower_hex(id, kIdHexDigits); }
+bool valid_token(const std::string& token) { return lower_hex(token, kTokenHexDigits); }
+
+bool same_token(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); i++) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+bool parse_lease(const std::string& line, int& ms, std::string& token) {
+  if (line.rfind("LEASE ", 0) != 0) return false;
+  size_t space = line.find(' ', 6);
+  if (space == std::string::npos) return false;
+  std::string digits = line.substr(6, space - 6);
+  std::string t = line.substr(space + 1);
+  int v = 0;
+  if (!parse_uint31(digits.c_str(), v) || v == 0 || !valid_token(t)) return false;
+  ms = v;
+  token = t;
+  return true;
+}
+
+Hello parse_hello(const std::string& line, std::string& token) {
+  if (line == "INFO") return Hello::kInfo;
+  if (line.rfind("ADOPT ", 0) == 0) {
+    token = line.substr(6);
+    return Hello::kAdopt;
+  }
+  return Hello::kBad;
+}
+
+std::string adopted(const std::string& log_path) {
+  std::string line = "ADOPTED";
+  arg(line, log_path.empty() ? std::string("-") : escape(log_path));
+  return end(line);
+}
+
+std::string denied(const char* why) {
+  std::string line = "DENIED";
+  arg(line, std::string(why));
+  return end(line);
+}
+
+std::string info(int64_t ms_left, bool root_running) {
+  std::string line = "LEASE";
+  arg(line, ms_left);
+  arg(line, root_running ? 1 : 0);
+  return end(line);
+}
+
+}  // namespace lease
+
 void print_usage(const char* why, const std::string& synopsis, const char* channel) {
   fprintf(stderr, "cordon-anchor: %s\n", why);
   fprintf(stderr, "usage: %s\nIt is started by the cordon library with a control channel %s.\n", synopsis.c_str(),

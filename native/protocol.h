@@ -189,6 +189,60 @@ class Termination {
   int64_t force_started_ = 0;
 };
 
+// ---- Leases (issue #17): the Windows anchor's part ---------------------------
+//
+// Kept apart from the verbs above so that the POSIX anchor's part can be
+// merged next to it; where both need the same thing, this is the one to keep.
+//
+// The anchor's command line: `--lease MS --lease-id HEX16`. With --lease the
+// anchor waits (bounded, like JOB) for the host's control line
+//   LEASE <ms> <token>              the lease (its <ms> supersedes --lease) and the adoption token
+//                                   (32 lowercase hex digits); never on the command line
+// before it starts the command. Control EOF then does not end the tree: it
+// starts the lease clock (<ms>); at its end the anchor does what EOF does
+// without a lease (TERM <teardown grace>). A host that adopts stops the clock;
+// that host's EOF starts it again from the full lease.
+//
+// The endpoint (Windows): the named pipe \\.\pipe\cordon-lease-<anchor pid>-<lease id>,
+// which the host can name from the anchor's pid and the id it chose. Created
+// with FILE_FLAG_FIRST_PIPE_INSTANCE (an existing pipe of that name, anyone's,
+// is a failure: NOCONTAIN <errno> lease-endpoint, nothing ran) and a DACL that
+// grants the current user's SID alone (no inheritance from a default DACL).
+// A client of the endpoint sends one line:
+//   ADOPT <token>   -> DENIED <why> (token | attached: a host is attached), then the anchor closes;
+//                      or ADOPTED <log path, escaped; '-' for none>, then every line the
+//                      anchor has sent the tree's hosts so far, in order (READY, EXIT, LEFT..,
+//                      LEFTEND, RELEASED, QUIET, ...); from then on the connection is the
+//                      control channel (TERM/KILL in, events out; EOF = host gone again).
+//   INFO            -> LEASE <ms left, -1 while a host is attached> <root running 0|1>, then close.
+// Anything else, or nothing within kLeaseHelloMs: DENIED hello, close.
+// With a lease, the anchor exits once the tree is quiescent and either a host
+// received QUIET or the lease ran out with no host attached.
+namespace lease {
+
+constexpr size_t kTokenHexDigits = 32;
+constexpr size_t kIdHexDigits = 16;
+// How long a client of the endpoint has to send its one line.
+constexpr int kHelloMs = 5000;
+
+bool valid_id(const std::string& id);
+bool valid_token(const std::string& token);
+// Whether `a` equals `b`, in time that depends on their lengths only.
+bool same_token(const std::string& a, const std::string& b);
+
+// `LEASE <ms> <token>` (host -> anchor): true and the parts, or false.
+bool parse_lease(const std::string& line, int& ms, std::string& token);
+
+enum class Hello { kAdopt, kInfo, kBad };
+// A client's first line on the endpoint; `token` is ADOPT's word.
+Hello parse_hello(const std::string& line, std::string& token);
+
+std::string adopted(const std::string& log_path);  // ADOPTED <escaped path or ->
+std::string denied(const char* why);              // DENIED <why>
+std::string info(int64_t ms_left, bool root_running);  // LEASE <ms left|-1> <0|1>
+
+}  // namespace lease
+
 // ---- The anchor's command line ---------------------------------------------
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
@@ -204,6 +258,7 @@ enum Extra : unsigned {
   kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
   kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
   kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
+  kLeaseOptions = 128,     // --lease MS, --lease-id HEX16 (Windows; issue #17, see "Leases" below)
 };
 
 template <typename Char>
@@ -225,6 +280,8 @@ struct Options {
   bool cmd_shell = false;      // --cmd-shell: the system's cmd.exe runs the one argument verbatim
   int uid = -1;                // --uid, --gid: -1 = the anchor's own
   int gid = -1;
+  int lease_ms = 0;            // --lease: 0 = no lease (host death ends the tree, C8)
+  std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
@@ -332,6 +389,11 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
     } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {
       if (!parse_uint31(argv[++i], o.gid)) usage("--gid takes a group id");
+    } else if (detail::is(a, "--lease") && has_value && (extra & kLeaseOptions)) {
+      if (!parse_uint31(argv[++i], o.lease_ms) || o.lease_ms == 0) usage("--lease takes whole milliseconds from 1 to 2147483647");
+    } else if (detail::is(a, "--lease-id") && has_value && (extra & kLeaseOptions)) {
+      o.lease_id = detail::ascii(argv[++i]);
+      if (!lease::valid_id(o.lease_id)) usage("--lease-id takes 16 lowercase hex digits");
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {
@@ -342,6 +404,7 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
   o.path = argv[i++];
   for (; i < argc; i++) o.argv.push_back(argv[i]);
 }
+
 
 // ---- Tracing (--trace) -----------------------------------------------------
 

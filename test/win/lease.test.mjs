@@ -1,0 +1,185 @@
+// Leases on Windows (issue #17), the anchor's side, driven through
+// dist/anchor/windows.js (the lease option of spawn() is the shared code's):
+// a host killed hard with a lease leaves its tree running; a second host
+// adopts it through the endpoint with the token and ends it; a lease that
+// runs out ends the tree; a wrong token and the loser of two racing adopters
+// are refused. Liveness is observed from outside (process.kill(pid, 0) on the
+// pids the tree printed); cleanup TerminateProcess-es them, never through cordon.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { alive, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
+
+const { connectAdoptionEndpoint, leaseInfo, WindowsAdoptedChannel } = await import(
+  pathToFileURL(join(pkgDir, 'dist', 'anchor', 'windows.js')).href
+);
+
+const hex = (bytes) => randomBytes(bytes).toString('hex');
+
+/** A host (fixtures/lease-host.mjs) with one leased tree; its pids, endpoint and token once READY. */
+async function leasedTree(t, leaseMs, treeArgs = ['--detached', '2']) {
+  const token = hex(16);
+  const id = hex(8);
+  const kill = `lease-host-${hex(6)}`;
+  const host = spawnChild(process.execPath, [join(fixtures, 'lease-host.mjs'), String(leaseMs), token, id, kill, ...treeArgs], {
+    env: { ...process.env, CORDON_PKG: pkgDir },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.add(host.pid);
+  let endpoint;
+  host.stdout.on('data', (d) => {
+    const m = /^ENDPOINT (.+)$/m.exec(String(d));
+    if (m) endpoint = m[1].trim();
+  });
+  const pids = await readPids(host.stdout, t);
+  assert.ok(endpoint, 'the host printed the endpoint');
+  const tree = Object.entries(pids)
+    .filter(([name]) => name.startsWith('tree.'))
+    .map(([, pid]) => pid);
+  return { host, kill, token, endpoint, anchor: pids.anchor, tree, pids };
+}
+
+/** Kills the host hard (no code of its own runs) and waits until it is gone. */
+async function killHost(ctx, h) {
+  const how = await hardKill(h.host.pid, h.kill);
+  ctx.diagnostic(`host ended by ${how}`);
+  await waitGone([h.host.pid], 5000);
+}
+
+/** Adopts through the endpoint; the channel and the events it reports (replay first). */
+async function adopt(h) {
+  const adoption = await connectAdoptionEndpoint(h.endpoint, h.token);
+  const events = [];
+  let exited;
+  const gone = new Promise((resolve) => (exited = resolve));
+  const on = new Proxy(
+    {},
+    {
+      get: (_, name) =>
+        name === 'anchorExit'
+          ? (...args) => {
+              events.push(['anchorExit', ...args]);
+              exited();
+            }
+          : (...args) => events.push([name, ...args]),
+    },
+  );
+  const channel = new WindowsAdoptedChannel(adoption, h.anchor, on, 500);
+  return { adoption, channel, events, gone };
+}
+
+test('lease: the host killed hard leaves its tree running; a second host adopts it and ends it', async (ctx) => {
+  const t = track(ctx);
+  const h = await leasedTree(t, 60000);
+  const all = [h.anchor, ...h.tree];
+  assert.ok(all.every(alive), 'the tree runs under its host');
+  await killHost(ctx, h);
+  // The host's death (its job handle closed, Node's kill-on-close job gone)
+  // ends nothing: the anchor keeps the job, the lease clock runs.
+  await sleep(1500);
+  assert.deepEqual(all.filter((p) => !alive(p)), [], 'nothing of the tree ended with the host');
+  const info = await within(leaseInfo(h.endpoint), 10000, 'INFO', all);
+  ctx.diagnostic(`INFO: ${JSON.stringify(info)}`);
+  assert.equal(info.rootRunning, true);
+  assert.ok(info.leaseLeftMs !== null && info.leaseLeftMs > 0 && info.leaseLeftMs <= 60000, `lease left ${info.leaseLeftMs}`);
+
+  // A first adopter gets the replay, then drops the connection: the lease
+  // clock starts again, in full, and the tree stays adoptable.
+  const first = await within(adopt(h), 10000, 'the first adoption', all);
+  await waitFor(() => first.events.some(([e]) => e === 'ready'), 10000, 'the replayed READY');
+  const ready = first.events.find(([e]) => e === 'ready');
+  assert.equal(ready[1], h.pids['tree.root'], 'the replay names the tree root');
+  assert.equal(ready[2], 'job-object');
+  assert.equal((await leaseInfo(h.endpoint)).leaseLeftMs, null, 'INFO while a host is attached');
+  first.adoption.socket.destroy();
+  await within(
+    (async () => {
+      while ((await leaseInfo(h.endpoint)).leaseLeftMs === null) await sleep(100);
+    })(),
+    10000,
+    'the lease clock to start again',
+    all,
+  );
+  const again = await leaseInfo(h.endpoint);
+  assert.ok(again.leaseLeftMs > 50000, `the clock restarted in full (left ${again.leaseLeftMs})`);
+
+  // The second adopter ends the tree: QUIET, the anchor exits, nothing is left.
+  const second = await within(adopt(h), 10000, 'the second adoption', all);
+  second.channel.terminate(0);
+  await within(second.gone, 20000, 'the anchor to exit after KILL', all);
+  assert.ok(second.events.some(([e]) => e === 'quiet'), `QUIET reported: ${JSON.stringify(second.events)}`);
+  await waitGone(all, 5000);
+});
+
+test('lease: nobody adopts, the lease runs out and the tree is ended', async (ctx) => {
+  const t = track(ctx);
+  const leaseMs = 4000;
+  const h = await leasedTree(t, leaseMs);
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  const killedAt = Date.now();
+  await sleep(1000);
+  assert.deepEqual(all.filter((p) => !alive(p)), [], 'the tree outlives its host while the lease runs');
+  // The lease, then the teardown grace (CTRL_BREAK does not exist under Wine:
+  // the forced stop follows at once), bounded generously for a loaded Wine.
+  await waitGone(all, leaseMs + 15000);
+  const took = Date.now() - killedAt;
+  ctx.diagnostic(`tree gone ${took} ms after the host's death (lease ${leaseMs} ms)`);
+  // (The anchor starts its clock when it sees EOF, after the kill.)
+  assert.ok(took >= leaseMs - 200, `ended only after the lease (${took} ms)`);
+  // The endpoint went with the anchor.
+  await assert.rejects(leaseInfo(h.endpoint), { code: 'ERR_CORDON_UNKNOWN_TREE' });
+});
+
+test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
+  const t = track(ctx);
+  const h = await leasedTree(t, 60000);
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  const wrong = hex(16);
+  await assert.rejects(connectAdoptionEndpoint(h.endpoint, wrong), { code: 'ERR_CORDON_ADOPT_DENIED' });
+  assert.ok(all.every(alive), 'a refused adopter changes nothing');
+  // The right token still adopts (the refusal took nothing away); then end it.
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  a.channel.terminate(0);
+  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await waitGone(all, 5000);
+});
+
+test('lease: of two hosts racing to adopt, exactly one wins', async (ctx) => {
+  const t = track(ctx);
+  const h = await leasedTree(t, 60000);
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  const [a, b] = await within(Promise.allSettled([adopt(h), adopt(h)]), 20000, 'both adoptions to settle', all);
+  const won = [a, b].filter((r) => r.status === 'fulfilled');
+  const lost = [a, b].filter((r) => r.status === 'rejected');
+  assert.equal(won.length, 1, `one winner: ${JSON.stringify([a.status, b.status])}`);
+  assert.equal(lost[0].reason.code, 'ERR_CORDON_ADOPT_DENIED');
+  assert.ok(all.every(alive));
+  const winner = won[0].value;
+  winner.channel.terminate(0);
+  await within(winner.gone, 20000, 'the anchor to exit after KILL', all);
+  await waitGone(all, 5000);
+});
+
+test('lease: a root that exited while no host was attached: the adopter gets its exit and leftovers', async (ctx) => {
+  const t = track(ctx);
+  // The root exits 0 right after READY; one detached grandchild stays.
+  const h = await leasedTree(t, 60000, ['--detached', '1', '--exit']);
+  await killHost(ctx, h);
+  await waitGone([h.pids['tree.root']], 10000);
+  const all = [h.anchor, h.pids['tree.gc0']];
+  assert.ok(all.every(alive), 'the anchor and the grandchild live on');
+  assert.equal((await leaseInfo(h.endpoint)).rootRunning, false);
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  await waitFor(() => a.events.some(([e]) => e === 'leftEnd'), 10000, 'the replayed LEFTEND');
+  const names = a.events.map(([e]) => e);
+  assert.deepEqual(names.slice(0, 2), ['ready', 'rootExit'], JSON.stringify(a.events));
+  assert.deepEqual(a.events[1].slice(1), [0, null], 'the root exited 0');
+  assert.ok(a.events.some(([e, pid]) => e === 'left' && pid === h.pids['tree.gc0']), 'the grandchild is a leftover');
+  a.channel.terminate(0);
+  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await waitGone(all, 5000);
+});
