@@ -252,8 +252,14 @@ bool parse_lease(const std::string& line, int& ms, std::string& token) {
   return true;
 }
 
-Hello parse_hello(const std::string& line, std::string& token) {
+Hello parse_hello(const std::string& line, std::string& token, int& fd) {
   if (line == "INFO") return Hello::kInfo;
+  if (line.rfind("OUTPUT ", 0) == 0 && line.size() == 7 + kTokenHexDigits + 2 && line[7 + kTokenHexDigits] == ' ' &&
+      (line.back() == '1' || line.back() == '2')) {
+    token = line.substr(7, kTokenHexDigits);
+    fd = line.back() - '0';
+    return Hello::kOutput;
+  }
   if (line.rfind("ADOPT ", 0) == 0) {
     token = line.substr(6);
     return Hello::kAdopt;

@@ -215,6 +215,18 @@ class Termination {
 //                      LEFTEND, RELEASED, QUIET, ...); from then on the connection is the
 //                      control channel (TERM/KILL in, events out; EOF = host gone again).
 //   INFO            -> LEASE <ms left, -1 while a host is attached> <root running 0|1>, then close.
+//   OUTPUT <token> <1|2>  (an adopter, Windows) -> OUTPUT <1|2>, then the connection carries
+//                      that stream's raw bytes (anchor -> client) until the tree's writers
+//                      are gone (EOF); a later OUTPUT for the same stream replaces it.
+//
+// Output of a leased tree (Windows): the anchor puts a pipe of its own between
+// the command and each captured stream (--watch-fd 1/2 whose handle is a
+// pipe) and copies what comes: to the host's pipe while that host lives, and
+// once it is gone into the log (--log PATH, appended) and to the adopter's
+// OUTPUT connection. (Not the spec's DuplicateHandle of the read ends into
+// the adopter: Node cannot read a raw HANDLE, as net.Socket({ fd }) takes a
+// CRT descriptor of node.exe's own C runtime; a pipe it connects to by name
+// it can.)
 // Anything else, or nothing within kLeaseHelloMs: DENIED hello, close.
 // With a lease, the anchor exits once the tree is quiescent and either a host
 // received QUIET or the lease ran out with no host attached.
@@ -233,9 +245,10 @@ bool same_token(const std::string& a, const std::string& b);
 // `LEASE <ms> <token>` (host -> anchor): true and the parts, or false.
 bool parse_lease(const std::string& line, int& ms, std::string& token);
 
-enum class Hello { kAdopt, kInfo, kBad };
-// A client's first line on the endpoint; `token` is ADOPT's word.
-Hello parse_hello(const std::string& line, std::string& token);
+enum class Hello { kAdopt, kInfo, kOutput, kBad };
+// A client's first line on the endpoint; `token` is ADOPT's (OUTPUT's) token,
+// `fd` OUTPUT's stream (1 or 2).
+Hello parse_hello(const std::string& line, std::string& token, int& fd);
 
 std::string adopted(const std::string& log_path);  // ADOPTED <escaped path or ->
 std::string denied(const char* why);              // DENIED <why>
@@ -258,7 +271,7 @@ enum Extra : unsigned {
   kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
   kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
   kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
-  kLeaseOptions = 128,     // --lease MS, --lease-id HEX16 (Windows; issue #17, see "Leases" below)
+  kLeaseOptions = 128,     // --lease MS, --lease-id HEX16, --log PATH (Windows; issue #17, see "Leases" above)
 };
 
 template <typename Char>
@@ -282,6 +295,7 @@ struct Options {
   int gid = -1;
   int lease_ms = 0;            // --lease: 0 = no lease (host death ends the tree, C8)
   std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
+  String log;                  // --log: the tree's log file (appended to while no host is attached)
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
@@ -394,6 +408,8 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
     } else if (detail::is(a, "--lease-id") && has_value && (extra & kLeaseOptions)) {
       o.lease_id = detail::ascii(argv[++i]);
       if (!lease::valid_id(o.lease_id)) usage("--lease-id takes 16 lowercase hex digits");
+    } else if (detail::is(a, "--log") && has_value && (extra & kLeaseOptions)) {
+      o.log = argv[++i];
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {

@@ -33,6 +33,8 @@ export interface WindowsLease {
   token: string;
   /** 16 lowercase hex digits: with the anchor's pid, the tree's id and its endpoint's name. */
   id: string;
+  /** The tree's log file: the anchor appends the captured output to it while no host is attached. */
+  logPath?: string | undefined;
 }
 
 /** The named pipe a leased anchor listens on. */
@@ -70,6 +72,7 @@ export class WindowsAnchorChannel extends AnchorChannel {
     if (spec.lease) checkLease(spec.lease);
     this.lease = spec.lease;
     const leaseArgs = spec.lease ? ['--lease', String(spec.lease.ms), '--lease-id', spec.lease.id] : [];
+    if (spec.lease?.logPath !== undefined) leaseArgs.push('--log', spec.lease.logPath);
     const b = windowsBinding();
     this.job = b.jobCreate().handle;
     try {
@@ -292,6 +295,28 @@ export async function connectAdoptionEndpoint(endpoint: string, token: string, t
   }
   const path = adopted[1]!;
   return { socket, logPath: path === '-' ? null : path.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\')) };
+}
+
+/**
+ * An adopter's copy of one captured stream (1: stdout, 2: stderr) of the tree
+ * it adopted: the tree's output from now on, raw, until the tree's writers
+ * are gone (EOF). The anchor relays it (a leased tree's output always goes
+ * through its anchor); only the host that adopted the tree, while attached,
+ * gets it (else ERR_CORDON_ADOPT_DENIED). Returned paused: pipe it, or
+ * listen and resume().
+ */
+export async function connectAdoptionOutput(endpoint: string, token: string, fd: 1 | 2, timeoutMs = 10000): Promise<Socket> {
+  const socket = await connectEndpoint(endpoint, timeoutMs);
+  socket.write(`OUTPUT ${token} ${fd}\n`);
+  const line = await firstLine(socket, timeoutMs, endpoint);
+  if (line !== `OUTPUT ${fd}`) {
+    socket.destroy();
+    throw new CordonError(`The tree's anchor refused its output stream ${fd} (${line}): adopt the tree first.`, {
+      code: 'ERR_CORDON_ADOPT_DENIED',
+      path: endpoint,
+    });
+  }
+  return socket;
 }
 
 /**

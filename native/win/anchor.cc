@@ -275,6 +275,94 @@ struct Client {
   bool reading = false;  // a read is pending (the struct lives until it completes)
 };
 
+// A leased tree's captured stream (protocol.h "Output of a leased tree"):
+// a thread copies what the command writes into the anchor's pipe to the
+// host's pipe while that host lives, then into the log and to the adopter's
+// OUTPUT connection. Blocking I/O on its own thread: a reader that does not
+// read holds up that stream only, as a pipe would.
+struct Relay {
+  int fd = 0;
+  HANDLE read = nullptr;  // the anchor's pipe, read end
+  HANDLE host = nullptr;  // the first host's pipe, until a write to it fails
+  HANDLE sink = nullptr;  // an adopter's OUTPUT connection (overlapped)
+  HANDLE log = nullptr;   // shared by both streams (not owned)
+  CRITICAL_SECTION* log_mu = nullptr;
+  HANDLE thread = nullptr;
+  CRITICAL_SECTION mu;
+
+  // One synchronous write to a handle opened overlapped, with no completion
+  // packet (the event's low bit set).
+  static bool write_all(HANDLE h, const char* p, DWORD n) {
+    HANDLE ev = CreateEventW(nullptr, TRUE, FALSE, nullptr);
+    if (!ev) return false;
+    bool ok = true;
+    while (ok && n > 0) {
+      OVERLAPPED ov;
+      ZeroMemory(&ov, sizeof ov);
+      ov.hEvent = reinterpret_cast<HANDLE>(reinterpret_cast<ULONG_PTR>(ev) | 1);
+      DWORD done = 0;
+      if (!WriteFile(h, p, n, &done, &ov)) {
+        ok = GetLastError() == ERROR_IO_PENDING && GetOverlappedResult(h, &ov, &done, TRUE);
+      } else {
+        ok = GetOverlappedResult(h, &ov, &done, TRUE) != 0;
+      }
+      p += done;
+      n -= done;
+    }
+    CloseHandle(ev);
+    return ok;
+  }
+
+  void copy(const char* buf, DWORD n) {
+    EnterCriticalSection(&mu);
+    if (host) {
+      DWORD done = 0;
+      const char* p = buf;
+      DWORD left = n;
+      while (host && left > 0) {
+        if (!WriteFile(host, p, left, &done, nullptr)) {
+          trace("relay %d: the host's pipe is gone (error %lu): output to the log", fd, GetLastError());
+          CloseHandle(host);
+          host = nullptr;
+        }
+        p += done;
+        left -= done;
+      }
+      if (left == 0) {
+        LeaveCriticalSection(&mu);
+        return;
+      }
+      buf = p;
+      n = left;
+    }
+    if (log) {
+      EnterCriticalSection(log_mu);
+      DWORD done = 0;
+      WriteFile(log, buf, n, &done, nullptr);
+      LeaveCriticalSection(log_mu);
+    }
+    if (sink && !write_all(sink, buf, n)) {
+      CloseHandle(sink);
+      sink = nullptr;
+    }
+    LeaveCriticalSection(&mu);
+  }
+
+  static DWORD WINAPI run(LPVOID self) {
+    auto* r = static_cast<Relay*>(self);
+    char buf[16384];
+    DWORD n = 0;
+    while (ReadFile(r->read, buf, sizeof buf, &n, nullptr) && n > 0) r->copy(buf, n);
+    // The tree's writers are gone: EOF to whoever reads the stream.
+    EnterCriticalSection(&r->mu);
+    if (r->host) CloseHandle(r->host);
+    if (r->sink) CloseHandle(r->sink);
+    r->host = r->sink = nullptr;
+    LeaveCriticalSection(&r->mu);
+    return 0;
+  }
+};
+
 class Anchor {
  public:
   explicit Anchor(Options opts) : opts_(std::move(opts)) {}
@@ -300,6 +388,7 @@ class Anchor {
     if ((opts_.job_from_host || leased()) && !receive_first_lines()) return finish();
     if (!open_job()) return finish();
     if (leased() && !open_endpoint()) return finish();
+    if (leased()) start_relays();
     watch_output();
     if (!launch()) return finish();
     release_stdio();
@@ -432,7 +521,15 @@ class Anchor {
     std::string line = c->line.substr(0, nl);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::string token;
-    switch (protocol::lease::parse_hello(line, token)) {
+    int fd = 0;
+    switch (protocol::lease::parse_hello(line, token, fd)) {
+      case protocol::lease::Hello::kOutput:
+        if (!protocol::lease::same_token(token, token_)) {
+          end_client(c, "token");
+        } else {
+          give_output(c, fd);
+        }
+        return;
       case protocol::lease::Hello::kInfo: {
         int64_t left = attached_ ? -1 : (lease_deadline_ > now_ms() ? lease_deadline_ - now_ms() : 0);
         trace("endpoint: INFO");
@@ -488,7 +585,7 @@ class Anchor {
     control_ = pipe;
     control_open_ = true;
     channel_shared_ = true;
-    write_to(out_, protocol::lease::adopted(std::string()), nullptr);
+    write_to(out_, protocol::lease::adopted(log_ ? win::utf8(opts_.log) : std::string()), nullptr);
     for (auto& line : history_) write_to(out_, line, nullptr);
     control_lines_ = protocol::LineReader(true);
     start_read();
@@ -510,6 +607,91 @@ class Anchor {
     }
     writes_pending_++;
     return true;
+  }
+
+  // A leased tree's captured streams go through the anchor (Relay), so that
+  // they outlive the host's pipes.
+  void start_relays() {
+    if (!opts_.log.empty()) {
+      log_ = CreateFileW(opts_.log.c_str(), FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                         nullptr, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+      if (log_ == INVALID_HANDLE_VALUE) {
+        trace("log %s: error %lu (output with no host attached is lost)", win::utf8(opts_.log).c_str(), GetLastError());
+        log_ = nullptr;
+      }
+    }
+    InitializeCriticalSection(&log_mu_);
+    for (int fd : opts_.watch_fds) {
+      if (fd != 1 && fd != 2) continue;
+      DWORD id = fd == 1 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE;
+      HANDLE h = GetStdHandle(id);
+      if (!h || h == INVALID_HANDLE_VALUE || GetFileType(h) != FILE_TYPE_PIPE) continue;
+      Relay* shared = nullptr;
+      for (auto* r : relays_) {
+        if (r->host == h) shared = r;
+      }
+      if (shared) {  // stdout and stderr are one pipe: one relay
+        SetStdHandle(id, GetStdHandle(shared->fd == 1 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE));
+        continue;
+      }
+      SECURITY_ATTRIBUTES sa = {sizeof sa, nullptr, TRUE};
+      HANDLE r = nullptr, w = nullptr;
+      if (!CreatePipe(&r, &w, &sa, 0)) {
+        trace("relay %d: CreatePipe error %lu (the host's pipe is used directly)", fd, GetLastError());
+        continue;
+      }
+      SetHandleInformation(r, HANDLE_FLAG_INHERIT, 0);
+      SetHandleInformation(h, HANDLE_FLAG_INHERIT, 0);  // the command gets the anchor's pipe, never the host's
+      auto* relay = new Relay();
+      relay->fd = fd;
+      relay->read = r;
+      relay->host = h;
+      relay->log = log_;
+      relay->log_mu = &log_mu_;
+      InitializeCriticalSection(&relay->mu);
+      SetStdHandle(id, w);
+      relay->thread = CreateThread(nullptr, 64 * 1024, Relay::run, relay, 0, nullptr);
+      relays_.push_back(relay);
+    }
+  }
+
+  // OUTPUT <token> <fd>: the adopter's connection for one stream.
+  void give_output(Client* c, int fd) {
+    Relay* relay = nullptr;
+    for (auto* r : relays_) {
+      if (r->fd == fd) relay = r;
+    }
+    // Only for the host that adopted the tree (the first host reads its own
+    // pipes), and only a stream the anchor relays.
+    if (!relay || !attached_ || !channel_shared_) {
+      end_client(c, relay ? "attached" : "stream");
+      return;
+    }
+    if (client_ == c) client_ = nullptr;
+    listen_again();
+    HANDLE pipe = c->pipe;
+    delete c;
+    std::string ack = "OUTPUT " + std::to_string(fd) + "\n";
+    EnterCriticalSection(&relay->mu);
+    if (relay->sink) CloseHandle(relay->sink);
+    relay->sink = Relay::write_all(pipe, ack.data(), static_cast<DWORD>(ack.size())) ? pipe : nullptr;
+    if (!relay->sink) CloseHandle(pipe);
+    LeaveCriticalSection(&relay->mu);
+    trace("endpoint: OUTPUT %d", fd);
+  }
+
+  // The relays end once the tree's writers are gone; what they still copy
+  // reaches its reader before the anchor exits (bounded).
+  void wait_relays() {
+    for (HANDLE& h : watched_) {
+      if (h) CloseHandle(h);
+      h = nullptr;
+    }
+    int64_t until = now_ms() + 2000;
+    for (auto* r : relays_) {
+      int64_t left = until - now_ms();
+      if (r->thread) WaitForSingleObject(r->thread, static_cast<DWORD>(left < 0 ? 0 : left));
+    }
   }
 
   // The lease clock ran out with no host: the teardown EOF does without a lease.
@@ -1147,6 +1329,7 @@ class Anchor {
   }
 
   int finish() {
+    wait_relays();
     // Let the last lines reach the host before the channel closes.
     int64_t until = now_ms() + 2000;
     while (writes_pending_ > 0 && now_ms() < until) {
@@ -1199,6 +1382,9 @@ class Anchor {
   Client* client_ = nullptr;       // the client whose line is being read
   std::set<Client*> abandoned_;    // refused clients whose cancelled read is still to come
   std::vector<HANDLE> watched_;
+  std::vector<Relay*> relays_;     // a leased tree's captured streams
+  HANDLE log_ = nullptr;           // --log, appended to by the relays
+  CRITICAL_SECTION log_mu_;
   protocol::Termination term_;
   int64_t last_force_ = 0;
 };

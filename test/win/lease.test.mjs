@@ -9,21 +9,22 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { existsSync, readFileSync } from 'node:fs';
 import { alive, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
-const { connectAdoptionEndpoint, leaseInfo, WindowsAdoptedChannel } = await import(
+const { connectAdoptionEndpoint, connectAdoptionOutput, leaseInfo, WindowsAdoptedChannel } = await import(
   pathToFileURL(join(pkgDir, 'dist', 'anchor', 'windows.js')).href
 );
 
 const hex = (bytes) => randomBytes(bytes).toString('hex');
 
 /** A host (fixtures/lease-host.mjs) with one leased tree; its pids, endpoint and token once READY. */
-async function leasedTree(t, leaseMs, treeArgs = ['--detached', '2']) {
+async function leasedTree(t, leaseMs, treeArgs = ['--detached', '2'], env = {}) {
   const token = hex(16);
   const id = hex(8);
   const kill = `lease-host-${hex(6)}`;
   const host = spawnChild(process.execPath, [join(fixtures, 'lease-host.mjs'), String(leaseMs), token, id, kill, ...treeArgs], {
-    env: { ...process.env, CORDON_PKG: pkgDir },
+    env: { ...process.env, CORDON_PKG: pkgDir, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.add(host.pid);
@@ -181,5 +182,32 @@ test('lease: a root that exited while no host was attached: the adopter gets its
   assert.ok(a.events.some(([e, pid]) => e === 'left' && pid === h.pids['tree.gc0']), 'the grandchild is a leftover');
   a.channel.terminate(0);
   await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await waitGone(all, 5000);
+});
+
+test('lease: output with no host attached goes to the log; after adoption it streams to the adopter', async (ctx) => {
+  const t = track(ctx);
+  const log = join(t.tmp(), 'tree.log');
+  const h = await leasedTree(t, 60000, ['--detached', '1', '--tick', '100'], { CORDON_TEST_LEASE_LOG: log });
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  const ticks = () => (existsSync(log) ? readFileSync(log, 'utf8').match(/^TICK \d+$/gm)?.length ?? 0 : 0);
+  await waitFor(() => ticks() >= 3, 10000, 'the tree\'s output in the log');
+  const seen = ticks();
+  await waitFor(() => ticks() > seen, 5000, 'more output in the log');
+  assert.ok(all.every(alive), 'writing with its host gone harms nobody in the tree');
+  // Only the host that adopted the tree gets its output.
+  await assert.rejects(connectAdoptionOutput(h.endpoint, h.token, 1), { code: 'ERR_CORDON_ADOPT_DENIED' });
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  assert.equal(a.adoption.logPath, log, 'ADOPTED names the log');
+  const out = await within(connectAdoptionOutput(h.endpoint, h.token, 1), 10000, 'the output stream', all);
+  let got = '';
+  const closed = new Promise((resolve) => out.on('close', resolve));
+  out.on('data', (d) => (got += d));
+  out.resume();
+  await waitFor(() => /^TICK \d+$/m.test(got), 10000, 'the tree\'s output on the adopter\'s stream');
+  a.channel.terminate(0);
+  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await within(closed, 10000, 'EOF on the output stream', all);
   await waitGone(all, 5000);
 });
