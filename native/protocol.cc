@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "ADOPT", "INFO", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -125,6 +125,47 @@ std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, i
   return end(line);
 }
 
+std::string lease_info(int64_t ms_left, bool root_running) {
+  std::string line = start(Verb::kLease);
+  arg(line, ms_left);
+  arg(line, root_running ? 1 : 0);
+  return end(line);
+}
+
+std::string denied(const char* why) {
+  std::string line = "DENIED";
+  arg(line, why);
+  return end(line);
+}
+
+std::string adopted(const std::string& log_path, bool out, bool err) {
+  std::string line = "ADOPTED";
+  arg(line, log_path.empty() ? std::string("-") : escape(log_path));
+  arg(line, out ? 1 : 0);
+  arg(line, err ? 1 : 0);
+  return end(line);
+}
+
+namespace {
+bool lower_hex(const std::string& s, size_t n) {
+  if (s.size() != n) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool is_token(const std::string& s) { return lower_hex(s, 32); }
+bool is_lease_id(const std::string& s) { return lower_hex(s, 16); }
+
+bool same_token(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); i++) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 std::string stuck(const std::vector<Member>& members) {
   std::string line = start(Verb::kStuck);
   for (auto& m : members) arg(line, m.pid);
@@ -185,6 +226,22 @@ Command parse_command(const std::string& line, int teardown_grace_ms, bool expec
   } else if (line == "KILL") {
     c.verb = Verb::kKill;
     c.grace_ms = 0;
+  } else if (line.rfind("LEASE ", 0) == 0) {
+    size_t sp = line.find(' ', 6);
+    std::string ms = sp == std::string::npos ? std::string() : line.substr(6, sp - 6);
+    std::string token = sp == std::string::npos ? std::string() : line.substr(sp + 1);
+    if (parse_uint31(ms.c_str(), c.grace_ms) && c.grace_ms > 0 && is_token(token)) {
+      c.verb = Verb::kLease;
+      c.arg = token;
+    } else {
+      trace("malformed LEASE line ignored");
+    }
+  } else if (line.rfind("ADOPT ", 0) == 0) {
+    // Any word: a wrong token is the endpoint's to refuse (DENIED token), never a silent drop.
+    c.verb = Verb::kAdopt;
+    c.arg = line.substr(6);
+  } else if (line == "INFO") {
+    c.verb = Verb::kInfo;
   } else {
     trace("unknown control line ignored: \"%s\"", line.c_str());
   }
@@ -216,77 +273,22 @@ int Termination::wait_ms(int64_t now, int forcing_ms, int max_ms) const {
   return static_cast<int>(left < 0 ? 0 : (left < max_ms ? left : max_ms));
 }
 
-// ---- Leases (issue #17): the Windows anchor's part (protocol.h) -------------
-namespace lease {
+// ---- Leases: Windows (protocol.h) ----------------------------------------------
 
-namespace {
-bool lower_hex(const std::string& s, size_t n) {
-  if (s.size() != n) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-}  // namespace
-
-bool valid_id(const std::string& id) { return lower_hex(id, kIdHexDigits); }
-bool valid_token(const std::string& token) { return lower_hex(token, kTokenHexDigits); }
-
-bool same_token(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); i++) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+bool parse_output(const std::string& line, std::string& token, int& fd) {
+  if (line.rfind("OUTPUT ", 0) != 0 || line.size() != 7 + 32 + 2 || line[7 + 32] != ' ') return false;
+  char c = line.back();
+  if (c != '1' && c != '2') return false;
+  token = line.substr(7, 32);
+  fd = c - '0';
+  return is_token(token);
 }
 
-bool parse_lease(const std::string& line, int& ms, std::string& token) {
-  if (line.rfind("LEASE ", 0) != 0) return false;
-  size_t space = line.find(' ', 6);
-  if (space == std::string::npos) return false;
-  std::string digits = line.substr(6, space - 6);
-  std::string t = line.substr(space + 1);
-  int v = 0;
-  if (!parse_uint31(digits.c_str(), v) || v == 0 || !valid_token(t)) return false;
-  ms = v;
-  token = t;
-  return true;
-}
-
-Hello parse_hello(const std::string& line, std::string& token, int& fd) {
-  if (line == "INFO") return Hello::kInfo;
-  if (line.rfind("OUTPUT ", 0) == 0 && line.size() == 7 + kTokenHexDigits + 2 && line[7 + kTokenHexDigits] == ' ' &&
-      (line.back() == '1' || line.back() == '2')) {
-    token = line.substr(7, kTokenHexDigits);
-    fd = line.back() - '0';
-    return Hello::kOutput;
-  }
-  if (line.rfind("ADOPT ", 0) == 0) {
-    token = line.substr(6);
-    return Hello::kAdopt;
-  }
-  return Hello::kBad;
-}
-
-std::string adopted(const std::string& log_path) {
-  std::string line = "ADOPTED";
-  arg(line, log_path.empty() ? std::string("-") : escape(log_path));
+std::string output_ack(int fd) {
+  std::string line = "OUTPUT";
+  arg(line, fd);
   return end(line);
 }
-
-std::string denied(const char* why) {
-  std::string line = "DENIED";
-  arg(line, std::string(why));
-  return end(line);
-}
-
-std::string info(int64_t ms_left, bool root_running) {
-  std::string line = "LEASE";
-  arg(line, ms_left);
-  arg(line, root_running ? 1 : 0);
-  return end(line);
-}
-
-}  // namespace lease
 
 void print_usage(const char* why, const std::string& synopsis, const char* channel) {
   fprintf(stderr, "cordon-anchor: %s\n", why);

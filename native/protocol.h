@@ -38,8 +38,34 @@
 //   KILL                            the forced kill to every member now
 //   JOB <handle value>              Windows, --job-from-host only: the first line, the tree's job
 //                                   as a handle the host duplicated into the anchor (0: it could not)
+//   LEASE <ms> <token>              --lease: the first line (Windows: after JOB). The token (32 hex
+//                                   chars) an adopter must present; <ms> the lease. Only the first
+//                                   LEASE counts.
 // Lines over kMaxControlLine bytes and unknown lines are discarded (traced).
-// EOF on the control channel (the host is gone) = TERM <teardown grace>.
+// EOF on the control channel (the host is gone) = TERM <teardown grace>, except
+// under a lease: then the lease clock starts (the full <ms>), the anchor drains
+// the command's stdout and stderr into the log, and lets a new host adopt the
+// tree. If none does before the clock runs out: TERM <teardown grace>.
+//
+// The adoption endpoint (--lease MS --lease-id ID: ID is 16 lowercase hex
+// digits the host chose, so the host names the endpoint from the anchor's pid
+// and ID: POSIX the Unix socket <--lease-dir>/<anchor pid>-<ID>.sock in the
+// per-user 0700 runtime directory, made before READY; Windows a named pipe
+// with a user-only DACL) takes one connection at a time and one line from it
+// (the same line rules):
+//   INFO                            answered `LEASE <ms left, -1 while a host is attached>
+//                                   <root running 0|1>`, then closed
+//   ADOPT <token>                   answered `DENIED <why>` and closed (why: token, attached,
+//                                   notoken, expired), or `ADOPTED <log path, escaped, or ->`
+//                                   (POSIX: with SCM_RIGHTS carrying the read ends of the
+//                                   command's stdout and stderr still open, in that order, as
+//                                   `ADOPTED <log> <stdout 0|1> <stderr 0|1>` says), then every
+//                                   line the anchor sent so far, in order (the replay), after
+//                                   which the connection is the control channel (its EOF: the
+//                                   lease clock starts again from the full lease).
+// A tree that became quiescent with no host attached waits, until the lease
+// runs out, for an adopter to take its replay (QUIET last), then exits. The
+// anchor removes its endpoint and <id>.json beside it when it exits.
 // <cmd> is escaped (escape()); every other word is a number or a name without spaces.
 //
 // Windows: READY's tier is job-object or process-handle and its pidfd 0; a
@@ -81,6 +107,10 @@ enum class Verb {
   kTerm,
   kKill,
   kJob,
+  kLease,
+  // adopter -> anchor (the endpoint)
+  kAdopt,
+  kInfo,
   // a control line that is none of these
   kUnknown,
 };
@@ -107,6 +137,10 @@ std::string quiescent();  // QUIET
 std::string limits(int64_t memory, int64_t processes, int64_t cpu_quota_us, const std::string& how);
 std::string limit_dir(const std::string& dir);
 std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, int64_t oom_kills, int64_t pids_max_hits);
+// The endpoint's answers.
+std::string lease_info(int64_t ms_left, bool root_running);
+std::string denied(const char* why);
+std::string adopted(const std::string& log_path, bool out, bool err);
 
 // A command line as LEFT and LEFTGROUP carry it: backslash, LF and CR escaped
 // (\\, \n, \r), at most 4000 bytes.
@@ -135,17 +169,25 @@ class LineReader {
 };
 
 struct Command {
-  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob or kUnknown
-  int grace_ms = 0;            // kTerm, kKill: the grace to terminate with
-  std::string arg;             // kJob: the handle value as the host wrote it
+  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kAdopt, kInfo or kUnknown
+  int grace_ms = 0;            // kTerm, kKill: the grace to terminate with; kLease: the lease
+  std::string arg;             // kJob: the handle value as the host wrote it; kLease, kAdopt: the token
 };
+
+// A token as LEASE and ADOPT carry it: 32 lowercase hex characters.
+bool is_token(const std::string& s);
+// A lease id as --lease-id carries it: 16 lowercase hex characters.
+bool is_lease_id(const std::string& s);
+// Equal, in time that depends on the length only.
+bool same_token(const std::string& a, const std::string& b);
 
 // One control line. A TERM whose grace is not a number the host could have
 // sent (garbage, a sign, an exponent, out of range) is never read as 0 (the
 // forced kill now): the host did ask for the tree to end, so it gets the
 // teardown grace (`teardown_grace_ms`, the --grace). KILL is grace 0. JOB is a
 // command only while `expect_job`. Anything else unknown is ignored, with a
-// trace.
+// trace. LEASE <ms> <token> and ADOPT <token> with a malformed field, and INFO
+// with anything after it, are unknown.
 Command parse_command(const std::string& line, int teardown_grace_ms, bool expect_job);
 
 // ---- The termination schedule ---------------------------------------------
@@ -189,78 +231,12 @@ class Termination {
   int64_t force_started_ = 0;
 };
 
-// ---- Leases (issue #17): the Windows anchor's part ---------------------------
-//
-// Kept apart from the verbs above so that the POSIX anchor's part can be
-// merged next to it; where both need the same thing, this is the one to keep.
-//
-// The anchor's command line: `--lease MS --lease-id HEX16`. With --lease the
-// anchor waits (bounded, like JOB) for the host's control line
-//   LEASE <ms> <token>              the lease (its <ms> supersedes --lease) and the adoption token
-//                                   (32 lowercase hex digits); never on the command line
-// before it starts the command. Control EOF then does not end the tree: it
-// starts the lease clock (<ms>); at its end the anchor does what EOF does
-// without a lease (TERM <teardown grace>). A host that adopts stops the clock;
-// that host's EOF starts it again from the full lease.
-//
-// The endpoint (Windows): the named pipe \\.\pipe\cordon-lease-<anchor pid>-<lease id>,
-// which the host can name from the anchor's pid and the id it chose. Created
-// with FILE_FLAG_FIRST_PIPE_INSTANCE (an existing pipe of that name, anyone's,
-// is a failure: NOCONTAIN <errno> lease-endpoint, nothing ran) and a DACL that
-// grants the current user's SID alone (no inheritance from a default DACL).
-// A client of the endpoint sends one line:
-//   ADOPT <token>   -> DENIED <why> (token | attached: a host is attached), then the anchor closes;
-//                      or ADOPTED <log path, escaped; '-' for none>, then every line the
-//                      anchor has sent the tree's hosts so far, in order (READY, EXIT, LEFT..,
-//                      LEFTEND, RELEASED, QUIET, ...); from then on the connection is the
-//                      control channel (TERM/KILL in, events out; EOF = host gone again).
-//   INFO            -> LEASE <ms left, -1 while a host is attached> <root running 0|1>, then close.
-//   OUTPUT <token> <1|2>  (an adopter, Windows) -> OUTPUT <1|2>, then the connection carries
-//                      that stream's raw bytes (anchor -> client) until the tree's writers
-//                      are gone (EOF); a later OUTPUT for the same stream replaces it.
-//
-// Output of a leased tree (Windows): the anchor puts a pipe of its own between
-// the command and each captured stream (--watch-fd 1/2 whose handle is a
-// pipe) and copies what comes: to the host's pipe while that host lives, and
-// once it is gone into the log (--log PATH, appended) and to the adopter's
-// OUTPUT connection. (Not the spec's DuplicateHandle of the read ends into
-// the adopter: Node cannot read a raw HANDLE, as net.Socket({ fd }) takes a
-// CRT descriptor of node.exe's own C runtime; a pipe it connects to by name
-// it can.)
-// Anything else, or nothing within kLeaseHelloMs: DENIED hello, close.
-// With a lease, the anchor exits once the tree is quiescent and either a host
-// received QUIET or the lease ran out with no host attached.
-namespace lease {
-
-constexpr size_t kTokenHexDigits = 32;
-constexpr size_t kIdHexDigits = 16;
-// How long a client of the endpoint has to send its one line.
-constexpr int kHelloMs = 5000;
-
-bool valid_id(const std::string& id);
-bool valid_token(const std::string& token);
-// Whether `a` equals `b`, in time that depends on their lengths only.
-bool same_token(const std::string& a, const std::string& b);
-
-// `LEASE <ms> <token>` (host -> anchor): true and the parts, or false.
-bool parse_lease(const std::string& line, int& ms, std::string& token);
-
-enum class Hello { kAdopt, kInfo, kOutput, kBad };
-// A client's first line on the endpoint; `token` is ADOPT's (OUTPUT's) token,
-// `fd` OUTPUT's stream (1 or 2).
-Hello parse_hello(const std::string& line, std::string& token, int& fd);
-
-std::string adopted(const std::string& log_path);  // ADOPTED <escaped path or ->
-std::string denied(const char* why);              // DENIED <why>
-std::string info(int64_t ms_left, bool root_running);  // LEASE <ms left|-1> <0|1>
-
-}  // namespace lease
-
 // ---- The anchor's command line ---------------------------------------------
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
 //                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
 //                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--watch-fd N]... [--cwd DIR] [--trace FILE]
+//                 [--lease MS --lease-id ID [--lease-dir DIR]]
 //                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
@@ -271,7 +247,10 @@ enum Extra : unsigned {
   kCredentialsOption = 16, // --uid N, --gid N (POSIX): the command (never the anchor) runs as them
   kCmdShellOption = 32,    // --cmd-shell (Windows): ARGS is one line, run as `cmd.exe /d /s /c "<line>"`
   kLimitOptions = 64,      // --memory BYTES, --max-processes N, --cpu-quota US (POSIX)
-  kLeaseOptions = 128,     // --lease MS, --lease-id HEX16, --log PATH (Windows; issue #17, see "Leases" above)
+  kLeaseOptions = 128,     // --lease MS, --lease-id ID (16 lowercase hex digits): the tree is leased
+  kLeaseDirOption = 256,   // --lease-dir DIR (POSIX): where the endpoint is made; fds 4, 5, 6 are
+                           // the command's stdout and stderr read ends and the log (O_APPEND)
+  kLogOption = 512,        // --log PATH (Windows, leased): see "Leases: Windows" below
 };
 
 template <typename Char>
@@ -293,10 +272,11 @@ struct Options {
   bool cmd_shell = false;      // --cmd-shell: the system's cmd.exe runs the one argument verbatim
   int uid = -1;                // --uid, --gid: -1 = the anchor's own
   int gid = -1;
-  int lease_ms = 0;            // --lease: 0 = no lease (host death ends the tree, C8)
-  std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
-  String log;                  // --log: the tree's log file (appended to while no host is attached)
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
+  int lease_ms = 0;            // --lease: 0 = none (host EOF ends the tree)
+  std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
+  String lease_dir;            // --lease-dir (POSIX)
+  String log;                  // --log (Windows): the tree's log file
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
   std::vector<String> argv;
@@ -407,8 +387,10 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!parse_uint31(argv[++i], o.lease_ms) || o.lease_ms == 0) usage("--lease takes whole milliseconds from 1 to 2147483647");
     } else if (detail::is(a, "--lease-id") && has_value && (extra & kLeaseOptions)) {
       o.lease_id = detail::ascii(argv[++i]);
-      if (!lease::valid_id(o.lease_id)) usage("--lease-id takes 16 lowercase hex digits");
-    } else if (detail::is(a, "--log") && has_value && (extra & kLeaseOptions)) {
+      if (!is_lease_id(o.lease_id)) usage("--lease-id takes 16 lowercase hex digits");
+    } else if (detail::is(a, "--lease-dir") && has_value && (extra & kLeaseDirOption)) {
+      o.lease_dir = argv[++i];
+    } else if (detail::is(a, "--log") && has_value && (extra & kLogOption)) {
       o.log = argv[++i];
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
@@ -421,6 +403,32 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
   for (; i < argc; i++) o.argv.push_back(argv[i]);
 }
 
+// ---- Leases: Windows --------------------------------------------------------
+//
+// The Windows endpoint is the named pipe \\.\pipe\cordon-lease-<anchor pid>-<lease id>,
+// created with FILE_FLAG_FIRST_PIPE_INSTANCE (a pipe of that name that exists
+// already, anyone's, is a failure: NOCONTAIN <errno> lease-endpoint, nothing
+// ran) and a protected DACL granting the anchor's user SID alone
+// (native/win/lease.cc). The Windows anchor waits (bounded, like JOB) for
+// LEASE before it starts the command.
+//
+// Output of a leased tree: the anchor puts a pipe of its own between the
+// command and each captured stream (--watch-fd 1/2 whose handle is a pipe) and
+// copies what comes: to the host's pipe while that host lives; once it is
+// gone, into the log (--log PATH, appended) and to the adopter's OUTPUT
+// connection. ADOPTED's <stdout 0|1> <stderr 0|1> say which streams it relays.
+// Not POSIX's hand-over of the read ends (DuplicateHandle into the adopter):
+// Node cannot read a raw HANDLE (net.Socket({ fd }) takes a descriptor of
+// node.exe's own C runtime), but it can connect to a pipe by name. So the
+// endpoint takes one more line, from the host that adopted the tree only:
+//   OUTPUT <token> <1|2>            answered `OUTPUT <1|2>`, then the connection carries that
+//                                   stream's raw bytes (anchor -> adopter) until the tree's
+//                                   writers are gone (EOF); or `DENIED <why>` (token, attached:
+//                                   no adopter is attached, stream: not relayed) and closed.
+
+// OUTPUT <token> <1|2>: true, the token and the stream.
+bool parse_output(const std::string& line, std::string& token, int& fd);
+std::string output_ack(int fd);  // OUTPUT <fd>
 
 // ---- Tracing (--trace) -----------------------------------------------------
 

@@ -9,10 +9,11 @@
 // line (`JOB <value>`; 0 if that failed: the anchor then reports NOCONTAIN,
 // or runs with the weaker tier under best-effort).
 //
-// Leases (issue #17; the wire: native/protocol.h "Leases"): a leased anchor
-// is spawned detached (Node puts every other child in its own kill-on-close
-// job, which would end the anchor with the host) with `--lease MS --lease-id
-// ID`, and the second control line is `LEASE <ms> <token>`. Its endpoint is
+// Leases (issue #17; the wire: native/protocol.h, its header and "Leases:
+// Windows"): a leased anchor is spawned detached (Node puts every other
+// child in its own kill-on-close job, which would end the anchor with the
+// host) with `--lease MS --lease-id ID [--log PATH]`, and the second control
+// line is `LEASE <ms> <token>`. Its endpoint is
 // the named pipe leaseEndpoint(anchor pid, id). An adopting host connects
 // with connectAdoptionEndpoint() and drives the tree through a
 // WindowsAdoptedChannel; leaseInfo() asks an endpoint INFO.
@@ -265,6 +266,8 @@ export interface Adoption {
   socket: Socket;
   /** The log file the anchor names (null: none). */
   logPath: string | null;
+  /** Which captured streams the anchor relays (connectAdoptionOutput() gets them). */
+  relayed: { stdout: boolean; stderr: boolean };
 }
 
 /**
@@ -288,13 +291,17 @@ export async function connectAdoptionEndpoint(endpoint: string, token: string, t
     const why = denied[1] === 'attached' ? 'another host has adopted it' : denied[1] === 'token' ? 'the token is not this tree\'s' : denied[1]!;
     throw new CordonError(`Adoption refused by the tree's anchor: ${why}.`, { code: 'ERR_CORDON_ADOPT_DENIED', path: endpoint });
   }
-  const adopted = /^ADOPTED (.+)$/.exec(line);
+  const adopted = /^ADOPTED (.+) ([01]) ([01])$/.exec(line);
   if (!adopted) {
     socket.destroy();
     throw new CordonError(`The lease endpoint ${endpoint} answered ADOPT with ${JSON.stringify(line)}.`, { code: 'ERR_CORDON_ANCHOR_LOST' });
   }
   const path = adopted[1]!;
-  return { socket, logPath: path === '-' ? null : path.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\')) };
+  return {
+    socket,
+    logPath: path === '-' ? null : path.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\')),
+    relayed: { stdout: adopted[2] === '1', stderr: adopted[3] === '1' },
+  };
 }
 
 /**

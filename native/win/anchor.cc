@@ -49,10 +49,10 @@
 // holds the output is not known (LEFT reports holds 0). Where the count
 // cannot be read, RELEASED comes when the job is empty.
 //
-// Leases (issue #17; the wire: native/protocol.h "Leases"): with --lease the
-// host starts the anchor detached (so that Node's own kill-on-close job, which
-// ends every non-detached child with the host, leaves it alone) and sends
-// `LEASE <ms> <token>` after JOB. The job survives the host: the host's handle
+// Leases (issue #17; the wire: native/protocol.h, its header and "Leases:
+// Windows"): with --lease the host starts the anchor detached (so that
+// Node's own kill-on-close job, which ends every non-detached child with the
+// host, leaves it alone) and sends `LEASE <ms> <token>` after JOB. The job survives the host: the host's handle
 // closes with it, the anchor's keeps the job (and its kill-on-close) alive.
 // Control EOF then starts the lease clock instead of the teardown; at its end
 // the teardown runs as at EOF without a lease. Meanwhile the anchor listens on
@@ -95,6 +95,7 @@ constexpr ULONG_PTR kKeyOut = 4;
 constexpr ULONG_PTR kKeyEndpoint = 5;  // the lease endpoint's instances (and an adopter's connection)
 constexpr DWORD kKilledCode = 1;  // what TerminateJobObject gives every member, as Node's kill()
 constexpr DWORD kControlCExit = 0xC000013A;
+constexpr int kHelloMs = 5000;  // how long a client of the lease endpoint has to send its line
 
 int64_t now_ms() { return static_cast<int64_t>(GetTickCount64()); }
 
@@ -119,7 +120,7 @@ Options parse() {
   o.tier = "job-object";
   protocol::parse_options(argc, argv,
                           protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption |
-                              protocol::kLeaseOptions,
+                              protocol::kLeaseOptions | protocol::kLogOption,
                           o, usage, open_trace);
   LocalFree(argv);
   if (o.tier != "job-object") usage("unknown tier");
@@ -485,7 +486,7 @@ class Anchor {
     }
     auto* c = new Client();
     c->pipe = pipe;
-    c->deadline = now_ms() + protocol::lease::kHelloMs;
+    c->deadline = now_ms() + kHelloMs;
     client_ = c;
     read_client(c);
   }
@@ -522,22 +523,24 @@ class Anchor {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::string token;
     int fd = 0;
-    switch (protocol::lease::parse_hello(line, token, fd)) {
-      case protocol::lease::Hello::kOutput:
-        if (!protocol::lease::same_token(token, token_)) {
-          end_client(c, "token");
-        } else {
-          give_output(c, fd);
-        }
-        return;
-      case protocol::lease::Hello::kInfo: {
+    if (protocol::parse_output(line, token, fd)) {
+      if (!protocol::same_token(token, token_)) {
+        end_client(c, "token");
+      } else {
+        give_output(c, fd);
+      }
+      return;
+    }
+    auto cmd = protocol::parse_command(line, opts_.grace_ms, false);
+    switch (cmd.verb) {
+      case protocol::Verb::kInfo: {
         int64_t left = attached_ ? -1 : (lease_deadline_ > now_ms() ? lease_deadline_ - now_ms() : 0);
         trace("endpoint: INFO");
-        end_client(c, nullptr, protocol::lease::info(left, root_ && !root_exited_));
+        end_client(c, nullptr, protocol::lease_info(left, root_ && !root_exited_));
         return;
       }
-      case protocol::lease::Hello::kAdopt:
-        if (!protocol::lease::same_token(token, token_)) {
+      case protocol::Verb::kAdopt:
+        if (!protocol::same_token(cmd.arg, token_)) {
           trace("endpoint: ADOPT with a wrong token");
           end_client(c, "token");
         } else if (attached_) {
@@ -549,7 +552,7 @@ class Anchor {
           adopt(c);
         }
         return;
-      case protocol::lease::Hello::kBad:
+      default:
         end_client(c, "hello");
         return;
     }
@@ -560,7 +563,7 @@ class Anchor {
   void end_client(Client* c, const char* denied, const std::string& answer = std::string()) {
     if (client_ == c) client_ = nullptr;
     listen_again();
-    std::string line = denied ? protocol::lease::denied(denied) : answer;
+    std::string line = denied ? protocol::denied(denied) : answer;
     HANDLE pipe = c->pipe;
     c->pipe = INVALID_HANDLE_VALUE;
     if (line.empty() || !write_to(pipe, line, pipe)) CloseHandle(pipe);
@@ -585,7 +588,9 @@ class Anchor {
     control_ = pipe;
     control_open_ = true;
     channel_shared_ = true;
-    write_to(out_, protocol::lease::adopted(log_ ? win::utf8(opts_.log) : std::string()), nullptr);
+    bool relayed[3] = {false, false, false};
+    for (auto* r : relays_) relayed[r->fd] = true;
+    write_to(out_, protocol::adopted(log_ ? win::utf8(opts_.log) : std::string(), relayed[1], relayed[2]), nullptr);
     for (auto& line : history_) write_to(out_, line, nullptr);
     control_lines_ = protocol::LineReader(true);
     start_read();
@@ -671,7 +676,7 @@ class Anchor {
     listen_again();
     HANDLE pipe = c->pipe;
     delete c;
-    std::string ack = "OUTPUT " + std::to_string(fd) + "\n";
+    std::string ack = protocol::output_ack(fd);
     EnterCriticalSection(&relay->mu);
     if (relay->sink) CloseHandle(relay->sink);
     relay->sink = Relay::write_all(pipe, ack.data(), static_cast<DWORD>(ack.size())) ? pipe : nullptr;
@@ -1125,13 +1130,16 @@ class Anchor {
     std::vector<std::string> lines;
     control_lines_.feed(read_buf_, bytes, lines);
     for (auto& line : lines) {
-      if (leased() && !lease_received_ && protocol::lease::parse_lease(line, lease_ms_, token_)) {
-        lease_received_ = true;
-        trace("lease %d ms", lease_ms_);
-        continue;
-      }
       auto c = protocol::parse_command(line, opts_.grace_ms, opts_.job_from_host && !job_received_);
-      if (c.verb == protocol::Verb::kJob) {
+      if (c.verb == protocol::Verb::kLease) {
+        // Only the first LEASE counts (and only with --lease).
+        if (leased() && !lease_received_) {
+          lease_received_ = true;
+          lease_ms_ = c.grace_ms;
+          token_ = c.arg;
+          trace("lease %d ms", lease_ms_);
+        }
+      } else if (c.verb == protocol::Verb::kJob) {
         // The host's copy of the tree's job handle, duplicated into this process.
         job_received_ = true;
         job_ = reinterpret_cast<HANDLE>(static_cast<uintptr_t>(_strtoui64(c.arg.c_str(), nullptr, 10)));

@@ -1,4 +1,4 @@
-// The leased anchor's endpoint (issue #17, native/protocol.h "Leases"): the
+// The leased anchor's endpoint (issue #17, native/protocol.h "Leases: Windows"): the
 // named pipe an adopting host connects to. Kept out of anchor.cc, which only
 // drives it.
 //

@@ -200,6 +200,7 @@ test('lease: output with no host attached goes to the log; after adoption it str
   await assert.rejects(connectAdoptionOutput(h.endpoint, h.token, 1), { code: 'ERR_CORDON_ADOPT_DENIED' });
   const a = await within(adopt(h), 10000, 'the adoption', all);
   assert.equal(a.adoption.logPath, log, 'ADOPTED names the log');
+  assert.deepEqual(a.adoption.relayed, { stdout: true, stderr: false }, 'ADOPTED says which streams are relayed');
   const out = await within(connectAdoptionOutput(h.endpoint, h.token, 1), 10000, 'the output stream', all);
   let got = '';
   const closed = new Promise((resolve) => out.on('close', resolve));
