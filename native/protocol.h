@@ -424,7 +424,8 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
 //   OUTPUT <token> <1|2>            answered `OUTPUT <1|2>`, then the connection carries that
 //                                   stream's raw bytes (anchor -> adopter) until the tree's
 //                                   writers are gone (EOF); or `DENIED <why>` (token, attached:
-//                                   no adopter is attached, stream: not relayed) and closed.
+//                                   no adopter is attached, stream: not relayed, busy: the
+//                                   stream's earlier OUTPUT reader is not reading) and closed.
 
 // OUTPUT <token> <1|2>: true, the token and the stream.
 bool parse_output(const std::string& line, std::string& token, int& fd);

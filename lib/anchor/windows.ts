@@ -24,7 +24,7 @@ import { debug } from '../debug.js';
 import { CordonError } from '../errors.js';
 import { windowsBinding } from '../native.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
-import { encodeCommand } from './protocol.js';
+import { type AnchorEvent, encodeCommand } from './protocol.js';
 
 /** A tree's lease, as the host that creates it passes it to the anchor. */
 export interface WindowsLease {
@@ -326,6 +326,30 @@ export async function connectAdoptionOutput(endpoint: string, token: string, fd:
   return socket;
 }
 
+/** An adoption with the tree's relayed output streams (null: not relayed). */
+export interface WindowsAdoption extends Adoption {
+  stdout: Socket | null;
+  stderr: Socket | null;
+}
+
+/**
+ * ADOPT, then OUTPUT for each stream the anchor relays: what
+ * WindowsAdoptedChannel takes. (Output written between the ADOPTED line and
+ * the OUTPUT connection goes to the log only.) The output sockets are paused
+ * until read.
+ */
+export async function adoptWindowsTree(endpoint: string, token: string, timeoutMs = 10000): Promise<WindowsAdoption> {
+  const adoption = await connectAdoptionEndpoint(endpoint, token, timeoutMs);
+  try {
+    const stdout = adoption.relayed.stdout ? await connectAdoptionOutput(endpoint, token, 1, timeoutMs) : null;
+    const stderr = adoption.relayed.stderr ? await connectAdoptionOutput(endpoint, token, 2, timeoutMs) : null;
+    return { ...adoption, stdout, stderr };
+  } catch (err) {
+    adoption.socket.destroy(); // (the tree goes back to its lease)
+    throw err;
+  }
+}
+
 /**
  * The host side of an adopted leased anchor: the endpoint connection is the
  * control channel (both ways). The anchor is not this host's child: its exit
@@ -334,15 +358,22 @@ export async function connectAdoptionOutput(endpoint: string, token: string, fd:
  */
 export class WindowsAdoptedChannel extends AnchorChannel {
   readonly child: AnchorProcess;
+  private quiescentSeen = false;
 
-  constructor(adoption: Adoption, anchorPid: number, on: AnchorHandlers, exitGrace: number) {
+  /** `adoption`: connectAdoptionEndpoint()'s, or adoptWindowsTree()'s with the output streams. */
+  constructor(
+    adoption: Adoption & { stdout?: Socket | null; stderr?: Socket | null },
+    anchorPid: number,
+    on: AnchorHandlers,
+    exitGrace: number,
+  ) {
     super(on, exitGrace);
     const socket = adoption.socket;
     this.child = {
       pid: anchorPid,
       stdin: null,
-      stdout: null,
-      stderr: null,
+      stdout: adoption.stdout ?? null,
+      stderr: adoption.stderr ?? null,
       ref: () => socket.ref(),
       unref: () => socket.unref(),
     };
@@ -358,8 +389,12 @@ export class WindowsAdoptedChannel extends AnchorChannel {
     if (this.open && !this.socket.destroyed) this.socket.write(line);
   }
 
+  protected override observe(event: AnchorEvent): void {
+    if (event.type === 'quiescent') this.quiescentSeen = true;
+  }
+
   protected override closedBeforeExit(): void {
-    // The anchor's only channel to us closed: it exited (or dropped us).
-    this.anchorExited(null, null);
+    // The anchor's only channel to us closed: it exited (after QUIET: cleanly), or died.
+    this.anchorExited(this.quiescentSeen ? 0 : null, null);
   }
 }

@@ -672,12 +672,19 @@ class Anchor {
       end_client(c, relay ? "attached" : "stream");
       return;
     }
+    // The relay holds its lock while it copies a chunk; never wait long here
+    // on one blocked writing to an earlier OUTPUT reader that does not read.
+    bool locked = false;
+    for (int64_t until = now_ms() + 1000; !(locked = TryEnterCriticalSection(&relay->mu)) && now_ms() < until;) Sleep(5);
+    if (!locked) {
+      end_client(c, "busy");
+      return;
+    }
     if (client_ == c) client_ = nullptr;
     listen_again();
     HANDLE pipe = c->pipe;
     delete c;
     std::string ack = protocol::output_ack(fd);
-    EnterCriticalSection(&relay->mu);
     if (relay->sink) CloseHandle(relay->sink);
     relay->sink = Relay::write_all(pipe, ack.data(), static_cast<DWORD>(ack.size())) ? pipe : nullptr;
     if (!relay->sink) CloseHandle(pipe);

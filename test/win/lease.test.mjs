@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { existsSync, readFileSync } from 'node:fs';
 import { alive, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
-const { connectAdoptionEndpoint, connectAdoptionOutput, leaseInfo, WindowsAdoptedChannel } = await import(
+const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseInfo, WindowsAdoptedChannel } = await import(
   pathToFileURL(join(pkgDir, 'dist', 'anchor', 'windows.js')).href
 );
 
@@ -49,8 +49,8 @@ async function killHost(ctx, h) {
 }
 
 /** Adopts through the endpoint; the channel and the events it reports (replay first). */
-async function adopt(h) {
-  const adoption = await connectAdoptionEndpoint(h.endpoint, h.token);
+async function adopt(h, withOutput = false) {
+  const adoption = await (withOutput ? adoptWindowsTree : connectAdoptionEndpoint)(h.endpoint, h.token);
   const events = [];
   let exited;
   const gone = new Promise((resolve) => (exited = resolve));
@@ -198,10 +198,12 @@ test('lease: output with no host attached goes to the log; after adoption it str
   assert.ok(all.every(alive), 'writing with its host gone harms nobody in the tree');
   // Only the host that adopted the tree gets its output.
   await assert.rejects(connectAdoptionOutput(h.endpoint, h.token, 1), { code: 'ERR_CORDON_ADOPT_DENIED' });
-  const a = await within(adopt(h), 10000, 'the adoption', all);
+  const a = await within(adopt(h, true), 10000, 'the adoption', all);
   assert.equal(a.adoption.logPath, log, 'ADOPTED names the log');
   assert.deepEqual(a.adoption.relayed, { stdout: true, stderr: false }, 'ADOPTED says which streams are relayed');
-  const out = await within(connectAdoptionOutput(h.endpoint, h.token, 1), 10000, 'the output stream', all);
+  assert.equal(a.adoption.stderr, null);
+  assert.equal(a.channel.child.stdout, a.adoption.stdout, 'the channel carries the output stream');
+  const out = a.adoption.stdout;
   let got = '';
   const closed = new Promise((resolve) => out.on('close', resolve));
   out.on('data', (d) => (got += d));
