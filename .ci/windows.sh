@@ -63,9 +63,10 @@ fi
 stamp "building with mingw-w64"
 scripts/build-win-mingw.sh build-win/Release
 # test-only fixtures: a tree member that tries to leave its job (security.test.mjs),
-# and a reader of another process's handles (handles.test.mjs)
+# a reader of another process's handles (handles.test.mjs) and of a named pipe's
+# DACL (lease.test.mjs)
 mkdir -p build-win/test
-for fixture in job-escape handle-probe; do
+for fixture in job-escape handle-probe pipe-dacl; do
   "${CORDON_MINGW_CXX:-x86_64-w64-mingw32-g++-posix}" -std=c++17 -O2 -Wall -municode -DUNICODE -D_UNICODE \
     -D_WIN32_WINNT=0x0A00 -static -o "build-win/test/$fixture.exe" "test/win/fixtures/$fixture.cc" -lntdll
 done
@@ -79,7 +80,7 @@ cp -r dist package.json "$PKG/"
 cp build-win/Release/cordon.node build-win/Release/cordon-anchor.exe "$PKG/build/Release/"
 cp -r node_modules/node-gyp-build "$PKG/node_modules/"
 mkdir -p "$PKG/test-bin"
-cp build-win/test/job-escape.exe build-win/test/handle-probe.exe "$PKG/test-bin/"
+cp build-win/test/job-escape.exe build-win/test/handle-probe.exe build-win/test/pipe-dacl.exe "$PKG/test-bin/"
 
 # 5. a Wine prefix (Windows 10, so Node 22 starts)
 # (winedbg disabled: a crashing program must fail its test, not wait for a debugger)
