@@ -133,6 +133,20 @@ test('lease: nobody adopts, the lease runs out and the tree is ended', async (ct
   await assert.rejects(leaseInfo(h.endpoint), { code: 'ERR_CORDON_UNKNOWN_TREE' });
 });
 
+test('lease: a host that exits normally (its exit hook runs) leaves a leased tree running', async (ctx) => {
+  const t = track(ctx);
+  const h = await leasedTree(t, 60000, ['--detached', '2'], { CORDON_TEST_LEASE_EXIT: '1' });
+  const all = [h.anchor, ...h.tree];
+  const code = await within(new Promise((resolve) => h.host.on('exit', resolve)), 15000, 'the host to exit', [h.host.pid]);
+  assert.equal(code, 0);
+  await sleep(1500);
+  assert.deepEqual(all.filter((p) => !alive(p)), [], 'nothing of the tree ended with the host');
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  a.channel.terminate(0);
+  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await waitGone(all, 5000);
+});
+
 test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
   const t = track(ctx);
   const h = await leasedTree(t, 60000);
