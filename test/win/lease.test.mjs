@@ -48,6 +48,20 @@ async function killHost(ctx, h) {
   await waitGone([h.host.pid], 5000);
 }
 
+/** A leased tree whose host was killed hard; `all`: the anchor and the tree's pids. */
+async function orphanedTree(ctx, t, leaseMs = 60000) {
+  const h = await leasedTree(t, leaseMs);
+  await killHost(ctx, h);
+  return { h, all: [h.anchor, ...h.tree] };
+}
+
+/** The adopter ends the tree (KILL): its anchor exits, nothing of the tree is left (bounded). */
+async function endThroughAdopter(a, all) {
+  a.channel.terminate(0);
+  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await waitGone(all, 5000);
+}
+
 /** Adopts through the endpoint; the channel and the events it reports (replay first). */
 async function adopt(h, withOutput = false) {
   const adoption = await (withOutput ? adoptWindowsTree : connectAdoptionEndpoint)(h.endpoint, h.token);
@@ -87,8 +101,10 @@ test('lease: the host killed hard leaves its tree running; a second host adopts 
 
   // A first adopter gets the replay, then drops the connection: the lease
   // clock starts again, in full, and the tree stays adoptable.
+  const adoptStart = Date.now();
   const first = await within(adopt(h), 10000, 'the first adoption', all);
   await waitFor(() => first.events.some(([e]) => e === 'ready'), 10000, 'the replayed READY');
+  ctx.diagnostic(`adoption (connect, ADOPT, replay up to READY): ${Date.now() - adoptStart} ms`);
   const ready = first.events.find(([e]) => e === 'ready');
   assert.equal(ready[1], h.pids['tree.root'], 'the replay names the tree root');
   assert.equal(ready[2], 'job-object');
@@ -142,31 +158,21 @@ test('lease: a host that exits normally (its exit hook runs) leaves a leased tre
   await sleep(1500);
   assert.deepEqual(all.filter((p) => !alive(p)), [], 'nothing of the tree ended with the host');
   const a = await within(adopt(h), 10000, 'the adoption', all);
-  a.channel.terminate(0);
-  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
-  await waitGone(all, 5000);
+  await endThroughAdopter(a, all);
 });
 
 test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
-  const t = track(ctx);
-  const h = await leasedTree(t, 60000);
-  const all = [h.anchor, ...h.tree];
-  await killHost(ctx, h);
+  const { h, all } = await orphanedTree(ctx, track(ctx));
   const wrong = hex(16);
   await assert.rejects(connectAdoptionEndpoint(h.endpoint, wrong), { code: 'ERR_CORDON_ADOPT_DENIED' });
   assert.ok(all.every(alive), 'a refused adopter changes nothing');
   // The right token still adopts (the refusal took nothing away); then end it.
   const a = await within(adopt(h), 10000, 'the adoption', all);
-  a.channel.terminate(0);
-  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
-  await waitGone(all, 5000);
+  await endThroughAdopter(a, all);
 });
 
 test('lease: of two hosts racing to adopt, exactly one wins', async (ctx) => {
-  const t = track(ctx);
-  const h = await leasedTree(t, 60000);
-  const all = [h.anchor, ...h.tree];
-  await killHost(ctx, h);
+  const { h, all } = await orphanedTree(ctx, track(ctx));
   const [a, b] = await within(Promise.allSettled([adopt(h), adopt(h)]), 20000, 'both adoptions to settle', all);
   const won = [a, b].filter((r) => r.status === 'fulfilled');
   const lost = [a, b].filter((r) => r.status === 'rejected');
@@ -174,9 +180,7 @@ test('lease: of two hosts racing to adopt, exactly one wins', async (ctx) => {
   assert.equal(lost[0].reason.code, 'ERR_CORDON_ADOPT_DENIED');
   assert.ok(all.every(alive));
   const winner = won[0].value;
-  winner.channel.terminate(0);
-  await within(winner.gone, 20000, 'the anchor to exit after KILL', all);
-  await waitGone(all, 5000);
+  await endThroughAdopter(winner, all);
 });
 
 test('lease: a root that exited while no host was attached: the adopter gets its exit and leftovers', async (ctx) => {
@@ -194,9 +198,7 @@ test('lease: a root that exited while no host was attached: the adopter gets its
   assert.deepEqual(names.slice(0, 2), ['ready', 'rootExit'], JSON.stringify(a.events));
   assert.deepEqual(a.events[1].slice(1), [0, null], 'the root exited 0');
   assert.ok(a.events.some(([e, pid]) => e === 'left' && pid === h.pids['tree.gc0']), 'the grandchild is a leftover');
-  a.channel.terminate(0);
-  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
-  await waitGone(all, 5000);
+  await endThroughAdopter(a, all);
 });
 
 test('lease: output with no host attached goes to the log; after adoption it streams to the adopter', async (ctx) => {
