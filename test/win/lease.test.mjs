@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { existsSync, readFileSync } from 'node:fs';
 import { alive, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
-const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseInfo, WindowsAdoptedChannel } = await import(
+const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseEndpoint, leaseInfo, WindowsAdoptedChannel, WindowsAnchorChannel } = await import(
   pathToFileURL(join(pkgDir, 'dist', 'anchor', 'windows.js')).href
 );
 
@@ -126,6 +126,35 @@ test('lease: the host killed hard leaves its tree running; a second host adopts 
   second.channel.terminate(0);
   await within(second.gone, 20000, 'the anchor to exit after KILL', all);
   assert.ok(second.events.some(([e]) => e === 'quiet'), `QUIET reported: ${JSON.stringify(second.events)}`);
+  await waitGone(all, 5000);
+});
+
+test('lease: while its host lives, a leased tree is that host\'s as any other (terminate, QUIET, nothing left)', async (ctx) => {
+  const t = track(ctx);
+  const events = [];
+  let exited;
+  const gone = new Promise((resolve) => (exited = resolve));
+  const on = new Proxy({}, { get: (_, name) => (...args) => (events.push([name, ...args]), name === 'anchorExit' && exited()) });
+  const id = hex(8);
+  const channel = new WindowsAnchorChannel(
+    {
+      path: join(pkgDir, 'build', 'Release', 'cordon-anchor.exe'),
+      args: ['--tier', 'job-object', '--watch-fd', '1', '--', process.execPath, process.execPath, join(fixtures, 'tree.mjs'), '--detached', '2'],
+      cwd: process.cwd(),
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      exitGrace: 500,
+      lease: { ms: 60000, token: hex(16), id },
+    },
+    on,
+  );
+  t.add(channel.pid);
+  const pids = await readPids(channel.child.stdout, t);
+  const all = [channel.pid, ...Object.values(pids)];
+  assert.equal((await leaseInfo(leaseEndpoint(channel.pid, id))).leaseLeftMs, null, 'INFO: a host is attached');
+  channel.terminate(0);
+  await within(gone, 20000, 'the anchor to exit after KILL', all);
+  assert.ok(events.some(([e]) => e === 'quiet'), JSON.stringify(events));
   await waitGone(all, 5000);
 });
 
