@@ -7,6 +7,7 @@
 // pids the tree printed); cleanup TerminateProcess-es them, never through cordon.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { existsSync, readFileSync } from 'node:fs';
@@ -195,8 +196,18 @@ test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
   const wrong = hex(16);
   await assert.rejects(connectAdoptionEndpoint(h.endpoint, wrong), { code: 'ERR_CORDON_ADOPT_DENIED' });
   assert.ok(all.every(alive), 'a refused adopter changes nothing');
+  // A client that connects and says nothing is dropped (after 5 s), and
+  // holds nobody up for longer: the endpoint serves the next one.
+  const silent = connect(h.endpoint);
+  let told = '';
+  silent.on('error', () => {});
+  silent.on('data', (d) => (told += d));
+  const dropped = new Promise((resolve) => silent.on('close', resolve));
+  await within(new Promise((resolve) => silent.once('connect', resolve)), 10000, 'the silent client to connect', all);
   // The right token still adopts (the refusal took nothing away); then end it.
-  const a = await within(adopt(h), 10000, 'the adoption', all);
+  const a = await within(adopt(h), 15000, 'the adoption after the silent client', all);
+  await within(dropped, 10000, 'the silent client to be dropped', all);
+  assert.equal(told, 'DENIED hello\n');
   await endThroughAdopter(a, all);
 });
 
