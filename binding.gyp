@@ -40,9 +40,9 @@
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
-          "sources": ["native/win/anchor.cc", "native/win/job_object.cc"],
+          "sources": ["native/win/anchor.cc", "native/win/lease.cc", "native/win/job_object.cc"],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
-          "libraries": ["shell32.lib"],
+          "libraries": ["shell32.lib", "advapi32.lib"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}
         }]
       ]

@@ -8,7 +8,8 @@
 # cross-compiles the addon and cordon-anchor.exe (scripts/build-win-mingw.sh),
 # compiles the TypeScript (dist/ is platform-neutral), lays out a package dir
 # where node-gyp-build finds the Windows binaries, and runs test/win/*.test.mjs
-# with `wine node.exe --test`. Writes a report (vitest-JSON-compatible counts
+# with `wine node.exe --test` (CORDON_WIN_TESTS: a glob relative to the
+# checkout instead of test/win/*.test.mjs, e.g. test/win/lease.test.mjs). Writes a report (vitest-JSON-compatible counts
 # plus {"passed","failed","skipped"}) to $1, prints
 # `windows: N passed, N failed, N skipped`, exits nonzero on any failure.
 #
@@ -62,10 +63,10 @@ fi
 stamp "building with mingw-w64"
 scripts/build-win-mingw.sh build-win/Release
 # test-only fixtures: a tree member that tries to leave its job (security.test.mjs),
-# a reader of another process's handles (handles.test.mjs), and a reader of
-# its own job's limits (limits.test.mjs)
+# a reader of another process's handles (handles.test.mjs), a reader of
+# its own job's limits (limits.test.mjs) and of a named pipe's DACL (lease.test.mjs)
 mkdir -p build-win/test
-for fixture in job-escape handle-probe job-limits; do
+for fixture in job-escape handle-probe job-limits pipe-dacl; do
   "${CORDON_MINGW_CXX:-x86_64-w64-mingw32-g++-posix}" -std=c++17 -O2 -Wall -municode -DUNICODE -D_UNICODE \
     -D_WIN32_WINNT=0x0A00 -static -o "build-win/test/$fixture.exe" "test/win/fixtures/$fixture.cc" -lntdll
 done
@@ -79,7 +80,7 @@ cp -r dist package.json "$PKG/"
 cp build-win/Release/cordon.node build-win/Release/cordon-anchor.exe "$PKG/build/Release/"
 cp -r node_modules/node-gyp-build "$PKG/node_modules/"
 mkdir -p "$PKG/test-bin"
-cp build-win/test/job-escape.exe build-win/test/handle-probe.exe build-win/test/job-limits.exe "$PKG/test-bin/"
+cp build-win/test/job-escape.exe build-win/test/handle-probe.exe build-win/test/job-limits.exe build-win/test/pipe-dacl.exe "$PKG/test-bin/"
 
 # 5. a Wine prefix (Windows 10, so Node 22 starts)
 # (winedbg disabled: a crashing program must fail its test, not wait for a debugger)
@@ -140,7 +141,7 @@ run_suite() { # <log> <tap>: exit status of node --test; 99 when wineserver died
     CORDON_PKG=$(win "$PKG") CORDON_WIN_KILLER_DIR=$(win "$KILLER") \
       exec timeout 900 wine "$NODE_EXE" --test --test-timeout=120000 --test-reporter=spec --test-reporter-destination=stdout \
       --test-reporter=tap --test-reporter-destination="$(win "$tap")" \
-      $(for f in "$OLDPWD"/test/win/*.test.mjs; do win "$f"; done) >"$log" 2>&1
+      $(for f in "$OLDPWD"/${CORDON_WIN_TESTS:-test/win/*.test.mjs}; do win "$f"; done) >"$log" 2>&1
   ) &
   runner=$!
   while kill -0 "$runner" 2>/dev/null; do

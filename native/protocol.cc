@@ -275,6 +275,23 @@ int Termination::wait_ms(int64_t now, int forcing_ms, int max_ms) const {
   return static_cast<int>(left < 0 ? 0 : (left < max_ms ? left : max_ms));
 }
 
+// ---- Leases: Windows (protocol.h) ----------------------------------------------
+
+bool parse_output(const std::string& line, std::string& token, int& fd) {
+  if (line.rfind("OUTPUT ", 0) != 0 || line.size() != 7 + 32 + 2 || line[7 + 32] != ' ') return false;
+  char c = line.back();
+  if (c != '1' && c != '2') return false;
+  token = line.substr(7, 32);
+  fd = c - '0';
+  return is_token(token);
+}
+
+std::string output_ack(int fd) {
+  std::string line = "OUTPUT";
+  arg(line, fd);
+  return end(line);
+}
+
 void print_usage(const char* why, const std::string& synopsis, const char* channel) {
   fprintf(stderr, "cordon-anchor: %s\n", why);
   fprintf(stderr, "usage: %s\nIt is started by the cordon library with a control channel %s.\n", synopsis.c_str(),

@@ -254,6 +254,7 @@ enum Extra : unsigned {
   kLeaseOptions = 128,     // --lease MS, --lease-id ID (16 lowercase hex digits): the tree is leased
   kLeaseDirOption = 256,   // --lease-dir DIR (POSIX): where the endpoint is made; fds 4, 5, 6 are
                            // the command's stdout and stderr read ends and the log (O_APPEND)
+  kLogOption = 512,        // --log PATH (Windows, leased): see "Leases: Windows" below
 };
 
 template <typename Char>
@@ -279,6 +280,7 @@ struct Options {
   int lease_ms = 0;            // --lease: 0 = none (host EOF ends the tree)
   std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
   String lease_dir;            // --lease-dir (POSIX)
+  String log;                  // --log (Windows): the tree's log file
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
   std::vector<String> argv;
@@ -392,6 +394,8 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!is_lease_id(o.lease_id)) usage("--lease-id takes 16 lowercase hex digits");
     } else if (detail::is(a, "--lease-dir") && has_value && (extra & kLeaseDirOption)) {
       o.lease_dir = argv[++i];
+    } else if (detail::is(a, "--log") && has_value && (extra & kLogOption)) {
+      o.log = argv[++i];
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {
@@ -402,6 +406,34 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
   o.path = argv[i++];
   for (; i < argc; i++) o.argv.push_back(argv[i]);
 }
+
+// ---- Leases: Windows --------------------------------------------------------
+//
+// The Windows endpoint is the named pipe \\.\pipe\cordon-lease-<anchor pid>-<lease id>,
+// created with FILE_FLAG_FIRST_PIPE_INSTANCE (a pipe of that name that exists
+// already, anyone's, is a failure: NOCONTAIN <errno> lease-endpoint, nothing
+// ran) and a protected DACL granting the anchor's user SID alone
+// (native/win/lease.cc). The Windows anchor waits (bounded, like JOB) for
+// LEASE before it starts the command.
+//
+// Output of a leased tree: the anchor puts a pipe of its own between the
+// command and each captured stream (--watch-fd 1/2 whose handle is a pipe) and
+// copies what comes: to the host's pipe while that host lives; once it is
+// gone, into the log (--log PATH, appended) and to the adopter's OUTPUT
+// connection. ADOPTED's <stdout 0|1> <stderr 0|1> say which streams it relays.
+// Not POSIX's hand-over of the read ends (DuplicateHandle into the adopter):
+// Node cannot read a raw HANDLE (net.Socket({ fd }) takes a descriptor of
+// node.exe's own C runtime), but it can connect to a pipe by name. So the
+// endpoint takes one more line, from the host that adopted the tree only:
+//   OUTPUT <token> <1|2>            answered `OUTPUT <1|2>`, then the connection carries that
+//                                   stream's raw bytes (anchor -> adopter) until the tree's
+//                                   writers are gone (EOF); or `DENIED <why>` (token, attached:
+//                                   no adopter is attached, stream: not relayed, busy: the
+//                                   stream's earlier OUTPUT reader is not reading) and closed.
+
+// OUTPUT <token> <1|2>: true, the token and the stream.
+bool parse_output(const std::string& line, std::string& token, int& fd);
+std::string output_ack(int fd);  // OUTPUT <fd>
 
 // ---- Tracing (--trace) -----------------------------------------------------
 

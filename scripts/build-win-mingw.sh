@@ -25,5 +25,5 @@ FLAGS=(-std=c++17 -O2 -Wall -Wextra -DUNICODE -D_UNICODE -D_WIN32_WINNT=0x0A00 -
   -I"$HEADERS" -I"$ADDON_API" \
   native/binding.cc native/win/host.cc native/win/job_object.cc \
   build-win/obj/libnode_api.a
-"$CXX" "${FLAGS[@]}" -o "$OUT/cordon-anchor.exe" native/win/anchor.cc native/protocol.cc native/win/job_object.cc -lshell32
+"$CXX" "${FLAGS[@]}" -o "$OUT/cordon-anchor.exe" native/win/anchor.cc native/win/lease.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32
 echo "built $OUT/cordon.node and $OUT/cordon-anchor.exe"

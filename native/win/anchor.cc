@@ -49,6 +49,20 @@
 // holds the output is not known (LEFT reports holds 0). Where the count
 // cannot be read, RELEASED comes when the job is empty.
 //
+// Leases (issue #17; the wire: native/protocol.h, its header and "Leases:
+// Windows"): with --lease the host starts the anchor detached (so that
+// Node's own kill-on-close job, which ends every non-detached child with the
+// host, leaves it alone) and sends `LEASE <ms> <token>` after JOB. The job survives the host: the host's handle
+// closes with it, the anchor's keeps the job (and its kill-on-close) alive.
+// Control EOF then starts the lease clock instead of the teardown; at its end
+// the teardown runs as at EOF without a lease. Meanwhile the anchor listens on
+// its endpoint (lease.cc) for ADOPT/INFO, and keeps every line it sent so an
+// adopter gets the tree's life so far (replay) before the connection becomes
+// its control channel. A leased root gets CREATE_NO_WINDOW (its own hidden
+// console: the detached anchor has none to share); CTRL_BREAK then reaches it
+// by attaching to that console (not testable under Wine, which has no
+// GenerateConsoleCtrlEvent).
+//
 // EXIT reports the exit code; a root ended by our TerminateJobObject reports
 // signal 9 (as Node reports SIGKILL for a killed child), one ended by
 // CTRL_BREAK (STATUS_CONTROL_C_EXIT) 21 (SIGBREAK).
@@ -90,8 +104,10 @@ constexpr ULONG_PTR kKeyJob = 1;
 constexpr ULONG_PTR kKeyControl = 2;
 constexpr ULONG_PTR kKeyRoot = 3;
 constexpr ULONG_PTR kKeyOut = 4;
+constexpr ULONG_PTR kKeyEndpoint = 5;  // the lease endpoint's instances (and an adopter's connection)
 constexpr DWORD kKilledCode = 1;  // what TerminateJobObject gives every member, as Node's kill()
 constexpr DWORD kControlCExit = 0xC000013A;
+constexpr int kHelloMs = 5000;  // how long a client of the lease endpoint has to send its line
 
 int64_t now_ms() { return static_cast<int64_t>(GetTickCount64()); }
 
@@ -101,7 +117,8 @@ using Options = protocol::Options<wchar_t>;
   protocol::print_usage(why,
                         "cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
                         "       [--memory BYTES] [--max-processes N] [--cpu-quota US]\n"
-                        "       [--cmd-shell] [--watch-fd N]... [--trace FILE] -- PATH ARGV0 [ARGS...]",
+                        "       [--cmd-shell] [--watch-fd N]... [--lease MS --lease-id HEX16] [--trace FILE]\n"
+                        "       -- PATH ARGV0 [ARGS...]",
                         "at fds 3 (out) and 4 (in)");
   ExitProcess(protocol::kUsageExit);
 }
@@ -114,11 +131,12 @@ Options parse() {
   if (!argv) usage("cannot parse the command line");
   Options o;
   o.tier = "job-object";
-  const unsigned extra =
-      protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption | protocol::kLimitOptions;
+  const unsigned extra = protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption |
+                         protocol::kLimitOptions | protocol::kLeaseOptions | protocol::kLogOption;
   protocol::parse_options(argc, argv, extra, o, usage, open_trace);
   LocalFree(argv);
   if (o.tier != "job-object") usage("unknown tier");
+  if ((o.lease_ms > 0) != !o.lease_id.empty()) usage("--lease and --lease-id go together");
   return o;
 }
 
@@ -256,6 +274,106 @@ BOOL WINAPI on_console_event(DWORD) {
 struct WriteOp {
   OVERLAPPED ov;
   std::string data;
+  uint64_t gen = 0;              // which host's channel it was written to
+  HANDLE close_after = nullptr;  // a refused endpoint client: closed once its answer is written
+};
+
+// A client of the lease endpoint, until its one line is read.
+struct Client {
+  OVERLAPPED ov;
+  HANDLE pipe = INVALID_HANDLE_VALUE;
+  char buf[128];
+  std::string line;
+  int64_t deadline = 0;
+  bool reading = false;  // a read is pending (the struct lives until it completes)
+};
+
+// A leased tree's captured stream (protocol.h "Output of a leased tree"):
+// a thread copies what the command writes into the anchor's pipe to the
+// host's pipe while that host lives, then into the log and to the adopter's
+// OUTPUT connection. Blocking I/O on its own thread: a reader that does not
+// read holds up that stream only, as a pipe would.
+struct Relay {
+  int fd = 0;
+  HANDLE read = nullptr;  // the anchor's pipe, read end
+  HANDLE host = nullptr;  // the first host's pipe, until a write to it fails
+  HANDLE sink = nullptr;  // an adopter's OUTPUT connection (overlapped)
+  HANDLE log = nullptr;   // shared by both streams (not owned)
+  CRITICAL_SECTION* log_mu = nullptr;
+  HANDLE thread = nullptr;
+  CRITICAL_SECTION mu;
+
+  // One synchronous write to a handle opened overlapped, with no completion
+  // packet (the event's low bit set).
+  static bool write_all(HANDLE h, const char* p, DWORD n) {
+    HANDLE ev = CreateEventW(nullptr, TRUE, FALSE, nullptr);
+    if (!ev) return false;
+    bool ok = true;
+    while (ok && n > 0) {
+      OVERLAPPED ov;
+      ZeroMemory(&ov, sizeof ov);
+      ov.hEvent = reinterpret_cast<HANDLE>(reinterpret_cast<ULONG_PTR>(ev) | 1);
+      DWORD done = 0;
+      if (!WriteFile(h, p, n, &done, &ov)) {
+        ok = GetLastError() == ERROR_IO_PENDING && GetOverlappedResult(h, &ov, &done, TRUE);
+      } else {
+        ok = GetOverlappedResult(h, &ov, &done, TRUE) != 0;
+      }
+      p += done;
+      n -= done;
+    }
+    CloseHandle(ev);
+    return ok;
+  }
+
+  void copy(const char* buf, DWORD n) {
+    EnterCriticalSection(&mu);
+    if (host) {
+      DWORD done = 0;
+      const char* p = buf;
+      DWORD left = n;
+      while (host && left > 0) {
+        if (!WriteFile(host, p, left, &done, nullptr)) {
+          trace("relay %d: the host's pipe is gone (error %lu): output to the log", fd, GetLastError());
+          CloseHandle(host);
+          host = nullptr;
+        }
+        p += done;
+        left -= done;
+      }
+      if (left == 0) {
+        LeaveCriticalSection(&mu);
+        return;
+      }
+      buf = p;
+      n = left;
+    }
+    if (log) {
+      EnterCriticalSection(log_mu);
+      DWORD done = 0;
+      WriteFile(log, buf, n, &done, nullptr);
+      LeaveCriticalSection(log_mu);
+    }
+    if (sink && !write_all(sink, buf, n)) {
+      CloseHandle(sink);
+      sink = nullptr;
+    }
+    LeaveCriticalSection(&mu);
+  }
+
+  static DWORD WINAPI run(LPVOID self) {
+    auto* r = static_cast<Relay*>(self);
+    char buf[16384];
+    DWORD n = 0;
+    while (ReadFile(r->read, buf, sizeof buf, &n, nullptr) && n > 0) r->copy(buf, n);
+    // The tree's writers are gone: EOF to whoever reads the stream.
+    EnterCriticalSection(&r->mu);
+    if (r->host) CloseHandle(r->host);
+    if (r->sink) CloseHandle(r->sink);
+    r->host = r->sink = nullptr;
+    LeaveCriticalSection(&r->mu);
+    return 0;
+  }
 };
 
 class Anchor {
@@ -280,8 +398,10 @@ class Anchor {
     }
     start_read();
 
-    if (opts_.job_from_host && !receive_job()) return finish();
+    if ((opts_.job_from_host || leased()) && !receive_first_lines()) return finish();
     if (!open_job()) return finish();
+    if (leased() && !open_endpoint()) return finish();
+    if (leased()) start_relays();
     watch_output();
     if (!launch()) return finish();
     release_stdio();
@@ -297,11 +417,14 @@ class Anchor {
 
  private:
   // --job-from-host: the first control line is `JOB <handle value>`, a
-  // handle the host duplicated into this process (0: the host could not).
-  // Bounded: a host that never sends it gets NOCONTAIN (or process-handle).
-  bool receive_job() {
+  // handle the host duplicated into this process (0: the host could not);
+  // --lease: then `LEASE <ms> <token>`. Bounded: a host that never sends JOB
+  // gets NOCONTAIN (or process-handle); a leased tree without its LEASE line
+  // does not start (NOCONTAIN EINVAL lease).
+  bool receive_first_lines() {
     int64_t deadline = now_ms() + 30000;
-    while (!job_received_ && control_open_) {
+    auto waiting = [&] { return (opts_.job_from_host && !job_received_) || (leased() && !lease_received_); };
+    while (waiting() && control_open_) {
       int64_t left = deadline - now_ms();
       if (left <= 0) {
         trace("no JOB line from the host");
@@ -314,7 +437,301 @@ class Anchor {
       if (!ok && !ov) continue;
       dispatch(ok, bytes, key, ov);
     }
-    return control_open_;  // the host gone before the job came: nothing ran
+    if (!control_open_) return false;  // the host gone before the job came: nothing ran
+    if (leased() && !lease_received_) {
+      send(protocol::no_contain(EINVAL, "lease"));
+      return false;
+    }
+    return true;
+  }
+
+  bool leased() const { return opts_.lease_ms > 0; }
+
+  // The lease endpoint's first instance, before anything runs.
+  bool open_endpoint() {
+    wchar_t pid[16];
+    swprintf(pid, 16, L"%lu", GetCurrentProcessId());
+    endpoint_ = L"\\\\.\\pipe\\cordon-lease-";
+    endpoint_ += pid;
+    endpoint_ += L'-';
+    endpoint_ += win::wide(opts_.lease_id);
+    DWORD err = 0;
+    if (!listen_next(true, err)) {
+      trace("lease endpoint: error %lu", err);
+      send(protocol::no_contain(win::errno_from(err), "lease-endpoint"));
+      return false;
+    }
+    trace("lease endpoint %s", win::utf8(endpoint_).c_str());
+    return true;
+  }
+
+  // A new instance of the endpoint, waiting for its client. There is always
+  // one from the first on until the anchor exits (or its lease has run out),
+  // so the name never lapses for someone else to take.
+  bool listen_next(bool first, DWORD& err) {
+    HANDLE pipe = win::create_lease_pipe(endpoint_, first, err);
+    if (pipe == INVALID_HANDLE_VALUE) return false;
+    if (!CreateIoCompletionPort(pipe, port_, kKeyEndpoint, 0)) {
+      err = GetLastError();
+      CloseHandle(pipe);
+      return false;
+    }
+    listen_ = pipe;
+    ZeroMemory(&listen_ov_, sizeof listen_ov_);
+    if (!ConnectNamedPipe(pipe, &listen_ov_)) {
+      DWORD e = GetLastError();
+      if (e == ERROR_PIPE_CONNECTED) {
+        PostQueuedCompletionStatus(port_, 0, kKeyEndpoint, &listen_ov_);
+      } else if (e != ERROR_IO_PENDING) {
+        trace("ConnectNamedPipe: error %lu", e);
+      }
+    }
+    return true;
+  }
+
+  // A client connected to the listening instance: read its line; the next
+  // instance listens once this one's client is answered.
+  void on_connect(BOOL ok) {
+    HANDLE pipe = listen_;
+    listen_ = nullptr;
+    if (!pipe) return;
+    if (!ok && GetLastError() != ERROR_PIPE_CONNECTED) {
+      // (A client that came and went before we saw it.)
+      CloseHandle(pipe);
+      listen_again();
+      return;
+    }
+    auto* c = new Client();
+    c->pipe = pipe;
+    c->deadline = now_ms() + kHelloMs;
+    client_ = c;
+    read_client(c);
+  }
+
+  void listen_again() {
+    if (lease_over_ || listen_) return;
+    DWORD err = 0;
+    if (!listen_next(false, err)) trace("lease endpoint: no new instance (error %lu)", err);
+  }
+
+  void read_client(Client* c) {
+    ZeroMemory(&c->ov, sizeof c->ov);
+    c->reading = true;
+    if (!ReadFile(c->pipe, c->buf, sizeof c->buf, nullptr, &c->ov) && GetLastError() != ERROR_IO_PENDING) {
+      c->reading = false;
+      end_client(c, nullptr);
+    }
+  }
+
+  void on_client_read(Client* c, BOOL ok, DWORD bytes) {
+    c->reading = false;
+    if (!ok || bytes == 0) {
+      end_client(c, nullptr);
+      return;
+    }
+    c->line.append(c->buf, bytes);
+    size_t nl = c->line.find('\n');
+    if (nl == std::string::npos) {
+      if (c->line.size() > protocol::kMaxControlLine) end_client(c, "hello");
+      else read_client(c);
+      return;
+    }
+    std::string line = c->line.substr(0, nl);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string token;
+    int fd = 0;
+    if (protocol::parse_output(line, token, fd)) {
+      if (!protocol::same_token(token, token_)) {
+        end_client(c, "token");
+      } else {
+        give_output(c, fd);
+      }
+      return;
+    }
+    auto cmd = protocol::parse_command(line, opts_.grace_ms, false);
+    switch (cmd.verb) {
+      case protocol::Verb::kInfo: {
+        int64_t left = attached_ ? -1 : (lease_deadline_ > now_ms() ? lease_deadline_ - now_ms() : 0);
+        trace("endpoint: INFO");
+        end_client(c, nullptr, protocol::lease_info(left, root_ && !root_exited_));
+        return;
+      }
+      case protocol::Verb::kAdopt:
+        if (!protocol::same_token(cmd.arg, token_)) {
+          trace("endpoint: ADOPT with a wrong token");
+          end_client(c, "token");
+        } else if (attached_) {
+          trace("endpoint: ADOPT while a host is attached");
+          end_client(c, "attached");
+        } else if (lease_over_) {
+          end_client(c, "expired");
+        } else {
+          adopt(c);
+        }
+        return;
+      default:
+        end_client(c, "hello");
+        return;
+    }
+  }
+
+  // Answers a client (`denied`: DENIED <why>; else `answer`, if any) and
+  // closes its instance once the answer is written; the next instance listens.
+  void end_client(Client* c, const char* denied, const std::string& answer = std::string()) {
+    if (client_ == c) client_ = nullptr;
+    listen_again();
+    std::string line = denied ? protocol::denied(denied) : answer;
+    HANDLE pipe = c->pipe;
+    c->pipe = INVALID_HANDLE_VALUE;
+    if (line.empty() || !write_to(pipe, line, pipe)) CloseHandle(pipe);
+    if (c->reading) {
+      abandoned_.insert(c);  // freed when its read completes (cancelled by the close)
+    } else {
+      delete c;
+    }
+  }
+
+  // The client becomes the tree's host: ADOPTED, the replay, then the
+  // connection is the control channel.
+  void adopt(Client* c) {
+    client_ = nullptr;
+    HANDLE pipe = c->pipe;
+    delete c;
+    trace("adopted: replaying %zu line(s)", history_.size());
+    attached_ = true;
+    host_gone_ = false;
+    gen_++;
+    out_ = pipe;
+    control_ = pipe;
+    control_open_ = true;
+    channel_shared_ = true;
+    bool relayed[3] = {false, false, false};
+    for (auto* r : relays_) relayed[r->fd] = true;
+    write_to(out_, protocol::adopted(log_ ? win::utf8(opts_.log) : std::string(), relayed[1], relayed[2]), nullptr);
+    for (auto& line : history_) write_to(out_, line, nullptr);
+    control_lines_ = protocol::LineReader(true);
+    start_read();
+    listen_again();
+  }
+
+  // One overlapped write of `line` to `pipe`; `close_after`: closed when done.
+  bool write_to(HANDLE pipe, const std::string& line, HANDLE close_after) {
+    auto* op = new WriteOp();
+    ZeroMemory(&op->ov, sizeof op->ov);
+    op->data = line;
+    op->close_after = close_after;
+    op->gen = gen_;
+    if (!WriteFile(pipe, op->data.data(), static_cast<DWORD>(op->data.size()), nullptr, &op->ov) &&
+        GetLastError() != ERROR_IO_PENDING) {
+      trace("write: error %lu", GetLastError());
+      delete op;
+      return false;
+    }
+    writes_pending_++;
+    return true;
+  }
+
+  // A leased tree's captured streams go through the anchor (Relay), so that
+  // they outlive the host's pipes.
+  void start_relays() {
+    if (!opts_.log.empty()) {
+      log_ = CreateFileW(opts_.log.c_str(), FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                         nullptr, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+      if (log_ == INVALID_HANDLE_VALUE) {
+        trace("log %s: error %lu (output with no host attached is lost)", win::utf8(opts_.log).c_str(), GetLastError());
+        log_ = nullptr;
+      }
+    }
+    InitializeCriticalSection(&log_mu_);
+    for (int fd : opts_.watch_fds) {
+      if (fd != 1 && fd != 2) continue;
+      DWORD id = fd == 1 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE;
+      HANDLE h = GetStdHandle(id);
+      if (!h || h == INVALID_HANDLE_VALUE || GetFileType(h) != FILE_TYPE_PIPE) continue;
+      Relay* shared = nullptr;
+      for (auto* r : relays_) {
+        if (r->host == h) shared = r;
+      }
+      if (shared) {  // stdout and stderr are one pipe: one relay
+        SetStdHandle(id, GetStdHandle(shared->fd == 1 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE));
+        continue;
+      }
+      SECURITY_ATTRIBUTES sa = {sizeof sa, nullptr, TRUE};
+      HANDLE r = nullptr, w = nullptr;
+      if (!CreatePipe(&r, &w, &sa, 0)) {
+        trace("relay %d: CreatePipe error %lu (the host's pipe is used directly)", fd, GetLastError());
+        continue;
+      }
+      SetHandleInformation(r, HANDLE_FLAG_INHERIT, 0);
+      SetHandleInformation(h, HANDLE_FLAG_INHERIT, 0);  // the command gets the anchor's pipe, never the host's
+      auto* relay = new Relay();
+      relay->fd = fd;
+      relay->read = r;
+      relay->host = h;
+      relay->log = log_;
+      relay->log_mu = &log_mu_;
+      InitializeCriticalSection(&relay->mu);
+      SetStdHandle(id, w);
+      relay->thread = CreateThread(nullptr, 64 * 1024, Relay::run, relay, 0, nullptr);
+      relays_.push_back(relay);
+    }
+  }
+
+  // OUTPUT <token> <fd>: the adopter's connection for one stream.
+  void give_output(Client* c, int fd) {
+    Relay* relay = nullptr;
+    for (auto* r : relays_) {
+      if (r->fd == fd) relay = r;
+    }
+    // Only for the host that adopted the tree (the first host reads its own
+    // pipes), and only a stream the anchor relays.
+    if (!relay || !attached_ || !channel_shared_) {
+      end_client(c, relay ? "attached" : "stream");
+      return;
+    }
+    // The relay holds its lock while it copies a chunk; never wait long here
+    // on one blocked writing to an earlier OUTPUT reader that does not read.
+    bool locked = false;
+    for (int64_t until = now_ms() + 1000; !(locked = TryEnterCriticalSection(&relay->mu)) && now_ms() < until;) Sleep(5);
+    if (!locked) {
+      end_client(c, "busy");
+      return;
+    }
+    if (client_ == c) client_ = nullptr;
+    listen_again();
+    HANDLE pipe = c->pipe;
+    delete c;
+    std::string ack = protocol::output_ack(fd);
+    if (relay->sink) CloseHandle(relay->sink);
+    relay->sink = Relay::write_all(pipe, ack.data(), static_cast<DWORD>(ack.size())) ? pipe : nullptr;
+    if (!relay->sink) CloseHandle(pipe);
+    LeaveCriticalSection(&relay->mu);
+    trace("endpoint: OUTPUT %d", fd);
+  }
+
+  // The relays end once the tree's writers are gone; what they still copy
+  // reaches its reader before the anchor exits (bounded).
+  void wait_relays() {
+    for (HANDLE& h : watched_) {
+      if (h) CloseHandle(h);
+      h = nullptr;
+    }
+    int64_t until = now_ms() + 2000;
+    for (auto* r : relays_) {
+      int64_t left = until - now_ms();
+      if (r->thread) WaitForSingleObject(r->thread, static_cast<DWORD>(left < 0 ? 0 : left));
+    }
+  }
+
+  // The lease clock ran out with no host: the teardown EOF does without a lease.
+  void lease_expired() {
+    lease_over_ = true;
+    trace("lease ran out: terminating tree");
+    if (listen_) {
+      CloseHandle(listen_);  // (its pending connect completes with an error, ignored)
+      listen_ = nullptr;
+    }
+    start_terminate(opts_.grace_ms);
   }
 
   bool open_job() {
@@ -535,6 +952,9 @@ class Anchor {
     if (FILE* tf = protocol::trace_file()) SetHandleInformation(reinterpret_cast<HANDLE>(_get_osfhandle(_fileno(tf))), HANDLE_FLAG_INHERIT, 0);
 
     DWORD flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT;
+    // Leased: the anchor runs detached, with no console to share; a console
+    // program gets one of its own, without a window.
+    if (leased()) flags |= CREATE_NO_WINDOW;
     PROCESS_INFORMATION pi;
     ZeroMemory(&pi, sizeof pi);
     BOOL ok = FALSE;
@@ -734,9 +1154,26 @@ class Anchor {
 
   void control_eof() {
     if (!control_open_) return;
+    control_open_ = false;
+    if (leased() && lease_received_ && !lease_over_) {
+      // The host is gone, the lease holds the tree: the clock starts (again, in full).
+      attached_ = false;
+      host_gone_ = true;
+      gen_++;
+      if (channel_shared_) {
+        CloseHandle(control_);
+      } else {
+        CloseHandle(control_);
+        CloseHandle(out_);
+      }
+      control_ = out_ = INVALID_HANDLE_VALUE;
+      channel_shared_ = false;
+      lease_deadline_ = now_ms() + lease_ms_;
+      trace("control channel closed: lease clock started (%d ms)", lease_ms_);
+      return;
+    }
     // The host is gone (exit, crash, kill): carry out the teardown alone.
     trace("control channel closed: terminating tree");
-    control_open_ = false;
     host_gone_ = true;
     start_terminate(opts_.grace_ms);
   }
@@ -746,7 +1183,15 @@ class Anchor {
     control_lines_.feed(read_buf_, bytes, lines);
     for (auto& line : lines) {
       auto c = protocol::parse_command(line, opts_.grace_ms, opts_.job_from_host && !job_received_);
-      if (c.verb == protocol::Verb::kJob) {
+      if (c.verb == protocol::Verb::kLease) {
+        // Only the first LEASE counts (and only with --lease).
+        if (leased() && !lease_received_) {
+          lease_received_ = true;
+          lease_ms_ = c.grace_ms;
+          token_ = c.arg;
+          trace("lease %d ms", lease_ms_);
+        }
+      } else if (c.verb == protocol::Verb::kJob) {
         // The host's copy of the tree's job handle, duplicated into this process.
         job_received_ = true;
         job_ = reinterpret_cast<HANDLE>(static_cast<uintptr_t>(_strtoui64(c.arg.c_str(), nullptr, 10)));
@@ -759,18 +1204,10 @@ class Anchor {
   }
 
   void send(const std::string& line) {
+    if (leased()) history_.push_back(line);  // replayed to an adopter
     if (host_gone_) return;
-    auto* op = new WriteOp();
-    ZeroMemory(&op->ov, sizeof op->ov);
-    op->data = line;
-    if (!WriteFile(out_, op->data.data(), static_cast<DWORD>(op->data.size()), nullptr, &op->ov) &&
-        GetLastError() != ERROR_IO_PENDING) {
-      trace("control write: error %lu", GetLastError());
-      delete op;
-      host_gone_ = true;
-      return;
-    }
-    writes_pending_++;  // freed when its completion is dequeued
+    // (Freed when its completion is dequeued.)
+    if (!write_to(out_, line, nullptr)) host_gone_ = true;
   }
 
   std::vector<Member> members() {
@@ -828,13 +1265,28 @@ class Anchor {
     if (term_.start(grace_ms, now_ms()) && grace_ms > 0) {
       // The root leads its own console process group (CREATE_NEW_PROCESS_GROUP);
       // its id stays pinned by our root handle even after the root exited.
-      if (GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_pid_)) {
+      if (ctrl_break()) {
         break_sent_ = true;
       } else {
         trace("CTRL_BREAK not delivered (error %lu): forced stop now", GetLastError());
         term_.force_now(now_ms());
       }
     }
+  }
+
+  // CTRL_BREAK to the root's console process group. A leased tree's anchor
+  // has no console (it runs detached): it joins the root's first.
+  bool ctrl_break() {
+    if (GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_pid_)) return true;
+    if (!leased() || !root_ || root_exited_) return false;
+    DWORD err = GetLastError();
+    FreeConsole();
+    if (!AttachConsole(root_pid_)) {
+      SetLastError(err);
+      return false;
+    }
+    SetConsoleCtrlHandler(on_console_event, TRUE);
+    return GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_pid_) != 0;
   }
 
   void step_terminate() {
@@ -859,10 +1311,20 @@ class Anchor {
     for (;;) {
       if (root_exited_ && tree_empty()) {
         send_released();
-        trace("quiescent");
-        send_usage();
-        send(protocol::quiescent());
-        return;
+        if (!quiet_sent_) {
+          quiet_sent_ = true;
+          trace("quiescent");
+          send_usage();
+          send(protocol::quiescent());
+        }
+        // A leased tree's result waits for an adopter until the lease ends.
+        if (!leased() || attached_ || lease_over_) return;
+      }
+      if (leased() && !attached_ && !lease_over_ && now_ms() >= lease_deadline_) lease_expired();
+      if (client_ && now_ms() >= client_->deadline) {
+        trace("endpoint: no line from the client in time");
+        Client* c = client_;
+        end_client(c, "hello");
       }
       if (term_.active()) step_terminate();
       check_released();
@@ -874,6 +1336,16 @@ class Anchor {
         timeout = 1000;
       }
       if (watching() && timeout > 100) timeout = 100;
+      if (leased() && !attached_ && !lease_over_) {
+        int64_t left = lease_deadline_ - now_ms();
+        DWORD until = static_cast<DWORD>(left < 0 ? 0 : left);
+        if (until < timeout) timeout = until;
+      }
+      if (client_) {
+        int64_t left = client_->deadline - now_ms();
+        DWORD until = static_cast<DWORD>(left < 0 ? 0 : left);
+        if (until < timeout) timeout = until;
+      }
       DWORD bytes = 0;
       ULONG_PTR key = 0;
       OVERLAPPED* ov = nullptr;
@@ -884,13 +1356,20 @@ class Anchor {
   }
 
   void dispatch(BOOL ok, DWORD bytes, ULONG_PTR key, OVERLAPPED* ov) {
-    if (key == kKeyControl && ov == &read_ov_) {
+    if ((key == kKeyControl || key == kKeyEndpoint) && ov == &read_ov_) {
       if (!ok || bytes == 0) control_eof();
       else on_control(bytes);
-    } else if (key == kKeyOut && ov) {
-      delete reinterpret_cast<WriteOp*>(ov);
-      writes_pending_--;
-      if (!ok) host_gone_ = true;
+    } else if (key == kKeyEndpoint && ov == &listen_ov_) {
+      on_connect(ok);
+    } else if (key == kKeyEndpoint && ov && client_ && ov == &client_->ov) {
+      on_client_read(client_, ok, bytes);
+    } else if (key == kKeyEndpoint && ov && abandoned_.count(CONTAINING_RECORD(ov, Client, ov))) {
+      // A refused client's read, cancelled by closing it.
+      Client* c = CONTAINING_RECORD(ov, Client, ov);
+      abandoned_.erase(c);
+      delete c;
+    } else if ((key == kKeyOut || key == kKeyEndpoint) && ov) {
+      write_done(ok, ov);
     } else if (key == kKeyJob) {
       if (bytes == JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO) {
         trace("job: no active process");
@@ -913,7 +1392,16 @@ class Anchor {
     }
   }
 
+  void write_done(BOOL ok, OVERLAPPED* ov) {
+    auto* op = reinterpret_cast<WriteOp*>(ov);
+    if (op->close_after) CloseHandle(op->close_after);
+    if (!ok && op->gen == gen_ && !leased()) host_gone_ = true;
+    delete op;
+    writes_pending_--;
+  }
+
   int finish() {
+    wait_relays();
     // Let the last lines reach the host before the channel closes.
     int64_t until = now_ms() + 2000;
     while (writes_pending_ > 0 && now_ms() < until) {
@@ -922,10 +1410,9 @@ class Anchor {
       OVERLAPPED* ov = nullptr;
       BOOL ok = GetQueuedCompletionStatus(port_, &bytes, &key, &ov, 100);
       if (!ok && !ov) continue;
-      if (key == kKeyOut && ov) {
-        delete reinterpret_cast<WriteOp*>(ov);
-        writes_pending_--;
-      }
+      bool endpoint_io = key == kKeyEndpoint && ov && (ov == &read_ov_ || ov == &listen_ov_ || (client_ && ov == &client_->ov) ||
+                                                  abandoned_.count(CONTAINING_RECORD(ov, Client, ov)));
+      if ((key == kKeyOut || key == kKeyEndpoint) && ov && !endpoint_io) write_done(ok, ov);
     }
     return 0;
   }
@@ -950,7 +1437,26 @@ class Anchor {
   bool break_sent_ = false;
   bool released_sent_ = false;
   bool count_failed_ = false;
+  bool quiet_sent_ = false;
+  // Leases
+  int lease_ms_ = 0;               // from the LEASE line
+  std::string token_;              // the adoption token (LEASE line)
+  bool lease_received_ = false;
+  bool attached_ = true;           // a host holds the control channel
+  bool lease_over_ = false;        // the lease ran out: no adoption any more
+  bool channel_shared_ = false;    // control_ == out_ (an adopter's connection)
+  int64_t lease_deadline_ = 0;     // while no host is attached
+  uint64_t gen_ = 0;               // bumped at each host change (WriteOp::gen)
+  std::vector<std::string> history_;  // every line sent, for the replay
+  std::wstring endpoint_;
+  HANDLE listen_ = nullptr;        // the instance waiting for a client
+  OVERLAPPED listen_ov_;
+  Client* client_ = nullptr;       // the client whose line is being read
+  std::set<Client*> abandoned_;    // refused clients whose cancelled read is still to come
   std::vector<HANDLE> watched_;
+  std::vector<Relay*> relays_;     // a leased tree's captured streams
+  HANDLE log_ = nullptr;           // --log, appended to by the relays
+  CRITICAL_SECTION log_mu_;
   protocol::Termination term_;
   int64_t last_force_ = 0;
   win::JobLimits limits_;       // what the OS accepted on the job

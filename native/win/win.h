@@ -44,6 +44,11 @@ int list_job(HANDLE job, std::vector<Member>& out);
 // Number of live processes in the job, or a negative errno.
 int job_active(HANDLE job);
 
+// One instance of a leased anchor's endpoint (lease.cc): a duplex, overlapped
+// byte pipe that only the current user may open or add instances to; `first`:
+// FILE_FLAG_FIRST_PIPE_INSTANCE. INVALID_HANDLE_VALUE and `err` on failure.
+HANDLE create_lease_pipe(const std::wstring& name, bool first, DWORD& err);
+
 // Whether this process runs under Wine (ntdll exports wine_get_version).
 bool under_wine();
 

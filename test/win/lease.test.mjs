@@ -1,0 +1,299 @@
+// Leases on Windows (issue #17), the anchor's side, driven through
+// dist/anchor/windows.js (the lease option of spawn() is the shared code's):
+// a host killed hard with a lease leaves its tree running; a second host
+// adopts it through the endpoint with the token and ends it; a lease that
+// runs out ends the tree; a wrong token and the loser of two racing adopters
+// are refused. Liveness is observed from outside (process.kill(pid, 0) on the
+// pids the tree printed); cleanup TerminateProcess-es them, never through cordon.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { existsSync, readFileSync } from 'node:fs';
+import { alive, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
+
+const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseEndpoint, leaseInfo, WindowsAdoptedChannel, WindowsAnchorChannel } = await import(
+  pathToFileURL(join(pkgDir, 'dist', 'anchor', 'windows.js')).href
+);
+
+const hex = (bytes) => randomBytes(bytes).toString('hex');
+
+/** A host (fixtures/lease-host.mjs) with one leased tree; its pids, endpoint and token once READY. */
+async function leasedTree(t, leaseMs, treeArgs = ['--detached', '2'], env = {}) {
+  const token = hex(16);
+  const id = hex(8);
+  const kill = `lease-host-${hex(6)}`;
+  const host = spawnChild(process.execPath, [join(fixtures, 'lease-host.mjs'), String(leaseMs), token, id, kill, ...treeArgs], {
+    env: { ...process.env, CORDON_PKG: pkgDir, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.add(host.pid);
+  let endpoint;
+  host.stdout.on('data', (d) => {
+    const m = /^ENDPOINT (.+)$/m.exec(String(d));
+    if (m) endpoint = m[1].trim();
+  });
+  const pids = await readPids(host.stdout, t);
+  assert.ok(endpoint, 'the host printed the endpoint');
+  const tree = Object.entries(pids)
+    .filter(([name]) => name.startsWith('tree.'))
+    .map(([, pid]) => pid);
+  return { host, kill, token, endpoint, anchor: pids.anchor, tree, pids };
+}
+
+/** Kills the host hard (no code of its own runs) and waits until it is gone. */
+async function killHost(ctx, h) {
+  const how = await hardKill(h.host.pid, h.kill);
+  ctx.diagnostic(`host ended by ${how}`);
+  await waitGone([h.host.pid], 5000);
+}
+
+/** A leased tree whose host was killed hard; `all`: the anchor and the tree's pids. */
+async function orphanedTree(ctx, t, leaseMs = 60000) {
+  const h = await leasedTree(t, leaseMs);
+  await killHost(ctx, h);
+  return { h, all: [h.anchor, ...h.tree] };
+}
+
+/** The adopter ends the tree (KILL): its anchor exits, nothing of the tree is left (bounded). */
+async function endThroughAdopter(a, all) {
+  a.channel.terminate(0);
+  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await waitGone(all, 5000);
+}
+
+/** Adopts through the endpoint; the channel and the events it reports (replay first). */
+async function adopt(h, withOutput = false) {
+  const adoption = await (withOutput ? adoptWindowsTree : connectAdoptionEndpoint)(h.endpoint, h.token);
+  const events = [];
+  let exited;
+  const gone = new Promise((resolve) => (exited = resolve));
+  const on = new Proxy(
+    {},
+    {
+      get: (_, name) =>
+        name === 'anchorExit'
+          ? (...args) => {
+              events.push(['anchorExit', ...args]);
+              exited();
+            }
+          : (...args) => events.push([name, ...args]),
+    },
+  );
+  const channel = new WindowsAdoptedChannel(adoption, h.anchor, on, 500);
+  return { adoption, channel, events, gone };
+}
+
+test('lease: the host killed hard leaves its tree running; a second host adopts it and ends it', async (ctx) => {
+  const t = track(ctx);
+  const h = await leasedTree(t, 60000);
+  const all = [h.anchor, ...h.tree];
+  assert.ok(all.every(alive), 'the tree runs under its host');
+  await killHost(ctx, h);
+  // The host's death (its job handle closed, Node's kill-on-close job gone)
+  // ends nothing: the anchor keeps the job, the lease clock runs.
+  await sleep(1500);
+  assert.deepEqual(all.filter((p) => !alive(p)), [], 'nothing of the tree ended with the host');
+  const info = await within(leaseInfo(h.endpoint), 10000, 'INFO', all);
+  ctx.diagnostic(`INFO: ${JSON.stringify(info)}`);
+  assert.equal(info.rootRunning, true);
+  assert.ok(info.leaseLeftMs !== null && info.leaseLeftMs > 0 && info.leaseLeftMs <= 60000, `lease left ${info.leaseLeftMs}`);
+
+  // A first adopter gets the replay, then drops the connection: the lease
+  // clock starts again, in full, and the tree stays adoptable.
+  const adoptStart = Date.now();
+  const first = await within(adopt(h), 10000, 'the first adoption', all);
+  await waitFor(() => first.events.some(([e]) => e === 'ready'), 10000, 'the replayed READY');
+  ctx.diagnostic(`adoption (connect, ADOPT, replay up to READY): ${Date.now() - adoptStart} ms`);
+  const ready = first.events.find(([e]) => e === 'ready');
+  assert.equal(ready[1], h.pids['tree.root'], 'the replay names the tree root');
+  assert.equal(ready[2], 'job-object');
+  assert.equal((await leaseInfo(h.endpoint)).leaseLeftMs, null, 'INFO while a host is attached');
+  first.adoption.socket.destroy();
+  await within(
+    (async () => {
+      while ((await leaseInfo(h.endpoint)).leaseLeftMs === null) await sleep(100);
+    })(),
+    10000,
+    'the lease clock to start again',
+    all,
+  );
+  const again = await leaseInfo(h.endpoint);
+  assert.ok(again.leaseLeftMs > 50000, `the clock restarted in full (left ${again.leaseLeftMs})`);
+
+  // The second adopter ends the tree: QUIET, the anchor exits, nothing is left.
+  const second = await within(adopt(h), 10000, 'the second adoption', all);
+  second.channel.terminate(0);
+  await within(second.gone, 20000, 'the anchor to exit after KILL', all);
+  assert.ok(second.events.some(([e]) => e === 'quiet'), `QUIET reported: ${JSON.stringify(second.events)}`);
+  await waitGone(all, 5000);
+});
+
+test('lease: while its host lives, a leased tree is that host\'s as any other (terminate, QUIET, nothing left)', async (ctx) => {
+  const t = track(ctx);
+  const events = [];
+  let exited;
+  const gone = new Promise((resolve) => (exited = resolve));
+  const on = new Proxy({}, { get: (_, name) => (...args) => (events.push([name, ...args]), name === 'anchorExit' && exited()) });
+  const id = hex(8);
+  const channel = new WindowsAnchorChannel(
+    {
+      path: join(pkgDir, 'build', 'Release', 'cordon-anchor.exe'),
+      args: ['--tier', 'job-object', '--watch-fd', '1', '--', process.execPath, process.execPath, join(fixtures, 'tree.mjs'), '--detached', '2'],
+      cwd: process.cwd(),
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      exitGrace: 500,
+      lease: { ms: 60000, token: hex(16), id },
+    },
+    on,
+  );
+  t.add(channel.pid);
+  const pids = await readPids(channel.child.stdout, t);
+  const all = [channel.pid, ...Object.values(pids)];
+  assert.equal((await leaseInfo(leaseEndpoint(channel.pid, id))).leaseLeftMs, null, 'INFO: a host is attached');
+  channel.terminate(0);
+  await within(gone, 20000, 'the anchor to exit after KILL', all);
+  assert.ok(events.some(([e]) => e === 'quiet'), JSON.stringify(events));
+  await waitGone(all, 5000);
+});
+
+test('lease: nobody adopts, the lease runs out and the tree is ended', async (ctx) => {
+  const t = track(ctx);
+  const leaseMs = 4000;
+  const h = await leasedTree(t, leaseMs);
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  const killedAt = Date.now();
+  await sleep(1000);
+  assert.deepEqual(all.filter((p) => !alive(p)), [], 'the tree outlives its host while the lease runs');
+  // The lease, then the teardown grace (CTRL_BREAK does not exist under Wine:
+  // the forced stop follows at once), bounded generously for a loaded Wine.
+  await waitGone(all, leaseMs + 15000);
+  const took = Date.now() - killedAt;
+  ctx.diagnostic(`tree gone ${took} ms after the host's death (lease ${leaseMs} ms)`);
+  // (The anchor starts its clock when it sees EOF, after the kill.)
+  assert.ok(took >= leaseMs - 200, `ended only after the lease (${took} ms)`);
+  // The endpoint went with the anchor.
+  await assert.rejects(leaseInfo(h.endpoint), { code: 'ERR_CORDON_UNKNOWN_TREE' });
+});
+
+test('lease: a host that exits normally (its exit hook runs) leaves a leased tree running', async (ctx) => {
+  const t = track(ctx);
+  const h = await leasedTree(t, 60000, ['--detached', '2'], { CORDON_TEST_LEASE_EXIT: '1' });
+  const all = [h.anchor, ...h.tree];
+  const code = await within(new Promise((resolve) => h.host.on('exit', resolve)), 15000, 'the host to exit', [h.host.pid]);
+  assert.equal(code, 0);
+  await sleep(1500);
+  assert.deepEqual(all.filter((p) => !alive(p)), [], 'nothing of the tree ended with the host');
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  await endThroughAdopter(a, all);
+});
+
+test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
+  const { h, all } = await orphanedTree(ctx, track(ctx));
+  const wrong = hex(16);
+  await assert.rejects(connectAdoptionEndpoint(h.endpoint, wrong), { code: 'ERR_CORDON_ADOPT_DENIED' });
+  assert.ok(all.every(alive), 'a refused adopter changes nothing');
+  // A client that connects and says nothing is dropped (after 5 s), and
+  // holds nobody up for longer: the endpoint serves the next one.
+  const silent = connect(h.endpoint);
+  let told = '';
+  silent.on('error', () => {});
+  silent.on('data', (d) => (told += d));
+  const dropped = new Promise((resolve) => silent.on('close', resolve));
+  await within(new Promise((resolve) => silent.once('connect', resolve)), 10000, 'the silent client to connect', all);
+  // The right token still adopts (the refusal took nothing away); then end it.
+  const a = await within(adopt(h), 15000, 'the adoption after the silent client', all);
+  await within(dropped, 10000, 'the silent client to be dropped', all);
+  assert.equal(told, 'DENIED hello\n');
+  await endThroughAdopter(a, all);
+});
+
+test('lease: of two hosts racing to adopt, exactly one wins', async (ctx) => {
+  const { h, all } = await orphanedTree(ctx, track(ctx));
+  const [a, b] = await within(Promise.allSettled([adopt(h), adopt(h)]), 20000, 'both adoptions to settle', all);
+  const won = [a, b].filter((r) => r.status === 'fulfilled');
+  const lost = [a, b].filter((r) => r.status === 'rejected');
+  assert.equal(won.length, 1, `one winner: ${JSON.stringify([a.status, b.status])}`);
+  assert.equal(lost[0].reason.code, 'ERR_CORDON_ADOPT_DENIED');
+  assert.ok(all.every(alive));
+  const winner = won[0].value;
+  await endThroughAdopter(winner, all);
+});
+
+test('lease: a root that exited while no host was attached: the adopter gets its exit and leftovers', async (ctx) => {
+  const t = track(ctx);
+  // The root exits 0 right after READY; one detached grandchild stays.
+  const h = await leasedTree(t, 60000, ['--detached', '1', '--exit']);
+  await killHost(ctx, h);
+  await waitGone([h.pids['tree.root']], 10000);
+  const all = [h.anchor, h.pids['tree.gc0']];
+  assert.ok(all.every(alive), 'the anchor and the grandchild live on');
+  assert.equal((await leaseInfo(h.endpoint)).rootRunning, false);
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  await waitFor(() => a.events.some(([e]) => e === 'leftEnd'), 10000, 'the replayed LEFTEND');
+  const names = a.events.map(([e]) => e);
+  assert.deepEqual(names.slice(0, 2), ['ready', 'rootExit'], JSON.stringify(a.events));
+  assert.deepEqual(a.events[1].slice(1), [0, null], 'the root exited 0');
+  assert.ok(a.events.some(([e, pid]) => e === 'left' && pid === h.pids['tree.gc0']), 'the grandchild is a leftover');
+  await endThroughAdopter(a, all);
+});
+
+test('lease: output with no host attached goes to the log; after adoption it streams to the adopter', async (ctx) => {
+  const t = track(ctx);
+  const log = join(t.tmp(), 'tree.log');
+  const h = await leasedTree(t, 60000, ['--detached', '1', '--tick', '100'], { CORDON_TEST_LEASE_LOG: log });
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  const ticks = () => (existsSync(log) ? readFileSync(log, 'utf8').match(/^TICK \d+$/gm)?.length ?? 0 : 0);
+  await waitFor(() => ticks() >= 3, 10000, 'the tree\'s output in the log');
+  const seen = ticks();
+  await waitFor(() => ticks() > seen, 5000, 'more output in the log');
+  assert.ok(all.every(alive), 'writing with its host gone harms nobody in the tree');
+  // Only the host that adopted the tree gets its output.
+  await assert.rejects(connectAdoptionOutput(h.endpoint, h.token, 1), { code: 'ERR_CORDON_ADOPT_DENIED' });
+  const a = await within(adopt(h, true), 10000, 'the adoption', all);
+  assert.equal(a.adoption.logPath, log, 'ADOPTED names the log');
+  assert.deepEqual(a.adoption.relayed, { stdout: true, stderr: false }, 'ADOPTED says which streams are relayed');
+  assert.equal(a.adoption.stderr, null);
+  assert.equal(a.channel.child.stdout, a.adoption.stdout, 'the channel carries the output stream');
+  const out = a.adoption.stdout;
+  let got = '';
+  const closed = new Promise((resolve) => out.on('close', resolve));
+  out.on('data', (d) => (got += d));
+  out.resume();
+  await waitFor(() => /^TICK \d+$/m.test(got), 10000, 'the tree\'s output on the adopter\'s stream');
+  a.channel.terminate(0);
+  await within(a.gone, 20000, 'the anchor to exit after KILL', all);
+  await within(closed, 10000, 'EOF on the output stream', all);
+  await waitGone(all, 5000);
+});
+
+const daclExe = join(pkgDir, 'test-bin', 'pipe-dacl.exe');
+
+test(
+  'lease: the endpoint admits its user alone (its DACL, read from outside)',
+  { skip: !existsSync(daclExe) && 'pipe-dacl.exe is built by .ci/windows.sh (mingw-w64); not present here' },
+  async (ctx) => {
+    const t = track(ctx);
+    const h = await leasedTree(t, 60000);
+    const probe = spawnChild(daclExe, [h.endpoint], { stdio: ['ignore', 'pipe', 'pipe'] });
+    t.add(probe.pid);
+    let out = '';
+    let err = '';
+    probe.stdout.on('data', (d) => (out += d));
+    probe.stderr.on('data', (d) => (err += d));
+    const code = await within(new Promise((resolve) => probe.on('close', resolve)), 20000, 'pipe-dacl.exe', [probe.pid]);
+    ctx.diagnostic(out.trim().replace(/\r?\n/g, ' | '));
+    assert.equal(code, 0, err);
+    const aces = out.split(/\r?\n/).filter((l) => l.startsWith('ACE '));
+    assert.equal(aces.length, 1, `one ACE: ${out}`);
+    const [, type, , , mine] = aces[0].split(' ');
+    assert.equal(type, '0', 'an ACCESS_ALLOWED ACE');
+    assert.equal(mine, '1', "for the anchor's own user");
+    assert.match(out, /^PROTECTED 1\r?$/m, 'nothing inherited');
+    // (Whether another user is refused cannot be seen under Wine, which runs one user.)
+  },
+);
