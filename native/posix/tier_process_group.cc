@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -249,7 +250,9 @@ class ProcessGroupTier : public Tier {
     // one before quiescence too: a short command's end costs one sweep.
     if (!ending) {
       bool nothing_left = group_empty() && remembered_alive().empty();
-      swept_empty_ = sweep().empty() && nothing_left;
+      bool none = sweep().empty();
+      none = sweep_mid_exec().empty() && none;
+      swept_empty_ = none && nothing_left;
     }
     auto list = members(true, true);
     for (int64_t until = now_ms() + 200; !ending && group_ > 0 && now_ms() < until && !group_empty();) {
@@ -259,6 +262,7 @@ class ProcessGroupTier : public Tier {
       usleep(5000);
       list = members(true, true);
     }
+    if (!ending) left_since_sweep(list);
     return list;
   }
 
@@ -296,7 +300,11 @@ class ProcessGroupTier : public Tier {
       // The in-group members this walk saw get the group signal below: they
       // count as signalled. (One forked while the walk ran gets the group
       // signal too but may be signalled once more below: the walk is not atomic.)
-      for (auto& m : members()) {
+      // On Linux the walk is of the anchor's descendants only (children
+      // lists: the tree's cost, not the host's, so the group's signal does
+      // not wait on a walk of every process); an in-group orphan it cannot
+      // list is told apart by its start, before the group signal.
+      for (auto& m : pre_signal_walk()) {
         if (m.pgid == group_) group_signalled_.insert({m.pid, m.start_time});
       }
       last_term_walk_ = t;
@@ -309,6 +317,7 @@ class ProcessGroupTier : public Tier {
         if (m.from_snapshot || m.pgid != group_) continue;  // outside: handled below
         auto key = std::make_pair(m.pid, m.start_time);
         if (group_signalled_.count(key)) continue;
+        if (signalled_before_ > 0 && m.start_time < signalled_before_) continue;  // had the group's
         int rc = cordon::signal_member(getpid(), group_, m, host_.polite_signal(), host_.pidfd());
         if (rc == 0) group_signalled_.insert(key);
         cordon::signal_member(getpid(), group_, m, SIGCONT, host_.pidfd());
@@ -485,6 +494,8 @@ class ProcessGroupTier : public Tier {
   // member, like one a snapshot saw. Returns the new ones.
   std::vector<Member> sweep() {
     last_sweep_ = now_ms();
+    mid_exec_.clear();
+    in_group_at_sweep_.clear();
     std::vector<Member> procs;
     int rc = cordon::list_user_processes(since_, procs);
     if (rc < 0) trace("sweep: %s", strerror(-rc));
@@ -493,7 +504,12 @@ class ProcessGroupTier : public Tier {
     std::string env;
     for (auto& p : procs) {
       // In the group: the group's signal reaches it (and it is ours anyway).
-      if (p.pid == pin_ || p.pgid == group_) continue;
+      // Kept aside: it may leave the group before a walk sees it there.
+      if (p.pid == pin_) continue;
+      if (p.pgid == group_) {
+        in_group_at_sweep_.push_back(p);
+        continue;
+      }
       auto known = remembered_.find(p.pid);
       if (known != remembered_.end() && known->second.start_time == p.start_time) continue;
       auto key = std::make_pair(p.pid, p.start_time);
@@ -509,6 +525,7 @@ class ProcessGroupTier : public Tier {
       if (!carries_marker(env)) {
         // (Empty: in the middle of an exec, or started with none: read again.)
         if (!env.empty()) unmarked.insert(key);
+        else mid_exec_.push_back(p);
         continue;
       }
       remember(p);
@@ -518,6 +535,85 @@ class ProcessGroupTier : public Tier {
     unmarked_.swap(unmarked);  // (forgets the processes that are gone)
     if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), procs.size());
     return fresh;
+  }
+
+  // A process the sweep skipped because it was in the group, that the walk
+  // after it did not list: it left the group in between (a daemon's setsid
+  // as the root exits) and, orphaned, is out of the walk's sight. Its marker
+  // decides, as in the sweep; found, it is added to `list`.
+  void left_since_sweep(std::vector<Member>& list) {
+    std::set<int64_t> listed;
+    for (auto& m : list) listed.insert(m.pid);
+    std::string env;
+    for (auto p : in_group_at_sweep_) {
+      if (listed.count(p.pid)) continue;
+      int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
+      if (pgid < 0 || pgid == group_) continue;
+      if (cordon::read_environment(p.pid, p.start_time, env) != 0 || !carries_marker(env)) continue;
+      p.pgid = pgid;
+      remember(p);
+      p.from_snapshot = true;
+      p.holds_output = cordon::holds_output(p.pid, p.start_time, host_.watched());
+      trace("sweep: %lld left the group after the sweep", static_cast<long long>(p.pid));
+      list.push_back(p);
+    }
+  }
+
+  // The processes the last sweep read an empty environment from: in the
+  // middle of an exec (between the new image and its environment: a setsid'd
+  // daemon exec'ing at the root's exit), or started with none. Read again, a
+  // few times over 30 ms, where one report must be complete (the leftovers
+  // at the root's exit); a process that really has none costs that once.
+  std::vector<Member> sweep_mid_exec() {
+    std::vector<Member> fresh;
+    std::string env;
+    for (int round = 0; round < 3 && !mid_exec_.empty(); ++round) {
+      usleep(10000);
+      std::vector<Member> again;
+      for (auto& p : mid_exec_) {
+        if (cordon::read_environment(p.pid, p.start_time, env) != 0) continue;
+        if (env.empty()) {
+          again.push_back(p);
+        } else if (carries_marker(env)) {
+          // (Its group now: it may have left the tree's since the sweep read it.)
+          int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
+          if (pgid >= 0) p.pgid = pgid;
+          remember(p);
+          fresh.push_back(p);
+          fresh.back().from_snapshot = true;
+        } else {
+          unmarked_.insert({p.pid, p.start_time});
+        }
+      }
+      mid_exec_.swap(again);
+    }
+    if (!fresh.empty()) trace("sweep: %zu marked member(s) found after their exec", fresh.size());
+    return fresh;
+  }
+
+  // The walk before the group signal: it must see the members outside the
+  // group that are still parented (after the signal their parents die and
+  // they are orphaned, out of sight). Linux: the anchor's descendants by
+  // their children lists, and signalled_before_ set to now in the start
+  // times' unit (clock ticks since boot), so that an in-group orphan the
+  // grace's walks find later, started before the signal, counts as having
+  // had it. Elsewhere (or without children lists): every process.
+  std::vector<Member> pre_signal_walk() {
+#ifdef __linux__
+    std::vector<Member> out;
+    static const std::vector<FileId> kNone;
+    if (cordon::list_descendants(getpid(), kNone, out, false) >= 0) {
+      struct timespec now;
+      long hz = sysconf(_SC_CLK_TCK);
+      if (hz > 0 && clock_gettime(CLOCK_BOOTTIME, &now) == 0) {
+        signalled_before_ = static_cast<uint64_t>(now.tv_sec) * static_cast<uint64_t>(hz) +
+                            static_cast<uint64_t>(now.tv_nsec) / (1000000000ull / static_cast<uint64_t>(hz));
+        for (auto& m : out) remember(m);
+        return out;
+      }
+    }
+#endif
+    return members();
   }
 
   // A member seen (by a snapshot or a sweep), checked by identity from now on.
@@ -575,6 +671,13 @@ class ProcessGroupTier : public Tier {
   // leaves the group between the walk and the group signal must still get
   // its own.
   std::set<std::pair<int64_t, uint64_t>> group_signalled_;
+  // Processes the last sweep read an empty environment from (sweep_mid_exec).
+  std::vector<Member> mid_exec_;
+  // Processes of the group when the last sweep read the process list.
+  std::vector<Member> in_group_at_sweep_;
+  // Linux, with a descendants-only walk before the group signal: members of
+  // the group started before this (clock ticks since boot) had its signal.
+  uint64_t signalled_before_ = 0;
   std::map<int64_t, Member> remembered_;
   int snapshot_every_ = kGroupSnapshotMs;  // the snapshot interval
   int64_t started_at_ = now_ms();
