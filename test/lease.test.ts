@@ -63,8 +63,8 @@ async function killHost(host: Host, t: Tagged): Promise<void> {
   await within(host.exited, watchdog(5000), 'the SIGKILLed host to end', t.tag);
 }
 
-function adopter(env: NodeJS.ProcessEnv, id: string, token: string, then: 'terminate' | 'result' | 'wait'): Host {
-  const host = startHost(['adopt', id, token, then], env, 'lease-host.mjs');
+function adopter(env: NodeJS.ProcessEnv, id: string, token: string, then: 'terminate' | 'result' | 'wait' | 'go', gated = false): Host {
+  const host = startHost(['adopt', id, token, then, ...(gated ? ['gated'] : [])], env, 'lease-host.mjs');
   hostEnded(host);
   return host;
 }
@@ -171,9 +171,13 @@ describe('leases and adoption (issue #17)', () => {
     const lease = 2000;
     const l = await spawnLeased(env, lease, 300);
     const members = treePids(l);
+    // The adopter is started (and waits) before the host dies: on a loaded
+    // machine Node's own start-up can take longer than the lease.
+    const a = adopter(env, l.id, l.token, 'wait', true);
+    await a.out.until(/^ARMED$/m, watchdog(20_000));
     await killHost(l.host, t);
     await sleep(lease / 2);
-    const a = adopter(env, l.id, l.token, 'wait');
+    a.go();
     await a.out.until(/^LIVEWORK \w+$/m, watchdog(10_000));
     await sleep(lease / 2);
     await killHost(a, t);
@@ -191,16 +195,22 @@ describe('leases and adoption (issue #17)', () => {
     const { env } = useRuntime(t);
     const l = await spawnLeased(env, 60_000, 500);
     const members = treePids(l);
+    // Both adopters are started and armed first, then let go together; the
+    // winner stays attached until the loser has its answer (else a slow
+    // loser could arrive after the winner ended the tree: no tree to adopt).
+    const a = adopter(env, l.id, l.token, 'go', true);
+    const b = adopter(env, l.id, l.token, 'go', true);
+    await within(Promise.all([a.out.until(/^ARMED$/m, watchdog(20_000)), b.out.until(/^ARMED$/m, watchdog(20_000))]), watchdog(25_000), 'both adopters to start', t.tag);
     await killHost(l.host, t);
-    const a = adopter(env, l.id, l.token, 'terminate');
-    const b = adopter(env, l.id, l.token, 'terminate');
-    const [ea, eb] = await Promise.all([
-      within(a.exited, watchdog(20_000), 'adopter A to exit', t.tag),
-      within(b.exited, watchdog(20_000), 'adopter B to exit', t.tag),
-    ]);
-    const codes = [ea.code, eb.code].sort();
-    expect(codes, `${a.out.text}\n${b.out.text}`).toEqual([0, 3]);
-    const loser = ea.code === 3 ? a : b;
+    a.go();
+    b.go();
+    const first = await within(Promise.race([a.exited.then(() => a), b.exited.then(() => b)]), watchdog(20_000), 'the loser to exit', t.tag);
+    const loser = first;
+    const winner = first === a ? b : a;
+    expect((await loser.exited).code, `${a.out.text}\n${b.out.text}`).toBe(3);
+    await winner.out.until(/^LIVEWORK \w+$/m, watchdog(10_000));
+    winner.go();
+    expect((await within(winner.exited, watchdog(20_000), 'the winner to exit', t.tag)).code, winner.out.text).toBe(0);
     expect(loser.out.text).toMatch(/^DENIED ERR_CORDON_ADOPT_DENIED$/m);
     expect(loser.out.text).not.toMatch(/^ADOPTED$/m);
     await waitFor(() => members.every((pid) => !alive(pid)), { timeout: 2000, what: 'the tree to be gone', tag: t.tag, pids: members });
