@@ -464,7 +464,13 @@ export function adoptDenied(id: string, why: string): CordonError {
           ? 'its lease ran out and it is being terminated'
           : why === 'notoken'
             ? 'its host never sent a token'
-            : why;
+            : why === 'hello'
+              ? 'the anchor heard no request in time (try again)'
+              : why === 'stream'
+                ? 'its anchor does not relay that output stream'
+                : why === 'busy'
+                  ? 'an earlier reader of its output is still attached'
+                  : why;
   return registryError(`Tree ${id} cannot be adopted: ${reason}. Adopt with the token the creating host had (proc.adoptionToken), or the owner's id and the registry's secret.`, 'ERR_CORDON_ADOPT_DENIED');
 }
 
