@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { alive, cordon, existsSync, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
+import { alive, cordon, existsSync, underWine, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
 const hex = (bytes) => randomBytes(bytes).toString('hex');
 
@@ -118,3 +118,43 @@ test('owner.adopt() with the registry secret takes every tree of the owner; anot
   await within(procs[0].kill(), 20000, 'kill() of the adopted tree', o.all);
   await waitGone(o.all, 5000);
 });
+
+const daclExe = join(pkgDir, 'test-bin', 'pipe-dacl.exe');
+
+test(
+  'the record directory (%LOCALAPPDATA%\\cordon\\leases) admits its user alone (its DACL, read from outside)',
+  {
+    skip:
+      (underWine &&
+        "Wine does not keep a file's security descriptor here: it reads back its default (SYSTEM and the user, not protected), whatever CreateDirectory was given") ||
+      (!existsSync(daclExe) && 'pipe-dacl.exe is built by .ci/windows.sh (mingw-w64); not present here'),
+  },
+  async (ctx) => {
+    const t = track(ctx);
+    const saved = process.env.LOCALAPPDATA;
+    process.env.LOCALAPPDATA = t.tmp();
+    ctx.after(() => {
+      if (saved === undefined) delete process.env.LOCALAPPDATA;
+      else process.env.LOCALAPPDATA = saved;
+    });
+    assert.deepEqual(await within(new cordon.Registry().adoptable(), 20000, 'adoptable()'), []);
+    const dir = join(process.env.LOCALAPPDATA, 'cordon', 'leases');
+    assert.ok(existsSync(dir), 'adoptable() made the directory');
+    const probe = spawnChild(daclExe, ['--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    t.add(probe.pid);
+    let out = '';
+    let err = '';
+    probe.stdout.on('data', (d) => (out += d));
+    probe.stderr.on('data', (d) => (err += d));
+    const code = await within(new Promise((resolve) => probe.on('close', resolve)), 20000, 'pipe-dacl.exe --dir', [probe.pid]);
+    ctx.diagnostic(out.trim().replace(/\r?\n/g, ' | '));
+    assert.equal(code, 0, err);
+    const aces = out.split(/\r?\n/).filter((l) => l.startsWith('ACE '));
+    assert.equal(aces.length, 1, `one ACE: ${out}`);
+    const [, type, , , mine] = aces[0].split(' ');
+    assert.equal(type, '0', 'an ACCESS_ALLOWED ACE');
+    assert.equal(mine, '1', 'for this process\'s user');
+    assert.match(out, /^PROTECTED 1\r?$/m, 'nothing inherited from the profile');
+    // (Whether another user is refused cannot be seen under Wine, which runs one user.)
+  },
+);
