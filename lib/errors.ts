@@ -448,10 +448,11 @@ export function unknownKind(name: string, known: Iterable<string>): CordonError 
 // ---- Leases and adoption (issue #17: lib/lease.ts) ----
 
 export function leaseDirUnsafe(dir: string, why: string): CordonError {
-  return new CordonError(
-    `The lease directory ${dir} ${why}; cordon keeps adoption endpoints only in a directory that is this user's alone (0700, not a symlink). Remove it or set XDG_RUNTIME_DIR to a private directory.`,
-    { code: 'ERR_CORDON_LEASE_DIR', path: dir, stage: 'input' },
-  );
+  const what =
+    process.platform === 'win32'
+      ? 'cordon keeps lease records only in a directory there (made with a DACL for this user alone). Remove what is in the way, or set LOCALAPPDATA to a directory of yours.'
+      : "cordon keeps adoption endpoints only in a directory that is this user's alone (0700, not a symlink). Remove it or set XDG_RUNTIME_DIR to a private directory.";
+  return new CordonError(`The lease directory ${dir} ${why}; ${what}`, { code: 'ERR_CORDON_LEASE_DIR', path: dir, stage: 'input' });
 }
 
 export function adoptDenied(id: string, why: string): CordonError {
