@@ -15,6 +15,7 @@
         ["OS=='win'", {
           "sources": ["native/win/host.cc", "native/win/job_object.cc"],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
+          "libraries": ["advapi32.lib"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}
         }]
       ]

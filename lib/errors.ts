@@ -448,10 +448,11 @@ export function unknownKind(name: string, known: Iterable<string>): CordonError 
 // ---- Leases and adoption (issue #17: lib/lease.ts) ----
 
 export function leaseDirUnsafe(dir: string, why: string): CordonError {
-  return new CordonError(
-    `The lease directory ${dir} ${why}; cordon keeps adoption endpoints only in a directory that is this user's alone (0700, not a symlink). Remove it or set XDG_RUNTIME_DIR to a private directory.`,
-    { code: 'ERR_CORDON_LEASE_DIR', path: dir, stage: 'input' },
-  );
+  const what =
+    process.platform === 'win32'
+      ? 'cordon keeps lease records only in a directory there (made with a DACL for this user alone). Remove what is in the way, or set LOCALAPPDATA to a directory of yours.'
+      : "cordon keeps adoption endpoints only in a directory that is this user's alone (0700, not a symlink). Remove it or set XDG_RUNTIME_DIR to a private directory.";
+  return new CordonError(`The lease directory ${dir} ${why}; ${what}`, { code: 'ERR_CORDON_LEASE_DIR', path: dir, stage: 'input' });
 }
 
 export function adoptDenied(id: string, why: string): CordonError {
@@ -464,7 +465,13 @@ export function adoptDenied(id: string, why: string): CordonError {
           ? 'its lease ran out and it is being terminated'
           : why === 'notoken'
             ? 'its host never sent a token'
-            : why;
+            : why === 'hello'
+              ? 'the anchor heard no request in time (try again)'
+              : why === 'stream'
+                ? 'its anchor does not relay that output stream'
+                : why === 'busy'
+                  ? 'an earlier reader of its output is still attached'
+                  : why;
   return registryError(`Tree ${id} cannot be adopted: ${reason}. Adopt with the token the creating host had (proc.adoptionToken), or the owner's id and the registry's secret.`, 'ERR_CORDON_ADOPT_DENIED');
 }
 

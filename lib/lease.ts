@@ -2,16 +2,23 @@
 // per-user runtime directory where leased anchors listen, the adoption token,
 // the record (<id>.json) the creating host writes beside each endpoint, and
 // the requests a new host makes there (INFO, ADOPT). The anchor's side is
-// native/posix/lease.{h,cc}; the wire is native/protocol.h.
+// native/posix/lease.{h,cc} and native/win/lease.cc + anchor.cc; the wire is
+// native/protocol.h. POSIX asks the anchor synchronously (the addon's
+// leaseRequest, which also receives the stdout/stderr read ends); Windows
+// connects to the anchor's named pipe with Node (lib/anchor/windows.ts), which
+// is asynchronous: listAdoptableWindows() and requestWindowsAdoption().
 import { createHmac, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { Socket } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { PassThrough, type Readable } from 'node:stream';
 import { join } from 'node:path';
 import { debug } from './debug.js';
 import { duration, parseDuration } from './duration.js';
 import * as errors from './errors.js';
 import { invalidArg } from './errors.js';
-import { posixBinding } from './native.js';
+import { adoptWindowsTree, leaseEndpoint, leaseInfo, type WindowsAdoption } from './anchor/windows.js';
+import { binding, posixBinding, windowsBinding } from './native.js';
 
 /** What `<id>.json` holds (version 1). */
 export interface LeaseRecord {
@@ -81,6 +88,7 @@ export function isToken(value: unknown): value is string {
  * endpoint.
  */
 export function leaseDir(): string {
+  if (process.platform === 'win32') return windowsLeaseDir();
   const uid = process.getuid?.() ?? 0;
   const xdg = process.env.XDG_RUNTIME_DIR;
   let base: string | undefined;
@@ -103,6 +111,31 @@ export function leaseDir(): string {
   if (st.uid !== uid) throw errors.leaseDirUnsafe(dir, `belongs to uid ${st.uid}`);
   if ((st.mode & 0o077) !== 0) throw errors.leaseDirUnsafe(dir, `has mode ${(st.mode & 0o777).toString(8)}`);
   return dir;
+}
+
+/**
+ * Windows: %LOCALAPPDATA%\cordon\leases (the records only; the endpoints are
+ * named pipes). The last level is made with a DACL that admits this user
+ * alone (the addon's makePrivateDir); an existing one that is not a plain
+ * directory (a link, a file) is refused.
+ */
+function windowsLeaseDir(): string {
+  const base = process.env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local');
+  const dir = join(base, 'cordon', 'leases');
+  mkdirSync(join(base, 'cordon'), { recursive: true });
+  try {
+    windowsBinding().makePrivateDir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw errors.leaseDirUnsafe(dir, `cannot be made (${(err as NodeJS.ErrnoException).code})`);
+  }
+  const st = lstatSync(dir);
+  if (st.isSymbolicLink() || !st.isDirectory()) throw errors.leaseDirUnsafe(dir, 'is not a directory');
+  return dir;
+}
+
+/** The endpoint of a leased anchor: POSIX its socket beside the record, Windows its named pipe. */
+export function endpointOf(dir: string, anchorPid: number, id: string): string {
+  return process.platform === 'win32' ? leaseEndpoint(anchorPid, id.slice(id.indexOf('-') + 1)) : join(dir, `${id}.sock`);
 }
 
 /** The part of a tree's lease id the host chooses (16 lowercase hex); the anchor's pid is the rest. */
@@ -139,7 +172,7 @@ function readRecord(dir: string, id: string): LeaseRecord | undefined {
 
 /** Whether the record's anchor is still the process it names (pid and start stamp). */
 function anchorAlive(record: LeaseRecord): boolean {
-  return posixBinding().processStart(record.anchorPid) === record.anchorStart && record.anchorStart !== '0';
+  return binding().processStart(record.anchorPid) === record.anchorStart && record.anchorStart !== '0';
 }
 
 function removeStale(dir: string, id: string): void {
@@ -165,11 +198,9 @@ function info(record: LeaseRecord): { leftMs: number; rootRunning: boolean } | u
   }
 }
 
-/** The live leased trees of this user; stale records and endpoints are removed on the way. */
-export function listAdoptable(): AdoptableTree[] {
-  if (process.platform === 'win32') return [];
-  const dir = leaseDir();
-  const out: AdoptableTree[] = [];
+/** The records of this user's leased trees whose anchors are still those processes; stale ones are removed on the way. */
+function liveRecords(dir: string): LeaseRecord[] {
+  const out: LeaseRecord[] = [];
   for (const name of readdirSync(dir)) {
     if (!name.endsWith('.json')) continue;
     const id = name.slice(0, -5);
@@ -178,22 +209,56 @@ export function listAdoptable(): AdoptableTree[] {
       removeStale(dir, id);
       continue;
     }
+    out.push(record);
+  }
+  return out;
+}
+
+function listed(record: LeaseRecord, answer: { leftMs: number; rootRunning: boolean }): AdoptableTree {
+  return {
+    id: record.id,
+    owner: record.owner,
+    kind: record.kind,
+    label: record.label,
+    command: record.command,
+    args: record.args,
+    cwd: record.cwd,
+    logPath: record.logPath,
+    started: record.started,
+    leaseLeftMs: answer.leftMs < 0 ? null : answer.leftMs,
+    rootRunning: answer.rootRunning,
+    tier: record.tier,
+  };
+}
+
+/** The live leased trees of this user (POSIX); stale records and endpoints are removed on the way. */
+export function listAdoptable(): AdoptableTree[] {
+  if (process.platform === 'win32') return [];
+  const out: AdoptableTree[] = [];
+  for (const record of liveRecords(leaseDir())) {
     const answer = info(record);
     if (!answer) continue; // alive but not answering (ending, or stopped): not adoptable now
-    out.push({
-      id: record.id,
-      owner: record.owner,
-      kind: record.kind,
-      label: record.label,
-      command: record.command,
-      args: record.args,
-      cwd: record.cwd,
-      logPath: record.logPath,
-      started: record.started,
-      leaseLeftMs: answer.leftMs < 0 ? null : answer.leftMs,
-      rootRunning: answer.rootRunning,
-      tier: record.tier,
-    });
+    out.push(listed(record, answer));
+  }
+  return out.sort((a, b) => a.started - b.started);
+}
+
+/**
+ * The live leased trees of this user (Windows): each record whose anchor is
+ * still that process (pid and creation time) is asked INFO on its named
+ * pipe; a record whose pipe is gone (the anchor is exiting) is removed.
+ */
+export async function listAdoptableWindows(): Promise<AdoptableTree[]> {
+  const dir = leaseDir();
+  const out: AdoptableTree[] = [];
+  for (const record of liveRecords(dir)) {
+    try {
+      const answer = await leaseInfo(record.endpoint, REQUEST_TIMEOUT_MS);
+      out.push(listed(record, { leftMs: answer.leaseLeftMs ?? -1, rootRunning: answer.rootRunning }));
+    } catch (err) {
+      debug('lease %s: INFO failed: %s', record.id, (err as Error).message);
+      if ((err as errors.CordonError).code === 'ERR_CORDON_UNKNOWN_TREE') removeStale(dir, record.id);
+    }
   }
   return out.sort((a, b) => a.started - b.started);
 }
@@ -209,13 +274,8 @@ export interface Adoption {
   stderrFd: number;
 }
 
-/**
- * ADOPT <token> on the tree's endpoint: the connection, or a typed error.
- * `check` sees the record first (and may throw): nothing is asked of the
- * anchor when it does.
- */
-export function requestAdoption(id: string, token: string, check: (record: LeaseRecord) => void): Adoption {
-  if (process.platform === 'win32') throw errors.unknownLease(id);
+/** The record of the live leased tree `id`, or ERR_CORDON_UNKNOWN_TREE (a stale one is removed). */
+function liveRecord(id: string): LeaseRecord {
   const dir = leaseDir();
   if (!/^[0-9]+-[0-9a-f]{16}$/.test(id)) throw errors.unknownLease(id);
   const record = readRecord(dir, id);
@@ -224,6 +284,17 @@ export function requestAdoption(id: string, token: string, check: (record: Lease
     removeStale(dir, id);
     throw errors.unknownLease(id);
   }
+  return record;
+}
+
+/**
+ * ADOPT <token> on the tree's endpoint: the connection, or a typed error.
+ * `check` sees the record first (and may throw): nothing is asked of the
+ * anchor when it does.
+ */
+export function requestAdoption(id: string, token: string, check: (record: LeaseRecord) => void): Adoption {
+  if (process.platform === 'win32') throw errors.unknownLease(id);
+  const record = liveRecord(id);
   check(record);
   let r: { fd: number; received: string; fds: number[] };
   try {
@@ -252,4 +323,49 @@ export function requestAdoption(id: string, token: string, check: (record: Lease
   const stderrFd = adopted[2] === '1' ? (fds.shift() ?? -1) : -1;
   for (const fd of fds) closeSync(fd);
   return { record, fd: r.fd, rest: r.received.slice(nl + 1), stdoutFd, stderrFd };
+}
+
+/**
+ * An OUTPUT connection comes paused (after its first line); proc.stdout and
+ * proc.stderr must start as any stream does, flowing once read: a view of it
+ * (its EOF, or the connection's loss, ends the view).
+ */
+function unpaused(socket: Socket | null): Readable | null {
+  if (!socket) return null;
+  const view = new PassThrough();
+  socket.pipe(view);
+  socket.once('error', (err) => {
+    debug('adopted output stream: %s', err.message);
+    view.end();
+  });
+  socket.once('close', () => view.end());
+  return view;
+}
+
+/** What a successful ADOPT hands over on Windows: the connection and the relayed output streams. */
+export interface WindowsTreeAdoption {
+  record: LeaseRecord;
+  windows: Omit<WindowsAdoption, 'stdout' | 'stderr'> & { stdout: Readable | null; stderr: Readable | null };
+}
+
+/**
+ * Windows: ADOPT <token> on the tree's named pipe, then OUTPUT for each
+ * relayed stream (adoptWindowsTree()). `check` sees the record first, as
+ * requestAdoption()'s does.
+ */
+export async function requestWindowsAdoption(id: string, token: string, check: (record: LeaseRecord) => void): Promise<WindowsTreeAdoption> {
+  const record = liveRecord(id);
+  check(record);
+  try {
+    const w = await adoptWindowsTree(record.endpoint, token, REQUEST_TIMEOUT_MS);
+    return { record, windows: { ...w, stdout: unpaused(w.stdout), stderr: unpaused(w.stderr) } };
+  } catch (cause) {
+    const err = cause as errors.CordonError & { why?: string };
+    if (err.code === 'ERR_CORDON_ADOPT_DENIED') {
+      const denied = errors.adoptDenied(id, err.why ?? 'refused');
+      Object.defineProperty(denied, 'cause', { value: cause });
+      throw denied;
+    }
+    throw errors.unknownLease(id, cause);
+  }
 }

@@ -39,6 +39,8 @@ interface CommonBinding {
   probe(): RawProbe;
   listTree(anchorPid: number, groupId: number): RawMember[];
   countOpenFds(): number;
+  /** The start stamp of `pid` as a decimal string ("0": no such process; Windows: also one that exited). */
+  processStart(pid: number): string;
 }
 
 /**
@@ -60,8 +62,6 @@ export interface PosixBinding extends CommonBinding {
    * connection (-1 if the anchor closed it).
    */
   leaseRequest(endpoint: string, line: string, timeoutMs: number): { fd: number; received: string; fds: number[] };
-  /** The start stamp of `pid` as a decimal string ("0": no such process). */
-  processStart(pid: number): string;
   /** Reaps the anchor if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
   reapHelper(pid: number): { code: number; signal: number } | null;
   /** Signals the anchor while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */
@@ -84,6 +84,8 @@ export interface WindowsBinding extends CommonBinding {
   jobActive(handle: number): number;
   /** Closes the host's handle. */
   jobClose(handle: number): void;
+  /** Creates a directory whose DACL admits this user alone (protected, inherited inside); throws EEXIST if it exists. */
+  makePrivateDir(path: string): void;
 }
 
 /** The raw binding: which one is loaded is the platform's (`os` tells them apart). */

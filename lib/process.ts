@@ -15,7 +15,7 @@ import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
 import { checkLogStdio, planLaunch } from './launch.js';
-import { binding, helperPath, posixBinding } from './native.js';
+import { binding, helperPath } from './native.js';
 import { tierSpec } from './tiers.js';
 import { tierLimitSupport } from './capabilities.js';
 import { hasLimits, type Limits } from './limits.js';
@@ -37,8 +37,9 @@ import { markOwned } from './streams.js';
 import { privilegeDropFailed } from './credentials.js';
 import { signalName } from './signals.js';
 import { AdoptedAnchorChannel } from './anchor/adopted.js';
+import { WindowsAdoptedChannel } from './anchor/windows.js';
 import type { AnchorHandlers } from './anchor/channel.js';
-import { defaultLeaseLog, leaseDir, newLeaseId, newToken, removeRecord, writeRecord, type Adoption } from './lease.js';
+import { defaultLeaseLog, endpointOf, leaseDir, newLeaseId, newToken, removeRecord, writeRecord, type Adoption, type WindowsTreeAdoption } from './lease.js';
 
 /**
  * @internal What an owner (lib/registry.ts) adds to a spawn for its lease
@@ -55,7 +56,7 @@ export interface LeaseContext {
   /** Where a leased tree's default log goes. */
   logDir?: string | undefined;
 }
-type InternalOptions = SpawnOptions & { [LEASE_CONTEXT]?: LeaseContext; [ADOPTION]?: Adoption };
+type InternalOptions = SpawnOptions & { [LEASE_CONTEXT]?: LeaseContext; [ADOPTION]?: Adoption | WindowsTreeAdoption };
 
 /** Why the root ended; 'limit': a resource limit of the tree ended it (see `limit`). */
 export type Reason = 'exit' | 'signal' | 'canceled' | 'timeout' | 'limit';
@@ -312,6 +313,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
       this.startedAt = r.started;
       opts.cwd = r.cwd;
       opts.log = r.logPath ?? undefined;
+      // Windows: the adopter's record to remove when the anchor is gone (its
+      // anchor does not know the record; POSIX's removes its own).
+      if ('windows' in adoption) this.leaseRecord = { dir: leaseDir(), id: r.id };
     } else {
       this.lease = opts.lease;
       this.adoptionToken = opts.lease === undefined ? undefined : (context?.token ?? newToken());
@@ -321,7 +325,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     checkLogStdio(opts);
 
     let logFd: number | undefined;
-    if (opts.log !== undefined) {
+    // (Windows: an adopted tree's anchor keeps appending its relayed output to
+    // the log itself; the adopter writing it too would double every line.)
+    if (opts.log !== undefined && !(adoption && 'windows' in adoption)) {
       try {
         logFd = openSync(opts.log, 'a');
       } catch (cause) {
@@ -370,7 +376,10 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
     if (adoption) {
       this.tier = adoption.record.tier as Tier;
       outputs = { stdout: 'pipe', stderr: 'pipe' };
-      this.anchor = new AdoptedAnchorChannel(adoption, handlers, opts.grace);
+      this.anchor =
+        'windows' in adoption
+          ? new WindowsAdoptedChannel(adoption.windows, adoption.record.anchorPid, handlers, opts.grace)
+          : new AdoptedAnchorChannel(adoption, handlers, opts.grace);
     } else {
       // Shell mode: the shell runs the command string (lib/shell.ts).
       const launch = opts.shell === undefined ? { command, args } : shellLaunch(opts.shell, command, args);
@@ -384,7 +393,9 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         const limitPlan = this.limitsAsked && limitsFor(tier, this.limitsAsked, opts.containment);
         const limits = limitPlan?.send;
         this.limitsEnforced = limitPlan?.enforced ?? false;
-        const lease = opts.lease === undefined ? undefined : { ms: opts.lease, id: newLeaseId(), dir: process.platform === 'win32' ? undefined : leaseDir() };
+        // (Windows: the anchor takes no directory; the record goes there all the same.)
+        const recordDir = opts.lease === undefined ? undefined : leaseDir();
+        const lease = opts.lease === undefined ? undefined : { ms: opts.lease, id: newLeaseId(), dir: process.platform === 'win32' ? undefined : recordDir };
         const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor, log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits });
         this.tier = plan.tier;
         outputs = plan.outputs;
@@ -396,7 +407,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         this.anchor = new AnchorChannel(plan.anchor, handlers);
         if (lease && this.anchor.pid !== undefined) {
           this.leaseId = `${this.anchor.pid}-${lease.id}`;
-          if (lease.dir !== undefined) this.writeLeaseRecord(lease.dir, this.leaseId, context);
+          this.writeLeaseRecord(recordDir!, this.leaseId, context);
         }
       } catch (err) {
         if (logFd !== undefined) closeSync(logFd);
@@ -430,7 +441,7 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
 
   /**
    * The record a new host finds a leased tree by (lib/lease.ts), beside the
-   * endpoint the anchor makes (POSIX; the Windows record is not written yet).
+   * endpoint the anchor makes (POSIX: its socket there; Windows: its named pipe).
    */
   private writeLeaseRecord(dir: string, id: string, context: LeaseContext | undefined): void {
     const anchorPid = this.anchor.pid!;
@@ -439,8 +450,8 @@ export class ContainedProcess extends EventEmitter implements AsyncDisposable {
         version: 1,
         id,
         anchorPid,
-        anchorStart: posixBinding().processStart(anchorPid),
-        endpoint: join(dir, `${id}.sock`),
+        anchorStart: binding().processStart(anchorPid),
+        endpoint: endpointOf(dir, anchorPid, id),
         owner: context?.owner ?? null,
         kind: context?.kind ?? 'command',
         label: context?.label ?? [this.command, ...this.args].join(' '),

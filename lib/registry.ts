@@ -12,7 +12,17 @@ import { DEFAULT_GRACE_MS } from './defaults.js';
 import type { SpawnOptions } from './options.js';
 import { mergeLimits, parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { ADOPTION, ContainedProcess, LEASE_CONTEXT, type ContainedResult, type Leftover, type TreeState } from './process.js';
-import { isToken, leaseOption, listAdoptable, ownerToken, requestAdoption, type AdoptableTree } from './lease.js';
+import {
+  isToken,
+  leaseOption,
+  listAdoptable,
+  listAdoptableWindows,
+  ownerToken,
+  requestAdoption,
+  requestWindowsAdoption,
+  type AdoptableTree,
+  type LeaseRecord,
+} from './lease.js';
 
 export interface KindSpec {
   /** Whether a live tree of this kind counts as unfinished work (keeps hasLiveWork true). */
@@ -374,7 +384,7 @@ export class Registry extends EventEmitter {
    * endpoints (their anchor is gone) are removed on the way.
    */
   async adoptable(): Promise<AdoptableTree[]> {
-    return listAdoptable();
+    return process.platform === 'win32' ? listAdoptableWindows() : listAdoptable();
   }
 
   /**
@@ -389,18 +399,24 @@ export class Registry extends EventEmitter {
   async adopt(id: string, options: { token?: string } = {}): Promise<ContainedProcess> {
     if (typeof id !== 'string' || id.length === 0) throw errors.invalidArg('id', id, 'a tree id from adoptable()', 'ERR_INVALID_ARG_TYPE');
     let token = (options ?? {}).token;
-    const adoption = (() => {
-      if (token !== undefined && !isToken(token)) throw errors.adoptToken();
-      if (token === undefined) {
-        // The secret's token for the tree's owner (read from its record).
-        const owner = listAdoptable().find((t) => t.id === id)?.owner;
-        if (owner === undefined) throw errors.unknownLease(id);
-        token = owner === null ? undefined : this.tokenFor(owner);
-        if (token === undefined) throw errors.adoptToken();
-      }
-      // A kind this registry does not know is a typed error before the anchor is asked.
-      return requestAdoption(id, token, (record) => this.kind(record.kind));
-    })();
+    if (token !== undefined && !isToken(token)) throw errors.adoptToken();
+    // A kind this registry does not know is a typed error before the anchor is asked.
+    const check = (record: LeaseRecord) => void this.kind(record.kind);
+    const secretToken = (owner: string | null | undefined) => {
+      if (owner === undefined) throw errors.unknownLease(id);
+      const t = owner === null ? undefined : this.tokenFor(owner);
+      if (t === undefined) throw errors.adoptToken();
+      return t;
+    };
+    // POSIX asks the anchor synchronously; Windows connects to its named pipe (asynchronous).
+    const adoption =
+      process.platform === 'win32'
+        ? await requestWindowsAdoption(id, token ?? secretToken((await listAdoptableWindows()).find((t) => t.id === id)?.owner), check)
+        : (() => {
+            // The secret's token for the tree's owner (read from its record).
+            token ??= secretToken(listAdoptable().find((t) => t.id === id)?.owner);
+            return requestAdoption(id, token, check);
+          })();
     const r = adoption.record;
     const ownerId = r.owner ?? `adopted-${r.id}`;
     const owner = this.owners.get(ownerId) ?? this.createOwner(ownerId);

@@ -148,16 +148,6 @@ Napi::Value LeaseRequest(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// processStart(pid) -> the process's start stamp as a decimal string ("0": gone).
-Napi::Value ProcessStart(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) {
-    Napi::TypeError::New(env, "processStart(pid) takes a number").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  return Napi::String::New(env, std::to_string(cordon::start_time_of(info[0].As<Napi::Number>().Int64Value())));
-}
-
 // reapHelper(pid) -> null while it runs, else { code, signal } (-1 / 0 when
 // not applicable; both -1 when someone else reaped it).
 Napi::Value ReapHelper(const Napi::CallbackInfo& info) {
@@ -196,6 +186,17 @@ Napi::Value SignalHelper(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 #endif
+
+// processStart(pid) -> the process's start stamp as a decimal string ("0": gone).
+// (Windows: its creation time, a FILETIME; "0" also once it exited.)
+Napi::Value ProcessStart(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "processStart(pid) takes a number").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return Napi::String::New(env, std::to_string(cordon::start_time_of(info[0].As<Napi::Number>().Int64Value())));
+}
 
 // listTree(anchorPid, groupId): the live members as the OS sees them now.
 Napi::Value ListTree(const Napi::CallbackInfo& info) {
@@ -281,6 +282,18 @@ Napi::Value JobActive(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), n);
 }
 
+// makePrivateDir(path): a directory only this user may use (its DACL); throws EEXIST if it exists.
+Napi::Value MakePrivateDir(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "makePrivateDir(path) takes a string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int rc = cordon::make_private_dir(info[0].As<Napi::String>().Utf8Value());
+  if (rc < 0) return Fail(env, rc, "CreateDirectory");
+  return env.Undefined();
+}
+
 Napi::Value JobClose(const Napi::CallbackInfo& info) {
   if (!NumberArgs(info, 1, "jobClose(handle) takes a number")) return info.Env().Undefined();
   int rc = cordon::job_close(HandleArg(info, 0));
@@ -298,14 +311,15 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("reapHelper", Napi::Function::New(env, ReapHelper, "reapHelper"));
   exports.Set("signalHelper", Napi::Function::New(env, SignalHelper, "signalHelper"));
   exports.Set("leaseRequest", Napi::Function::New(env, LeaseRequest, "leaseRequest"));
-  exports.Set("processStart", Napi::Function::New(env, ProcessStart, "processStart"));
 #endif
+  exports.Set("processStart", Napi::Function::New(env, ProcessStart, "processStart"));
 #ifdef _WIN32
   exports.Set("jobCreate", Napi::Function::New(env, JobCreate, "jobCreate"));
   exports.Set("jobAttach", Napi::Function::New(env, JobAttach, "jobAttach"));
   exports.Set("jobTerminate", Napi::Function::New(env, JobTerminate, "jobTerminate"));
   exports.Set("jobActive", Napi::Function::New(env, JobActive, "jobActive"));
   exports.Set("jobClose", Napi::Function::New(env, JobClose, "jobClose"));
+  exports.Set("makePrivateDir", Napi::Function::New(env, MakePrivateDir, "makePrivateDir"));
 #endif
   return exports;
 }

@@ -244,6 +244,10 @@ int job_terminate(uint64_t handle, uint32_t exit_code);
 int job_active_count(uint64_t handle);
 // Close the host's handle (kill-on-close fires once no other handle is left).
 int job_close(uint64_t handle);
+// A leased tree's record directory (issue #17, lib/lease.ts): CreateDirectory
+// with a protected DACL of one ACE, the calling user's (inherited by what is
+// made in it). A negative errno (EEXIST: it exists already) on failure.
+int make_private_dir(const std::string& path_utf8);
 
 }  // namespace cordon
 

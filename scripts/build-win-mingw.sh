@@ -24,6 +24,6 @@ FLAGS=(-std=c++17 -O2 -Wall -Wextra -DUNICODE -D_UNICODE -D_WIN32_WINNT=0x0A00 -
   -DNAPI_VERSION=8 -DNAPI_DISABLE_CPP_EXCEPTIONS -DNODE_ADDON_API_DISABLE_DEPRECATED \
   -I"$HEADERS" -I"$ADDON_API" \
   native/binding.cc native/win/host.cc native/win/job_object.cc \
-  build-win/obj/libnode_api.a
+  build-win/obj/libnode_api.a -ladvapi32
 "$CXX" "${FLAGS[@]}" -o "$OUT/cordon-anchor.exe" native/win/anchor.cc native/win/lease.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32
 echo "built $OUT/cordon.node and $OUT/cordon-anchor.exe"

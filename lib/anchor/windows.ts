@@ -20,6 +20,7 @@
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { connect, Socket } from 'node:net';
 import { dirname } from 'node:path';
+import type { Readable } from 'node:stream';
 import { debug } from '../debug.js';
 import { CordonError } from '../errors.js';
 import { windowsBinding } from '../native.js';
@@ -72,6 +73,7 @@ export class WindowsAnchorChannel extends AnchorChannel {
     super(on, spec.exitGrace);
     if (spec.lease) checkLease(spec.lease);
     this.lease = spec.lease;
+    this.leased = spec.lease !== undefined;
     const leaseArgs = spec.lease ? ['--lease', String(spec.lease.ms), '--lease-id', spec.lease.id] : [];
     if (spec.lease?.logPath !== undefined) leaseArgs.push('--log', spec.lease.logPath);
     const b = windowsBinding();
@@ -261,6 +263,12 @@ export async function leaseInfo(endpoint: string, timeoutMs = 10000): Promise<Le
   return { leaseLeftMs: left < 0 ? null : left, rootRunning: m[2] === '1' };
 }
 
+/** ERR_CORDON_ADOPT_DENIED, with the anchor's word for why (`why`: token, attached, hello, stream, busy, ...). */
+function refused(message: string, endpoint: string, why: string): CordonError & { why: string } {
+  const err = new CordonError(message, { code: 'ERR_CORDON_ADOPT_DENIED', path: endpoint });
+  return Object.assign(err, { why });
+}
+
 /** A granted adoption: the connection (now the tree's control channel) and the tree's log. */
 export interface Adoption {
   socket: Socket;
@@ -289,7 +297,7 @@ export async function connectAdoptionEndpoint(endpoint: string, token: string, t
   if (denied) {
     socket.destroy();
     const why = denied[1] === 'attached' ? 'another host has adopted it' : denied[1] === 'token' ? 'the token is not this tree\'s' : denied[1]!;
-    throw new CordonError(`Adoption refused by the tree's anchor: ${why}.`, { code: 'ERR_CORDON_ADOPT_DENIED', path: endpoint });
+    throw refused(`Adoption refused by the tree's anchor: ${why}.`, endpoint, denied[1]!);
   }
   const adopted = /^ADOPTED (.+) ([01]) ([01])$/.exec(line);
   if (!adopted) {
@@ -318,10 +326,7 @@ export async function connectAdoptionOutput(endpoint: string, token: string, fd:
   const line = await firstLine(socket, timeoutMs, endpoint);
   if (line !== `OUTPUT ${fd}`) {
     socket.destroy();
-    throw new CordonError(`The tree's anchor refused its output stream ${fd} (${line}): adopt the tree first.`, {
-      code: 'ERR_CORDON_ADOPT_DENIED',
-      path: endpoint,
-    });
+    throw refused(`The tree's anchor refused its output stream ${fd} (${line}): adopt the tree first.`, endpoint, /^DENIED (\S+)$/.exec(line)?.[1] ?? line);
   }
   return socket;
 }
@@ -362,12 +367,13 @@ export class WindowsAdoptedChannel extends AnchorChannel {
 
   /** `adoption`: connectAdoptionEndpoint()'s, or adoptWindowsTree()'s with the output streams. */
   constructor(
-    adoption: Adoption & { stdout?: Socket | null; stderr?: Socket | null },
+    adoption: Adoption & { stdout?: Readable | null; stderr?: Readable | null },
     anchorPid: number,
     on: AnchorHandlers,
     exitGrace: number,
   ) {
     super(on, exitGrace);
+    this.leased = true;
     const socket = adoption.socket;
     this.child = {
       pid: anchorPid,

@@ -1280,6 +1280,10 @@ class Anchor {
     if (GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_pid_)) return true;
     if (!leased() || !root_ || root_exited_) return false;
     DWORD err = GetLastError();
+    // Wine 8 has no CTRL_BREAK at all, and there the console switch below
+    // cost the anchor its life (seen in test/win/adopt.test.mjs: it vanished
+    // right after the forced stop, before QUIET): not tried there.
+    if (win::under_wine()) return false;
     FreeConsole();
     if (!AttachConsole(root_pid_)) {
       SetLastError(err);

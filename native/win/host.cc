@@ -137,6 +137,39 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return alive;
 }
 
+uint64_t start_time_of(int64_t pid) {
+  HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid));
+  if (!h) return 0;
+  uint64_t stamp = 0;
+  FILETIME created, exited, kernel, user;
+  // An exited process whose handle someone still holds is gone all the same.
+  if (WaitForSingleObject(h, 0) == WAIT_TIMEOUT && GetProcessTimes(h, &created, &exited, &kernel, &user)) {
+    stamp = (static_cast<uint64_t>(created.dwHighDateTime) << 32) | created.dwLowDateTime;
+  }
+  CloseHandle(h);
+  return stamp;
+}
+
+int make_private_dir(const std::string& path) {
+  std::vector<unsigned char> sid;
+  if (!win::own_sid(sid)) return -win::errno_from(GetLastError() ? GetLastError() : ERROR_ACCESS_DENIED);
+  // One ACE, the user's, inherited by what is made inside; protected, so
+  // nothing of the parent's DACL (Administrators, SYSTEM) comes in.
+  DWORD acl_size = sizeof(ACL) + sizeof(ACCESS_ALLOWED_ACE) + static_cast<DWORD>(sid.size());
+  std::vector<unsigned char> acl_buf(acl_size);
+  PACL acl = reinterpret_cast<PACL>(acl_buf.data());
+  SECURITY_DESCRIPTOR sd;
+  if (!InitializeAcl(acl, acl_size, ACL_REVISION) ||
+      !AddAccessAllowedAceEx(acl, ACL_REVISION, OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE, FILE_ALL_ACCESS, sid.data()) ||
+      !InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION) || !SetSecurityDescriptorDacl(&sd, TRUE, acl, FALSE) ||
+      !SetSecurityDescriptorControl(&sd, SE_DACL_PROTECTED, SE_DACL_PROTECTED)) {
+    return -win::errno_from(GetLastError());
+  }
+  SECURITY_ATTRIBUTES sa = {sizeof sa, &sd, FALSE};
+  if (!CreateDirectoryW(win::wide(path).c_str(), &sa)) return -win::errno_from(GetLastError());
+  return 0;
+}
+
 int count_open_fds() {
   DWORD count = 0;
   if (!GetProcessHandleCount(GetCurrentProcess(), &count)) return -win::errno_from(GetLastError());

@@ -61,6 +61,21 @@ std::wstring wide(const std::string& s) {
   return out;
 }
 
+bool own_sid(std::vector<unsigned char>& sid) {
+  HANDLE token = nullptr;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) return false;
+  DWORD n = 0;
+  GetTokenInformation(token, TokenUser, nullptr, 0, &n);
+  std::vector<unsigned char> buf(n ? n : 1);
+  bool ok = n && GetTokenInformation(token, TokenUser, buf.data(), n, &n);
+  CloseHandle(token);
+  if (!ok) return false;
+  PSID user = reinterpret_cast<TOKEN_USER*>(buf.data())->User.Sid;
+  if (!IsValidSid(user)) return false;
+  sid.assign(static_cast<unsigned char*>(user), static_cast<unsigned char*>(user) + GetLengthSid(user));
+  return true;
+}
+
 BOOL set_tree_limits(HANDLE job) {
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION info;
   ZeroMemory(&info, sizeof info);

@@ -16,26 +16,6 @@
 namespace cordon {
 namespace win {
 
-namespace {
-
-// The token user's SID, copied into `sid` (sized by the call).
-bool own_sid(std::vector<unsigned char>& sid) {
-  HANDLE token = nullptr;
-  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) return false;
-  DWORD n = 0;
-  GetTokenInformation(token, TokenUser, nullptr, 0, &n);
-  std::vector<unsigned char> buf(n ? n : 1);
-  bool ok = n && GetTokenInformation(token, TokenUser, buf.data(), n, &n);
-  CloseHandle(token);
-  if (!ok) return false;
-  PSID user = reinterpret_cast<TOKEN_USER*>(buf.data())->User.Sid;
-  if (!IsValidSid(user)) return false;
-  sid.assign(static_cast<unsigned char*>(user), static_cast<unsigned char*>(user) + GetLengthSid(user));
-  return true;
-}
-
-}  // namespace
-
 HANDLE create_lease_pipe(const std::wstring& name, bool first, DWORD& err) {
   err = 0;
   std::vector<unsigned char> sid;

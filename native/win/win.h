@@ -26,6 +26,9 @@ int errno_from(DWORD error);
 std::string utf8(const std::wstring& w);
 std::wstring wide(const std::string& s);
 
+// The SID of this process's token user, copied into `sid` (sized by the call).
+bool own_sid(std::vector<unsigned char>& sid);
+
 // The limits every tree's job carries: the tree dies when the last handle to
 // the job closes, and no member may break away (CREATE_BREAKAWAY_FROM_JOB and
 // silent breakaway both fail).

@@ -164,6 +164,34 @@ export async function hardKill(pid, token) {
   return `kill -9 from Linux (${answer})`;
 }
 
+/** test-bin/pipe-dacl.exe (test only, built by .ci/windows.sh from fixtures/pipe-dacl.cc). */
+export const daclExe = join(pkgDir, 'test-bin', 'pipe-dacl.exe');
+export const noDaclExe = !existsSync(daclExe) && 'pipe-dacl.exe is built by .ci/windows.sh (mingw-w64); not present here';
+
+/**
+ * Reads a DACL from outside with pipe-dacl.exe (`args`: a pipe name, or
+ * --dir and a directory) and asserts it admits this user alone: protected
+ * (nothing inherited), one ACCESS_ALLOWED ACE, this user's SID. (Whether
+ * another user is refused cannot be seen under Wine, which runs one user.)
+ */
+export async function assertUserOnlyDacl(ctx, t, args) {
+  const probe = spawnChild(daclExe, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.add(probe.pid);
+  let out = '';
+  let err = '';
+  probe.stdout.on('data', (d) => (out += d));
+  probe.stderr.on('data', (d) => (err += d));
+  const code = await within(new Promise((resolve) => probe.on('close', resolve)), 20000, 'pipe-dacl.exe', [probe.pid]);
+  ctx.diagnostic(out.trim().replace(/\r?\n/g, ' | '));
+  assert.equal(code, 0, err);
+  const aces = out.split(/\r?\n/).filter((l) => l.startsWith('ACE '));
+  assert.equal(aces.length, 1, `one ACE: ${out}`);
+  const [, type, , , mine] = aces[0].split(' ');
+  assert.equal(type, '0', 'an ACCESS_ALLOWED ACE');
+  assert.equal(mine, '1', "for this user's SID");
+  assert.match(out, /^PROTECTED 1\r?$/m, 'nothing inherited');
+}
+
 /** The anchor helper as the package has it. */
 export const anchorExe = join(pkgDir, 'build', 'Release', 'cordon-anchor.exe');
 
