@@ -79,27 +79,38 @@ describe('killSignal', () => {
   });
 });
 
+/**
+ * READS_Q with a hook that writes "q" (counting its calls and the pids it saw);
+ * `stopAt` says when terminate() is asked: once the root printed its pid, or
+ * right after spawn().
+ */
+async function quitsOnQ(tag: string, env: NodeJS.ProcessEnv, stopAt: 'started' | 'spawned') {
+  const hook = { calls: 0, pids: [] as (number | undefined)[] };
+  const proc = spawn('sh', READS_Q, {
+    env,
+    stdio: ['pipe', 'pipe', 'ignore'],
+    stop: (p) => {
+      hook.calls++;
+      hook.pids.push(p.pid);
+      p.stdin!.write('q\n');
+    },
+  });
+  const out = stopAt === 'started' ? await started(proc, tag) : capture(proc.stdout);
+  await within(proc.terminate({ grace: 10_000 }), 15_000, 'terminate', tag);
+  const result = await within(proc.result, 5_000, 'the result', tag);
+  expect(hook.calls).toBe(1);
+  expect(hook.pids[0], 'the hook sees the running root').toBeGreaterThan(0);
+  expect(out.text).toContain('bye q\n');
+  expect(out.text).not.toContain('got TERM');
+  expect(result.exitCode).toBe(0);
+  return out;
+}
+
 describe('the stop hook', () => {
   it('is asked first: the root exits on "q" without any signal; the rest of the tree is still ended', async () => {
     const t = useTag();
-    let calls = 0;
-    const proc = spawn('sh', READS_Q, {
-      env: t.env,
-      stdio: ['pipe', 'pipe', 'ignore'],
-      stop: (p) => {
-        calls++;
-        p.stdin!.write('q\n');
-      },
-    });
-    const out = await started(proc, t.tag);
-    const { child } = out.pids();
-    await within(proc.terminate({ grace: 10_000 }), 15_000, 'terminate', t.tag);
-    const result = await within(proc.result, 5_000, 'the result', t.tag);
-    expect(calls).toBe(1);
-    expect(out.text).toContain('bye q\n');
-    expect(out.text).not.toContain('got TERM');
-    expect(result.exitCode).toBe(0);
-    expect(alive(child!)).toBe(false);
+    const out = await quitsOnQ(t.tag, t.env, 'started');
+    expect(alive(out.pids().child!)).toBe(false);
     await waitGone(t, 5_000);
   });
 
@@ -107,24 +118,7 @@ describe('the stop hook', () => {
     // terminate() right after spawn(): the anchor has not reported the root yet
     // (under emulation its output can even arrive before that report).
     const t = useTag();
-    let calls = 0;
-    const proc = spawn('sh', READS_Q, {
-      env: t.env,
-      stdio: ['pipe', 'pipe', 'ignore'],
-      stop: (p) => {
-        calls++;
-        expect(p.pid, 'the hook sees the running root').toBeGreaterThan(0);
-        p.stdin!.write('q\n');
-      },
-    });
-    const out = capture(proc.stdout);
-    const stopped = proc.terminate({ grace: 10_000 });
-    await within(stopped, 15_000, 'terminate', t.tag);
-    const result = await within(proc.result, 5_000, 'the result', t.tag);
-    expect(calls).toBe(1);
-    expect(out.text).toContain('bye q\n');
-    expect(out.text).not.toContain('got TERM');
-    expect(result.exitCode).toBe(0);
+    await quitsOnQ(t.tag, t.env, 'spawned');
     await waitGone(t, 5_000);
   });
 
