@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureDist, startCli, startHost, type Host } from './helpers/host.js';
 import { alive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
-import { watchdog } from './helpers/time.js';
+import { TIME_SCALE, watchdog } from './helpers/time.js';
 import { treeCgroupDirs } from './helpers/cgroup.js';
 import { Registry, run, spawn } from '../lib/index.js';
 import { itWhere } from './helpers/tier.js';
@@ -168,7 +168,11 @@ describe('leases and adoption (issue #17)', () => {
   it('an adopter that dies too restarts the lease clock from the full lease', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
-    const lease = 2000;
+    // The test's own choice of lease, long enough for an adoption to happen
+    // well inside it: scaled under emulation, where the adopter's JavaScript
+    // runs several times slower (the bounds below are the product's: a
+    // lease's clock never ends early, whatever its length).
+    const lease = 3000 * TIME_SCALE;
     const l = await spawnLeased(env, lease, 300);
     const members = treePids(l);
     // The adopter is started (and waits) before the host dies: on a loaded
