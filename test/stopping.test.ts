@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { spawn, type ContainedProcess } from '../lib/index.js';
 import { killSignalOption } from '../lib/stopping.js';
 import { capture } from './helpers/fixtures.js';
-import { alive, useTag, waitGone, within } from './helpers/procs.js';
+import { alive, cmdline, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 
 /** A root that reports each of INT, HUP and TERM on stdout and exits 0; with a background child. */
 const REPORTS = [
@@ -21,6 +21,12 @@ const READS_Q = ['-c', 'trap "echo got TERM; exit 0" TERM; sleep 300 & echo "PID
 async function started(proc: ContainedProcess, tag: string) {
   const out = capture(proc.stdout);
   await within(out.until(/PID root \d+/), 10_000, 'the root to start', tag);
+  // A barrier: the background child has exec'd sleep. A signal that reaches
+  // it between fork and exec runs the root's inherited trap (a pending trap
+  // that dash forgets at the exec), and sleep then outlives the polite signal
+  // until the forced kill: shell semantics, not cordon's (seen in CI).
+  const child = out.pids().child!;
+  await waitFor(() => cmdline(child) === 'sleep 300', { timeout: 10_000, what: 'the child to exec sleep', tag });
   return out;
 }
 
