@@ -42,7 +42,7 @@ export interface CgroupLimitsPrepared {
   outcome: 'enabled' | 'already-delegated';
   /** The host's cgroup (absolute path): the trees' cgroups are made in it, beside the leaf. */
   cgroup: string;
-  /** The leaf the host's processes are in (absolute path), or null where none was needed (the root cgroup, or already delegated). */
+  /** The leaf the host's processes are in (absolute path), or null where there is none (nothing had to move: the root cgroup, or one already delegated). */
   leaf: string | null;
   /** The pids this call moved into the leaf (the host's own among them where it was not in the leaf yet). */
   moved: number[];

@@ -75,6 +75,14 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(plan.enable).toEqual(['memory', 'pids', 'cpu']);
   });
 
+  it('carried out in the root cgroup: the controllers are written to cgroup.subtree_control as the kernel takes them, nothing moves', () => {
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'pids', procs: [1, 2] });
+    const done = applyCgroupLeaf(planCgroupLeaf(dir));
+    expect(done).toEqual({ outcome: 'enabled', cgroup: dir, leaf: null, moved: [], enabled: ['memory', 'cpu'], alreadyEnabled: ['pids'] });
+    expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8')).toBe('+memory +cpu');
+    expect(existsSync(`${dir}/cordon-host`), 'no leaf in the root cgroup').toBe(false);
+  });
+
   it('already delegated: the answer says so, and nothing is written', () => {
     const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'cpu memory pids', procs: [], type: 'domain' });
     const before = snapshot(dir);
