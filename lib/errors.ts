@@ -30,6 +30,7 @@ export type CordonErrorCode =
   | 'ERR_CORDON_CWD_LOOKUP'
   | 'ERR_CORDON_BAD_COMMAND_NAME'
   | 'ERR_CORDON_STREAM_IN_USE'
+  | 'ERR_CORDON_CGROUP_LEAF'
   | (string & {});
 
 export interface CordonErrorOptions {
@@ -113,8 +114,9 @@ export function invalidArg(
 //
 // Still built elsewhere (files owned by other parts of the code): the anchor
 // anchor's spawn failure (anchor.ts), the addon and anchor checks (native.ts),
-// tier availability (capabilities.ts), duration parsing (duration.ts) and
-// command lookup (resolve.ts).
+// tier availability (capabilities.ts), duration parsing (duration.ts),
+// command lookup (resolve.ts) and prepareCgroupLimits()'s refusals
+// (cgroup-leaf.ts, which carry a reason and pids).
 // ---------------------------------------------------------------------------
 
 /** Limits asked for under 'strict' that this host's tier cannot enforce. */

@@ -5,6 +5,8 @@ export type { LinesFrom } from './lines.js';
 export { run } from './run.js';
 export type { RunOptions, RunResult } from './run.js';
 export { capabilities } from './capabilities.js';
+export { prepareCgroupLimits } from './cgroup-leaf.js';
+export type { CgroupController, CgroupLeafError, CgroupLeafRefusal, CgroupLimitsPrepared, PrepareCgroupLimitsOptions } from './cgroup-leaf.js';
 export type { Capabilities, Coverage, Guarantees, EscapeeCatch } from './capabilities.js';
 export { CordonError, isCordonError } from './errors.js';
 export type { CordonErrorCode } from './errors.js';

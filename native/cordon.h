@@ -56,7 +56,8 @@ bool cgroup_available();
 
 // Linux, the cgroup tier: a new cgroup v2 directory for one tree, below the
 // calling process's own cgroup (which must be writable: a delegated cgroup, or
-// root's), named `prefix` plus a random suffix (retried on EEXIST); empty tree
+// root's; when that is the "cordon-host" leaf prepareCgroupLimits() moved the
+// host into, below the host's cgroup that holds the leaf, beside it), named `prefix` plus a random suffix (retried on EEXIST); empty tree
 // cgroups left there by anchors that are gone are removed first. `path` gets its absolute path, `dir_fd` an O_PATH|O_DIRECTORY fd on
 // it (for clone3's CLONE_INTO_CGROUP), `kill_fd` its cgroup.kill opened for
 // writing (-1 before Linux 5.14).

@@ -81,10 +81,16 @@ function readOr(path: string, fallback: string): string {
 
 let support: LimitSupport | undefined;
 
+/** The next limitSupport() probes again (after prepareCgroupLimits() enabled controllers). */
+export function forgetLimitSupport(): void {
+  support = undefined;
+}
+
 /**
- * Probed once, as the anchor will find it (native/posix/cgroup_limits.cc):
- * a controller enabled in this process's v2 cgroup's cgroup.subtree_control
- * (its trees' cgroups are made below it), else a v1 hierarchy of the
+ * Probed once (again after forgetLimitSupport()), as the anchor will find it
+ * (native/posix/cgroup_limits.cc): a controller enabled in this process's v2
+ * cgroup's cgroup.subtree_control (its trees' cgroups are made below it; in
+ * the "cordon-host" leaf, the cgroup that holds the leaf's), else a v1 hierarchy of the
  * controller mounted from its root whose cgroup of this process is writable.
  */
 export function limitSupport(): LimitSupport {
@@ -96,7 +102,9 @@ export function limitSupport(): LimitSupport {
   const v2Rel = own.find((l) => l.startsWith('0::'))?.slice(3);
   if (v2 !== undefined && v2Rel !== undefined) {
     const [, , , root, point] = v2.split(' ');
-    if (root === '/' && point) delegated = readOr(`${point}${v2Rel === '/' ? '' : v2Rel}/cgroup.subtree_control`, '').trim().split(/\s+/);
+    // In the leaf prepareCgroupLimits() moved the host into, the trees are made beside it (cgroup_create).
+    const rel = v2Rel.endsWith('/cordon-host') ? v2Rel.slice(0, -'/cordon-host'.length) : v2Rel;
+    if (root === '/' && point) delegated = readOr(`${point}${rel === '/' ? '' : rel}/cgroup.subtree_control`, '').trim().split(/\s+/);
   }
   const v1 = (controller: string): boolean => {
     const mount = mountinfo.find((l) => {

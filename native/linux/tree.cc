@@ -281,6 +281,22 @@ int own_cgroup_dir(std::string& out) {
   return 0;
 }
 
+// Where this process's trees get their cgroups: its own cgroup, or, when it
+// runs in the leaf prepareCgroupLimits() moves a host into (lib/cgroup-leaf.ts:
+// "<the host's cgroup>/cordon-host"), the host's cgroup that holds that leaf.
+// The leaf must stay a leaf: with controllers enabled for its children a v2
+// cgroup may hold no process ("no internal processes"), so the trees are the
+// leaf's siblings, under the controllers the host's cgroup enabled.
+int tree_parent_dir(std::string& out) {
+  int rc = own_cgroup_dir(out);
+  if (rc < 0) return rc;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  static const char kLeaf[] = "/cordon-host";
+  const size_t n = sizeof kLeaf - 1;
+  if (out.size() > n && out.compare(out.size() - n, n, kLeaf) == 0) out.resize(out.size() - n);
+  return 0;
+}
+
 }  // namespace
 
 int probe(Probe& out) {
@@ -302,7 +318,7 @@ bool cgroup_available() {
   // The cgroup tier needs clone3's CLONE_INTO_CGROUP (5.7) and cgroup.kill
   // (5.14, which the host's fallback when the anchor dies relies on).
   std::string own;
-  return kernel_at_least(5, 14) && own_cgroup_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
+  return kernel_at_least(5, 14) && tree_parent_dir(own) == 0 && access(own.c_str(), W_OK) == 0;
 }
 
 namespace {
@@ -371,7 +387,7 @@ void sweep_stale_cgroups(const std::string& dir) { sweep_stale(dir); }
 
 int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd) {
   std::string own;
-  int rc = own_cgroup_dir(own);
+  int rc = tree_parent_dir(own);
   if (rc < 0) return rc;
   if (own.back() == '/') own.pop_back();
   sweep_stale(own);

@@ -4,10 +4,11 @@
 // Per controller, where the kernel lets the anchor use it:
 // - cgroup v2: in the tree's own cgroup, when the controller is enabled in
 //   the anchor's cgroup's cgroup.subtree_control (delegated to it). The
-//   command is born there (clone3), so the limits hold before it runs. cordon
-//   never enables a controller itself: the v2 "no internal processes" rule
-//   would need the host moved out of its own cgroup first, which is the
-//   operator's decision (docs/contract.md, "Resource limits").
+//   command is born there (clone3), so the limits hold before it runs. The
+//   anchor never enables a controller itself: the v2 "no internal processes"
+//   rule needs the host moved out of its own cgroup first, which happens only
+//   when the host asks for it (prepareCgroupLimits, lib/cgroup-leaf.ts; the
+//   tree's cgroup is then made beside the host's leaf: cgroup_create).
 // - cgroup v1 (hybrid hosts): a cgroup of the tree's own in that controller's
 //   hierarchy, below the anchor's own cgroup there (so the tree stays under
 //   every limit its host is under). The command's child joins it between

@@ -1,0 +1,271 @@
+// CONTRACT C12, the cgroup v2 "no internal processes" rule: only when asked,
+// by prepareCgroupLimits({ moveHost: true }), every process of the host's
+// cgroup moves into the leaf `cordon-host` and the controllers are enabled in
+// the host's cgroup; the trees' cgroups are made beside the leaf; where it
+// cannot apply it refuses, typed, before changing anything.
+//
+// The decision is tested against real files in a temporary directory laid
+// out as a cgroup's (cgroup.controllers, cgroup.subtree_control,
+// cgroup.procs, cgroup.type), checking afterwards that nothing was written.
+// The real move runs a host fixture alone in a cgroup of its own (so the test
+// runner itself is never moved) where this process's cgroup already enables
+// the pids controller for its children; elsewhere it is skipped, naming why.
+import { spawn as spawnChild } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { prepareCgroupLimits } from '../lib/index.js';
+import { hostCgroupDir, planCgroupLeaf, applyCgroupLeaf, type CgroupLeafError } from '../lib/cgroup-leaf.js';
+import { cgroupMount, cgroupOf, cgroupWritable } from './helpers/cgroup.js';
+import { ensureDist } from './helpers/host.js';
+import { capture, fixture, repoRoot } from './helpers/fixtures.js';
+import { sleep, useTag, within } from './helpers/procs.js';
+import { itWhere } from './helpers/tier.js';
+import { watchdog } from './helpers/time.js';
+
+/** A directory laid out as a cgroup v2 directory's files; `type` undefined: the root cgroup (it has no cgroup.type). */
+function fakeCgroup(files: { controllers?: string; subtree?: string; procs?: number[]; type?: string }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cordon-fake-cgroup-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  if (files.controllers !== undefined) writeFileSync(`${dir}/cgroup.controllers`, `${files.controllers}\n`);
+  writeFileSync(`${dir}/cgroup.subtree_control`, `${files.subtree ?? ''}\n`);
+  writeFileSync(`${dir}/cgroup.procs`, (files.procs ?? []).map((p) => `${p}\n`).join(''));
+  if (files.type !== undefined) writeFileSync(`${dir}/cgroup.type`, `${files.type}\n`);
+  return dir;
+}
+
+/** Every file of a fake cgroup with its content: compared before and after, to see that nothing was written. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir)) out[name] = statSync(`${dir}/${name}`).isDirectory() ? '<dir>' : readFileSync(`${dir}/${name}`, 'utf8');
+  return out;
+}
+
+function refusal(fn: () => unknown): CgroupLeafError {
+  try {
+    fn();
+  } catch (err) {
+    return err as CgroupLeafError;
+  }
+  throw new Error('expected a refusal, got none');
+}
+
+describe('C12: the host moved into a leaf of its cgroup, only when asked', () => {
+  it('a cgroup with processes and the controllers given but not enabled: every process moves into cordon-host, then the controllers are enabled', () => {
+    const dir = fakeCgroup({ controllers: 'cpuset cpu io memory pids', subtree: '', procs: [4242, 4243, 77], type: 'domain' });
+    const before = snapshot(dir);
+    const plan = planCgroupLeaf(dir);
+    expect(plan).toEqual({ cgroup: dir, leaf: `${dir}/cordon-host`, move: true, procs: [4242, 4243, 77], enable: ['memory', 'pids', 'cpu'], alreadyEnabled: [] });
+    expect(snapshot(dir), 'planning writes nothing').toEqual(before);
+  });
+
+  it('some controllers enabled already: only the others are enabled', () => {
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'pids', procs: [], type: 'domain' });
+    const plan = planCgroupLeaf(dir);
+    expect(plan.enable).toEqual(['memory', 'cpu']);
+    expect(plan.alreadyEnabled).toEqual(['pids']);
+    expect(plan.move, 'an empty cgroup has nothing to move').toBe(false);
+  });
+
+  it('the root cgroup (no cgroup.type): the rule does not bind it, so nothing moves', () => {
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [1, 2, 3] });
+    const plan = planCgroupLeaf(dir);
+    expect(plan.move).toBe(false);
+    expect(plan.enable).toEqual(['memory', 'pids', 'cpu']);
+  });
+
+  it('carried out in the root cgroup: the controllers are written to cgroup.subtree_control as the kernel takes them, nothing moves', () => {
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'pids', procs: [1, 2] });
+    const done = applyCgroupLeaf(planCgroupLeaf(dir));
+    expect(done).toEqual({ outcome: 'enabled', cgroup: dir, leaf: null, moved: [], enabled: ['memory', 'cpu'], alreadyEnabled: ['pids'] });
+    expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8')).toBe('+memory +cpu');
+    expect(existsSync(`${dir}/cordon-host`), 'no leaf in the root cgroup').toBe(false);
+  });
+
+  it('already delegated: the answer says so, and nothing is written', () => {
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'cpu memory pids', procs: [], type: 'domain' });
+    const before = snapshot(dir);
+    const done = applyCgroupLeaf(planCgroupLeaf(dir));
+    expect(done).toEqual({ outcome: 'already-delegated', cgroup: dir, leaf: null, moved: [], enabled: [], alreadyEnabled: ['memory', 'pids', 'cpu'] });
+    expect(snapshot(dir)).toEqual(before);
+  });
+
+  it('a controller the cgroup is not given (as on this machine: cgroup2 with hugetlb only): a typed refusal naming it, nothing changed', () => {
+    const dir = fakeCgroup({ controllers: 'hugetlb', subtree: '', procs: [4242], type: 'domain' });
+    const before = snapshot(dir);
+    const err = refusal(() => planCgroupLeaf(dir));
+    expect(err).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'controllers-unavailable', stage: 'input', path: dir, pids: [] });
+    expect(err.message).toMatch(/memory, pids, cpu controllers/);
+    expect(err.message).toMatch(/lists: hugetlb/);
+    expect(snapshot(dir)).toEqual(before);
+  });
+
+  it('not a cgroup v2 directory, or a threaded cgroup: typed refusals', () => {
+    const plain = fakeCgroup({ subtree: '', procs: [] });
+    expect(refusal(() => planCgroupLeaf(plain))).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'no-cgroup-v2' });
+    const threaded = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [4242], type: 'threaded' });
+    const before = snapshot(threaded);
+    expect(refusal(() => planCgroupLeaf(threaded))).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'not-domain' });
+    expect(snapshot(threaded)).toEqual(before);
+  });
+
+  it('processes the kernel will not move are refused by pid, and the controllers stay off', () => {
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [4242, 4243], type: 'domain' });
+    // The leaf's cgroup.procs a directory: every write to it fails (EISDIR), as a kernel's EPERM would.
+    mkdirSync(`${dir}/cordon-host/cgroup.procs`, { recursive: true });
+    const err = refusal(() => applyCgroupLeaf(planCgroupLeaf(dir)));
+    expect(err).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'unmovable', pids: [4242, 4243] });
+    expect(err.message).toMatch(/4242 \(EISDIR\), 4243 \(EISDIR\)/);
+    expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8').trim(), 'no controller enabled').toBe('');
+  });
+
+  it('never implicit: moveHost must be true, and the controllers are checked, before anything is read', () => {
+    for (const options of [undefined, {}, { moveHost: false }, { moveHost: 'yes' }]) {
+      expect(refusal(() => prepareCgroupLimits(options as never)), JSON.stringify(options)).toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', stage: 'input' });
+    }
+    for (const controllers of [[], ['io'], 'pids']) {
+      expect(refusal(() => prepareCgroupLimits({ moveHost: true, controllers: controllers as never }))).toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', stage: 'input' });
+    }
+  });
+
+  // Called for real only where it is bound to refuse: elsewhere it would move this test runner.
+  const host = process.platform === 'linux' ? hostCgroupDir() : null;
+  let expected: string | undefined = process.platform !== 'linux' ? 'not-linux' : host === null ? 'no-cgroup-v2' : undefined;
+  if (host !== null) {
+    try {
+      planCgroupLeaf(host);
+    } catch (err) {
+      expected = (err as CgroupLeafError).reason;
+    }
+  }
+  itWhere(
+    expected !== undefined,
+    "on this host it refuses, typed, and this process's cgroup is unchanged",
+    `this host's cgroup ${host} can be prepared (or already is): calling it would move this test runner, which this test never does`,
+    () => {
+      const cgroupBefore = readFileSync('/proc/self/cgroup', 'utf8');
+      const subtreeBefore = host === null ? '' : readFileSync(`${host}/cgroup.subtree_control`, 'utf8');
+      expect(refusal(() => prepareCgroupLimits({ moveHost: true }))).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: expected });
+      expect(readFileSync('/proc/self/cgroup', 'utf8')).toBe(cgroupBefore);
+      if (host !== null) {
+        expect(readFileSync(`${host}/cgroup.subtree_control`, 'utf8')).toBe(subtreeBefore);
+        expect(existsSync(`${host}/cordon-host`), 'no leaf made').toBe(false);
+      }
+    },
+  );
+});
+
+/**
+ * Where the real move can run without moving the test runner: this process's
+ * v2 cgroup enables pids for its children (so a cgroup made below it is given
+ * pids, and a host alone in it can be moved into its leaf), and it is
+ * writable. Otherwise the reason, in words.
+ */
+function realMove(): { parent: string; controllers: string[] } | string {
+  if (process.platform !== 'linux') return `cgroups are Linux's (this is ${process.platform})`;
+  const mount = cgroupMount();
+  const own = cgroupOf('self');
+  if (!mount || !own) return 'this machine has no cgroup v2 mount';
+  const parent = own === '/' ? mount : mount + own;
+  const given = readFileSync(`${parent}/cgroup.controllers`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  if (!given.includes('pids')) {
+    return `this machine mounts cgroup2 without controllers for this process (cgroup.controllers of ${parent} lists: ${given.join(' ') || 'none'}): there is no v2 controller to enable, so the move and a v2-enforced limit cannot run here`;
+  }
+  const enabled = readFileSync(`${parent}/cgroup.subtree_control`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  if (!enabled.includes('pids')) {
+    return `pids is given to this test runner's cgroup ${parent} but not enabled for its children: a cgroup of the host's own with pids would need the test runner moved out of ${parent}, which this test never does`;
+  }
+  if (!cgroupWritable()) return `this process's cgroup ${parent} is not writable (or the kernel is older than 5.14)`;
+  return { parent, controllers: ['memory', 'pids', 'cpu'].filter((c) => enabled.includes(c)) };
+}
+
+const real = realMove();
+
+describe('C12: the real move, in a cgroup of the host fixture alone', () => {
+  itWhere(
+    typeof real !== 'string',
+    "the host fixture's cgroup: every process in cordon-host, pids enabled, a tree beside the leaf stopped at processes: 20",
+    typeof real === 'string' ? real : '',
+    async () => {
+      const { parent, controllers } = real as Exclude<typeof real, string>;
+      await ensureDist();
+      const dir = `${parent}/cordon-leaf-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+      // Registered before the tag's cleanup, so it runs after it (hooks run as a stack): once
+      // every tagged process is SIGKILLed by pid, the fixture's cgroups go, bottom-up, bounded.
+      onTestFinished(async () => {
+        const removeAll = (d: string) => {
+          for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) removeAll(`${d}/${e.name}`);
+          rmdirSync(d);
+        };
+        for (const deadline = Date.now() + 5000; existsSync(dir); ) {
+          try {
+            removeAll(dir);
+          } catch (err) {
+            if (Date.now() > deadline) throw new Error(`the test cgroup ${dir} could not be removed: ${(err as Error).message}`);
+            await sleep(50);
+          }
+        }
+      });
+      const t = useTag();
+      mkdirSync(dir);
+      expect(readFileSync(`${dir}/cgroup.controllers`, 'utf8')).toMatch(/\bpids\b/);
+      const host = spawnChild('sh', ['-c', 'echo $$ > "$1/cgroup.procs" && exec "$2" "$3" "$4"', 'sh', dir, process.execPath, fixture('leaf-host.mjs'), controllers.join(',')], {
+        env: t.env,
+        cwd: repoRoot,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      const out = capture(host.stdout);
+      const err = capture(host.stderr);
+      const line = async (word: string) => {
+        const text = await out.until(new RegExp(`^(${word}|REFUSED) .*$`, 'm'), watchdog(20_000)).catch((e: Error) => {
+          throw new Error(`${e.message}\nstdout:\n${out.text}\nstderr:\n${err.text}`);
+        });
+        const m = new RegExp(`^(${word}|REFUSED) (.*)$`, 'm').exec(text)!;
+        if (m[1] === 'REFUSED') throw new Error(`prepareCgroupLimits refused: ${m[2]}`);
+        return JSON.parse(m[2]!);
+      };
+      const before = await line('CAPS_BEFORE');
+      const prepared = await line('PREPARED');
+      const leaf = `${dir}/cordon-host`;
+      expect(prepared).toMatchObject({ outcome: 'enabled', cgroup: dir, leaf, enabled: controllers });
+      expect(prepared.moved).toContain(host.pid);
+      // Observed from outside: the host is in the leaf, the controllers are on in its cgroup, and the leaf is a leaf.
+      expect(cgroupOf(host.pid!)).toBe(`${own()}/${dir.split('/').pop()}/cordon-host`);
+      expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8').trim().split(/\s+/).sort()).toEqual([...controllers].sort());
+      expect(readFileSync(`${leaf}/cgroup.subtree_control`, 'utf8').trim()).toBe('');
+      // capabilities() saw the change (its probe is forgotten after the move).
+      const after = await line('CAPS_AFTER');
+      expect(before.notes.join(' ')).not.toMatch(/processes in the tree's cgroup \(v2/);
+      expect(after.notes.join(' ')).toMatch(/processes in the tree's cgroup \(v2, delegated\)/);
+      // The tree's cgroup is the leaf's sibling, under the host's cgroup, with the limit set.
+      const root: number = await within(line('PID root'), watchdog(20_000), 'the fork loop to start', t.tag);
+      const treeRel = cgroupOf(root);
+      const tree = `${cgroupMount()}${treeRel}`;
+      expect(tree.slice(0, tree.lastIndexOf('/')), 'the tree is made beside the leaf, never inside it').toBe(dir);
+      expect(tree.split('/').pop()).toMatch(/^cordon-\d+-[0-9a-f]+$/);
+      expect(readFileSync(`${tree}/pids.max`, 'utf8').trim()).toBe('20');
+      expect(readdirSync(leaf, { withFileTypes: true }).filter((e) => e.isDirectory()), 'nothing below the leaf').toEqual([]);
+      // Counted from outside: the tagged processes at once (the tree, its anchor and the host fixture).
+      let most = 0;
+      const count = setInterval(() => (most = Math.max(most, t.procs().length)), 5);
+      host.stdin!.write('go\n');
+      let result;
+      try {
+        result = await line('RESULT');
+      } finally {
+        clearInterval(count);
+      }
+      expect(result).toMatchObject({ reason: 'limit', limit: 'processes', limits: { applied: true, hit: ['processes'] } });
+      expect(most, 'tagged processes at once: 20 in the tree, the anchor, the host').toBeLessThanOrEqual(22);
+      expect(most, 'the loop did reach the limit').toBeGreaterThanOrEqual(15);
+      const exited = new Promise((resolve) => host.once('exit', resolve));
+      if (host.exitCode === null) await within(exited, watchdog(10_000), 'the host fixture to exit', t.tag);
+    },
+  );
+});
+
+function own(): string {
+  const rel = cgroupOf('self')!;
+  return rel === '/' ? '' : rel;
+}
