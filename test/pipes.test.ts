@@ -14,6 +14,8 @@ describe("another tree's stream as stdio", () => {
     const a = spawn('sh', ['-c', 'echo "PID a $$"; exec sleep 300'], { env: t.env, stdio: ['pipe', 'pipe', 'pipe'] });
     const out = capture(a.stdout);
     await within(out.until(/PID a \d+/), 10_000, 'a to start', t.tag);
+    // (Its output can come before the anchor's report of it, under emulation: a.pid is known from here.)
+    await within(a.started, 10_000, 'a to be reported running', t.tag);
     for (const stdio of [[a.stdout, 'pipe', 'pipe'], ['pipe', a.stdin, 'pipe'], ['pipe', 'pipe', a.stderr]] as const) {
       expect(() => spawn('sh', ['-c', 'echo "PID b $$"; cat'], { env: t.env, stdio: [...stdio] as never })).toThrow(
         expect.objectContaining({ code: 'ERR_CORDON_STREAM_IN_USE', stage: 'input', message: expect.stringMatching(/a\.pipe\(b\)/) }),
