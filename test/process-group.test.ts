@@ -116,7 +116,7 @@ describe('process-group tier', () => {
       const proc = spawn('sh', ['-c', script], { env: t.env, tier });
       const out = capture(proc.stdout);
       await out.until(/^READY$/m, 20_000);
-      const group = readStat(proc.pid!)!.pgid;
+      const group = readStat(await proc.started)!.pgid;
       const pids = await expectDaemons(t, names, group);
       await within(proc.terminate({ grace: 2000 }), 10_000, 'terminate() to resolve', t.tag);
       expect(describeProcs(t.procs()), 'alive after terminate() resolved').toBe('(none)');
@@ -161,7 +161,7 @@ describe('process-group tier', () => {
       const proc = spawn('sh', ['-c', script], { env: t.env, tier });
       const out = capture(proc.stdout);
       await out.until(/^READY$/m, 20_000);
-      const [scrubbed, marked] = await expectDaemons(t, ['sleep 303', 'sleep 304'], readStat(proc.pid!)!.pgid);
+      const [scrubbed, marked] = await expectDaemons(t, ['sleep 303', 'sleep 304'], readStat(await proc.started)!.pgid);
       t.notPromised(scrubbed!);
       await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
       expect(alive(marked!), 'the marked daemon').toBe(false);
@@ -211,7 +211,7 @@ describe('process-group tier', () => {
       const tokens = /^INNER (\S+)$/m.exec(out.text)![1]!.split(':');
       expect(tokens).toHaveLength(2);
       expect(tokens[0]!.startsWith(`${proc.anchorPid}.`), tokens.join(':')).toBe(true);
-      const [daemon] = await expectDaemons(t, ['sleep 306'], readStat(proc.pid!)!.pgid);
+      const [daemon] = await expectDaemons(t, ['sleep 306'], readStat(await proc.started)!.pgid);
       // kill(): the outer anchor SIGKILLs the inner host and the inner anchor
       // at once, so the inner anchor ends nothing: only the outer tree's token
       // in the daemon's environment finds it.
