@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "ADOPT", "INFO", "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "DONE", "ADOPT", "INFO", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -244,6 +244,8 @@ Command parse_command(const std::string& line, int teardown_grace_ms, bool expec
     c.arg = line.substr(6);
   } else if (line == "INFO") {
     c.verb = Verb::kInfo;
+  } else if (line == "DONE") {
+    c.verb = Verb::kDone;
   } else {
     trace("unknown control line ignored: \"%s\"", line.c_str());
   }

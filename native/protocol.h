@@ -22,6 +22,7 @@
 //   RELEASED                        no member holds the captured stdout/stderr
 //   STUCK <pid> ...                 members survived the forced kill for kStuckReportMs (cleanup failure)
 //   QUIET                           every member is gone and reaped (the tree is quiescent); the anchor exits
+//                                   (a leased tree's: once the host said DONE)
 //   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY, with --memory, --max-processes or
 //                                   --cpu-quota) what the kernel enforces on the tree (0: that limit is
 //                                   not); how: v2, v1, v1+v2, job (Windows: the tree's Job Object; what
@@ -45,6 +46,10 @@
 //   LEASE <ms> <token>              --lease: the first line (Windows: after JOB). The token (32 hex
 //                                   chars) an adopter must present; <ms> the lease. Only the first
 //                                   LEASE counts.
+//   DONE                            a leased tree's host has read QUIET: it has the result, and the
+//                                   anchor exits. Until DONE a quiescent leased anchor holds the
+//                                   result: EOF before it (the host died with the result unread)
+//                                   starts the lease clock, and the result waits for an adopter.
 // Lines over kMaxControlLine bytes and unknown lines are discarded (traced).
 // EOF on the control channel (the host is gone) = TERM <teardown grace>, except
 // under a lease: then the lease clock starts (the full <ms>), the anchor drains
@@ -68,7 +73,8 @@
 //                                   which the connection is the control channel (its EOF: the
 //                                   lease clock starts again from the full lease).
 // A tree that became quiescent with no host attached waits, until the lease
-// runs out, for an adopter to take its replay (QUIET last), then exits. The
+// runs out, for an adopter to take its replay (QUIET last) and say DONE, then
+// exits; so does one whose host died between QUIET and DONE. The
 // anchor removes its endpoint and <id>.json beside it when it exits.
 // <cmd> is escaped (escape()); every other word is a number or a name without spaces.
 //
@@ -112,6 +118,7 @@ enum class Verb {
   kKill,
   kJob,
   kLease,
+  kDone,
   // adopter -> anchor (the endpoint)
   kAdopt,
   kInfo,
@@ -173,7 +180,7 @@ class LineReader {
 };
 
 struct Command {
-  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kAdopt, kInfo or kUnknown
+  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kDone, kAdopt, kInfo or kUnknown
   int grace_ms = 0;            // kTerm, kKill: the grace to terminate with; kLease: the lease
   std::string arg;             // kJob: the handle value as the host wrote it; kLease, kAdopt: the token
 };

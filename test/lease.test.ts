@@ -15,6 +15,7 @@ import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureDist, startCli, startHost, type Host } from './helpers/host.js';
 import { alive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { TIME_SCALE, watchdog } from './helpers/time.js';
+import { pollUntil } from './helpers/common.mjs';
 import { treeCgroupDirs } from './helpers/cgroup.js';
 import { Registry, run, spawn } from '../lib/index.js';
 import { itWhere } from './helpers/tier.js';
@@ -79,6 +80,25 @@ function treePids(l: Leased): number[] {
 async function cgroupRemoved(l: Leased): Promise<void> {
   const mine = (d: string) => d.includes(`/cordon-${l.pids['tree.anchor']}-`);
   await waitFor(() => !treeCgroupDirs().some(mine), { timeout: 2000, what: `the tree's cgroup to be removed (${treeCgroupDirs().filter(mine).join(', ')})` });
+}
+
+/** registry.adoptable() over the test's private runtime directory, asked by the test process itself. */
+async function adoptableIn(env: NodeJS.ProcessEnv) {
+  const saved = process.env.XDG_RUNTIME_DIR;
+  process.env.XDG_RUNTIME_DIR = env.XDG_RUNTIME_DIR;
+  try {
+    return await new Registry().adoptable();
+  } finally {
+    if (saved === undefined) delete process.env.XDG_RUNTIME_DIR;
+    else process.env.XDG_RUNTIME_DIR = saved;
+  }
+}
+
+/** A root that prints READY, waits for the test to create $XDG_RUNTIME_DIR/go, prints done and exits 7. */
+const GATED_EXIT_7 = 'echo READY; while [ ! -e "$XDG_RUNTIME_DIR/go" ]; do sleep 0.05; done; echo done; exit 7';
+
+function openGate(env: NodeJS.ProcessEnv): void {
+  writeFileSync(join(env.XDG_RUNTIME_DIR!, 'go'), '');
 }
 
 function result(host: Host): any {
@@ -243,12 +263,15 @@ describe('leases and adoption (issue #17)', () => {
   it("a root that exited while no host was attached gives its exit code to the adopter; hasLiveWork and events follow the adopted tree", async () => {
     const t = useTag();
     const { env } = useRuntime(t);
-    // kind 'job' is unfinished work in the fixture's registry.
-    const l = await spawnLeased(env, 60_000, 500, 'echo READY; sleep 0.5; echo done; exit 7', 'bob', 'job');
+    // kind 'job' is unfinished work in the fixture's registry. The root
+    // exits once the host is gone (the gate), not after a time that a slow
+    // host could outlast.
+    const l = await spawnLeased(env, 60_000, 500, GATED_EXIT_7, 'bob', 'job');
     await killHost(l.host, t);
-    await sleep(1200);
-    expect(alive(l.pids['tree.root']!), 'the root exited while detached').toBe(false);
-    expect(readFileSync(l.log, 'utf8')).toContain('done');
+    openGate(env);
+    const root = l.pids['tree.root']!;
+    await waitFor(() => !alive(root), { timeout: watchdog(10_000), what: 'the root to exit while detached', tag: t.tag, pids: [root] });
+    await waitFor(() => readFileSync(l.log, 'utf8').includes('done'), { timeout: watchdog(10_000), what: "the root's last line in the log" });
     // Adopted with the owner's id and the registry's secret (owner.adopt()).
     const a = adopter(env, l.id, 'secret', 'result');
     const exit = await within(a.exited, watchdog(15_000), 'the adopter to exit', t.tag);
@@ -258,6 +281,36 @@ describe('leases and adoption (issue #17)', () => {
     expect(a.out.text).toMatch(/^EVENT settled bob job$/m);
     const livework = [...a.out.text.matchAll(/^LIVEWORK (\w+)$/gm)].map((m) => m[1]);
     expect(livework[livework.length - 1]).toBe('false');
+    await waitGone(t, 2000);
+  });
+
+  it("a result the host never read (it died between the root's exit and reading it) is held for an adopter", async () => {
+    const t = useTag();
+    const { env } = useRuntime(t);
+    const l = await spawnLeased(env, 60_000, 500, GATED_EXIT_7, 'dana', 'job');
+    // The host stops reading the anchor for good, as one about to die.
+    l.host.child.stdin!.write('block\n');
+    await l.host.out.until(/^BLOCKED$/m, watchdog(10_000));
+    openGate(env);
+    const root = l.pids['tree.root']!;
+    await waitFor(() => !alive(root), { timeout: watchdog(10_000), what: 'the root to exit', tag: t.tag, pids: [root] });
+    // The tree is quiescent and its result sent to an attached host that
+    // has not read it: the anchor holds it (listed, root not running, no
+    // lease clock yet) instead of exiting.
+    let listed: Awaited<ReturnType<typeof adoptableIn>> = [];
+    const held = await pollUntil(async () => {
+      listed = await adoptableIn(env);
+      return listed.some((e) => e.id === l.id && !e.rootRunning);
+    }, watchdog(10_000), 50);
+    expect(held, `the quiescent tree stays listed; listed: ${JSON.stringify(listed)}; anchor alive: ${alive(l.pids['tree.anchor']!)}`).toBe(true);
+    expect(listed.find((e) => e.id === l.id)?.leaseLeftMs, 'the host is still attached').toBeNull();
+    await killHost(l.host, t);
+    const a = adopter(env, l.id, l.token, 'result');
+    const exit = await within(a.exited, watchdog(15_000), 'the adopter to exit', t.tag);
+    expect(exit.code, a.out.text + a.err.text).toBe(0);
+    expect(result(a)?.exitCode, a.out.text).toBe(7);
+    // The adopter said it has the result: the anchor exits.
+    await waitFor(() => !alive(l.pids['tree.anchor']!), { timeout: watchdog(5000), what: 'the anchor to exit once the adopter has the result', tag: t.tag });
     await waitGone(t, 2000);
   });
 

@@ -285,7 +285,11 @@ export abstract class AnchorChannel {
       case 'stuck':
         return on.stuck(event.pids);
       case 'quiescent':
-        return on.quiet();
+        on.quiet();
+        // A leased anchor holds the result until the host says it has it
+        // (a host that dies before this leaves it to an adopter).
+        if (this.leased) this.send(encodeCommand({ type: 'done' }));
+        return;
       case 'limits': {
         const { type: _, ...limits } = event;
         return on.limits(limits);

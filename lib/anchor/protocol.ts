@@ -72,7 +72,9 @@ export type HostCommand =
   /** Windows, the first line: the tree's Job Object's handle value in the anchor (0: none). */
   | { type: 'job'; handle: number }
   /** A leased tree: the lease and the adoption token (the first line; Windows: after JOB). */
-  | { type: 'lease'; ms: number; token: string };
+  | { type: 'lease'; ms: number; token: string }
+  /** A leased tree: the host has read QUIET (it has the result); the anchor may exit. */
+  | { type: 'done' };
 
 /** The anchors escape a command line's backslash, LF and CR (`\\`, `\n`, `\r`). */
 function unescape(s: string): string {
@@ -174,5 +176,7 @@ export function encodeCommand(command: HostCommand): string {
       return `JOB ${command.handle}\n`;
     case 'lease':
       return `LEASE ${command.ms} ${command.token}\n`;
+    case 'done':
+      return 'DONE\n';
   }
 }

@@ -488,6 +488,7 @@ class Anchor : public anchor::TierHost {
     for (auto& line : lines) {
       auto c = protocol::parse_command(line, opts_.grace_ms, false);
       if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) start_terminate(c.grace_ms);
+      if (c.verb == protocol::Verb::kDone && root_exited_) done_ = true;
       if (c.verb == protocol::Verb::kLease && leased() && token_.empty()) {
         token_ = c.arg;
         trace("lease token set (%d ms)", c.grace_ms);
@@ -503,9 +504,8 @@ class Anchor : public anchor::TierHost {
         send(tier_->usage_report());  // before the tier lets go of what measures it
         tier_->release();
         send(protocol::quiescent());
-        // Under a lease with no host attached: the result waits for an
-        // adopter until the lease runs out.
-        if (leased() && detached_ && !lease_over_) wait_for_adopter();
+        // Under a lease the result is held until a host has it.
+        if (leased() && !lease_over_) hold_result();
         return;
       }
       check_lease();
@@ -642,25 +642,32 @@ class Anchor : public anchor::TierHost {
     return std::string();
   }
 
-  // Quiescent with no host attached: the replay waits for an adopter (QUIET
-  // last) until the lease runs out, or SIGTERM.
-  void wait_for_adopter() {
-    trace("quiescent while detached: waiting for an adopter");
-    while (detached_ && !sigterm_) {
-      int64_t left = lease_deadline_ - now_ms();
-      if (left <= 0) {
+  // Quiescent under a lease: the result (the replay, QUIET last) is held
+  // until a host says DONE, which it does once it has read QUIET. A host that
+  // dies before that (its EOF) leaves it to an adopter, as does one that was
+  // gone already: the lease clock runs while none is attached, and its end,
+  // or SIGTERM, ends the wait.
+  void hold_result() {
+    trace(detached_ ? "quiescent while detached: waiting for an adopter" : "quiescent: holding the result until the host has it");
+    while (!done_ && !sigterm_) {
+      if (detached_ && now_ms() >= lease_deadline_) {
         trace("lease over while quiescent");
         return;
       }
       std::vector<pollfd> fds;
       fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
+      int control = control_open_ ? static_cast<int>(fds.size()) : -1;
+      if (control_open_) fds.push_back(pollfd{control_fd_, POLLIN, 0});
+      size_t lease_from = fds.size();
       add_lease_pollfds(fds);
-      int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), static_cast<int>(left > 60000 ? 60000 : left));
+      int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), lease_wait(-1));
       if (rc < 0 && errno != EINTR) return;
       if (rc <= 0) continue;
       if (fds[0].revents & POLLIN) read_signals();
-      handle_lease(std::vector<pollfd>(fds.begin() + 1, fds.end()));
+      if (control >= 0 && (fds[control].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
+      handle_lease(std::vector<pollfd>(fds.begin() + static_cast<long>(lease_from), fds.end()));
     }
+    if (done_) trace("the host has the result");
   }
 
   Options opts_;
@@ -684,6 +691,7 @@ class Anchor : public anchor::TierHost {
   bool lease_over_ = false;
   bool sigterm_ = false;
   bool detached_ = false;  // the host's EOF came under a lease: no host attached
+  bool done_ = false;      // the host said DONE: it has the result
   std::vector<std::string> sent_;
   int64_t root_exited_at_ = 0;
   std::vector<FileId> watched_;

@@ -1198,6 +1198,8 @@ class Anchor {
         trace("job handle %s from the host", c.arg.c_str());
       } else if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) {
         start_terminate(c.grace_ms);
+      } else if (c.verb == protocol::Verb::kDone && quiet_sent_) {
+        done_ = true;
       }
     }
     start_read();
@@ -1321,8 +1323,13 @@ class Anchor {
           send_usage();
           send(protocol::quiescent());
         }
-        // A leased tree's result waits for an adopter until the lease ends.
-        if (!leased() || attached_ || lease_over_) return;
+        // A leased tree's result is held until a host has it (DONE): an
+        // adopter's, if the host is gone (or dies before DONE), until the
+        // lease ends.
+        if (!leased() || !lease_received_ || lease_over_ || done_) {
+          if (done_) trace("the host has the result");
+          return;
+        }
       }
       if (leased() && !attached_ && !lease_over_ && now_ms() >= lease_deadline_) lease_expired();
       if (client_ && now_ms() >= client_->deadline) {
@@ -1447,6 +1454,7 @@ class Anchor {
   std::string token_;              // the adoption token (LEASE line)
   bool lease_received_ = false;
   bool attached_ = true;           // a host holds the control channel
+  bool done_ = false;              // the host said DONE after QUIET: it has the result
   bool lease_over_ = false;        // the lease ran out: no adoption any more
   bool channel_shared_ = false;    // control_ == out_ (an adopter's connection)
   int64_t lease_deadline_ = 0;     // while no host is attached

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { alive, assertUserOnlyDacl, fixtures, hardKill, join, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
 const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseEndpoint, leaseInfo, WindowsAdoptedChannel, WindowsAnchorChannel } = await import(
@@ -20,13 +20,13 @@ const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseE
 const hex = (bytes) => randomBytes(bytes).toString('hex');
 
 /** A host (fixtures/lease-host.mjs) with one leased tree; its pids, endpoint and token once READY. */
-async function leasedTree(t, leaseMs, treeArgs = ['--detached', '2'], env = {}) {
+async function leasedTree(t, leaseMs, treeArgs = ['--detached', '2'], env = {}, stdin = 'ignore') {
   const token = hex(16);
   const id = hex(8);
   const kill = `lease-host-${hex(6)}`;
   const host = spawnChild(process.execPath, [join(fixtures, 'lease-host.mjs'), String(leaseMs), token, id, kill, ...treeArgs], {
     env: { ...process.env, CORDON_PKG: pkgDir, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: [stdin, 'pipe', 'inherit'],
   });
   t.add(host.pid);
   let endpoint;
@@ -239,6 +239,38 @@ test('lease: a root that exited while no host was attached: the adopter gets its
   assert.deepEqual(a.events[1].slice(1), [0, null], 'the root exited 0');
   assert.ok(a.events.some(([e, pid]) => e === 'left' && pid === h.pids['tree.gc0']), 'the grandchild is a leftover');
   await endThroughAdopter(a, all);
+});
+
+test('lease: a result the host never read (it stopped reading, then was killed) is held for an adopter', async (ctx) => {
+  const t = track(ctx);
+  const gate = join(t.tmp(), 'go');
+  // The root exits 7 once the gate exists; no member outlives it.
+  const h = await leasedTree(t, 60000, ['--gate', gate, '--fail', '7'], { CORDON_TEST_LEASE_BLOCK: '1' }, 'pipe');
+  const blocked = new Promise((resolve) => h.host.stdout.on('data', (d) => String(d).includes('BLOCKED') && resolve()));
+  h.host.stdin.write('block\n');
+  await within(blocked, 10000, 'the host to stop reading', [h.host.pid]);
+  writeFileSync(gate, '');
+  await waitGone([h.pids['tree.root']], 10000);
+  // Quiescent, its result sent to a host that has not read it: the anchor
+  // holds it (INFO answers, root not running, host attached) instead of exiting.
+  let info;
+  await waitFor(
+    async () => {
+      info = await leaseInfo(h.endpoint).catch(() => undefined);
+      return info?.rootRunning === false;
+    },
+    10000,
+    `the quiescent anchor to hold the result (anchor alive: ${alive(h.anchor)})`,
+  );
+  assert.equal(info.leaseLeftMs, null, 'the host is still attached');
+  await killHost(ctx, h);
+  const a = await within(adopt(h), 10000, 'the adoption', [h.anchor]);
+  // The adopter read QUIET and said DONE: the anchor exits.
+  await within(a.gone, 20000, 'the anchor to exit once the adopter has the result', [h.anchor]);
+  const exit = a.events.find(([e]) => e === 'rootExit');
+  assert.deepEqual(exit?.slice(1), [7, null], JSON.stringify(a.events));
+  assert.ok(a.events.some(([e]) => e === 'quiet'), JSON.stringify(a.events));
+  await waitGone([h.anchor], 5000);
 });
 
 test('lease: output with no host attached goes to the log; after adoption it streams to the adopter', async (ctx) => {
