@@ -351,8 +351,9 @@ async function psCommand(argv: string[]): Promise<number> {
   }
   const rows = [['ID', 'OWNER', 'KIND', 'ROOT', 'LEASE LEFT', 'STARTED', 'LABEL']];
   for (const t of trees) {
-    const left = t.leaseLeftMs === null ? 'attached' : formatDuration(t.leaseLeftMs);
-    rows.push([t.id, t.owner ?? '-', t.kind, t.rootRunning ? 'running' : 'exited', left, new Date(t.started).toISOString(), t.label]);
+    const left = !t.answered ? 'no answer' : t.leaseLeftMs === null ? 'attached' : formatDuration(t.leaseLeftMs);
+    const root = t.rootRunning === null ? 'unknown' : t.rootRunning ? 'running' : 'exited';
+    rows.push([t.id, t.owner ?? '-', t.kind, root, left, new Date(t.started).toISOString(), t.label]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) process.stdout.write(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ') + '\n');

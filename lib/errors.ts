@@ -483,6 +483,13 @@ export function unknownLease(id: string, cause?: unknown): CordonError {
   return err;
 }
 
+export function anchorNotAnswering(id: string, anchorPid: number, ms: number, cause: unknown): CordonError {
+  return new CordonError(
+    `The anchor of leased tree ${id} (pid ${anchorPid}) is alive but did not answer within ${ms} ms (it is stopped, or the machine is overloaded); nothing was adopted: try again.`,
+    { code: 'ERR_CORDON_TIMEOUT', cause },
+  );
+}
+
 export function adoptToken(): CordonError {
   return registryError('adopt(id, { token }) takes the tree\'s adoption token (32 hex characters), or a Registry with a `secret`.', 'ERR_INVALID_ARG_VALUE');
 }

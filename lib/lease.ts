@@ -44,10 +44,17 @@ export interface LeaseRecord {
 
 /** One tree `registry.adoptable()` lists: its record, less the anchor's identity, plus what the anchor says now. */
 export type AdoptableTree = Pick<LeaseRecord, 'id' | 'owner' | 'kind' | 'label' | 'command' | 'args' | 'cwd' | 'logPath' | 'started' | 'tier'> & {
-  /** Milliseconds until the tree is terminated; null while a host is attached (the lease clock is not running). */
+  /**
+   * Whether the anchor answered (INFO, within 5 s). false: it is alive (the
+   * same process, by pid and start time) but said nothing in time: stopped,
+   * or the machine is overloaded. Then leaseLeftMs and rootRunning are null:
+   * unknown, not guessed.
+   */
+  answered: boolean;
+  /** Milliseconds until the tree is terminated; null while a host is attached (the lease clock is not running), or when the anchor did not answer. */
   leaseLeftMs: number | null;
-  /** Whether the root still runs (false: its result waits for the adopter). */
-  rootRunning: boolean;
+  /** Whether the root still runs (false: its result waits for the adopter); null when the anchor did not answer. */
+  rootRunning: boolean | null;
 };
 
 /** The `lease` option: milliseconds, or a duration string ('30s', '10m', '1h'). undefined or 0: no lease. */
@@ -214,7 +221,8 @@ function liveRecords(dir: string): LeaseRecord[] {
   return out;
 }
 
-function listed(record: LeaseRecord, answer: { leftMs: number; rootRunning: boolean }): AdoptableTree {
+/** `answer` undefined: the anchor is alive but did not answer. */
+function listed(record: LeaseRecord, answer: { leftMs: number; rootRunning: boolean } | undefined): AdoptableTree {
   return {
     id: record.id,
     owner: record.owner,
@@ -225,8 +233,9 @@ function listed(record: LeaseRecord, answer: { leftMs: number; rootRunning: bool
     cwd: record.cwd,
     logPath: record.logPath,
     started: record.started,
-    leaseLeftMs: answer.leftMs < 0 ? null : answer.leftMs,
-    rootRunning: answer.rootRunning,
+    answered: answer !== undefined,
+    leaseLeftMs: answer === undefined || answer.leftMs < 0 ? null : answer.leftMs,
+    rootRunning: answer === undefined ? null : answer.rootRunning,
     tier: record.tier,
   };
 }
@@ -235,10 +244,13 @@ function listed(record: LeaseRecord, answer: { leftMs: number; rootRunning: bool
 export function listAdoptable(): AdoptableTree[] {
   if (process.platform === 'win32') return [];
   const out: AdoptableTree[] = [];
-  for (const record of liveRecords(leaseDir())) {
+  const dir = leaseDir();
+  for (const record of liveRecords(dir)) {
     const answer = info(record);
-    if (!answer) continue; // alive but not answering (ending, or stopped): not adoptable now
-    out.push(listed(record, answer));
+    // Not answering: listed as such if the anchor is still that process
+    // (stopped, or too slow), dropped if it has just exited.
+    if (answer || anchorAlive(record)) out.push(listed(record, answer));
+    else removeStale(dir, record.id);
   }
   return out.sort((a, b) => a.started - b.started);
 }
@@ -257,10 +269,16 @@ export async function listAdoptableWindows(): Promise<AdoptableTree[]> {
       out.push(listed(record, { leftMs: answer.leaseLeftMs ?? -1, rootRunning: answer.rootRunning }));
     } catch (err) {
       debug('lease %s: INFO failed: %s', record.id, (err as Error).message);
-      if ((err as errors.CordonError).code === 'ERR_CORDON_UNKNOWN_TREE') removeStale(dir, record.id);
+      if ((err as errors.CordonError).code === 'ERR_CORDON_UNKNOWN_TREE' || !anchorAlive(record)) removeStale(dir, record.id);
+      else out.push(listed(record, undefined));
     }
   }
   return out.sort((a, b) => a.started - b.started);
+}
+
+/** The owner a live leased tree's record names (null: none); ERR_CORDON_UNKNOWN_TREE when there is no such live tree. */
+export function leaseOwner(id: string): string | null {
+  return liveRecord(id).owner;
 }
 
 /** What a successful ADOPT hands over. */
@@ -300,6 +318,7 @@ export function requestAdoption(id: string, token: string, check: (record: Lease
   try {
     r = posixBinding().leaseRequest(record.endpoint, `ADOPT ${token}\n`, REQUEST_TIMEOUT_MS);
   } catch (cause) {
+    if (anchorAlive(record)) throw errors.anchorNotAnswering(id, record.anchorPid, REQUEST_TIMEOUT_MS, cause);
     throw errors.unknownLease(id, cause);
   }
   const nl = r.received.indexOf('\n');
@@ -366,6 +385,7 @@ export async function requestWindowsAdoption(id: string, token: string, check: (
       Object.defineProperty(denied, 'cause', { value: cause });
       throw denied;
     }
+    if (anchorAlive(record)) throw errors.anchorNotAnswering(id, record.anchorPid, REQUEST_TIMEOUT_MS, cause);
     throw errors.unknownLease(id, cause);
   }
 }

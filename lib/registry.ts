@@ -15,6 +15,7 @@ import { ADOPTION, ContainedProcess, LEASE_CONTEXT, type ContainedResult, type L
 import {
   isToken,
   leaseOption,
+  leaseOwner,
   listAdoptable,
   listAdoptableWindows,
   ownerToken,
@@ -173,7 +174,9 @@ export class Owner {
   /**
    * issue #17: adopts every adoptable tree of this owner (leased trees whose
    * host is gone), with the registry's `secret`. Resolves with the adopted
-   * processes; a tree another host adopted first is left out.
+   * processes; a tree another host adopted first is left out, and so is
+   * one whose anchor did not answer in time (adoptable() lists it with
+   * `answered: false`; registry.adopt() of it is ERR_CORDON_TIMEOUT).
    */
   async adopt(): Promise<ContainedProcess[]> {
     this.assertUsable();
@@ -185,7 +188,8 @@ export class Owner {
       try {
         out.push(await this.registry.adopt(tree.id, { token }));
       } catch (err) {
-        if ((err as errors.CordonError).code !== 'ERR_CORDON_ADOPT_DENIED' && (err as errors.CordonError).code !== 'ERR_CORDON_UNKNOWN_TREE') throw err;
+        const code = (err as errors.CordonError).code;
+        if (code !== 'ERR_CORDON_ADOPT_DENIED' && code !== 'ERR_CORDON_UNKNOWN_TREE' && code !== 'ERR_CORDON_TIMEOUT') throw err;
         debug('owner %s: tree %s not adopted: %s', this.id, tree.id, (err as Error).message);
       }
     }
@@ -411,10 +415,10 @@ export class Registry extends EventEmitter {
     // POSIX asks the anchor synchronously; Windows connects to its named pipe (asynchronous).
     const adoption =
       process.platform === 'win32'
-        ? await requestWindowsAdoption(id, token ?? secretToken((await listAdoptableWindows()).find((t) => t.id === id)?.owner), check)
+        ? await requestWindowsAdoption(id, token ?? secretToken(leaseOwner(id)), check)
         : (() => {
             // The secret's token for the tree's owner (read from its record).
-            token ??= secretToken(listAdoptable().find((t) => t.id === id)?.owner);
+            token ??= secretToken(leaseOwner(id));
             return requestAdoption(id, token, check);
           })();
     const r = adoption.record;

@@ -241,6 +241,37 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  it('an anchor that is alive but does not answer (stopped) is listed as such, not dropped; adopting it is ERR_CORDON_TIMEOUT; resumed, it is adopted', async () => {
+    const t = useTag();
+    const { env } = useRuntime(t);
+    const l = await spawnLeased(env, 60_000, 500);
+    await killHost(l.host, t);
+    const anchor = l.pids['tree.anchor']!;
+    // The test's own fixture's anchor, by the pid it printed: resumed by the
+    // test's cleanup whatever happens, before the tag's SIGKILL.
+    onTestFinished(() => {
+      try {
+        process.kill(anchor, 'SIGCONT');
+      } catch {}
+    });
+    process.kill(anchor, 'SIGSTOP');
+    const listed = (await adoptableIn(env)).find((e) => e.id === l.id);
+    expect(listed, 'a live anchor that does not answer is still listed').toMatchObject({ id: l.id, owner: 'alice', answered: false, rootRunning: null, leaseLeftMs: null });
+    const saved = process.env.XDG_RUNTIME_DIR;
+    onTestFinished(() => {
+      if (saved === undefined) delete process.env.XDG_RUNTIME_DIR;
+      else process.env.XDG_RUNTIME_DIR = saved;
+    });
+    process.env.XDG_RUNTIME_DIR = env.XDG_RUNTIME_DIR;
+    const registry = new Registry();
+    await expect(registry.adopt(l.id, { token: l.token })).rejects.toMatchObject({ code: 'ERR_CORDON_TIMEOUT', message: expect.stringContaining(`pid ${anchor}`) });
+    process.kill(anchor, 'SIGCONT');
+    expect((await registry.adoptable()).find((e) => e.id === l.id)).toMatchObject({ answered: true, rootRunning: true });
+    const proc = await registry.adopt(l.id, { token: l.token });
+    await within(proc.terminate({ grace: 500 }), watchdog(10_000), 'terminate() of the adopted tree', t.tag);
+    await waitGone(t, 2000);
+  });
+
   it('a wrong token is refused (ERR_CORDON_ADOPT_DENIED) and leaves the tree untouched', async () => {
     const t = useTag();
     const { env } = useRuntime(t);

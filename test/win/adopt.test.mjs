@@ -69,6 +69,7 @@ test('adoption through the registry: adoptable() lists the tree of a killed host
   assert.equal(tree.owner, 'win-owner');
   assert.equal(tree.kind, 'subagent');
   assert.equal(tree.label, 'adoptee');
+  assert.equal(tree.answered, true);
   assert.equal(tree.rootRunning, true);
   assert.equal(tree.tier, 'job-object');
   assert.ok(tree.leaseLeftMs > 0 && tree.leaseLeftMs <= 60000, `lease left ${tree.leaseLeftMs}`);
