@@ -11,15 +11,30 @@ import { capture } from './helpers/fixtures.js';
 import { TAG_VAR, useTag, waitGone, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { caps } from './helpers/tier.js';
+import { pollUntil } from './helpers/common.mjs';
+import { watchdog } from './helpers/time.js';
 
-/** The environment of a live process, as the kernel has it. */
-function environOf(pid: number): Record<string, string> {
+function readEnviron(pid: number): Record<string, string> {
   const out: Record<string, string> = {};
   for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
     const eq = entry.indexOf('=');
     if (eq > 0) out[entry.slice(0, eq)] = entry.slice(eq + 1);
   }
   return out;
+}
+
+/**
+ * The environment of a live process, as the kernel has it, once it can be
+ * read whole. These fixtures print their pid and then exec sleep: a process
+ * in the middle of an exec shows an empty environ for a moment (seen under
+ * qemu), so the read is repeated, bounded, until it has the test's tag,
+ * which every process these tests start carries.
+ */
+async function environOf(pid: number): Promise<Record<string, string>> {
+  let env: Record<string, string> = {};
+  const readable = await pollUntil(() => TAG_VAR in (env = readEnviron(pid)), watchdog(5000), 10);
+  if (!readable) throw new Error(`/proc/${pid}/environ never showed ${TAG_VAR}: ${JSON.stringify(env)}`);
+  return env;
 }
 
 /** A root with a child, both holding their environment (exec sleep), printing their pids. */
@@ -34,7 +49,7 @@ describe('env extends process.env by default', () => {
     await out.until(/PID root \d+/);
     const pids = out.pids();
     for (const name of ['root', 'child']) {
-      const env = environOf(pids[name]!);
+      const env = await environOf(pids[name]!);
       expect(env[TAG_VAR], `${name} carries the tag`).toBe(t.tag);
       expect(env.FOO).toBe('1');
       expect(env.PATH, `${name} keeps the host's PATH`).toBe(process.env.PATH);
@@ -51,7 +66,7 @@ describe('env extends process.env by default', () => {
     const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, HOME: undefined, PATH: '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     await out.until(/PID root \d+/);
-    const env = environOf(out.pids().root!);
+    const env = await environOf(out.pids().root!);
     expect(env).not.toHaveProperty('HOME');
     expect(env.PATH).toBe('/usr/bin:/bin');
     expect(env[TAG_VAR]).toBe(t.tag);
@@ -63,7 +78,7 @@ describe('env extends process.env by default', () => {
     const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, FOO: 'only' }, extendEnv: false, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     await out.until(/PID root \d+/);
-    const env = environOf(out.pids().root!);
+    const env = await environOf(out.pids().root!);
     // (sh may add PWD, SHLVL and its own defaults; none of the host's own variables.)
     expect(env[TAG_VAR]).toBe(t.tag);
     expect(env.FOO).toBe('only');
@@ -111,7 +126,7 @@ describe('preferLocal', () => {
     const text = await out.until(/(inner|outer) \d+/);
     expect(text).toMatch(/^inner \d+/);
     const pid = Number(/(\d+)/.exec(text)![1]);
-    const path = environOf(pid).PATH!.split(':');
+    const path = (await environOf(pid)).PATH!.split(':');
     expect(path.slice(0, 2)).toEqual([join(root, 'pkg', 'node_modules', '.bin'), join(root, 'node_modules', '.bin')]);
     expect(path.slice(2).join(':')).toBe(process.env.PATH);
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
