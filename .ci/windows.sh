@@ -26,15 +26,17 @@ NODE_WIN_VERSION=${CORDON_NODE_WIN:-22}
 T0=$(date +%s)
 stamp() { echo "[windows +$(($(date +%s) - T0))s] $*"; }
 
-write_report() { # passed failed skipped
+write_report() { # passed failed skipped [tap]: the failed tests of the TAP report go in as testResults
+  local results='[]'
+  if [[ -n ${4:-} ]]; then results=$(node scripts/tap-failures.mjs "$4") || results='[]'; fi
   node -e '
-    const [file, p, f, s] = process.argv.slice(1);
+    const [file, p, f, s, results] = process.argv.slice(1);
     const [passed, failed, skipped] = [p, f, s].map(Number);
     require("fs").writeFileSync(file, JSON.stringify({
       passed, failed, skipped,
       numPassedTests: passed, numFailedTests: failed, numPendingTests: skipped, numTodoTests: 0,
-      success: failed === 0 && passed > 0, testResults: [],
-    }) + "\n");' "$REPORT" "$1" "$2" "$3"
+      success: failed === 0 && passed > 0, testResults: JSON.parse(results),
+    }) + "\n");' "$REPORT" "$1" "$2" "$3" "$results"
   echo "windows: $1 passed, $2 failed, $3 skipped"
 }
 trap 'rc=$?; if ((rc)) && [[ ! -s $REPORT ]]; then write_report 0 1 0; fi' EXIT
@@ -205,6 +207,6 @@ passed=${passed:-0}; failed=$((${failed:-0} + ${cancelled:-0})); skipped=${skipp
 if ((rc != 0 && failed == 0)); then failed=1; echo "node --test exited $rc with no failed test counted"; fi
 if ((rc == 99)); then echo "wineserver died again: counted as failed"; fi
 stamp "done"
-write_report "$passed" "$failed" "$skipped"
+write_report "$passed" "$failed" "$skipped" "$TAP"
 rm -rf "$WORK"
 ((failed == 0))

@@ -14,6 +14,9 @@
 //   - --exited-nonzero=<report>: that lane's command failed although its report
 //     shows no failed test (e.g. vitest's global teardown found a leak),
 //   - --failed-step=<name>: a check outside any lane (e.g. the leak check).
+// Right before the final line, every failed test by lane and name with the
+// first lines of its error, so that the tail of a run's output names what
+// failed and why.
 // Exits 1 when anything failed or when a report ran no test.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -26,6 +29,9 @@ if (files.length === 0) {
   console.error('usage: node scripts/summary.mjs [--exited-nonzero=<report>]... [--failed-step=<name>]... <vitest-report.json>...');
   process.exit(2);
 }
+
+const plain = (text) => String(text ?? '').replace(/\u001b\[[0-9;]*m/g, '');
+const failures = [];
 
 const line = ({ passed, failed, skipped }) => `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
 const total = { passed: 0, failed: 0, skipped: 0 };
@@ -64,6 +70,12 @@ for (const file of files) {
   for (const key of Object.keys(total)) total[key] += counts[key];
   if (files.length > 1 || notes.length) console.log(`${label}: ${line(counts)}${notes.length ? ` (${notes.join('; ')})` : ''}`);
   for (const r of loadErrors) console.log(`  ${r.name}: ${String(r.message ?? '').split('\n')[0]}`);
+  for (const r of loadErrors) failures.push({ label, name: `${r.name} (did not load)`, message: r.message });
+  for (const r of report.testResults ?? []) {
+    for (const a of r.assertionResults ?? []) {
+      if (a.status === 'failed') failures.push({ label, name: a.fullName ?? a.title, message: (a.failureMessages ?? [])[0] });
+    }
+  }
   // Every skip by name (the names carry the reason), once per distinct name.
   const skips = new Map();
   for (const r of report.testResults ?? []) {
@@ -81,5 +93,14 @@ for (const step of failedSteps) {
   total.failed += 1;
 }
 
+if (failures.length) {
+  console.log('failed tests:');
+  for (const f of failures.slice(0, 20)) {
+    console.log(`  ${f.label}: ${f.name}`);
+    const lines = plain(f.message).split('\n').map((l) => l.trimEnd()).filter(Boolean).slice(0, 6);
+    for (const l of lines) console.log(`    ${l.length > 300 ? l.slice(0, 300) + '…' : l}`);
+  }
+  if (failures.length > 20) console.log(`  (${failures.length - 20} more)`);
+}
 console.log(line(total));
 process.exit(total.failed > 0 || emptyLane || total.passed === 0 ? 1 : 0);
