@@ -11,6 +11,7 @@ import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startCli as cli } from './helpers/host.js';
 import { alive, cmdline, describeProcs, readStat, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { caps } from './helpers/tier.js';
+import { TIME_SCALE, watchdog } from './helpers/time.js';
 import { expectNamedGone } from './helpers/trees.js';
 
 const CLI = join(repoRoot, 'dist', 'cli.js');
@@ -27,8 +28,8 @@ async function cliTree(words: string[], env: NodeJS.ProcessEnv) {
 }
 
 /** cordon exits (bounded) with `code` and no signal (a failure shows its stderr). */
-async function expectExit(run: ReturnType<typeof cli>, t: Tagged, code: number, what: string): Promise<void> {
-  expect(await within(run.exited, 15_000, what, t.tag), run.err.text).toEqual({ code, signal: null });
+async function expectExit(run: ReturnType<typeof cli>, t: Tagged, code: number, what: string, bound = 15_000): Promise<void> {
+  expect(await within(run.exited, bound, what, t.tag), run.err.text).toEqual({ code, signal: null });
 }
 
 describe('cordon run', () => {
@@ -46,10 +47,14 @@ describe('cordon run', () => {
 
   it('--timeout: exit 124, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
-    const tree = await cliTree(['run', '--timeout', '1s', '--'], t.env);
-    for (const pid of Object.values(tree.pids)) expect(alive(pid)).toBe(true);
+    // Long enough for a loaded machine to print READY before it, so that
+    // every member is seen alive first (at 1 s, a run here beside two busy
+    // loops came to READY after the timeout had ended the tree).
+    const seconds = Math.round(4 * TIME_SCALE);
+    const tree = await cliTree(['run', '--timeout', `${seconds}s`, '--'], t.env);
+    for (const pid of Object.values(tree.pids)) expect(alive(pid), `member ${pid} before the timeout`).toBe(true);
     // cordon run exits once the tree is quiescent: nothing may be left now.
-    await expectExit(tree.run, t, 124, 'cordon run --timeout to exit');
+    await expectExit(tree.run, t, 124, 'cordon run --timeout to exit', seconds * 1000 + watchdog(15_000));
     expectNamedGone(tree.pids);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
