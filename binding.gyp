@@ -7,9 +7,12 @@
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"],
       "conditions": [
-        ["OS=='linux'", {"sources": ["native/posix/control.cc", "native/posix/spawn.cc", "native/linux/tree.cc"]}],
+        ["OS=='linux'", {"sources": [
+          "native/posix/control.cc", "native/posix/spawn.cc", "native/posix/procargs.cc",
+          "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/kernel.cc"
+        ]}],
         ["OS=='mac'", {
-          "sources": ["native/posix/control.cc", "native/posix/spawn.cc", "native/darwin/tree.cc"],
+          "sources": ["native/posix/control.cc", "native/posix/spawn.cc", "native/posix/procargs.cc", "native/darwin/tree.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
@@ -29,11 +32,14 @@
         ["OS=='linux' or OS=='mac'", {
           "sources": [
             "native/posix/anchor.cc", "native/posix/lease.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
-            "native/posix/tier_cgroup.cc", "native/posix/cgroup_limits.cc", "native/posix/tier_process_group.cc"
+            "native/posix/tier_cgroup.cc", "native/posix/cgroup_limits.cc", "native/posix/tier_process_group.cc",
+            "native/posix/tree_marker.cc", "native/posix/procargs.cc"
           ]
         }],
         ["OS=='linux'", {
-          "sources": ["native/linux/tree.cc"],
+          "sources": [
+            "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/kernel.cc"
+          ],
           "ldflags": ["<!@(node -p \"process.env.CORDON_ANCHOR_DYNAMIC ? '' : '-static'\")"]
         }],
         ["OS=='mac'", {
@@ -41,7 +47,10 @@
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
-          "sources": ["native/win/anchor.cc", "native/win/lease.cc", "native/win/job_object.cc"],
+          "sources": [
+            "native/win/anchor.cc", "native/win/channel.cc", "native/win/control.cc", "native/win/job.cc", "native/win/launch.cc",
+            "native/win/lease.cc", "native/win/relay.cc", "native/win/released.cc", "native/win/job_object.cc"
+          ],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
           "libraries": ["shell32.lib", "advapi32.lib"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}

@@ -6,6 +6,9 @@
 #include <cstring>
 
 #include "cordon.h"
+#ifndef _WIN32
+#include "posix/procargs.h"
+#endif
 
 namespace {
 
@@ -81,14 +84,14 @@ bool StringArray(const Napi::Value& v, std::vector<std::string>& out) {
   return true;
 }
 
-// spawnHelper(path, argv, env, [stdin, stdout, stderr])
+// spawnAnchor(path, argv, env, [stdin, stdout, stderr])
 //   -> { pid, control, fds: [stdin, stdout, stderr] }; stdio entries: -1 a
 //   pipe, -2 /dev/null, else a host descriptor; control: the host's end of the
 //   control channel; fds: the host's pipe ends, -1 if none. Every descriptor
 //   is made here, so none needs closing by the caller when it throws.
-Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
+Napi::Value SpawnAnchor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  cordon::HelperSpawn spec;
+  cordon::AnchorSpawn spec;
   bool ok = info.Length() >= 4 && info[0].IsString() && StringArray(info[1], spec.argv) &&
             StringArray(info[2], spec.env) && info[3].IsArray() &&
             info[3].As<Napi::Array>().Length() == 3;
@@ -101,7 +104,7 @@ Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
     }
   }
   if (!ok) {
-    Napi::TypeError::New(env, "spawnHelper(path, argv[], env[], stdio[3])")
+    Napi::TypeError::New(env, "spawnAnchor(path, argv[], env[], stdio[3])")
         .ThrowAsJavaScriptException();
     return env.Undefined();
   }
@@ -111,8 +114,8 @@ Napi::Value SpawnHelper(const Napi::CallbackInfo& info) {
     spec.lease = true;
     spec.lease_log = info[4].As<Napi::Number>().Int32Value();
   }
-  cordon::HelperProcess proc;
-  int rc = cordon::spawn_helper(spec, proc);
+  cordon::AnchorProcess proc;
+  int rc = cordon::spawn_anchor(spec, proc);
   if (rc < 0) return Fail(env, rc, "posix_spawn");
   Napi::Object out = Napi::Object::New(env);
   out.Set("pid", Napi::Number::New(env, static_cast<double>(proc.pid)));
@@ -148,16 +151,16 @@ Napi::Value LeaseRequest(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// reapHelper(pid) -> null while it runs, else { code, signal } (-1 / 0 when
+// reapAnchor(pid) -> null while it runs, else { code, signal } (-1 / 0 when
 // not applicable; both -1 when someone else reaped it).
-Napi::Value ReapHelper(const Napi::CallbackInfo& info) {
+Napi::Value ReapAnchor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsNumber()) {
-    Napi::TypeError::New(env, "reapHelper(pid) takes a number").ThrowAsJavaScriptException();
+    Napi::TypeError::New(env, "reapAnchor(pid) takes a number").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   int code = -1, signal = 0;
-  int rc = cordon::reap_helper(info[0].As<Napi::Number>().Int64Value(), code, signal);
+  int rc = cordon::reap_anchor(info[0].As<Napi::Number>().Int64Value(), code, signal);
   if (rc == 0) return env.Null();
   if (rc == -ECHILD) code = -1, signal = -1;
   else if (rc < 0) return Fail(env, rc, "waitpid");
@@ -167,21 +170,21 @@ Napi::Value ReapHelper(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// signalHelper(pid, signal): signals the anchor only while it is an unreaped
+// signalAnchor(pid, signal): signals the anchor only while it is an unreaped
 // child of the host (its pid pinned). Throws ECHILD when it is not.
-Napi::Value SignalHelper(const Napi::CallbackInfo& info) {
+Napi::Value SignalAnchor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
-    Napi::TypeError::New(env, "signalHelper(pid, signal) takes two numbers").ThrowAsJavaScriptException();
+    Napi::TypeError::New(env, "signalAnchor(pid, signal) takes two numbers").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   int64_t pid = info[0].As<Napi::Number>().Int64Value();
   int sig = info[1].As<Napi::Number>().Int32Value();
   if (pid <= 0 || sig <= 0) {
-    Napi::RangeError::New(env, "signalHelper(pid, signal): pid and signal must be positive").ThrowAsJavaScriptException();
+    Napi::RangeError::New(env, "signalAnchor(pid, signal): pid and signal must be positive").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  int rc = cordon::signal_helper(pid, sig);
+  int rc = cordon::signal_anchor(pid, sig);
   if (rc < 0) return Fail(env, rc, "kill");
   return env.Undefined();
 }
@@ -230,6 +233,52 @@ Napi::Value CountOpenFds(const Napi::CallbackInfo& info) {
   if (n < 0) return Fail(info.Env(), n, "opendir");
   return Napi::Number::New(info.Env(), n);
 }
+
+#ifndef _WIN32
+// parseProcargs2(buffer, { pointerSize, self, capacity }?): a kern.procargs2
+// buffer as the process-group tier reads it on macOS (posix/procargs.h).
+// Internal: for tests, which feed it synthetic buffers on every POSIX host.
+Napi::Value ParseProcargs2(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBuffer()) {
+    Napi::TypeError::New(env, "parseProcargs2(buffer, hints?) takes a Buffer").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Buffer<char> data = info[0].As<Napi::Buffer<char>>();
+  cordon::ProcArgsHints hints;
+  if (info.Length() > 1 && info[1].IsObject()) {
+    Napi::Object h = info[1].As<Napi::Object>();
+    if (h.Get("pointerSize").IsNumber()) hints.pointer_size = h.Get("pointerSize").As<Napi::Number>().Uint32Value();
+    if (h.Get("self").IsBoolean()) hints.self = h.Get("self").As<Napi::Boolean>().Value();
+    if (h.Get("capacity").IsNumber()) hints.capacity = h.Get("capacity").As<Napi::Number>().Uint32Value();
+  }
+  cordon::ProcArgs parsed = cordon::parse_procargs2(data.Data(), data.Length(), hints);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("valid", Napi::Boolean::New(env, parsed.valid));
+  out.Set("argc", Napi::Number::New(env, parsed.argc));
+  out.Set("execPath", Napi::String::New(env, parsed.exec_path));
+  Napi::Array argv = Napi::Array::New(env, parsed.argv.size());
+  for (size_t i = 0; i < parsed.argv.size(); i++) argv.Set(static_cast<uint32_t>(i), Napi::String::New(env, parsed.argv[i]));
+  out.Set("argv", argv);
+  out.Set("argvComplete", Napi::Boolean::New(env, parsed.argv_complete));
+  out.Set("zeroFilled", Napi::Boolean::New(env, parsed.zero_filled));
+  Napi::Array vars = Napi::Array::New(env, parsed.env_count);
+  uint32_t n = 0;
+  for (size_t at = 0; at < parsed.env.size() && n < parsed.env_count;) {
+    size_t stop = parsed.env.find('\0', at);
+    if (stop == std::string::npos) stop = parsed.env.size();
+    vars.Set(n++, Napi::String::New(env, parsed.env.data() + at, stop - at));
+    at = stop + 1;
+  }
+  out.Set("env", vars);
+  const char* verdict = parsed.verdict == cordon::ProcEnv::kPresent ? "present"
+                        : parsed.verdict == cordon::ProcEnv::kWithheld ? "withheld"
+                                                                        : "empty";
+  out.Set("verdict", Napi::String::New(env, verdict));
+  out.Set("cut", Napi::Boolean::New(env, parsed.cut));
+  return out;
+}
+#endif
 
 #ifdef _WIN32
 // Windows only: the host's handle on each tree's Job Object (native/win/host.cc).
@@ -307,10 +356,11 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("listTree", Napi::Function::New(env, ListTree, "listTree"));
   exports.Set("countOpenFds", Napi::Function::New(env, CountOpenFds, "countOpenFds"));
 #ifndef _WIN32
-  exports.Set("spawnHelper", Napi::Function::New(env, SpawnHelper, "spawnHelper"));
-  exports.Set("reapHelper", Napi::Function::New(env, ReapHelper, "reapHelper"));
-  exports.Set("signalHelper", Napi::Function::New(env, SignalHelper, "signalHelper"));
+  exports.Set("spawnAnchor", Napi::Function::New(env, SpawnAnchor, "spawnAnchor"));
+  exports.Set("reapAnchor", Napi::Function::New(env, ReapAnchor, "reapAnchor"));
+  exports.Set("signalAnchor", Napi::Function::New(env, SignalAnchor, "signalAnchor"));
   exports.Set("leaseRequest", Napi::Function::New(env, LeaseRequest, "leaseRequest"));
+  exports.Set("parseProcargs2", Napi::Function::New(env, ParseProcargs2, "parseProcargs2"));
 #endif
   exports.Set("processStart", Napi::Function::New(env, ProcessStart, "processStart"));
 #ifdef _WIN32

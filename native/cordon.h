@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct Member {
   // start time alone before it is signalled.
   bool from_snapshot = false;
   std::string command;      // command line, arguments joined by spaces
+  // The program's short name, where the process listing reads it anyway
+  // (macOS: pbi_name, else p_comm; empty on Linux). An exec of a program of
+  // another name changes it (the pid and start stay).
+  std::string name;
 };
 
 // What this kernel offers, probed once.
@@ -48,6 +53,13 @@ int probe(Probe& out);
 // Make the calling process a child subreaper: orphaned descendants are
 // reparented to it instead of to init. -ENOSYS where the OS has no such thing.
 int become_subreaper();
+
+// A descriptor that poll() reports readable once process `pid` has exited
+// (Linux: a pidfd; macOS: a kqueue watching EVFILT_PROC NOTE_EXIT), close-on-
+// exec; or a negative errno (no such process, or no such facility). The
+// anchor's second sign of its host's death, besides EOF on the control
+// channel (which a leaked copy of the host's end would hide).
+int watch_exit(int64_t pid);
 
 // Linux: whether the cgroup tier can run here: cgroup v2 mounted, kernel
 // 5.14+ (clone3 into a cgroup, cgroup.kill), our own cgroup writable. Apart
@@ -157,14 +169,23 @@ int random_bytes(void* buf, size_t n);
 // The start stamp of `pid` as Member::start_time carries it, or 0 if it is gone.
 uint64_t start_time_of(int64_t pid);
 
-// The live processes of the caller's user, the caller excluded: identities
-// only (pid, ppid, pgid, start_time, state; no command). Linux: a /proc walk
-// that stats each entry and reads the stat file only of those the user owns
-// (a non-dumpable process's entry is root's) and that started at or after
-// `since` (clock ticks since boot: monotonic); macOS: proc_listpids
-// (PROC_UID_ONLY, the effective uid) and each one's bsdinfo, every one of
+// The live processes the caller may sweep for a tree's marker, the caller
+// excluded: its own user's, and every user's when the caller is root (euid
+// 0, which may read any process's environment). Identities only (pid, ppid,
+// pgid, start_time, state; no command). Linux: a /proc walk that stats each
+// entry and reads the stat file only of those it may sweep (a non-dumpable
+// process's entry is root's) and that started at or after `since` (clock
+// ticks since boot: monotonic); macOS: proc_listpids (PROC_UID_ONLY, the
+// effective uid; PROC_ALL_PIDS for root) and each one's bsdinfo, every one of
 // them (`since` is not applied: macOS start stamps are wall-clock time, which
-// can step back). Returns the count or a negative errno.
+// can step back). `visit` gets each process as soon as it is read, before
+// the walk goes on, so the caller can act on it (check it, stop it) while a
+// process that forks and exits every few milliseconds is still the one
+// listed; on Linux the walk goes up the pids, so the child such a process
+// forked meanwhile is still ahead of it. `visit` returns false to end the
+// walk. Returns the count visited or a negative errno.
+int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit);
+// The same, collected.
 int list_user_processes(uint64_t since, std::vector<Member>& out);
 
 // The environment `pid` was started with (its "NAME=value" strings, each
@@ -172,7 +193,11 @@ int list_user_processes(uint64_t since, std::vector<Member>& out);
 // Linux: /proc/<pid>/environ, which needs ptrace read access: a non-dumpable
 // process (ssh-agent and gpg-agent make themselves so) is unreadable to a
 // caller without CAP_SYS_PTRACE (-EACCES); macOS: kern.procargs2 (another
-// uid's process: unreadable unless the caller is root). 0 or a negative errno.
+// uid's process: unreadable unless the caller is root; a cs_restricted one,
+// such as Apple's system binaries under SIP (/bin/sh, /bin/sleep): the
+// kernel withholds its environment from every other process, root's too:
+// -EACCES, see posix/procargs.h). 0 or a negative errno; 0 with nothing
+// read: in the middle of an exec (or, Linux, started with none).
 int read_environment(int64_t pid, uint64_t start_time, std::string& out);
 
 // Number of open descriptors of the calling process (for leak checks).
@@ -190,7 +215,7 @@ int control_pair(int fds[2]);
 // which does not copy the host's address space as fork() does.
 constexpr int kStdioPipe = -1;  // a new pipe; the host keeps the other end
 constexpr int kStdioNull = -2;  // /dev/null
-struct HelperSpawn {
+struct AnchorSpawn {
   std::string path;               // absolute, never searched in PATH
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // "NAME=value"
@@ -200,7 +225,7 @@ struct HelperSpawn {
   bool lease = false;
   int lease_log = -1;
 };
-struct HelperProcess {
+struct AnchorProcess {
   int64_t pid = 0;
   int host_fds[3] = {-1, -1, -1};  // the host's end of each kStdioPipe, else -1
   int control_fd = -1;             // the host's end of the control pair (the anchor's fd 3)
@@ -209,19 +234,22 @@ struct HelperProcess {
 // closes any other itself), an empty signal mask
 // and default dispositions, and the host's working directory (the command's
 // is an argument of the anchor). Exec failures are reported here (a negative errno).
-int spawn_helper(const HelperSpawn& spec, HelperProcess& out);
+int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out);
 // Reap the anchor if it has exited: 1 (code, or -1 and the signal), 0 while
 // it runs, a negative errno (-ECHILD: reaped by someone else).
-int reap_helper(int64_t pid, int& code, int& signal);
+int reap_anchor(int64_t pid, int& code, int& signal);
 // Signal the anchor, only while it is an unreaped child of the caller (its pid
 // pinned): -ECHILD otherwise, nothing signalled. An exited anchor not yet
 // reaped is not signalled (0).
-int signal_helper(int64_t pid, int sig);
+int signal_anchor(int64_t pid, int sig);
 // Adoption (native/posix/lease.h): connects to a leased anchor's endpoint,
 // writes `line` (ADOPT <token> or INFO) and reads its answer's first line
-// with the descriptors it carries (SCM_RIGHTS), waiting at most
-// `timeout_ms`. `sock`: the connection (-1 once closed), `received`:
-// everything read so far (the answer line and whatever followed it).
+// with the descriptors it carries (SCM_RIGHTS). The whole request ends
+// within `timeout_ms` (-ETIMEDOUT): the connect is non-blocking (a stopped
+// anchor whose backlog is full is retried until then, never waited on), and
+// an answer line longer than 64 KiB is -EMSGSIZE. `sock`: the connection
+// (-1 once closed), `received`: everything read so far (the answer line and
+// whatever followed it).
 int lease_request(const std::string& path, const std::string& line, int timeout_ms, int& sock,
                   std::string& received, std::vector<int>& fds);
 
@@ -245,7 +273,7 @@ int job_terminate(uint64_t handle, uint32_t exit_code);
 int job_active_count(uint64_t handle);
 // Close the host's handle (kill-on-close fires once no other handle is left).
 int job_close(uint64_t handle);
-// A leased tree's record directory (issue #17, lib/lease.ts): CreateDirectory
+// A leased tree's record directory (lib/anchor/lease-dir.ts): CreateDirectory
 // with a protected DACL of one ACE, the calling user's (inherited by what is
 // made in it). A negative errno (EEXIST: it exists already) on failure.
 int make_private_dir(const std::string& path_utf8);

@@ -7,11 +7,11 @@
 //    npm config such as nodedir apply) builds the addon and moves it to
 //    prebuilds/<platform>-<arch>/cordon.node. With --backend cmake-js,
 //    prebuildify runs scripts/cmake-js-shim.mjs in place of node-gyp.
-// 2. prebuildify moves only .node files, so the anchor helper built beside the
+// 2. prebuildify moves only .node files, so the anchor built beside the
 //    addon (build/Release/cordon-anchor, cordon-anchor.exe on Windows if that
 //    platform builds one) is copied next to it here, mode 0755, stripped too.
 // 3. Both files are verified; when building for this machine, the prebuild is
-//    also loaded the way node-gyp-build finds it and the helper is run.
+//    also loaded the way node-gyp-build finds it and the anchor is run.
 //    prebuildify moved the addon out of build/Release; a copy is put back.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -37,7 +37,7 @@ if (backend !== 'node-gyp' && backend !== 'cmake-js') fail(`unknown --backend ${
 const arch = take('arch') ?? process.env.PREBUILD_ARCH ?? process.arch;
 const platform = process.env.PREBUILD_PLATFORM ?? process.platform;
 const outDir = join(root, 'prebuilds', `${platform}-${arch}`);
-const helperName = platform === 'win32' ? 'cordon-anchor.exe' : 'cordon-anchor';
+const anchorName = platform === 'win32' ? 'cordon-anchor.exe' : 'cordon-anchor';
 const win = process.platform === 'win32';
 
 // ---- 1. prebuildify ---------------------------------------------------------
@@ -64,30 +64,30 @@ const r = spawnSync('npm', ['exec', '--no', '--', 'prebuildify', ...prebuildifyA
 if (r.error) fail(`could not run npm exec prebuildify: ${r.error.message}`);
 if (r.status !== 0) fail(`prebuildify failed (${r.signal ?? `exit ${r.status}`})`);
 
-// ---- 2. the anchor helper ---------------------------------------------------
-const builtHelper = join(root, 'build', 'Release', helperName);
-const helper = join(outDir, helperName);
-if (existsSync(builtHelper)) {
-  copyFileSync(builtHelper, helper);
-  chmodSync(helper, 0o755);
+// ---- 2. the anchor ---------------------------------------------------
+const builtAnchor = join(root, 'build', 'Release', anchorName);
+const anchor = join(outDir, anchorName);
+if (existsSync(builtAnchor)) {
+  copyFileSync(builtAnchor, anchor);
+  chmodSync(anchor, 0o755);
   if (process.platform === 'linux' || process.platform === 'darwin') {
     const stripBin = process.env.PREBUILD_STRIP_BIN ?? 'strip';
-    const s = spawnSync(stripBin, process.platform === 'darwin' ? [helper, '-Sx'] : [helper, '--strip-all'], { stdio: 'inherit' });
-    if (s.error || s.status !== 0) fail(`${stripBin} ${helper} failed`);
+    const s = spawnSync(stripBin, process.platform === 'darwin' ? [anchor, '-Sx'] : [anchor, '--strip-all'], { stdio: 'inherit' });
+    if (s.error || s.status !== 0) fail(`${stripBin} ${anchor} failed`);
   }
 } else if (platform !== 'win32') {
-  fail(`${builtHelper} was not built`);
+  fail(`${builtAnchor} was not built`);
 }
 
 // ---- 3. verify ---------------------------------------------------------------
 const addons = readdirSync(outDir).filter((f) => f.endsWith('.node'));
 if (addons.length !== 1) fail(`expected one .node in ${outDir}, found: ${addons.join(', ') || 'none'}`);
 const addon = join(outDir, addons[0]);
-const hasHelper = existsSync(helper);
-if (hasHelper && !win && (statSync(helper).mode & 0o777) !== 0o755) fail(`${helper} is not mode 0755`);
+const hasAnchor = existsSync(anchor);
+if (hasAnchor && !win && (statSync(anchor).mode & 0o777) !== 0o755) fail(`${anchor} is not mode 0755`);
 
 if (platform === process.platform && arch === process.arch) {
-  // What an installed package does: node-gyp-build with no build/ dir, then the helper beside the addon.
+  // What an installed package does: node-gyp-build with no build/ dir, then the anchor beside the addon.
   const check = `
     const path = require('node-gyp-build').resolve(${JSON.stringify(root)});
     if (path !== ${JSON.stringify(addon)}) throw new Error('node-gyp-build resolves ' + path);
@@ -95,10 +95,10 @@ if (platform === process.platform && arch === process.arch) {
     console.error('prebuild: loaded ' + path + ', probe() = ' + JSON.stringify(probe));`;
   const load = spawnSync(process.execPath, ['-e', check], { cwd: root, env: { ...process.env, PREBUILDS_ONLY: '1' }, stdio: 'inherit' });
   if (load.status !== 0) fail(`${addon} does not load through node-gyp-build`);
-  if (hasHelper) {
-    const run = spawnSync(helper, ['--no-such-option'], { encoding: 'utf8' });
+  if (hasAnchor) {
+    const run = spawnSync(anchor, ['--no-such-option'], { encoding: 'utf8' });
     if (run.status !== 64 || !/usage: cordon-anchor/.test(run.stderr)) {
-      fail(`${helper} --no-such-option: expected exit 64 with usage, got ${run.error?.message ?? run.status}\n${run.stderr}`);
+      fail(`${anchor} --no-such-option: expected exit 64 with usage, got ${run.error?.message ?? run.status}\n${run.stderr}`);
     }
   }
 }

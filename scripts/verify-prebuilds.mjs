@@ -5,9 +5,9 @@
 //   node scripts/verify-prebuilds.mjs [<platform>-<arch>...]
 //   (default: linux-x64 linux-arm64 darwin-arm64 darwin-x64 win32-x64)
 //
-// For each tuple: the addon cordon.node, and the anchor helper
+// For each tuple: the addon cordon.node, and the anchor
 // (cordon-anchor, cordon-anchor.exe on win32) when binding.gyp builds the
-// cordon-anchor target for that platform; on POSIX the helper must be
+// cordon-anchor target for that platform; on POSIX the anchor must be
 // executable. Exits 1 listing whatever is missing.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -28,8 +28,10 @@
 //     is answered conservatively: any member holding an AF_UNIX socket counts
 //     as holding it (never a false "released").
 #include "../cordon.h"
+#include "../posix/procargs.h"
 
 #include <libproc.h>
+#include <sys/event.h>
 #include <sys/proc.h>
 #include <sys/proc_info.h>
 #include <sys/socket.h>
@@ -37,9 +39,11 @@
 #include <sys/sysctl.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -243,6 +247,12 @@ struct Watch {
   std::vector<FileId> files;          // every watched id (vnode and pipe comparisons)
   std::vector<uint64_t> sockets;      // soi_so of the watched sockets we could resolve
   bool unresolved_socket = false;     // a NODEV (socket) watch we could not resolve
+  // A watched id that is neither a pipe (dev 0) nor a socket (NODEV): a named
+  // FIFO. Only then are a member's vnodes asked about: PROC_PIDFDVNODEINFO
+  // goes through vn_stat(), which asks the file's filesystem (a hung NFS
+  // mount would hold the anchor there). The anchor watches only the pipes
+  // the host made, so it never does.
+  bool vnodes = false;
   bool empty() const { return files.empty(); }
 };
 
@@ -253,6 +263,7 @@ Watch resolve(const std::vector<FileId>& watched) {
   remember_own_sockets();  // finds them if the caller still holds them
   std::lock_guard<std::mutex> lock(own_mutex());
   for (const FileId& id : watched) {
+    if (id.dev != 0 && static_cast<uint32_t>(id.dev) != kNoDev32) w.vnodes = true;
     bool found = false;
     for (const OwnSocket& k : own_sockets()) {
       if (k.id.dev == id.dev && k.id.ino == id.ino) {
@@ -272,6 +283,7 @@ bool holds_any(int64_t pid, const Watch& w) {
   const int p = static_cast<int>(pid);
   for (const proc_fdinfo& f : fds) {
     if (f.proc_fdtype == PROX_FDTYPE_VNODE) {
+      if (!w.vnodes) continue;
       struct vnode_fdinfo vi;
       std::memset(&vi, 0, sizeof vi);
       if (proc_pidfdinfo(p, f.proc_fd, PROC_PIDFDVNODEINFO, &vi, static_cast<int>(sizeof vi)) !=
@@ -323,13 +335,14 @@ size_t arg_max() {
   return value;
 }
 
-// kern.procargs2: int argc, the exec path, NUL padding, argv[0..argc-1], env.
-// The buffer must hold the whole area (a short one gets its tail), hence
-// kern.argmax. Another uid's process answers EINVAL: the caller falls back.
-// Fills `argv` (the arguments joined by spaces, up to kCommandLimit) and, if
-// given, `env` (the environment strings, each followed by a NUL). 0 or an
-// errno value.
-int read_procargs(int64_t pid, std::string* argv, std::string* env) {
+// kern.procargs2, parsed by parse_procargs2 (native/posix/procargs.h, which
+// says what XNU returns). The buffer must hold the whole area (a short one
+// gets its tail), hence kern.argmax. Another uid's process answers EINVAL:
+// the caller falls back. Fills `argv` (the arguments joined by spaces, up to
+// kCommandLimit) and, if given, `env` (the environment strings, each
+// followed by a NUL) and `verdict`. 0 or an errno value: E2BIG when the area
+// is larger than the buffer (only its tail was returned).
+int read_procargs(int64_t pid, std::string* argv, std::string* env, ProcEnv* verdict = nullptr) {
   size_t cap = arg_max();
   if (cap < sizeof(int) || !valid_pid(pid)) return EINVAL;
   thread_local std::vector<char> buf;
@@ -338,35 +351,24 @@ int read_procargs(int64_t pid, std::string* argv, std::string* env) {
   size_t len = cap;
   if (sysctl(mib, 3, buf.data(), &len, nullptr, 0) != 0) return errno;
   if (len <= sizeof(int) || len > cap) return EIO;
-  int argc = 0;
-  std::memcpy(&argc, buf.data(), sizeof argc);
-  const char* p = buf.data() + sizeof(int);
-  const char* end = buf.data() + len;
-  while (p < end && *p != '\0') p++;  // the exec path
-  while (p < end && *p == '\0') p++;  // its padding
-  if (argv) argv->clear();
-  for (int i = 0; i < argc && p < end; i++) {
-    const char* arg = p;
-    while (p < end && *p != '\0') p++;
-    if (argv && argv->size() < kCommandLimit) {
+  ProcArgsHints hints;
+  hints.pointer_size = 8;  // macOS 11 and later run 64-bit processes only
+  hints.self = pid == static_cast<int64_t>(getpid());
+  hints.capacity = cap;
+  ProcArgs parsed = parse_procargs2(buf.data(), len, hints);
+  if (!parsed.valid) return EIO;
+  if (parsed.cut) return E2BIG;
+  if (argv) {
+    argv->clear();
+    for (const std::string& arg : parsed.argv) {
+      if (argv->size() >= kCommandLimit) break;
       if (!argv->empty()) *argv += ' ';
-      argv->append(arg, static_cast<size_t>(p - arg));
-      if (argv->size() > kCommandLimit) argv->resize(kCommandLimit);
+      argv->append(arg);
     }
-    if (p < end) p++;  // the NUL
+    if (argv->size() > kCommandLimit) argv->resize(kCommandLimit);
   }
-  if (env) {
-    // The environment follows, up to an empty string (then the apple[]
-    // strings, which are not the process's environment).
-    env->clear();
-    while (p < end && *p != '\0') {
-      const char* var = p;
-      while (p < end && *p != '\0') p++;
-      env->append(var, static_cast<size_t>(p - var));
-      env->push_back('\0');
-      if (p < end) p++;
-    }
-  }
+  if (env) env->swap(parsed.env);
+  if (verdict) *verdict = parsed.verdict;
   return 0;
 }
 
@@ -395,6 +397,7 @@ Member identity(const Info& in) {
   m.pgid = in.pgid;
   m.start_time = in.start;
   m.state = state_of(in.status);
+  m.name = in.name;
   return m;
 }
 
@@ -433,6 +436,24 @@ int probe(Probe& out) {
 }
 
 int become_subreaper() { return -ENOSYS; }
+
+// A kqueue with EVFILT_PROC NOTE_EXIT on `pid`: readable (poll() sees a
+// kqueue's pending events) once the process exits. ESRCH when it is gone
+// already.
+int watch_exit(int64_t pid) {
+  if (!valid_pid(pid)) return -ESRCH;
+  int kq = kqueue();
+  if (kq < 0) return -errno;
+  fcntl(kq, F_SETFD, FD_CLOEXEC);  // kqueues are not inherited by children anyway
+  struct kevent change;
+  EV_SET(&change, static_cast<uintptr_t>(pid), EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, nullptr);
+  if (kevent(kq, &change, 1, nullptr, 0, nullptr) != 0) {
+    int err = errno;
+    close(kq);
+    return -err;
+  }
+  return kq;
+}
 
 // Descendants by a breadth-first walk with proc_listpids(PROC_PPID_ONLY): one
 // kernel-side scan per parent, done under the proc list lock, so each
@@ -583,24 +604,41 @@ uint64_t start_time_of(int64_t pid) {
   return read_info(pid, true, in) ? in.start : 0;
 }
 
-int list_user_processes(uint64_t since, std::vector<Member>& out) {
+int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit) {
   (void)since;  // p_start is wall-clock time, which can step back
-  out.clear();
   std::vector<int> pids;
-  int e = list_pids(PROC_UID_ONLY, static_cast<uint32_t>(geteuid()), pids);
+  uid_t uid = geteuid();
+  // Root may read every process's arguments and environment (kern.procargs2).
+  int e = uid == 0 ? list_pids(PROC_ALL_PIDS, 0, pids) : list_pids(PROC_UID_ONLY, static_cast<uint32_t>(uid), pids);
   if (e != 0) return -e;
+  // Newest first: the likeliest to be gone by the time a slow walk reaches them.
+  std::sort(pids.begin(), pids.end(), [](int a, int b) { return a > b; });
   const int64_t self = getpid();
+  int n = 0;
   for (int pid : pids) {
     Info in;
     if (pid <= 0 || pid == self || !read_info(pid, false, in)) continue;  // zombies are not read
-    out.push_back(identity(in));
+    n++;
+    if (!visit(identity(in))) break;
   }
-  return static_cast<int>(out.size());
+  return n;
 }
 
+int list_user_processes(uint64_t since, std::vector<Member>& out) {
+  out.clear();
+  return visit_sweepable_processes(since, [&](const Member& m) {
+    out.push_back(m);
+    return true;
+  });
+}
+
+// A cs_restricted process's environment is withheld by the kernel
+// (procargs.h): -EACCES, as for any environment this caller may not read.
 int read_environment(int64_t pid, uint64_t start_time, std::string& out) {
   out.clear();
-  int e = read_procargs(pid, nullptr, &out);
+  ProcEnv verdict = ProcEnv::kEmpty;
+  int e = read_procargs(pid, nullptr, &out, &verdict);
+  if (e == 0 && verdict == ProcEnv::kWithheld) e = EACCES;
   if (e != 0) {
     out.clear();
     return -e;

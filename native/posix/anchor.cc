@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -143,6 +144,7 @@ class Anchor : public anchor::TierHost {
   int run() {
     if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
     fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
+    watch_host();
     install_signals();
     if (leased()) {
       drain_.adopt_startup_fds();
@@ -194,15 +196,20 @@ class Anchor : public anchor::TierHost {
   // signal (and SIGCONT) once per process; a failed TERM is retried next round.
   void signal_one(const Member& m) override {
     int64_t group = tier_->group();
+    // After the root's exit, what is signalled is reported as it is now
+    // (report_killed): its command line is read before the signal.
+    std::string command = left_listed_ ? cordon::command_line(m.pid) : std::string();
     if (term_.forcing()) {
       int rc = cordon::signal_member(getpid(), group, m, SIGKILL, pidfd_);
       trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
+      if (rc == 0) report_killed(m, command);
       return;
     }
     auto key = std::make_pair(m.pid, m.start_time);
     if (termed_.count(key)) return;
     int rc = cordon::signal_member(getpid(), group, m, opts_.polite_signal, pidfd_);
     if (rc == 0) termed_.insert(key);
+    if (rc == 0) report_killed(m, command);
     cordon::signal_member(getpid(), group, m, SIGCONT, pidfd_);
     trace("signal %d %lld: %d", opts_.polite_signal, static_cast<long long>(m.pid), rc);
   }
@@ -427,9 +434,11 @@ class Anchor : public anchor::TierHost {
         for (auto& m : tier_->leftovers()) {
           if (m.command.empty()) m.command = cordon::command_line(m.pid);  // known from a snapshot
           send(protocol::left(m.pid, m.holds_output, m.command));
+          left_reported_[std::make_pair(m.pid, m.start_time)] = m.command;
         }
       }
       send(protocol::left_end());
+      left_listed_ = true;
     }
     return no_children;
   }
@@ -438,8 +447,29 @@ class Anchor : public anchor::TierHost {
 
   void step_terminate() {
     int64_t t = now_ms();
-    if (term_.force_due(t)) trace("grace over: SIGKILL");
+    if (term_.force_due(t)) {
+      trace("grace over: SIGKILL");
+      // What the forced stop is about to kill (a tier may kill it all at
+      // once: cgroup.kill, a group's SIGKILL), listed and reported first.
+      if (left_listed_) {
+        for (auto& m : tier_->members(true, false)) report_killed(m, m.command.empty() ? cordon::command_line(m.pid) : m.command);
+      }
+    }
     tier_->step_terminate(t);
+  }
+
+  // Leftovers are reported as what was killed: the list at the root's exit
+  // (LEFT ... LEFTEND), then a LEFT line for each member signalled or about
+  // to be force-killed after it that the list lacked (forked since) or that
+  // runs another program now (it exec'd since), named as it is when killed.
+  // A member whose command line cannot be read (gone, a zombie) is not.
+  void report_killed(const Member& m, const std::string& command) {
+    if (!left_listed_ || command.empty()) return;
+    auto key = std::make_pair(m.pid, m.start_time);
+    auto it = left_reported_.find(key);
+    if (it != left_reported_.end() && it->second == command) return;
+    left_reported_[key] = command;
+    send(protocol::left(m.pid, m.holds_output, command));
   }
 
   void check_released() {
@@ -459,11 +489,46 @@ class Anchor : public anchor::TierHost {
     }
   }
 
-  void handle_control() {
-    char buf[65536];
-    ssize_t n = read(control_fd_, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (n <= 0 && leased() && !lease_over_) {
+  // The host's exit is watched as well as its channel's EOF: a copy of the
+  // host's end of the channel that leaked to a long-lived process (macOS sets
+  // close-on-exec only after the socket pair exists) would hold the EOF off
+  // for as long as that process lives. The host is our parent; a watch taken
+  // after it died (we were reparented meanwhile) is dropped, the EOF says it.
+  void watch_host() {
+    pid_t host = getppid();
+    int fd = cordon::watch_exit(host);
+    if (fd >= 0 && getppid() != host) {
+      close(fd);
+      fd = -1;
+    }
+    if (fd < 0) trace("no watch on the host's exit (%s): its channel's EOF alone says it is gone", strerror(-fd));
+    host_watch_fd_ = fd;
+  }
+
+  // Adds the host's exit watch to a poll set while the host's own channel is
+  // attached (host_channel_closed drops the watch: an adopter is seen by its EOF).
+  int add_host_watch(std::vector<pollfd>& fds) const {
+    if (host_watch_fd_ < 0 || !control_open_) return -1;
+    fds.push_back(pollfd{host_watch_fd_, POLLIN, 0});
+    return static_cast<int>(fds.size()) - 1;
+  }
+
+  // The host exited while its channel was still open: as its EOF.
+  void host_exited() {
+    if (host_watch_fd_ < 0) return;  // its channel's EOF came first, in the same round
+    trace("the host exited while its channel stayed open (a leaked copy): as EOF");
+    host_channel_closed();
+  }
+
+  // The attached host (or adopter) is gone. The host's exit watch goes with
+  // the first close: what attaches later is an adopter, never the host (and
+  // its connection may get the host's old descriptor number).
+  void host_channel_closed() {
+    if (host_watch_fd_ >= 0) {
+      close(host_watch_fd_);
+      host_watch_fd_ = -1;
+    }
+    if (leased() && !lease_over_) {
       // The host is gone, under a lease: the tree runs on until a host
       // adopts it or the lease runs out (the full lease, every time).
       close(control_fd_);
@@ -475,12 +540,19 @@ class Anchor : public anchor::TierHost {
       trace("control channel closed: lease of %d ms starts", opts_.lease_ms);
       return;
     }
+    // The host is gone (exit, crash, SIGKILL): carry out the teardown alone.
+    trace("control channel closed: terminating tree");
+    host_gone_ = true;
+    control_open_ = false;
+    start_terminate(opts_.grace_ms);
+  }
+
+  void handle_control() {
+    char buf[65536];
+    ssize_t n = read(control_fd_, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
     if (n <= 0) {
-      // The host is gone (exit, crash, SIGKILL): carry out the teardown alone.
-      trace("control channel closed: terminating tree");
-      host_gone_ = true;
-      control_open_ = false;
-      start_terminate(opts_.grace_ms);
+      host_channel_closed();
       return;
     }
     std::vector<std::string> lines;
@@ -531,6 +603,7 @@ class Anchor : public anchor::TierHost {
       if (control_open_) fds.push_back(pollfd{control_fd_, POLLIN, 0});
       int event = tier_->event_fd() >= 0 ? static_cast<int>(fds.size()) : -1;
       if (event >= 0) fds.push_back(pollfd{tier_->event_fd(), POLLPRI, 0});
+      int watch = add_host_watch(fds);
       size_t lease_from = fds.size();
       add_lease_pollfds(fds);
       int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), timeout);
@@ -541,6 +614,7 @@ class Anchor : public anchor::TierHost {
       if (rc <= 0) continue;
       if (fds[0].revents & POLLIN) read_signals();
       if (control >= 0 && (fds[control].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
+      if (watch >= 0 && fds[watch].revents) host_exited();
       if (event >= 0 && fds[event].revents) tier_->handle_event();
       handle_lease(std::vector<pollfd>(fds.begin() + static_cast<long>(lease_from), fds.end()));
     }
@@ -658,6 +732,7 @@ class Anchor : public anchor::TierHost {
       fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
       int control = control_open_ ? static_cast<int>(fds.size()) : -1;
       if (control_open_) fds.push_back(pollfd{control_fd_, POLLIN, 0});
+      int watch = add_host_watch(fds);
       size_t lease_from = fds.size();
       add_lease_pollfds(fds);
       int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), lease_wait(-1));
@@ -665,6 +740,7 @@ class Anchor : public anchor::TierHost {
       if (rc <= 0) continue;
       if (fds[0].revents & POLLIN) read_signals();
       if (control >= 0 && (fds[control].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
+      if (watch >= 0 && fds[watch].revents) host_exited();
       handle_lease(std::vector<pollfd>(fds.begin() + static_cast<long>(lease_from), fds.end()));
     }
     if (done_) trace("the host has the result");
@@ -682,6 +758,7 @@ class Anchor : public anchor::TierHost {
   bool host_gone_ = false;
   bool control_open_ = true;
   int control_fd_ = kControlFd;  // the host's, or an adopter's connection
+  int host_watch_fd_ = -1;       // readable once the host (our parent) has exited (watch_host)
   // The lease (--lease): its endpoint, the token LEASE set, the output drain
   // while detached, when the clock runs out, every line sent (the replay).
   anchor::Endpoint endpoint_;
@@ -697,6 +774,10 @@ class Anchor : public anchor::TierHost {
   std::vector<FileId> watched_;
   // Members signal_one has given the polite signal.
   std::set<std::pair<int64_t, uint64_t>> termed_;
+  // The leftovers reported (LEFT), by identity, with the command line given;
+  // left_listed_ once the root-exit list ended (LEFTEND).
+  std::map<std::pair<int64_t, uint64_t>, std::string> left_reported_;
+  bool left_listed_ = false;
   protocol::LineReader control_{false};
 };
 

@@ -90,6 +90,7 @@ std::vector<Endpoint::Request> Endpoint::handle(const std::vector<pollfd>& fds) 
         int c = accept(listen_fd_, nullptr, nullptr);
         if (c < 0) break;
         cloexec_nonblock(c);
+        widen_socket_buffers(c);
         if (pending_.size() >= kMaxPending) {
           close(pending_.front().fd);
           pending_.erase(pending_.begin());

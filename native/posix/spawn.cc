@@ -44,7 +44,7 @@ int copy_high(int fd, int above, Closer& closer) {
 
 }  // namespace
 
-int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
+int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out) {
   Closer child_side;  // the anchor's ends, closed in the host after the spawn
   Closer host_side;   // the host's ends, closed on failure only
   int sources[7];
@@ -64,12 +64,12 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
       fcntl(p[1], F_SETFD, FD_CLOEXEC);
 #endif
       // stdin: the anchor reads; stdout/stderr: the anchor writes.
-      int helper_end = i == 0 ? p[0] : p[1];
+      int anchor_end = i == 0 ? p[0] : p[1];
       int host_end = i == 0 ? p[1] : p[0];
-      child_side.keep(helper_end);
+      child_side.keep(anchor_end);
       host_side.keep(host_end);
       out.host_fds[i] = host_end;
-      sources[i] = helper_end;
+      sources[i] = anchor_end;
     } else if (s == kStdioNull) {
       int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
       if (fd < 0) return -errno;
@@ -157,7 +157,7 @@ int spawn_helper(const HelperSpawn& spec, HelperProcess& out) {
   return 0;
 }
 
-int signal_helper(int64_t pid, int sig) {
+int signal_anchor(int64_t pid, int sig) {
   // Only an unreaped child of ours: its pid cannot have been recycled. waitid
   // with WNOWAIT asks without reaping (ECHILD: not our child, or reaped).
   siginfo_t info;
@@ -172,7 +172,7 @@ int signal_helper(int64_t pid, int sig) {
   return 0;
 }
 
-int reap_helper(int64_t pid, int& code, int& signal) {
+int reap_anchor(int64_t pid, int& code, int& signal) {
   int status = 0;
   pid_t r;
   do {

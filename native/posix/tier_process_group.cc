@@ -8,16 +8,26 @@
 // The marker: the command's environment gets CORDON_TREE=<anchor pid>.<anchor
 // start>.<128 random bits in hex>, which every member inherits, however it
 // leaves the group or its parents (a daemon keeps its environment). The anchor
-// sweeps the user's processes for it (their environment as they were started:
+// sweeps the processes it may read (the user's; every user's for a root
+// anchor, so a member started as another user, by the uid option or runuser,
+// is seen) for it (their environment as they were started:
 // /proc/<pid>/environ, kern.procargs2) when it matters: before the polite
 // signal, in the grace, at the forced stop, when the root exits, and before it
-// declares the tree quiescent. The exact token must be there, so a process
+// declares the tree quiescent. A sweep checks each process as the walk reads
+// it, newest first, so a member that forks and exits every few milliseconds
+// is found alive; the forced stop is freeze first (freeze_outside), so such a
+// member is stopped, not chased. The exact token must be there, so a process
 // that carries another tree's prefix with a wrong secret is no member. Nested
 // trees append their token (CORDON_TREE=<outer>:<inner>), so an inner tree's
 // members stay the outer tree's too. What the marker cannot see: a member
 // that starts a program with a scrubbed environment (env -i), and one whose
-// environment the user cannot read (Linux: a non-dumpable process such as
-// ssh-agent, unless the host has CAP_SYS_PTRACE). Hence coverage: 'partial'.
+// environment the anchor cannot read (another user's, unless the anchor is
+// root; Linux: a non-dumpable process such as ssh-agent, unless the anchor has
+// CAP_SYS_PTRACE; macOS: a cs_restricted program, such as Apple's system
+// binaries under SIP, whose environment the kernel withholds from every other
+// process, root's too; or one that overwrote its environment strings in
+// place). Such a process is never claimed as a member. Hence coverage:
+// 'partial'.
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,11 +40,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <map>
 #include <set>
 
 #include "tier.h"
+#include "tree_marker.h"
 
 namespace cordon {
 namespace anchor {
@@ -60,7 +72,17 @@ constexpr int kGroupTermWalkMs = 250;
 // (one read of the stat and, for those started since the anchor, of the
 // environment of each: the costliest walk here, so sparser).
 constexpr int kGroupTermSweepMs = 1000;
-constexpr const char* kMarkerName = "CORDON_TREE";
+// The forced stop's walks (freeze_outside) in one round of the loop: at most
+// this long, then what they stopped is killed and the next round (10 ms
+// later) goes on. The anchor does nothing else meanwhile; a walk of a few
+// thousand processes takes tens of ms on a loaded 2-core machine.
+constexpr int kFreezeMs = 1000;
+// Walks that must find no marked member before the tree is quiescent, once
+// a sweep has found one outside the group.
+constexpr int kQuietWalks = 3;
+
+// (pid, start) -> the program's name as the listing gave it (Member::name).
+using Withheld = std::map<std::pair<int64_t, uint64_t>, std::string>;
 
 class ProcessGroupTier : public Tier {
  public:
@@ -98,15 +120,20 @@ class ProcessGroupTier : public Tier {
     }
     if (pin == 0) {
       // The pin: no handler, no fd of interest; it only waits for its SIGKILL.
+      // It never calls setpgid itself: the anchor makes X (below) and later
+      // moves the pin out of it, and a setpgid(0, 0) of the pin's that ran
+      // after that move (the pin scheduled late, between the move and its
+      // SIGKILL) would make X again with the pin in it, an unreaped zombie
+      // that keeps kill(-X, 0) answering "not empty" until QUIET, which
+      // waits for X to be empty.
       sigset_t all;
       sigfillset(&all);
       sigprocmask(SIG_SETMASK, &all, nullptr);
-      setpgid(0, 0);
       for (;;) pause();
     }
     pin_ = pin;
-    // Also from here (the parent may move a child that has not exec'd), so X
-    // exists before the command is forked, whichever runs first.
+    // X exists before the command is forked: the anchor makes it, moving its
+    // own child (which has not exec'd, so the kernel allows it).
     if (setpgid(pin, pin) != 0) {
       int err = errno;
       release_pin();
@@ -114,7 +141,7 @@ class ProcessGroupTier : public Tier {
       return -err;
     }
     group_ = pin;
-    if (!make_marker()) {
+    if (!marker_.make(since_)) {
       int err = errno;
       release_pin();
       group_ = 0;
@@ -132,7 +159,7 @@ class ProcessGroupTier : public Tier {
     // The command's CORDON_TREE: an outer tree's tokens (this anchor's own
     // environment is the command's), then this tree's.
     const char* outer = getenv(kMarkerName);
-    marker_entry_ = std::string(kMarkerName) + "=" + (outer && *outer ? std::string(outer) + ":" : "") + token_;
+    marker_entry_ = marker_.entry(outer);
     if (pipe(go_) != 0) {
       int err = errno;
       go_[0] = go_[1] = -1;
@@ -248,11 +275,12 @@ class ProcessGroupTier : public Tier {
     // nothing of the tree was left when it began (the group empty, the
     // members known outside it gone) and it found nothing, this sweep is the
     // one before quiescence too: a short command's end costs one sweep.
+    std::vector<Member> found;
     if (!ending) {
       bool nothing_left = group_empty() && remembered_alive().empty();
-      bool none = sweep().empty();
-      none = sweep_mid_exec().empty() && none;
-      swept_empty_ = none && nothing_left;
+      found = sweep([](Member& m) { m.command = cordon::command_line(m.pid); });
+      for (auto& m : sweep_mid_exec()) found.push_back(m);
+      swept_empty_ = found.empty() && nothing_left;
     }
     auto list = members(true, true);
     for (int64_t until = now_ms() + 200; !ending && group_ > 0 && now_ms() < until && !group_empty();) {
@@ -263,6 +291,16 @@ class ProcessGroupTier : public Tier {
       list = members(true, true);
     }
     if (!ending) left_since_sweep(list);
+    // A member the sweep found alive outside the group is reported even if
+    // it is gone by the listing: a process that forks and exits every few
+    // milliseconds is never the same pid twice, and the host must hear that
+    // something outlived the root (its 'kill' policy then stops the tree).
+    std::set<int64_t> listed;
+    for (auto& m : list) listed.insert(m.pid);
+    for (auto& m : found) {
+      if (!listed.insert(m.pid).second) continue;
+      list.push_back(m);
+    }
     return list;
   }
 
@@ -275,7 +313,15 @@ class ProcessGroupTier : public Tier {
   bool quiescent() override {
     if (!group_quiescent() || !remembered_alive().empty()) return false;
     if (swept_empty_) return true;  // (the root-exit sweep, see leftovers)
-    return sweep().empty();
+    // Where marked members outside the group were ever found, one walk that
+    // misses them is no proof (one that forks and exits every few
+    // milliseconds can be between two pids as the walk passes): a few walks.
+    bool none = true;
+    for (int walk = 0; none && walk < (found_outside_ ? kQuietWalks : 1); walk++) none = sweep().empty();
+    if (none) return true;
+    // Found while forcing: the next round stops and kills it, freeze first.
+    if (host_.termination().forcing()) frozen_ = false;
+    return false;
   }
 
   // The group signal reaches every in-group member at once (and, on Linux, a
@@ -327,21 +373,31 @@ class ProcessGroupTier : public Tier {
     std::vector<Member> outside = outside_now();
     if (forcing) {
       kill_group();
+      // The group is dead (its SIGKILL reaches every in-group member at
+      // once); what is outside it is stopped before it is killed. A round
+      // that ran out of time leaves it to the next one.
+      if (!frozen_) {
+        frozen_ = freeze_outside(now_ms() + kFreezeMs);
+        swept_terminating_ = swept_forcing_ = true;
+        outside = outside_now();
+      }
     } else if (!group_termed_) {
       group_termed_ = true;
       int rc = kill(static_cast<pid_t>(-group_), host_.polite_signal()) == 0 ? 0 : -errno;
       kill(static_cast<pid_t>(-group_), SIGCONT);
       trace("signal %d to group %lld: %d", host_.polite_signal(), static_cast<long long>(group_), rc);
     }
-    // The marker sweep: with the first round, in the grace (paced), and once
-    // more at the forced stop (for daemons a member started while it handled
-    // its SIGTERM). After the group signal: a member's marker does not depend
+    // The marker sweep: with the first round and in the grace (paced); at
+    // the forced stop, freeze_outside above walks instead (for daemons a
+    // member started while it handled its SIGTERM). After the group signal: a member's marker does not depend
     // on its parents being alive, so the group need not wait for the sweep.
     // Members it finds outside the group get their signal in this round.
     if (!swept_terminating_ || (forcing && !swept_forcing_) || (!forcing && t - last_sweep_ >= kGroupTermSweepMs)) {
       swept_terminating_ = true;
       swept_forcing_ = swept_forcing_ || forcing;
-      for (auto& m : sweep()) {
+      // (Signalled as the walk finds it: by the end of the walk a process
+      // that forks and exits every few milliseconds is another pid.)
+      for (auto& m : sweep([&](Member& m) { host_.signal_one(m); })) {
         int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
         if (pgid >= 0 && (pgid != group_ || forcing)) outside.push_back(m);
       }
@@ -441,100 +497,161 @@ class ProcessGroupTier : public Tier {
     return group_killed_ && cordon::group_live_members(group_) == 0;
   }
 
+  // macOS answers EPERM for a group in which only zombies are left (Linux:
+  // 0); with no live member seen, that group has had all the SIGKILL it can
+  // take. EPERM with a live member left (another user's) is not a kill.
   void kill_group() {
     int rc = kill(static_cast<pid_t>(-group_), SIGKILL);
-    if (rc == 0 || errno == ESRCH) group_killed_ = true;
+    if (rc == 0 || errno == ESRCH || (errno == EPERM && cordon::group_live_members(group_) == 0)) group_killed_ = true;
   }
 
-  // The tree's token: <anchor pid>.<anchor start>.<128 random bits>. The pid
-  // and start name the tree in a report; the bits are what a process outside
-  // it cannot guess. False (errno set) without a random source.
-  bool make_marker() {
-    unsigned char secret[16];
-    int rc = cordon::random_bytes(secret, sizeof secret);
-    if (rc != 0) {
-      errno = -rc;
+  // Whether `p` (not in the group, not known) carries the token: read once
+  // per process (one that did not carry it when it was read is no member: a
+  // member's child has it from its fork on, until it execs without it), so a
+  // sweep reads only what started since the last one, not every process
+  // again (many trees of one user). An empty environment (in the middle of an
+  // exec, or started with none) is kept in mid_exec_ to be read again. One
+  // the kernel withholds (-EACCES: on macOS every cs_restricted program's,
+  // root or not) is unreadable, not mid-exec: it is no member the tier can
+  // claim, and it is not read again while it runs the same program (the
+  // listing's name; an exec may make it readable), kept in `withheld`.
+  bool marked(const Member& p, std::set<std::pair<int64_t, uint64_t>>& unmarked, Withheld& withheld, std::string& env) {
+    auto key = std::make_pair(p.pid, p.start_time);
+    if (unmarked_.count(key)) {
+      unmarked.insert(key);
       return false;
     }
-    since_ = cordon::start_time_of(getpid());
-    char head[64];
-    snprintf(head, sizeof head, "%lld.%llu.", static_cast<long long>(getpid()), static_cast<unsigned long long>(since_));
-    token_ = head;
-    static const char kHex[] = "0123456789abcdef";
-    for (unsigned char b : secret) {
-      token_ += kHex[b >> 4];
-      token_ += kHex[b & 15];
+    auto known = withheld_.find(key);
+    if (known != withheld_.end() && known->second == p.name) {
+      withheld[key] = p.name;
+      return false;
     }
-    return true;
-  }
-
-  // Whether an environment block ("NAME=value" strings, each NUL-ended)
-  // carries this tree's token as one element of a CORDON_TREE (any of them,
-  // should there be several).
-  bool carries_marker(const std::string& env) const {
-    const std::string key = std::string(kMarkerName) + "=";
-    for (size_t at = 0; at < env.size();) {
-      size_t end = env.find('\0', at);
-      if (end == std::string::npos) end = env.size();
-      if (env.compare(at, key.size(), key) == 0) {
-        for (size_t el = at + key.size(); el <= end;) {
-          size_t stop = env.find(':', el);
-          if (stop == std::string::npos || stop > end) stop = end;
-          if (stop - el == token_.size() && env.compare(el, token_.size(), token_) == 0) return true;
-          el = stop + 1;
-        }
-      }
-      at = end + 1;
+    int rc = cordon::read_environment(p.pid, p.start_time, env);
+    if (rc == -EACCES) {
+      withheld[key] = p.name;
+      withheld_new_++;
+      return false;
     }
+    if (rc != 0) return false;
+    if (marker_.carried_by(env)) return true;
+    if (!env.empty()) unmarked.insert(key);
+    else mid_exec_.push_back(p);
     return false;
   }
 
-  // The sweep: every process of the user (on Linux only those started since
-  // the anchor) whose environment carries the token is remembered as a
-  // member, like one a snapshot saw. Returns the new ones.
-  std::vector<Member> sweep() {
+  // The sweep: every process the anchor may read (its user's; every user's
+  // for a root anchor; on Linux only those started since the anchor) whose
+  // environment carries the token is remembered as a member, like one a
+  // snapshot saw. Each is checked, and handed to `on_found`, as the walk
+  // reads it, before the walk goes on: a process that forks and exits every
+  // few milliseconds (a setsid hopper) is found alive, and its child, forked
+  // meanwhile, is still ahead of the walk. Returns the new ones (found alive;
+  // they may be gone since).
+  std::vector<Member> sweep(const std::function<void(Member&)>& on_found = nullptr) {
     last_sweep_ = now_ms();
     mid_exec_.clear();
     in_group_at_sweep_.clear();
-    std::vector<Member> procs;
-    int rc = cordon::list_user_processes(since_, procs);
-    if (rc < 0) trace("sweep: %s", strerror(-rc));
     std::vector<Member> fresh;
     std::set<std::pair<int64_t, uint64_t>> unmarked;
+    Withheld withheld;
+    withheld_new_ = 0;
     std::string env;
-    for (auto& p : procs) {
+    size_t seen = 0;
+    int rc = cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
+      seen++;
       // In the group: the group's signal reaches it (and it is ours anyway).
       // Kept aside: it may leave the group before a walk sees it there.
-      if (p.pid == pin_) continue;
-      if (p.pgid == group_) {
-        in_group_at_sweep_.push_back(p);
-        continue;
+      if (listed.pid == pin_) return true;
+      if (listed.pgid == group_) {
+        in_group_at_sweep_.push_back(listed);
+        return true;
       }
-      auto known = remembered_.find(p.pid);
-      if (known != remembered_.end() && known->second.start_time == p.start_time) continue;
-      auto key = std::make_pair(p.pid, p.start_time);
-      // Read once per process: one that did not carry the token when it was
-      // read is no member (a member's child has it from its fork on, until
-      // it execs without it), so each sweep reads only what started since
-      // the last one, not every process again (many trees of one user).
-      if (unmarked_.count(key)) {
-        unmarked.insert(key);
-        continue;
-      }
-      if (cordon::read_environment(p.pid, p.start_time, env) != 0) continue;
-      if (!carries_marker(env)) {
-        // (Empty: in the middle of an exec, or started with none: read again.)
-        if (!env.empty()) unmarked.insert(key);
-        else mid_exec_.push_back(p);
-        continue;
-      }
+      auto known = remembered_.find(listed.pid);
+      if (known != remembered_.end() && known->second.start_time == listed.start_time) return true;
+      if (!marked(listed, unmarked, withheld, env)) return true;
+      Member p = listed;
+      p.from_snapshot = true;
+      if (on_found) on_found(p);
       remember(p);
       fresh.push_back(p);
-      fresh.back().from_snapshot = true;
-    }
+      found_outside_ = true;
+      return true;
+    });
+    if (rc < 0) trace("sweep: %s", strerror(-rc));
     unmarked_.swap(unmarked);  // (forgets the processes that are gone)
-    if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), procs.size());
+    withheld_.swap(withheld);
+    if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), seen);
+    if (withheld_new_ > 0) {
+      trace("sweep: the kernel withholds the environment of %zu more process(es) (%zu in all): unreadable", withheld_new_,
+            withheld_.size());
+    }
     return fresh;
+  }
+
+  // The forced stop of the members outside the group, freeze first: a sweep
+  // that lists and then kills chases the next pid of a process that forks
+  // and exits every few milliseconds, so every member a walk finds (one
+  // remembered, a marked one, a child of a stopped one) is SIGSTOPped as it
+  // is found (a stopped process forks no more; on Linux a process-directed
+  // signal also aborts a fork in progress), and walks go on until one finds
+  // nothing new; then everything stopped gets SIGKILL (and SIGCONT). Every
+  // signal goes through signal_member, which checks the (pid, start)
+  // identity first (and on Linux pins it with a pidfd): a recycled pid is
+  // never signalled. The group itself has had its SIGKILL before this.
+  // Bounded: walks end at `until`, and what is stopped by then is killed (the
+  // next round goes on). Returns true when a walk found nothing new.
+  bool freeze_outside(int64_t until) {
+    std::map<int64_t, Member> frozen;
+    // Each member is tried once: one that cannot be stopped (EPERM) does not
+    // keep the walks going.
+    std::set<std::pair<int64_t, uint64_t>> tried;
+    auto stop = [&](Member m) {
+      if (!tried.insert({m.pid, m.start_time}).second) return false;
+      m.from_snapshot = true;
+      int rc = cordon::signal_member(getpid(), group_, m, SIGSTOP, host_.pidfd());
+      if (rc == 0) frozen[m.pid] = m;
+      else trace("freeze: SIGSTOP %lld: %d", static_cast<long long>(m.pid), rc);
+      return true;  // (gone meanwhile: a child it forked may not be)
+    };
+    for (auto& m : remembered_alive()) stop(m);
+    bool calm = false;
+    int walks = 0;
+    std::set<std::pair<int64_t, uint64_t>> unmarked;
+    Withheld withheld;
+    std::string env;
+    while (!calm && now_ms() < until) {
+      walks++;
+      bool found = false;
+      unmarked.clear();
+      withheld.clear();
+      mid_exec_.clear();
+      cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
+        if (listed.pid == pin_ || listed.pgid == group_) return true;  // the group had its SIGKILL
+        auto known = remembered_.find(listed.pid);
+        auto parent = frozen.find(listed.ppid);
+        bool member = (known != remembered_.end() && known->second.start_time == listed.start_time) ||
+                      parent != frozen.end() || marked(listed, unmarked, withheld, env);
+        if (!member) return true;
+        if (stop(listed)) {
+          found = true;
+          found_outside_ = true;
+          Member p = listed;
+          p.from_snapshot = true;
+          remember(p);  // (after the stop: its command line is read while it holds still)
+        }
+        return now_ms() < until;
+      });
+      unmarked_.insert(unmarked.begin(), unmarked.end());
+      for (auto& w : withheld) withheld_[w.first] = w.second;
+      calm = !found;
+    }
+    for (auto& entry : frozen) {
+      cordon::signal_member(getpid(), group_, entry.second, SIGKILL, host_.pidfd());
+      cordon::signal_member(getpid(), group_, entry.second, SIGCONT, host_.pidfd());
+    }
+    trace("freeze: %zu member(s) outside the group stopped and killed, %d walk(s)%s", frozen.size(), walks,
+          calm ? "" : ", out of time");
+    return calm;
   }
 
   // A process the sweep skipped because it was in the group, that the walk
@@ -549,7 +666,7 @@ class ProcessGroupTier : public Tier {
       if (listed.count(p.pid)) continue;
       int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
       if (pgid < 0 || pgid == group_) continue;
-      if (cordon::read_environment(p.pid, p.start_time, env) != 0 || !carries_marker(env)) continue;
+      if (cordon::read_environment(p.pid, p.start_time, env) != 0 || !marker_.carried_by(env)) continue;
       p.pgid = pgid;
       remember(p);
       p.from_snapshot = true;
@@ -571,10 +688,12 @@ class ProcessGroupTier : public Tier {
       usleep(10000);
       std::vector<Member> again;
       for (auto& p : mid_exec_) {
-        if (cordon::read_environment(p.pid, p.start_time, env) != 0) continue;
+        int rc = cordon::read_environment(p.pid, p.start_time, env);
+        if (rc == -EACCES) withheld_[{p.pid, p.start_time}] = p.name;  // (its exec ended in a withheld one)
+        if (rc != 0) continue;
         if (env.empty()) {
           again.push_back(p);
-        } else if (carries_marker(env)) {
+        } else if (marker_.carried_by(env)) {
           // (Its group now: it may have left the tree's since the sweep read it.)
           int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
           if (pgid >= 0) p.pgid = pgid;
@@ -683,15 +802,21 @@ class ProcessGroupTier : public Tier {
   int64_t started_at_ = now_ms();
   int64_t last_snapshot_ = 0;
   int64_t last_term_walk_ = 0;
-  std::string token_;         // this tree's marker (make_marker)
+  TreeMarker marker_;         // this tree's token (tree_marker.h)
   // Processes a sweep read that did not carry the token (pid, start).
   std::set<std::pair<int64_t, uint64_t>> unmarked_;
+  // Processes whose environment the kernel withholds, with the name of the
+  // program they ran then (marked()); how many the current sweep added.
+  Withheld withheld_;
+  size_t withheld_new_ = 0;
   std::string marker_entry_;  // CORDON_TREE=..., what the command gets
   uint64_t since_ = 0;        // the anchor's start: members started after it
   int64_t last_sweep_ = 0;
   bool swept_terminating_ = false;
   bool swept_forcing_ = false;
   bool swept_empty_ = false;  // the root-exit sweep found nothing, and nothing was left
+  bool frozen_ = false;
+  bool found_outside_ = false;  // a sweep has found a marked member outside the group       // a forced round's freeze_outside ended with a walk that found nothing new
 };
 
 }  // namespace

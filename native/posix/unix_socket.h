@@ -22,4 +22,16 @@ inline int unix_socket_for(const std::string& path, sockaddr_un& addr) {
   return fd < 0 ? -errno : fd;
 }
 
+// The kernel's buffer for each direction of a control or adoption socket,
+// asked for at creation: macOS gives a Unix socket pair 8 KiB (Linux about
+// 200 KiB), and the anchor's writes (LEFT lines of a large tree, an
+// adopter's replay) must not stall it (no reaping, no escalation, no lease
+// clock) while a busy host reads late. Best effort: the kernel may cap it
+// (Linux: net.core.wmem_max), never refuse the socket for it.
+inline void widen_socket_buffers(int fd) {
+  int size = 256 * 1024;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+}
+
 }  // namespace cordon

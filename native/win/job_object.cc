@@ -1,4 +1,4 @@
-// Windows: what both the addon (host.cc) and the anchor (anchor.cc) need to
+// Windows: what both the addon (host.cc) and the anchor (anchor.h) need to
 // know about a tree's Job Object: its limits, its members (JobObjectBasicProcessIdList,
 // never a pid walk), their command lines, and GetLastError() as errno names.
 #include "win.h"

@@ -1,6 +1,7 @@
 // Internal contract of the Windows sources (not part of cordon.h, which stays
 // free of platform headers): shared by the addon (host.cc) and the anchor
-// (anchor.cc), both linked with job_object.cc, which implements it.
+// (its files: anchor.h), both linked with job_object.cc, which implements it
+// (create_lease_pipe: lease.cc, the anchor's only).
 #pragma once
 
 #ifndef WIN32_LEAN_AND_MEAN

@@ -1,0 +1,240 @@
+// Linux: who is in a tree, and the caller's user's processes, from /proc.
+// Two walks: down from the anchor through /proc/<pid>/task/<tid>/children
+// (list_descendants: costs the tree, not the host), or one scan of every
+// /proc/<pid>/stat (list_tree: also finds a process-group tier's members that
+// left the anchor's ancestry). A pid read from a children list counts only
+// if its live parent chain leads to the anchor, so a pid recycled during the
+// walk is never listed. Neither walk is atomic: a process forked meanwhile
+// may be missed (the next walk finds it). Zombies are never listed.
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+#include <unordered_map>
+#include <vector>
+
+namespace cordon {
+
+using internal::Stat;
+using internal::read_stat;
+using internal::to_member;
+
+namespace {
+
+void scan_all(std::vector<Stat>& all) {
+  all.clear();
+  DIR* d = opendir("/proc");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char* end = nullptr;
+    long long pid = strtoll(e->d_name, &end, 10);
+    if (*end) continue;
+    Stat st;
+    if (read_stat(pid, st)) all.push_back(st);
+  }
+  closedir(d);
+}
+
+// Whether this kernel has /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN,
+// Linux 4.2+ where it is configured: every major distribution does, for CRIU).
+bool has_children_files() {
+  static int has = -1;
+  if (has < 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/children", static_cast<long>(syscall(SYS_gettid)));
+    has = access(path, R_OK) == 0 ? 1 : 0;
+  }
+  return has == 1;
+}
+
+// Appends the pids /proc/<pid>/task/<tid>/children lists for every thread of
+// `pid` (a child belongs to the thread that forked it): `threads` 1 reads
+// the main thread's file only, anything else lists the task directory.
+void read_children(int64_t pid, int64_t threads, std::vector<int64_t>& out) {
+  std::string text;
+  auto read_one = [&](const char* tid) {
+    char path[320];
+    snprintf(path, sizeof path, "/proc/%lld/task/%s/children", static_cast<long long>(pid), tid);
+    if (!internal::read_file(path, text, static_cast<size_t>(1) << 26)) return;
+    const char* p = text.c_str();
+    for (;;) {
+      char* end = nullptr;
+      long long v = strtoll(p, &end, 10);
+      if (end == p) break;
+      if (v > 0) out.push_back(v);
+      p = end;
+    }
+  };
+  if (threads == 1) {
+    char tid[24];
+    snprintf(tid, sizeof tid, "%lld", static_cast<long long>(pid));
+    read_one(tid);
+    return;
+  }
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%lld/task", static_cast<long long>(pid));
+  DIR* d = opendir(dir);
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] >= '1' && e->d_name[0] <= '9') read_one(e->d_name);
+  }
+  closedir(d);
+}
+
+}  // namespace
+
+int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
+                     bool commands) {
+  out.clear();
+  if (!has_children_files()) return -ENOSYS;
+  // Pids seen in a children list, and those found to be members (the anchor's
+  // descendants: what a pid read from a list must descend from, as it may
+  // have been recycled by the time its stat is read).
+  std::unordered_map<int64_t, bool> seen;
+  seen[anchor] = true;
+  struct Parent {
+    int64_t pid;
+    int64_t threads;  // 0: not known (the anchor): list its threads
+  };
+  std::vector<Parent> stack{{anchor, 0}};
+  std::vector<int64_t> kids;
+  while (!stack.empty()) {
+    Parent parent = stack.back();
+    stack.pop_back();
+    kids.clear();
+    read_children(parent.pid, parent.threads, kids);
+    for (int64_t pid : kids) {
+      if (seen.count(pid)) continue;
+      Stat st;
+      if (!read_stat(pid, st)) continue;  // gone since the list was read
+      auto up = seen.find(st.ppid);
+      bool ours = (up != seen.end() && up->second) || internal::descends_from(pid, anchor);
+      seen[pid] = ours;
+      if (!ours) continue;  // recycled since the list was read: not ours
+      // A zombie is no member, but a process whose main thread has exited
+      // shows as one while its other threads (and their children) live.
+      if (st.state != 'Z' && st.state != 'X') out.push_back(to_member(st, watched, commands));
+      stack.push_back(Parent{pid, st.threads});
+    }
+  }
+  return static_cast<int>(out.size());
+}
+
+int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
+              std::vector<Member>& out, bool commands) {
+  out.clear();
+  std::vector<Stat> all;
+  scan_all(all);
+  if (all.empty()) return -ENOENT;
+  std::unordered_multimap<int64_t, const Stat*> children;
+  children.reserve(all.size());
+  for (const Stat& st : all) children.emplace(st.ppid, &st);
+  std::vector<const Stat*> found;
+  std::unordered_map<int64_t, bool> seen;
+  std::vector<int64_t> queue{anchor};
+  while (!queue.empty()) {
+    int64_t parent = queue.back();
+    queue.pop_back();
+    auto range = children.equal_range(parent);
+    for (auto it = range.first; it != range.second; ++it) {
+      const Stat* st = it->second;
+      if (st->pid == anchor || seen[st->pid]) continue;
+      seen[st->pid] = true;
+      found.push_back(st);
+      queue.push_back(st->pid);
+    }
+  }
+  if (group > 0) {
+    for (const Stat& st : all) {
+      if (st.pgid == group && st.pid != anchor && !seen[st.pid]) {
+        seen[st.pid] = true;
+        found.push_back(&st);
+      }
+    }
+  }
+  for (const Stat* st : found) {
+    if (st->state != 'Z' && st->state != 'X') out.push_back(to_member(*st, watched, commands));
+  }
+  return static_cast<int>(out.size());
+}
+
+namespace {
+
+// The numeric entries of /proc above `above`, newest (highest pid) first.
+void proc_pids(DIR* d, int64_t self, int64_t above, std::vector<int64_t>& out) {
+  out.clear();
+  rewinddir(d);
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char* end = nullptr;
+    long long pid = strtoll(e->d_name, &end, 10);
+    if (*end || pid == self || pid <= above) continue;
+    out.push_back(pid);
+  }
+  std::sort(out.begin(), out.end(), [](int64_t a, int64_t b) { return a > b; });
+}
+
+}  // namespace
+
+// The directory is read whole first (the kernel hands it over in large
+// batches anyway, so a walk is a snapshot), then each process is read and
+// visited newest first: the newest processes are the likeliest to be gone by
+// the time a slow walk reaches them (a process that forks and exits every few
+// milliseconds). Then the pids that appeared above the newest one during the
+// walk are visited the same way, a few times at most.
+int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit) {
+  DIR* d = opendir("/proc");
+  if (!d) return -errno;
+  uid_t uid = geteuid();
+  bool everyone = uid == 0;
+  int64_t self = getpid();
+  static const std::vector<FileId> kNone;
+  int n = 0;
+  int64_t newest = 0;
+  std::vector<int64_t> pids;
+  bool go_on = true;
+  for (int round = 0; go_on && round < 4; round++) {
+    proc_pids(d, self, newest, pids);
+    if (pids.empty()) break;
+    newest = pids.front();
+    for (int64_t pid : pids) {
+      // The entry's owner is the process's effective uid (root's for a
+      // non-dumpable one): no file is opened for another user's process,
+      // unless the caller is root.
+      if (!everyone) {
+        char name[24];
+        snprintf(name, sizeof name, "%lld", static_cast<long long>(pid));
+        struct stat sb;
+        if (fstatat(dirfd(d), name, &sb, 0) != 0 || sb.st_uid != uid) continue;
+      }
+      Stat st;
+      if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X' || st.start < since) continue;
+      n++;
+      if (!visit(to_member(st, kNone, false))) {
+        go_on = false;
+        break;
+      }
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+int list_user_processes(uint64_t since, std::vector<Member>& out) {
+  out.clear();
+  return visit_sweepable_processes(since, [&](const Member& m) {
+    out.push_back(m);
+    return true;
+  });
+}
+
+}  // namespace cordon

@@ -1,0 +1,504 @@
+// The Windows anchor's life (anchor.h): the control loop (the host's
+// commands, read from the control channel, channel.h), the termination
+// schedule, and the tree's life as the host hears it.
+//
+// One thread waits on one completion port for everything: the control
+// channel's reads and writes, the job's messages (job.h), the root's exit
+// (posted by a waiter on its handle, launch.h), the lease endpoint (lease.h).
+// Completion comes from the job's completion port
+// (JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO), with a re-check every second after
+// the root exited; members are listed with JobObjectBasicProcessIdList.
+//
+// Nothing is ever signalled by pid: TERM sends CTRL_BREAK_EVENT to the root's
+// console process group (its id is the root's pid, pinned by our open root
+// handle), waits up to the grace for the job to empty, then TerminateJobObject
+// (repeated every second; STUCK once that has gone on for
+// protocol::kStuckReportMs with members left). Where GenerateConsoleCtrlEvent fails (no
+// shared console; Wine 8 does not implement it), no polite signal reached
+// anyone, so the forced stop follows at once instead of waiting out a grace
+// nobody was told about. A leased tree's anchor runs detached, with no
+// console: CTRL_BREAK reaches its root by attaching to the root's console
+// (not tried under Wine, which has no GenerateConsoleCtrlEvent).
+//
+// EXIT reports the exit code; a root ended by our TerminateJobObject reports
+// signal 9 (as Node reports SIGKILL for a killed child), one ended by
+// CTRL_BREAK (STATUS_CONTROL_C_EXIT) 21 (SIGBREAK). Then USAGE and LEFT for
+// each member still there; RELEASED once nothing else holds the captured
+// output (released.h), and QUIET (after USAGE again) once the job is empty.
+//
+// Control EOF (the host is gone: exit, crash, kill) starts the teardown; for
+// a leased tree (lease.h) it starts the lease clock instead, and a leased
+// tree's result is held until a host has it (DONE after QUIET), or until
+// the lease ends.
+#include "anchor.h"
+#include "channel.h"
+#include "job.h"
+#include "launch.h"
+#include "lease.h"
+#include "relay.h"
+#include "released.h"
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+namespace cordon {
+namespace anchor {
+
+namespace {
+
+using protocol::trace;
+
+BOOL WINAPI on_console_event(DWORD) {
+  // Ctrl-C / Ctrl-Break at the host's console are for the host to decide on,
+  // never a reason to lose the tree's identity.
+  return TRUE;
+}
+
+// How far the tree's life has been told: each stage follows the one before.
+enum class Stage {
+  kRunning,   // the root has not exited (or not started)
+  kExited,    // the root exited: EXIT, USAGE and LEFT sent
+  kReleased,  // RELEASED sent
+  kQuiet,     // the job is empty: QUIET sent
+  kDone,      // the host said DONE after QUIET: it has the result
+};
+
+class Anchor : public EndpointHost {
+ public:
+  explicit Anchor(Options opts) : opts_(std::move(opts)) {
+    if (opts_.lease_ms > 0) lease_.state = Lease::State::kAwaiting;
+  }
+
+  int run() {
+    host_.out = crt_handle(3);
+    host_.in = crt_handle(4);
+    if (host_.out == INVALID_HANDLE_VALUE || !host_.out || host_.in == INVALID_HANDLE_VALUE || !host_.in) {
+      usage("no control channel at fds 3 and 4");
+    }
+    // Only the anchor holds the control channel: the command must not inherit it.
+    SetHandleInformation(host_.out, HANDLE_FLAG_INHERIT, 0);
+    SetHandleInformation(host_.in, HANDLE_FLAG_INHERIT, 0);
+    SetConsoleCtrlHandler(on_console_event, TRUE);
+    port_ = CreateIoCompletionPort(INVALID_HANDLE_VALUE, nullptr, 0, 1);
+    if (!port_ || !CreateIoCompletionPort(host_.in, port_, kKeyControl, 0) ||
+        !CreateIoCompletionPort(host_.out, port_, kKeyOut, 0)) {
+      trace("completion port: error %lu", GetLastError());
+      return 70;
+    }
+    start_read();
+
+    if ((opts_.job_from_host || leased()) && !receive_first_lines()) return finish();
+    if (!open_job()) return finish();
+    if (leased() && !open_endpoint()) return finish();
+    if (leased()) relays_.start(opts_);
+    released_.start(opts_.watch_fds);
+    const HANDLE channel[2] = {host_.out, host_.in};
+    std::string failed = launch(opts_, leased(), job_, port_, channel, root_);
+    if (!failed.empty()) {
+      send(failed);
+      return finish();
+    }
+    release_stdio();
+    if (limits_asked(opts_)) send(job_.limits_report());
+    send(protocol::ready(root_.pid, job_.tier(), false, std::string()));
+    loop();
+    return finish();
+  }
+
+  // ---- EndpointHost
+
+  bool attached() const override { return host_.state != Host::State::kDetached; }
+  bool adopted() const override { return host_.state == Host::State::kAdopter; }
+  bool root_running() const override { return root_.process && stage_ == Stage::kRunning; }
+
+  void adopt(HANDLE pipe) override {
+    trace("adopted: replaying %zu line(s)", history_.size());
+    host_.state = Host::State::kAdopter;
+    host_.write_failed = false;
+    writer_.next_host();
+    host_.out = pipe;
+    host_.in = pipe;
+    write(host_.out,
+          protocol::adopted(relays_.logging() ? win::utf8(opts_.log) : std::string(), relays_.find(1) != nullptr,
+                            relays_.find(2) != nullptr),
+          nullptr);
+    for (auto& line : history_) write(host_.out, line, nullptr);
+    control_lines_ = protocol::LineReader(true);
+    start_read();
+  }
+
+  bool write(HANDLE pipe, const std::string& line, HANDLE close_after) override {
+    return writer_.write(pipe, line, close_after);
+  }
+
+ private:
+  bool leased() const { return lease_.state != Lease::State::kNone; }
+  // No host is attached and the lease holds the tree: its clock runs.
+  bool lease_clock_running() const {
+    return lease_.state == Lease::State::kHeld && host_.state == Host::State::kDetached;
+  }
+
+  // --job-from-host: the first control line is `JOB <handle value>`, a
+  // handle the host duplicated into this process (0: the host could not);
+  // --lease: then `LEASE <ms> <token>`. Bounded: a host that never sends JOB
+  // gets NOCONTAIN (or process-handle); a leased tree without its LEASE line
+  // does not start (NOCONTAIN EINVAL lease).
+  bool receive_first_lines() {
+    int64_t deadline = now_ms() + 30000;
+    auto waiting = [&] {
+      return (opts_.job_from_host && !job_.received()) || lease_.state == Lease::State::kAwaiting;
+    };
+    while (waiting() && host_.open()) {
+      int64_t left = deadline - now_ms();
+      if (left <= 0) {
+        trace("no JOB line from the host");
+        break;
+      }
+      DWORD bytes = 0;
+      ULONG_PTR key = 0;
+      OVERLAPPED* ov = nullptr;
+      BOOL ok = GetQueuedCompletionStatus(port_, &bytes, &key, &ov, static_cast<DWORD>(left));
+      if (!ok && !ov) continue;
+      dispatch(ok, bytes, key, ov);
+    }
+    if (!host_.open()) return false;  // the host gone before the job came: nothing ran
+    if (lease_.state == Lease::State::kAwaiting) {
+      send(protocol::no_contain(EINVAL, "lease"));
+      return false;
+    }
+    return true;
+  }
+
+  // The job, with its limits, before the command exists. false: NOCONTAIN
+  // sent (nothing runs); under --best-effort a job that cannot be had leaves
+  // the tier process-handle.
+  bool open_job() {
+    DWORD err = job_.open(opts_.job_from_host, port_);
+    if (!err) return set_limits();
+    trace("job: error %lu", err);
+    job_.close();
+    if (!opts_.best_effort) {
+      send(protocol::no_contain(win::errno_from(err), "job-object"));
+      return false;
+    }
+    return true;
+  }
+
+  // The limits asked for, on the job before the command exists. false: one
+  // was refused without --best-effort (NOCONTAIN sent; nothing runs).
+  bool set_limits() {
+    if (!limits_asked(opts_)) return true;
+    DWORD err = job_.set_limits(opts_);
+    if (!err || opts_.best_effort) return true;
+    send(protocol::no_contain(win::errno_from(err), "limits"));
+    return false;
+  }
+
+  // The lease endpoint's first instance, before anything runs.
+  bool open_endpoint() {
+    DWORD err = endpoint_.open(port_, opts_.lease_id, opts_.grace_ms);
+    if (!err) return true;
+    send(protocol::no_contain(win::errno_from(err), "lease-endpoint"));
+    return false;
+  }
+
+  // The lease clock ran out with no host: the teardown EOF does without a lease.
+  void lease_expired() {
+    lease_.state = Lease::State::kExpired;
+    trace("lease ran out: terminating tree");
+    endpoint_.stop_listening();
+    start_terminate(opts_.grace_ms);
+  }
+
+  // ---- the control channel
+
+  void start_read() {
+    if (!host_.open()) return;
+    ZeroMemory(&read_ov_, sizeof read_ov_);
+    if (!ReadFile(host_.in, read_buf_, sizeof read_buf_, nullptr, &read_ov_) && GetLastError() != ERROR_IO_PENDING) {
+      trace("control read: error %lu", GetLastError());
+      control_eof();
+    }
+  }
+
+  void control_eof() {
+    if (!host_.open()) return;
+    if (lease_.state == Lease::State::kHeld) {
+      // The host is gone, the lease holds the tree: the clock starts (again, in full).
+      writer_.next_host();
+      CloseHandle(host_.in);
+      if (host_.state != Host::State::kAdopter) CloseHandle(host_.out);
+      host_.in = host_.out = INVALID_HANDLE_VALUE;
+      host_.state = Host::State::kDetached;
+      lease_.deadline = now_ms() + lease_.ms;
+      trace("control channel closed: lease clock started (%d ms)", lease_.ms);
+      return;
+    }
+    // The host is gone (exit, crash, kill): carry out the teardown alone.
+    trace("control channel closed: terminating tree");
+    host_.state = Host::State::kGone;
+    start_terminate(opts_.grace_ms);
+  }
+
+  void on_control(DWORD bytes) {
+    std::vector<std::string> lines;
+    control_lines_.feed(read_buf_, bytes, lines);
+    for (auto& line : lines) {
+      auto c = protocol::parse_command(line, opts_.grace_ms, opts_.job_from_host && !job_.received());
+      if (c.verb == protocol::Verb::kLease) {
+        // Only the first LEASE counts (and only with --lease).
+        if (lease_.state == Lease::State::kAwaiting) {
+          lease_.state = Lease::State::kHeld;
+          lease_.ms = c.grace_ms;
+          lease_.token = c.arg;
+          trace("lease %d ms", lease_.ms);
+        }
+      } else if (c.verb == protocol::Verb::kJob) {
+        job_.receive(c.arg);
+      } else if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) {
+        start_terminate(c.grace_ms);
+      } else if (c.verb == protocol::Verb::kDone && stage_ >= Stage::kQuiet) {
+        stage_ = Stage::kDone;
+      }
+    }
+    start_read();
+  }
+
+  void send(const std::string& line) {
+    if (leased()) history_.push_back(line);  // replayed to an adopter
+    if (!host_.writable()) return;
+    // (Freed when its completion is dequeued.)
+    if (!writer_.write(host_.out, line, nullptr)) host_.write_failed = true;
+  }
+
+  void write_done(BOOL ok, OVERLAPPED* ov) {
+    if (writer_.done(ok, ov) && !leased()) host_.write_failed = true;
+  }
+
+  // ---- the tree
+
+  std::vector<Member> members() {
+    std::vector<Member> out;
+    if (job_.held()) {
+      job_.list(out);
+    } else if (root_.process && WaitForSingleObject(root_.process, 0) == WAIT_TIMEOUT) {
+      Member m;
+      m.pid = root_.pid;
+      out.push_back(m);
+    }
+    return out;
+  }
+
+  bool tree_empty() {
+    if (job_.held()) return job_.empty();
+    return stage_ >= Stage::kExited;
+  }
+
+  // USAGE: what the tree used (-1: not measured); nothing without a job.
+  void send_usage() {
+    std::string usage = job_.usage_report();
+    if (!usage.empty()) send(usage);
+  }
+
+  void on_root_exit() {
+    if (stage_ != Stage::kRunning) return;
+    stage_ = Stage::kExited;
+    DWORD code = 0;
+    GetExitCodeProcess(root_.process, &code);
+    trace("root exited code=%lu", code);
+    if (teardown_.schedule.forcing() && code == kKilledCode) {
+      send(protocol::exit(-1, 9));
+    } else if (teardown_.break_sent && code == kControlCExit) {
+      send(protocol::exit(-1, 21));
+    } else {
+      send(protocol::exit(code, 0));
+    }
+    send_usage();
+    auto left = members();
+    trace("%zu member(s) left (active %d)", left.size(), job_.active());
+    for (auto& m : left) {
+      if (m.pid == static_cast<int64_t>(root_.pid)) continue;
+      send(protocol::left(m.pid, false, m.command));
+    }
+    send(protocol::left_end());
+    check_released();
+  }
+
+  // Closes each watched output nobody else holds; RELEASED once all are
+  // closed after the root exited.
+  void check_released() {
+    released_.check();
+    if (stage_ == Stage::kExited && released_.released()) send_released();
+  }
+
+  void send_released() {
+    if (stage_ >= Stage::kReleased) return;
+    stage_ = Stage::kReleased;
+    send(protocol::released());
+  }
+
+  // ---- the termination schedule
+
+  void start_terminate(int grace_ms) {
+    if (teardown_.schedule.start(grace_ms, now_ms()) && grace_ms > 0) {
+      // The root leads its own console process group (CREATE_NEW_PROCESS_GROUP);
+      // its id stays pinned by our root handle even after the root exited.
+      if (ctrl_break()) {
+        teardown_.break_sent = true;
+      } else {
+        trace("CTRL_BREAK not delivered (error %lu): forced stop now", GetLastError());
+        teardown_.schedule.force_now(now_ms());
+      }
+    }
+  }
+
+  // CTRL_BREAK to the root's console process group. A leased tree's anchor
+  // has no console (it runs detached): it joins the root's first.
+  bool ctrl_break() {
+    if (GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_.pid)) return true;
+    if (!leased() || !root_.process || stage_ != Stage::kRunning) return false;
+    DWORD err = GetLastError();
+    // Wine 8 has no CTRL_BREAK at all, and there the console switch below
+    // cost the anchor its life (seen in test/win/adopt.test.mjs: it vanished
+    // right after the forced stop, before QUIET): not tried there.
+    if (win::under_wine()) return false;
+    FreeConsole();
+    if (!AttachConsole(root_.pid)) {
+      SetLastError(err);
+      return false;
+    }
+    SetConsoleCtrlHandler(on_console_event, TRUE);
+    return GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_.pid) != 0;
+  }
+
+  void step_terminate() {
+    int64_t t = now_ms();
+    if (t < teardown_.schedule.deadline()) return;
+    if (teardown_.schedule.force_due(t)) {
+      teardown_.last_force = 0;
+      trace("forced stop: TerminateJobObject");
+    }
+    if (t - teardown_.last_force >= 1000) {
+      teardown_.last_force = t;
+      if (job_.held()) job_.terminate();
+      else if (stage_ == Stage::kRunning) TerminateProcess(root_.process, kKilledCode);
+    }
+    if (teardown_.schedule.stuck_due(t) && !tree_empty()) {
+      teardown_.schedule.stuck_reported();
+      send(protocol::stuck(members()));
+    }
+  }
+
+  // ---- the loop
+
+  void loop() {
+    for (;;) {
+      if (stage_ >= Stage::kExited && tree_empty()) {
+        send_released();
+        if (stage_ < Stage::kQuiet) {
+          stage_ = Stage::kQuiet;
+          trace("quiescent");
+          send_usage();
+          send(protocol::quiescent());
+        }
+        // A leased tree's result is held until a host has it (DONE): an
+        // adopter's, if the host is gone (or dies before DONE), until the
+        // lease ends.
+        if (lease_.state != Lease::State::kHeld || stage_ == Stage::kDone) {
+          if (stage_ == Stage::kDone) trace("the host has the result");
+          return;
+        }
+      }
+      if (lease_clock_running() && now_ms() >= lease_.deadline) lease_expired();
+      endpoint_.tick(now_ms());
+      if (teardown_.schedule.active()) step_terminate();
+      check_released();
+      DWORD timeout = INFINITE;
+      if (teardown_.schedule.active()) {
+        timeout = static_cast<DWORD>(teardown_.schedule.wait_ms(now_ms(), 50, 50));
+      } else if (stage_ >= Stage::kExited && job_.held()) {
+        // ACTIVE_PROCESS_ZERO wakes us; a slow re-check covers a lost message.
+        timeout = 1000;
+      }
+      if (released_.watching() && timeout > 100) timeout = 100;
+      if (lease_clock_running()) {
+        int64_t left = lease_.deadline - now_ms();
+        DWORD until = static_cast<DWORD>(left < 0 ? 0 : left);
+        if (until < timeout) timeout = until;
+      }
+      timeout = endpoint_.wait_ms(now_ms(), timeout);
+      DWORD bytes = 0;
+      ULONG_PTR key = 0;
+      OVERLAPPED* ov = nullptr;
+      BOOL ok = GetQueuedCompletionStatus(port_, &bytes, &key, &ov, timeout);
+      if (!ok && !ov) continue;  // timeout
+      dispatch(ok, bytes, key, ov);
+    }
+  }
+
+  void dispatch(BOOL ok, DWORD bytes, ULONG_PTR key, OVERLAPPED* ov) {
+    if ((key == kKeyControl || key == kKeyEndpoint) && ov == &read_ov_) {
+      if (!ok || bytes == 0) control_eof();
+      else on_control(bytes);
+    } else if (key == kKeyEndpoint && endpoint_.handle(ok, bytes, ov)) {
+      // (the endpoint's own: a connection, a client's line)
+    } else if ((key == kKeyOut || key == kKeyEndpoint) && ov) {
+      write_done(ok, ov);
+    } else if (key == kKeyJob) {
+      job_.on_message(bytes);
+    } else if (key == kKeyRoot) {
+      on_root_exit();
+    }
+  }
+
+  int finish() {
+    // The relays end once the tree's writers are gone; what they still copy
+    // reaches its reader before the anchor exits (bounded).
+    released_.close();
+    relays_.wait();
+    // Let the last lines reach the host before the channel closes.
+    int64_t until = now_ms() + 2000;
+    while (writer_.pending() > 0 && now_ms() < until) {
+      DWORD bytes = 0;
+      ULONG_PTR key = 0;
+      OVERLAPPED* ov = nullptr;
+      BOOL ok = GetQueuedCompletionStatus(port_, &bytes, &key, &ov, 100);
+      if (!ok && !ov) continue;
+      bool endpoint_io = key == kKeyEndpoint && ov && (ov == &read_ov_ || endpoint_.owns(ov));
+      if ((key == kKeyOut || key == kKeyEndpoint) && ov && !endpoint_io) write_done(ok, ov);
+    }
+    return 0;
+  }
+
+  Options opts_;
+  HANDLE port_ = nullptr;
+  Host host_;
+  OVERLAPPED read_ov_;
+  char read_buf_[512];
+  protocol::LineReader control_lines_{true};
+  Writer writer_;
+  std::vector<std::string> history_;  // every line sent (when leased), for the replay
+  Job job_;
+  Root root_;
+  Stage stage_ = Stage::kRunning;
+  struct {
+    protocol::Termination schedule;
+    bool break_sent = false;  // CTRL_BREAK reached the root's group: its STATUS_CONTROL_C_EXIT is SIGBREAK
+    int64_t last_force = 0;   // the last TerminateJobObject (again every second while forcing)
+  } teardown_;
+  ReleaseWatch released_;
+  Lease lease_;
+  Relays relays_;  // a leased tree's captured streams
+  Endpoint endpoint_{*this, lease_, relays_};
+};
+
+}  // namespace
+
+int run(Options opts) {
+  Anchor anchor(std::move(opts));
+  return anchor.run();
+}
+
+}  // namespace anchor
+}  // namespace cordon
