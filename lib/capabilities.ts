@@ -4,7 +4,7 @@
 // (test/capabilities.test.ts).
 import { readFileSync } from 'node:fs';
 import { limitSupport, type LimitSupport } from './anchor/cgroup.js';
-import { CordonError } from './errors.js';
+import { noTier, tierUnavailable } from './errors.js';
 import { probe } from './native.js';
 import { availableTiers, describeTier, requestedTier, tierSpec, type Guarantees, type Tier } from './tiers.js';
 
@@ -32,10 +32,7 @@ export function defaultTier(): Tier {
   const fromEnv = tiers.find((t) => t === requestedTier());
   if (fromEnv !== undefined) return fromEnv;
   if (tiers.length === 0) {
-    throw new CordonError(`cordon has no containment tier for ${process.platform} in this build.`, {
-      code: 'ERR_CORDON_UNSUPPORTED',
-      stage: 'launch',
-    });
+    throw noTier(process.platform);
   }
   return tiers[0]!;
 }
@@ -64,15 +61,15 @@ export function hostLimitSupport(): LimitSupport {
 }
 
 /**
- * Where `tier` enforces each limit on this host: the cgroup tier where the
- * controllers are there (hostLimitSupport), no other tier. The job-object
- * tier sets limits on the tree's Job Object with 'best-effort' only: their
- * enforcement by Windows has never been observed by cordon's tests (its
- * Windows lane runs under Wine, which takes them and enforces none), so it
- * is not claimed.
+ * Where `tier` enforces each limit on this host: a tier whose limits are
+ * 'enforced' (the cgroup tier) where the controllers are there
+ * (hostLimitSupport), no other. A tier that sets them unclaimed (the
+ * job-object tier, with 'best-effort' only: their enforcement by Windows has
+ * never been observed by cordon's tests, whose Windows lane runs under Wine,
+ * which takes them and enforces none) enforces none.
  */
 export function tierLimitSupport(tier: Tier): LimitSupport {
-  return tier === 'cgroup' ? hostLimitSupport() : NO_LIMITS;
+  return tierSpec(tier)?.limits === 'enforced' ? hostLimitSupport() : NO_LIMITS;
 }
 
 /** Linux: whether this process has CAP_SYS_ADMIN (bit 21 of CapEff), which a cgroup namespace needs. */
@@ -106,10 +103,7 @@ export function capabilities(options: { tier?: Tier } = {}): Capabilities {
   const tiers = tiersHere();
   const tier = options.tier ?? defaultTier();
   if (!tiers.includes(tier)) {
-    throw new CordonError(`The tier '${tier}' is not available on this host (available: ${tiers.join(', ') || 'none'}).`, {
-      code: 'ERR_CORDON_CONTAINMENT',
-      stage: 'input',
-    });
+    throw tierUnavailable(tier, tiers);
   }
   const pidfd = process.platform === 'linux' && probe().pidfd;
   const described = tierGuarantees(process.platform, tier, pidfd, process.platform === 'linux' && hasCapSysAdmin(), hostLimitSupport());

@@ -1,24 +1,27 @@
 // The cgroup v2 "no internal processes" rule, solved the way container
-// runtimes do, and only when the host asks (issue #15, docs/contract.md C12):
+// runtimes do, and only when the host asks (docs/contract.md C12):
 // a v2 cgroup other than the root cannot enable a controller for its children
 // while it holds processes itself. prepareCgroupLimits({ moveHost: true })
-// moves every process of the host's cgroup into a leaf of its own
+// moves the host's own process into a leaf of its cgroup
 // ("<the host's cgroup>/cordon-host"), then enables the memory, pids and cpu
 // controllers in the host's cgroup's cgroup.subtree_control. The trees'
 // cgroups are then made beside the leaf, in the host's cgroup (the anchor's
-// cgroup_create: native/linux/tree.cc), under those controllers; the leaf
+// cgroup_create: native/linux/cgroup.cc), under those controllers; the leaf
 // stays a leaf.
 //
-// Every process, not only this one: the rule counts all of them (a shell
-// that started the host, a sibling in the same systemd scope), so a move of
-// this process alone would leave the cgroup unable to delegate. Where it
-// cannot apply (no cgroup v2, a controller the cgroup is not given, not
+// The host's own process and no other: a process the host did not start (a
+// shell that started it, a sibling in the same systemd scope, PID 1 of a
+// root host in init.scope) is never moved. Since the rule counts every
+// process, a cgroup that holds any other is refused by pid ('not-alone')
+// before anything changes: such a host belongs in a cgroup of its own. Where
+// it cannot apply (no cgroup v2, a controller the cgroup is not given, not
 // writable, a threaded cgroup) it throws a typed error before changing
-// anything; a process it may not move is refused by name and everything it
-// moved goes back. Never implicit: nothing else in cordon calls it.
+// anything; a move the kernel refuses, or a process that arrives during the
+// move, puts the host back. Never implicit: nothing else in cordon calls it.
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { forgetLimitSupport } from './anchor/cgroup.js';
-import { CordonError, invalidArg } from './errors.js';
+import * as errors from './errors.js';
+import { invalidArg } from './errors.js';
 import { debug } from './debug.js';
 
 /** The cgroup v2 controllers cordon's limits use. */
@@ -29,8 +32,11 @@ export const HOST_LEAF = 'cordon-host';
 
 const ALL: readonly CgroupController[] = ['memory', 'pids', 'cpu'];
 
+/** Why prepareCgroupLimits() refused, and the error it throws (built in lib/errors/cgroup.ts). */
+export type { CgroupLeafError, CgroupLeafRefusal } from './errors.js';
+
 export interface PrepareCgroupLimitsOptions {
-  /** Must be `true`: consent to move every process of the host's cgroup into its leaf. */
+  /** Must be `true`: consent to move the host's own process into a leaf of its cgroup. */
   moveHost: true;
   /** The controllers to enable (default: memory, pids and cpu, what the limits option uses). */
   controllers?: readonly CgroupController[];
@@ -44,7 +50,7 @@ export interface CgroupLimitsPrepared {
   cgroup: string;
   /** The leaf the host's processes are in (absolute path), or null where there is none (nothing had to move: the root cgroup, or one already delegated). */
   leaf: string | null;
-  /** The pids this call moved into the leaf (the host's own among them where it was not in the leaf yet). */
+  /** The pids this call moved into the leaf: the host's own, where it was not in the leaf yet; never another. */
   moved: number[];
   /** The controllers this call enabled in the host's cgroup.subtree_control. */
   enabled: CgroupController[];
@@ -52,42 +58,16 @@ export interface CgroupLimitsPrepared {
   alreadyEnabled: CgroupController[];
 }
 
-/** Why prepareCgroupLimits() refused: `reason` on its ERR_CORDON_CGROUP_LEAF error. */
-export type CgroupLeafRefusal =
-  | 'not-linux'
-  | 'no-cgroup-v2'
-  | 'controllers-unavailable'
-  | 'not-domain'
-  | 'not-writable'
-  | 'unmovable'
-  | 'busy'
-  | 'enable-failed';
-
-/** The error prepareCgroupLimits() throws where it cannot apply; `pids` names the processes it could not move ('unmovable', 'busy'). */
-export interface CgroupLeafError extends CordonError {
-  code: 'ERR_CORDON_CGROUP_LEAF';
-  reason: CgroupLeafRefusal;
-  pids: number[];
-}
-
-function refused(reason: CgroupLeafRefusal, message: string, extra: { path?: string; pids?: number[]; cause?: unknown } = {}): CgroupLeafError {
-  const err = new CordonError(message, {
-    code: 'ERR_CORDON_CGROUP_LEAF',
-    stage: 'input',
-    ...(extra.path === undefined ? {} : { path: extra.path }),
-    ...(extra.cause === undefined ? {} : { cause: extra.cause }),
-  });
-  return Object.assign(err, { reason, pids: extra.pids ?? [] }) as CgroupLeafError;
-}
-
 /** What a plan will do, decided from the cgroup's files alone (nothing written). */
 export interface CgroupLeafPlan {
   cgroup: string;
   leaf: string;
-  /** Whether the processes must move: the cgroup is not the root (the rule does not bind the root) and holds some. */
+  /** Whether the host must move: the cgroup is not the root (the rule does not bind the root) and holds it. */
   move: boolean;
-  /** The pids in the cgroup when it was read (the move re-reads until none is left). */
+  /** The pids in the cgroup when it was read: the host's alone where it must move. */
   procs: number[];
+  /** The host's pid: the one process the move may move. */
+  self: number;
   enable: CgroupController[];
   alreadyEnabled: CgroupController[];
 }
@@ -111,27 +91,22 @@ function writable(path: string): boolean {
 
 /**
  * The decision, from the files of the cgroup v2 directory `cgroup` (the
- * host's): which controllers to enable, whether its processes must move into
- * `cgroup/cordon-host`, or the typed refusal. Reads, never writes.
+ * host's, whose process is `self`): which controllers to enable, whether the
+ * host must move into `cgroup/cordon-host`, or the typed refusal, 'not-alone'
+ * with the pids of every other process the cgroup holds where the host would
+ * have to move. Reads, never writes.
  */
-export function planCgroupLeaf(cgroup: string, controllers: readonly CgroupController[] = ALL): CgroupLeafPlan {
+export function planCgroupLeaf(cgroup: string, controllers: readonly CgroupController[] = ALL, self = process.pid): CgroupLeafPlan {
   let available: string[];
   try {
     available = words(readFileSync(`${cgroup}/cgroup.controllers`, 'utf8'));
   } catch (cause) {
-    throw refused('no-cgroup-v2', `${cgroup} is not a cgroup v2 directory (no cgroup.controllers): limits through cgroup v2 need this host in a cgroup v2 hierarchy; nothing was changed.`, { path: cgroup, cause });
+    throw errors.notCgroupV2Dir(cgroup, cause);
   }
   const missing = controllers.filter((c) => !available.includes(c));
   if (missing.length > 0) {
-    // The root cgroup has no cgroup.type: there, a controller missing is one the v2 hierarchy lacks (bound to a v1 hierarchy).
-    const where = existsSync(`${cgroup}/cgroup.type`)
-      ? "a controller must be enabled in the parent cgroup's cgroup.subtree_control first (e.g. systemd's Delegate=yes, or a container runtime's cgroup)"
-      : 'this is the root of the cgroup v2 hierarchy, which has no such controller (a hybrid host binds it to a cgroup v1 hierarchy, where the limits use it without a move)';
-    throw refused(
-      'controllers-unavailable',
-      `The host's cgroup ${cgroup} is not given the ${missing.join(', ')} controller${missing.length > 1 ? 's' : ''} (its cgroup.controllers lists: ${available.join(' ') || 'none'}); ${where}. Nothing was changed.`,
-      { path: cgroup },
-    );
+    // The root cgroup has no cgroup.type.
+    throw errors.controllersUnavailable(cgroup, missing, available, !existsSync(`${cgroup}/cgroup.type`));
   }
   const enabledNow = words(readFileSync(`${cgroup}/cgroup.subtree_control`, 'utf8'));
   const alreadyEnabled = controllers.filter((c) => enabledNow.includes(c));
@@ -142,50 +117,39 @@ export function planCgroupLeaf(cgroup: string, controllers: readonly CgroupContr
   if (!isRoot) {
     const type = readFileSync(`${cgroup}/cgroup.type`, 'utf8').trim();
     if (type !== 'domain') {
-      throw refused('not-domain', `The host's cgroup ${cgroup} is of type "${type}", not "domain": its controllers cannot be delegated to new cgroups this way. Nothing was changed.`, { path: cgroup });
+      throw errors.cgroupNotDomain(cgroup, type);
     }
   }
   const procs = pidsIn(`${cgroup}/cgroup.procs`);
   const move = enable.length > 0 && !isRoot && procs.length > 0;
+  const others = procs.filter((pid) => pid !== self);
+  if (move && others.length > 0) throw errors.cgroupNotAlone(cgroup, others);
   if (enable.length > 0) {
     const need = [`${cgroup}/cgroup.subtree_control`, ...(move ? [cgroup, `${cgroup}/cgroup.procs`] : [])];
     const denied = need.filter((p) => !writable(p));
-    if (denied.length > 0) {
-      throw refused('not-writable', `This process may not write ${denied.join(', ')}: enabling controllers in the host's cgroup needs it (root, or a cgroup delegated to this user). Nothing was changed.`, { path: denied[0]! });
-    }
-    if (move && existsSync(leaf) && !statSync(leaf).isDirectory()) {
-      throw refused('not-writable', `${leaf} exists and is not a directory. Nothing was changed.`, { path: leaf });
-    }
+    if (denied.length > 0) throw errors.cgroupNotWritable(denied);
+    if (move && existsSync(leaf) && !statSync(leaf).isDirectory()) throw errors.leafNotDirectory(leaf);
   }
-  return { cgroup, leaf, move, procs, enable, alreadyEnabled };
+  return { cgroup, leaf, move, procs, self, enable, alreadyEnabled };
 }
 
-/** How many times the cgroup is re-read for processes that arrived during the move (forks of those not moved yet). */
-const MOVE_ROUNDS = 16;
-
 /**
- * Carries out a plan: the processes into the leaf (every pid the cgroup
- * lists, re-read until none is left), then the controllers enabled. A pid the
- * kernel refuses is a typed error naming it, after everything moved went back.
+ * Carries out a plan: the host's own process into the leaf (no other is
+ * ever written to a cgroup.procs), then the controllers enabled. A move the
+ * kernel refuses is a typed error naming the pid ('unmovable'); a process
+ * found in the cgroup after the move (it arrived meanwhile) is 'busy'; both
+ * after the host went back.
  */
 export function applyCgroupLeaf(plan: CgroupLeafPlan): CgroupLimitsPrepared {
-  const { cgroup, leaf } = plan;
+  const { cgroup, leaf, self } = plan;
   if (plan.enable.length === 0) {
     return { outcome: 'already-delegated', cgroup, leaf: existsSync(leaf) ? leaf : null, moved: [], enabled: [], alreadyEnabled: plan.alreadyEnabled };
   }
   const moved: number[] = [];
   let made = false;
-  // Back into the host's cgroup: what this call moved, and, in a leaf it made, what was born there since.
+  // Back into the host's cgroup: the host, if this call moved it; the leaf, if this call made it.
   const undo = () => {
-    let back = moved;
-    if (made) {
-      try {
-        back = [...new Set([...moved, ...pidsIn(`${leaf}/cgroup.procs`)])];
-      } catch {
-        // the leaf's list unreadable: what was moved
-      }
-    }
-    for (const pid of back) {
+    for (const pid of moved) {
       try {
         writeFileSync(`${cgroup}/cgroup.procs`, String(pid));
       } catch (err) {
@@ -205,36 +169,19 @@ export function applyCgroupLeaf(plan: CgroupLeafPlan): CgroupLimitsPrepared {
       mkdirSync(leaf);
       made = true;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw refused('not-writable', `${leaf} cannot be made (${(err as NodeJS.ErrnoException).code}). Nothing was changed.`, { path: leaf, cause: err });
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw errors.leafUnmakeable(leaf, err as NodeJS.ErrnoException);
     }
-    let left: number[] = [];
-    for (let round = 0; round < MOVE_ROUNDS; round++) {
-      left = pidsIn(`${cgroup}/cgroup.procs`);
-      if (left.length === 0) break;
-      const failed: { pid: number; code: string }[] = [];
-      for (const pid of left) {
-        try {
-          writeFileSync(`${leaf}/cgroup.procs`, String(pid));
-          moved.push(pid);
-        } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
-          if (code !== 'ESRCH') failed.push({ pid, code }); // ESRCH: it exited
-        }
-      }
-      if (failed.length > 0) {
-        undo();
-        throw refused(
-          'unmovable',
-          `The host's cgroup ${cgroup} holds processes this process may not move into ${leaf}: ${failed.map((f) => `${f.pid} (${f.code})`).join(', ')}. ` +
-            'Every process of the cgroup must move for its controllers to be enabled (the cgroup v2 "no internal processes" rule); run the host in a cgroup of its own (e.g. systemd-run --scope -p Delegate=yes). What was moved went back.',
-          { path: cgroup, pids: failed.map((f) => f.pid) },
-        );
-      }
+    try {
+      writeFileSync(`${leaf}/cgroup.procs`, String(self));
+      moved.push(self);
+    } catch (err) {
+      undo();
+      throw errors.cgroupUnmovable(cgroup, leaf, [{ pid: self, code: (err as NodeJS.ErrnoException).code ?? 'EIO' }]);
     }
-    const still = left.length === 0 ? [] : pidsIn(`${cgroup}/cgroup.procs`);
+    const still = pidsIn(`${cgroup}/cgroup.procs`).filter((pid) => pid !== self);
     if (still.length > 0) {
       undo();
-      throw refused('busy', `Processes kept arriving in the host's cgroup ${cgroup} during the move (still there: ${still.join(', ')}). What was moved went back; try again when it is quieter.`, { path: cgroup, pids: still });
+      throw errors.cgroupBusy(cgroup, still);
     }
   }
   try {
@@ -242,7 +189,7 @@ export function applyCgroupLeaf(plan: CgroupLeafPlan): CgroupLimitsPrepared {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
     undo();
-    throw refused('enable-failed', `Enabling ${plan.enable.join(', ')} in ${cgroup}/cgroup.subtree_control failed (${code}). What was moved went back.`, { path: cgroup, cause: err });
+    throw errors.enableFailed(cgroup, plan.enable, code, err);
   }
   debug('cgroup leaf: moved %o into %s, enabled %o in %s', moved, leaf, plan.enable, cgroup);
   forgetLimitSupport();
@@ -273,18 +220,19 @@ export function hostCgroupDir(): string | null {
 
 /**
  * Opt-in (never implicit): makes cgroup v2 limits possible for this host by
- * moving every process of its cgroup into the leaf `cordon-host` and enabling
- * the memory, pids and cpu controllers for the trees' cgroups. Returns what
- * it did; throws ERR_CORDON_CGROUP_LEAF (with `reason`, and `pids` for
- * processes it could not move) before changing anything where it cannot apply.
- * capabilities() reflects the new state after it.
+ * moving its own process (and no other) into the leaf `cordon-host` and
+ * enabling the memory, pids and cpu controllers for the trees' cgroups.
+ * Returns what it did; throws ERR_CORDON_CGROUP_LEAF (with `reason`, and
+ * `pids`: the other processes the cgroup holds, or the one it could not
+ * move) before changing anything where it cannot apply, or after putting the
+ * host back. capabilities() reflects the new state after it.
  */
 export function prepareCgroupLimits(options: PrepareCgroupLimitsOptions): CgroupLimitsPrepared {
   if (typeof options !== 'object' || options === null || options.moveHost !== true) {
     throw invalidArg(
       'moveHost',
       (options as { moveHost?: unknown } | null)?.moveHost,
-      "true: prepareCgroupLimits() moves every process of the host's cgroup into a leaf of it, and does so only when asked",
+      "true: prepareCgroupLimits() moves the host's own process into a leaf of its cgroup, and does so only when asked",
     );
   }
   const controllers = options.controllers ?? ALL;
@@ -292,11 +240,9 @@ export function prepareCgroupLimits(options: PrepareCgroupLimitsOptions): Cgroup
     throw invalidArg('controllers', controllers, "a non-empty list of 'memory', 'pids', 'cpu'");
   }
   if (process.platform !== 'linux') {
-    throw refused('not-linux', `cgroups are Linux's; on ${process.platform} there is nothing to prepare (capabilities().guarantees.limits says what this host enforces). Nothing was changed.`);
+    throw errors.cgroupNotLinux(process.platform);
   }
   const cgroup = hostCgroupDir();
-  if (cgroup === null) {
-    throw refused('no-cgroup-v2', 'This host has no cgroup v2 hierarchy cordon can find (no cgroup2 mount from its root in /proc/self/mountinfo, or no 0:: line in /proc/self/cgroup). Nothing was changed.');
-  }
+  if (cgroup === null) throw errors.noCgroupV2();
   return applyCgroupLeaf(planCgroupLeaf(cgroup, [...new Set(controllers)]));
 }

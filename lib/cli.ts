@@ -7,16 +7,19 @@
 // cordon capabilities
 //   What this host guarantees, per tier (JSON).
 // cordon ps [--json] / cordon adopt <id> --token <token>
-//   Leased trees whose host is gone (issue #17), and taking one over.
+//   Leased trees whose host is gone, and taking one over.
+import { readFileSync } from 'node:fs';
 import { capabilities } from './capabilities.js';
-import { formatDuration, parseDuration } from './duration.js';
+import { duration, formatDuration, parseDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
 import { cliLimit } from './limits.js';
-import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type SpawnOptions, type Tier } from './options.js';
-import { selectableTiers, tierSpec } from './tiers.js';
-import { spawn, type ContainedProcess, type ContainedResult } from './process.js';
+import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type Tier } from './options.js';
+import { selectableTiers } from './tiers.js';
+import { spawn, type ContainedProcess, type SpawnOptions } from './process.js';
+import type { ContainedResult } from './result.js';
 import { signalNumber } from './signals.js';
 import { Registry } from './registry.js';
+import { leftGroupLines, partialView, printReport, unseen, writeJsonReport } from './cli-report.js';
 
 const USAGE = `Usage:
   cordon run [options] -- <command> [args...]   run a command contained
@@ -24,6 +27,7 @@ const USAGE = `Usage:
   cordon capabilities                            what this host guarantees (JSON)
   cordon ps [--json]                             leased trees that can be adopted
   cordon adopt <id> --token <token>              take one over: its output, Ctrl-C ends it, its exit status
+  cordon --version | cordon help
 
 Options for run:
   --timeout <d>          terminate the whole tree after this long (exit 124)
@@ -41,8 +45,9 @@ Options for run:
                          this long (adopt it with cordon adopt; its id and token are printed on
                          stderr); then it is terminated. Ctrl-C and SIGTERM still end it
   --report               print what was left over and how long cleanup took (stderr)
+  --json <file>          also write the report as JSON to <file> (0600; - for stderr)
 
-Durations: 500ms, 3s, 2m, 1h (a bare number is seconds).
+Durations carry their unit: 500ms, 3s, 2m, 1h (a bare number is refused).
 Exit status: the command's; 128+N if it died by signal N; 124 on timeout; 130 when
 interrupted; 126/127 when it could not run; 70 when the tree could not be cleaned up.
 
@@ -50,17 +55,25 @@ leaks takes the options of run except --leftovers (--report is implied). It capt
 command's stdout and stderr through pipes (forwarded as they come), keeps every
 process still alive when the command's root exits, lists each one on stderr (pid,
 whether it held the output pipes, command line), then terminates them with the grace.
-Exit status of leaks: 1 when anything was left behind; otherwise as for run (the
+Exit status of leaks: 23 when anything was left behind; otherwise as for run (the
 command's status, 124, 130, ...).`;
 
+/** A usage error: one line saying what is wrong, and where the usage is (exit 2). */
 function fail(message: string, status = 2): never {
-  process.stderr.write(`cordon: ${message}\n`);
+  process.stderr.write(`cordon: ${message}\n${status === 2 ? 'cordon: see cordon --help\n' : ''}`);
   process.exit(status);
+}
+
+/** This package's version (package.json, beside dist/). */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 interface RunArgs {
   options: SpawnOptions;
   report: boolean;
+  /** --json <file>: the report as JSON there ('-': one line on stderr). */
+  json: string | undefined;
   command: string;
   args: string[];
 }
@@ -68,11 +81,21 @@ interface RunArgs {
 function parseRun(argv: string[]): RunArgs {
   const options: SpawnOptions = { stdio: 'inherit' };
   let report = false;
+  let json: string | undefined;
   let i = 0;
   const value = (flag: string) => {
     const v = argv[++i];
-    if (v === undefined) fail(`${flag} needs a value\n\n${USAGE}`);
+    if (v === undefined) fail(`${flag} needs a value`);
     return v;
+  };
+  // A duration that does not parse is a usage error (exit 2), like any other bad flag.
+  const durationOf = (flag: string) => {
+    const text = value(flag);
+    try {
+      return parseDuration(flag, text);
+    } catch (err) {
+      return fail((err as Error).message);
+    }
   };
   for (; i < argv.length; i++) {
     const a = argv[i]!;
@@ -84,14 +107,14 @@ function parseRun(argv: string[]): RunArgs {
     const flag = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
     if (eq > 0 && a.startsWith('--')) argv.splice(i + 1, 0, a.slice(eq + 1));
     switch (flag) {
-      case '--timeout': options.timeout = parseDuration(flag, value(flag)); break;
-      case '--grace': options.grace = parseDuration(flag, value(flag)); break;
-      case '--interrupt-grace': options.interruptGrace = parseDuration(flag, value(flag)); break;
-      case '--wait-delay': options.waitDelay = parseDuration(flag, value(flag)); break;
+      case '--timeout': options.timeout = durationOf(flag); break;
+      case '--grace': options.grace = durationOf(flag); break;
+      case '--interrupt-grace': options.interruptGrace = durationOf(flag); break;
+      case '--wait-delay': options.waitDelay = durationOf(flag); break;
       case '--leftovers': options.leftovers = value(flag) as LeftoversPolicy; break;
       case '--tier': options.tier = value(flag) as Tier; break;
       case '--log': options.log = value(flag); break;
-      case '--lease': options.lease = parseDuration(flag, value(flag)); break;
+      case '--lease': options.lease = durationOf(flag); break;
       case '--best-effort': options.containment = 'best-effort'; break;
       case '--memory':
       case '--max-processes':
@@ -99,25 +122,33 @@ function parseRun(argv: string[]): RunArgs {
         try {
           cliLimit(flag, value(flag), (options.limits ??= {}));
         } catch (err) {
-          fail(`${(err as Error).message}\n\n${USAGE}`);
+          fail(`${(err as Error).message}`);
         }
         break;
       case '--report': report = true; break;
+      case '--json': json = value(flag); break;
       case '-h':
       case '--help':
         process.stdout.write(USAGE + '\n');
         process.exit(0);
       // falls through (exit never returns)
       default:
-        if (a.startsWith('-')) fail(`unknown option ${a}\n\n${USAGE}`);
+        if (a.startsWith('-')) fail(`unknown option ${a}`);
         // The command starts here (no "--" given).
-        return { options, report, command: a, args: argv.slice(i + 1) };
+        return { options, report, json, command: a, args: argv.slice(i + 1) };
     }
   }
   const command = argv[i];
-  if (command === undefined) fail(`run needs a command\n\n${USAGE}`);
-  return { options, report, command, args: argv.slice(i + 1) };
+  if (command === undefined) fail(`run needs a command`);
+  return { options, report, json, command, args: argv.slice(i + 1) };
 }
+
+/**
+ * `cordon leaks`' exit status when something was left behind (or held the
+ * output past the wait delay): one no command's own failure is taken for.
+ * 23, as LeakSanitizer's default exit code.
+ */
+const LEAKED_STATUS = 23;
 
 function exitStatus(result: ContainedResult): number {
   if (result.reason === 'timeout') return 124;
@@ -126,65 +157,6 @@ function exitStatus(result: ContainedResult): number {
   return result.exitCode ?? 1;
 }
 
-/** Where a tier with partial coverage looked, and what it cannot see, in words (C11). */
-function partialView(result: ContainedResult): { seenIn: string; unseen: string } {
-  return tierSpec(result.tier)?.partialView ?? { seenIn: 'of the root', unseen: `the ${result.tier} tier cannot see the root's descendants` };
-}
-
-function unseen(result: ContainedResult): string {
-  return partialView(result).unseen;
-}
-
-/** Members the anchor saw leave the tree's process group (process-group tier). */
-function leftGroupLines(result: ContainedResult): string[] {
-  if (result.leftGroup.length === 0) return [];
-  return [
-    `cordon: ${result.leftGroup.length} process(es) were seen leaving the tree's process group (found by a snapshot or by the tree's marker; any that left unseen are not known):`,
-    ...result.leftGroup.map((l) => `cordon:   pid ${l.pid}: ${l.command}`),
-  ];
-}
-
-/** What the tree used and ran into, where measured ("not measured" rather than a 0). */
-function limitLines(result: ContainedResult): string[] {
-  const lines: string[] = [];
-  const { cpuMs, peakMemory, peakProcesses } = result.usage;
-  const show = (v: number | null, unit: (v: number) => string) => (v === null ? 'not measured' : unit(v));
-  if (cpuMs !== null || peakMemory !== null || peakProcesses !== null) {
-    lines.push(
-      `cordon: usage: cpu ${show(cpuMs, (v) => formatDuration(v))}, peak memory ${show(peakMemory, (v) => `${(v / 1048576).toFixed(1)}M`)}, peak processes ${show(peakProcesses, String)}`,
-    );
-  }
-  const l = result.limits;
-  if (l && !l.applied) lines.push('cordon: limits were NOT applied (best-effort: this tier cannot enforce them here)');
-  if (l && l.hit.length > 0) lines.push(`cordon: the tree ran into its ${l.hit.join(' and ')} limit`);
-  return lines;
-}
-
-function printReport(result: ContainedResult): void {
-  const lines: string[] = [];
-  const ran = formatDuration(result.rootExitedAt - result.startedAt);
-  const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
-  lines.push(`cordon: ${result.command} (pid ${result.pid}, ${result.tier} tier) ${how} after ${ran}; reason: ${result.reason}${result.limit ? ` (${result.limit} limit)` : ''}`);
-  lines.push(...limitLines(result));
-  if (result.leftovers.length === 0) {
-    lines.push(
-      result.coverage === 'complete'
-        ? 'cordon: no leftovers: the tree ended with its root'
-        : `cordon: no leftovers seen ${partialView(result).seenIn}; ${unseen(result)}`,
-    );
-  } else {
-    const fate = result.leftoversKept ? 'kept running' : 'terminated';
-    lines.push(`cordon: ${result.leftovers.length} leftover process(es) ${fate}:`);
-    for (const l of result.leftovers) {
-      lines.push(`cordon:   pid ${l.pid}${l.heldOutput ? ' (held the output)' : ''}: ${l.command}`);
-    }
-  }
-  lines.push(...leftGroupLines(result));
-  if (result.coverage === 'partial' && result.leftovers.length > 0) lines.push(`cordon: coverage is partial: ${unseen(result)}`);
-  if (result.waitDelayExceeded) lines.push('cordon: descendants held the output past the wait delay; it was closed');
-  lines.push(`cordon: cleanup took ${formatDuration(result.settledAt - result.rootExitedAt)} after the root exited`);
-  process.stderr.write(lines.join('\n') + '\n');
-}
 
 /**
  * Ctrl-C, SIGTERM and SIGHUP abort the run (interrupt grace, then SIGKILL);
@@ -208,8 +180,9 @@ function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortCon
       controller.abort(new Error(`received ${signal}`));
       // After the result settled (leaks terminating what it kept), the abort
       // no longer reaches the tree: stop it directly.
-      void proc.terminate({ grace: options.interruptGrace ?? DEFAULT_INTERRUPT_GRACE_MS }).catch(() => {});
-      const bound = (options.interruptGrace ?? DEFAULT_INTERRUPT_GRACE_MS) + 3000;
+      const interruptGrace = duration('--interrupt-grace', options.interruptGrace, DEFAULT_INTERRUPT_GRACE_MS);
+      void proc.terminate({ grace: interruptGrace }).catch(() => {});
+      const bound = interruptGrace + 3000;
       setTimeout(() => {
         process.stderr.write(`cordon: still not done ${formatDuration(bound)} after ${signal}; exiting (the tree's anchor finishes the teardown)\n`);
         process.exit(130);
@@ -239,7 +212,7 @@ function startContained(command: string, args: string[], options: SpawnOptions):
 }
 
 async function runCommand(argv: string[]): Promise<number> {
-  const { options, report, command, args } = parseRun(argv);
+  const { options, report, json, command, args } = parseRun(argv);
   const proc = startContained(command, args, options);
   if (typeof proc === 'number') return proc;
   if (proc.lease !== undefined) {
@@ -251,7 +224,9 @@ async function runCommand(argv: string[]): Promise<number> {
   try {
     const result = await proc.result;
     if (report) printReport(result);
-    return exitStatus(result);
+    const status = exitStatus(result);
+    if (json !== undefined) writeJsonReport(json, result, status);
+    return status;
   } catch (err) {
     if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
     const e = err as CordonError;
@@ -261,9 +236,9 @@ async function runCommand(argv: string[]): Promise<number> {
 }
 
 async function leaksCommand(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[argv.length - 1] === '--') fail(`leaks needs a command\n\n${USAGE}`);
-  const { options, command, args } = parseRun(argv);
-  if (options.leftovers !== undefined) fail(`leaks keeps the leftovers to report them: --leftovers does not apply\n\n${USAGE}`);
+  if (argv.length === 0 || argv[argv.length - 1] === '--') fail(`leaks needs a command`);
+  const { options, json, command, args } = parseRun(argv);
+  if (options.leftovers !== undefined) fail(`leaks keeps the leftovers to report them: --leftovers does not apply`);
   options.leftovers = 'keep';
   // Pipes, so that "held the output" means something; forwarded as they come.
   options.stdio = ['inherit', 'pipe', 'pipe'];
@@ -285,6 +260,12 @@ async function leaksCommand(argv: string[]): Promise<number> {
     process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
     return 70;
   }
+  const settled = result;
+  // The status, after the JSON report (--json) says it too.
+  const leaksReported = (status: number, leaked: boolean): number => {
+    if (json !== undefined) writeJsonReport(json, settled, status, { leaked });
+    return status;
+  };
   const lines: string[] = [];
   const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
   lines.push(`cordon: ${result.command} (pid ${result.pid}) ${how} after ${formatDuration(result.rootExitedAt - result.startedAt)}; reason: ${result.reason}`);
@@ -300,10 +281,10 @@ async function leaksCommand(argv: string[]): Promise<number> {
       // Something outlived the command after all: it held the output.
       lines.push("cordon: but a process outside the tier's view held the output past the wait delay; it was closed");
       process.stderr.write(lines.join('\n') + '\n');
-      return 1;
+      return leaksReported(LEAKED_STATUS, true);
     }
     process.stderr.write(lines.join('\n') + '\n');
-    return exitStatus(result);
+    return leaksReported(exitStatus(result), false);
   }
   if (result.coverage === 'partial') lines.push(`cordon: coverage is partial: ${unseen(result)}`);
   const stopped = !result.leftoversKept; // canceled or timed out: the whole tree was terminated
@@ -317,16 +298,16 @@ async function leaksCommand(argv: string[]): Promise<number> {
   }
   if (result.waitDelayExceeded) lines.push('cordon: they held the output past the wait delay; what they wrote after it is not shown');
   process.stderr.write(lines.join('\n') + '\n');
-  if (stopped) return exitStatus(result);
+  if (stopped) return leaksReported(exitStatus(result), false);
   try {
     await proc.terminate();
   } catch (err) {
     const e = err as CordonError;
     process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
-    return 70;
+    return leaksReported(70, true);
   }
   process.stderr.write(`cordon: the leaked processes were terminated\n`);
-  return 1;
+  return leaksReported(LEAKED_STATUS, true);
 }
 
 function launchFailure(err: unknown): number {
@@ -343,7 +324,7 @@ function launchFailure(err: unknown): number {
 async function psCommand(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
   const unknown = argv.find((a) => a !== '--json');
-  if (unknown !== undefined) fail(`unknown option ${unknown}\n\n${USAGE}`);
+  if (unknown !== undefined) fail(`unknown option ${unknown}`);
   const trees = await new Registry().adoptable();
   if (json) {
     process.stdout.write(JSON.stringify(trees, null, 2) + '\n');
@@ -369,9 +350,9 @@ async function adoptCommand(argv: string[]): Promise<number> {
     if (a === '--token') token = argv[++i];
     else if (a.startsWith('--token=')) token = a.slice(8);
     else if (!a.startsWith('-') && id === undefined) id = a;
-    else fail(`unknown argument ${a}\n\n${USAGE}`);
+    else fail(`unknown argument ${a}`);
   }
-  if (id === undefined || token === undefined) fail(`adopt needs a tree id (cordon ps) and --token\n\n${USAGE}`);
+  if (id === undefined || token === undefined) fail(`adopt needs a tree id (cordon ps) and --token`);
   let proc: ContainedProcess;
   try {
     proc = await new Registry().adopt(id, { token });
@@ -380,6 +361,8 @@ async function adoptCommand(argv: string[]): Promise<number> {
     process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
     return e.code === 'ERR_CORDON_ADOPT_DENIED' ? 77 : 2;
   }
+  // Ctrl-C or SIGTERM terminates the tree (a second one kills it), and the
+  // exit status is then 130, as `cordon run`'s, whatever the root died of.
   let interrupts = 0;
   const onSignal = () => {
     if (++interrupts === 1) void proc.terminate().catch(() => {});
@@ -392,7 +375,8 @@ async function adoptCommand(argv: string[]): Promise<number> {
     from?.pipe(to, { end: false });
   }
   try {
-    return exitStatus(await proc.result);
+    const result = await proc.result;
+    return interrupts > 0 ? 130 : exitStatus(result);
   } catch (err) {
     const e = err as CordonError;
     process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
@@ -414,13 +398,21 @@ async function main(argv: string[]): Promise<number> {
     case 'capabilities':
       process.stdout.write(JSON.stringify(capabilities(), null, 2) + '\n');
       return 0;
+    case '-v':
+    case '--version':
+    case 'version':
+      process.stdout.write(`cordon ${version()}\n`);
+      return 0;
     case undefined:
+      process.stderr.write(USAGE + '\n');
+      return 2;
     case '-h':
     case '--help':
+    case 'help':
       process.stdout.write(USAGE + '\n');
-      return sub === undefined ? 2 : 0;
+      return 0;
     default:
-      fail(`unknown command ${sub}\n\n${USAGE}`);
+      fail(`unknown command ${sub}`);
   }
 }
 

@@ -9,6 +9,7 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['catchesEscapees', 'C2 setsid / double-fork / nohup escapees caught'],
   ['pidReuseSafe', 'C2 never signals a recycled pid'],
   ['gracefulStop', 'C3 graceful stop of the whole tree'],
+  ['stopCostIsTheTree', "C3 stopping reads the tree alone (cost does not grow with the host's other processes)"],
   ['waitDelay', 'C4 bounded output drain (waitDelay)'],
   ['survivesHostSigkill', 'C8 tree ends when the host is SIGKILLed'],
   ['survivesAnchorDeath', 'tree ends when its anchor is killed'],

@@ -1,14 +1,48 @@
-// Launch planning: everything decided from the options before anything runs
-// (the anchor's arguments, the command's argv, environment, working directory
-// and stdio, where the output goes on the host's side). Pure: what it needs
-// from the host (the resolved executable, the tier, the anchor's path, whether
-// a log is open, CORDON_TRACE) is passed in, so a plan can be checked without
-// starting anything.
-import type { AnchorSpawn } from './anchor.js';
-import { argsTooLarge, invalidArg, type CordonError } from './errors.js';
-import { anchorLimitArgs, hasLimits, type Limits } from './limits.js';
+// Launching a tree, the first way to get an anchor: spawn()'s arguments
+// become an AnchoredTree whose connect() starts the anchor. Everything that
+// can be refused is refused before anything runs, in this order: bad input
+// (options.ts), an aborted signal, a log that cannot be opened or used, a
+// command that cannot be found or a batch argument cmd.exe would mangle
+// (resolve.ts), limits the tier cannot enforce under 'strict' (limits.ts), a
+// lease directory that is not private (lease.ts). What the anchor is told is
+// planned by planLaunch, which is pure.
+import { closeSync } from 'node:fs';
+import { anchors, startAnchor, type AnchorHandlers, type AnchorSpawn } from './anchor.js';
+import { defaultTier, tierLimitSupport } from './capabilities.js';
+import { debug } from './debug.js';
+import { alreadyAborted, invalidArg, logUnopenable } from './errors.js';
+import { anchorLimitArgs, hasLimits, planLimits, type Limits } from './limits.js';
+import { newLeaseId, newToken, removeRecord, writeRecord } from './lease.js';
+import { defaultLogDir, newLogPath, openLog } from './log-file.js';
+import { anchorPath, binding } from './native.js';
+import { normalizeOptions, validateCommand, type NormalizedOptions, type SpawnOptionsBase, type StdioOption } from './options.js';
+import { checkBatchArgs, resolveCommand } from './resolve.js';
+import { shellLaunch } from './shell.js';
 import { signalNumber } from './signals.js';
-import type { NormalizedOptions, StdioOption, Tier } from './options.js';
+import { tierSpec, type Tier } from './tiers.js';
+import type { AnchoredTree, ConnectedAnchor } from './tree.js';
+
+/** What an owner (registry.ts) adds to a spawn: who the tree is for, for its lease record and token, and its log. */
+export interface LeaseContext {
+  owner: string | null;
+  kind: string;
+  label: string;
+  /** The adoption token (a Registry's secret makes it per owner); default a random one. */
+  token?: string | undefined;
+  /** `log: true`: the name stem of the new log file (in `logDir`). */
+  logStem?: string | undefined;
+  /** The owner's log directory, made and checked when called (log-file.ts): where `log: true` files and a leased tree's default log go. */
+  logDir?: (() => string) | undefined;
+}
+
+/** A leased launch: how long, the token, the host's part of the tree's id, where it is recorded, its log. */
+export interface LeasePlan {
+  ms: number;
+  token: string;
+  id: string;
+  dir: string;
+  logPath: string;
+}
 
 export interface LaunchInput {
   /** The command as given (argv[0] unless `argv0` is set). */
@@ -27,6 +61,7 @@ export interface LaunchInput {
   trace: string | undefined;
   /** The limits to ask the anchor for (none where best-effort runs without them). */
   limits: Limits | undefined;
+  lease: LeasePlan | undefined;
 }
 
 export interface LaunchPlan {
@@ -40,8 +75,6 @@ export interface LaunchPlan {
    * log and to this target.
    */
   outputs: { stdout: StdioOption; stderr: StdioOption };
-  /** The host copies stdout and stderr to the log file. */
-  teeToLog: boolean;
 }
 
 /** With a log, stdout and stderr must be something the host can copy from a pipe. */
@@ -55,33 +88,37 @@ export function checkLogStdio(opts: NormalizedOptions): void {
   }
 }
 
+/** What the anchor is told, from the options (pure: what it needs from the host is in `input`). */
 export function planLaunch(input: LaunchInput): LaunchPlan {
-  const { opts, tier } = input;
+  const { opts, tier, lease } = input;
   // What the anchor (and so the command) gets on fds 0-2.
   const stdio: StdioOption[] = opts.stdio.map((s, i) => (i > 0 && input.log ? 'pipe' : s));
   const watch: string[] = [];
   if (stdio[1] === 'pipe') watch.push('--watch-fd', '1');
   if (stdio[2] === 'pipe') watch.push('--watch-fd', '2');
   const args = [
+    // The anchor enters the command's working directory itself.
+    '--cwd', opts.cwd,
     '--tier', tier,
     '--grace', String(opts.grace),
-    // killSignal (issue #16): the anchor's polite signal, when not its own SIGTERM.
+    // The polite signal, when not the anchor's own SIGTERM.
     ...(opts.killSignal !== 'SIGTERM' ? ['--polite-signal', String(signalNumber(opts.killSignal))] : []),
-    // uid/gid (issue #16): the command's, never the anchor's.
+    // The command's user and group, never the anchor's.
     ...(opts.uid !== undefined ? ['--uid', String(opts.uid)] : []),
     ...(opts.gid !== undefined ? ['--gid', String(opts.gid)] : []),
-    // shell: cmd.exe (issue #16): the Windows anchor runs the line verbatim through the system's cmd.exe.
+    // Shell mode on Windows: the anchor runs the line verbatim through the system's cmd.exe.
     ...(opts.shell?.kind === 'cmd' ? ['--cmd-shell'] : []),
     ...watch,
     ...anchorLimitArgs(input.limits),
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
-    // The default tier (not one the caller or CORDON_TIER asked for): a
-    // cgroup that was writable when the host probed it and cannot be made
-    // or entered now (permissions, cgroup.max.descendants) falls back to
-    // the subreaper tier, reported in proc.tier and result.tier. A tier
-    // asked for stays strict, and so does a strict spawn with limits (the
-    // subreaper tier has none).
-    ...(opts.tier === undefined && tier === 'cgroup' && !hasLimits(input.limits) ? ['--fallback'] : []),
+    // The default tier (not one the caller or CORDON_TIER asked for) that
+    // cannot be set up now although the host's probe found it (a cgroup no
+    // longer writable, cgroup.max.descendants) falls back to the next tier,
+    // reported in proc.tier and result.tier. A tier asked for stays strict,
+    // and so does a spawn with limits (the fallback has none).
+    ...(opts.tier === undefined && tierSpec(tier)?.fallsBackTo !== undefined && !hasLimits(input.limits) ? ['--fallback'] : []),
+    // A leased tree: the lease and the host's part of its id (the token goes on the control channel).
+    ...(lease ? ['--lease', String(lease.ms), '--lease-id', lease.id] : []),
     ...(input.trace ? ['--trace', input.trace] : []),
     '--',
     input.path,
@@ -89,54 +126,119 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     ...input.args,
   ];
   return {
-    anchor: { path: input.anchor, args, cwd: opts.cwd, env: opts.env, stdio, exitGrace: opts.grace },
+    anchor: {
+      path: input.anchor,
+      args,
+      cwd: opts.cwd,
+      env: opts.env,
+      stdio,
+      exitGrace: opts.grace,
+      ...(lease ? { lease: { ms: lease.ms, token: lease.token, dir: lease.dir, logPath: lease.logPath } } : {}),
+    },
     tier,
     outputs: { stdout: opts.stdio[1], stderr: opts.stdio[2] },
-    teeToLog: input.log,
   };
 }
 
-/** What one exec can carry on this host (Linux: the addon's probe; absent elsewhere). */
-export interface ExecLimits {
-  pageSize?: number | undefined;
-  argMax?: number | undefined;
+/**
+ * spawn()'s arguments as a tree to launch (nothing runs until its connect()).
+ * Throws a CordonError on bad input or a launch failure known beforehand.
+ */
+export function launchTree(command: string, args: readonly string[] | undefined, options: SpawnOptionsBase | undefined, context?: LeaseContext): AnchoredTree {
+  const checked = validateCommand(command, args);
+  const opts = normalizeOptions(options);
+  if (opts.signal?.aborted) throw alreadyAborted(opts.signal.reason);
+  const token = opts.lease === undefined ? undefined : (context?.token ?? newToken());
+  // A log cordon names: `log: true` under an owner, or a leased tree's (it
+  // always has a log: what it writes while no host is attached goes there).
+  const fresh = opts.log === undefined && (context?.logStem !== undefined || opts.lease !== undefined);
+  if (fresh) opts.log = newLogPath(context?.logDir?.() ?? defaultLogDir(), context?.logStem ?? 'lease');
+  checkLogStdio(opts);
+  let logFd: number | undefined;
+  if (opts.log !== undefined) {
+    try {
+      logFd = openLog(opts.log, fresh);
+    } catch (cause) {
+      throw logUnopenable(opts.log, cause);
+    }
+  }
+  try {
+    // Shell mode: the shell runs the command string (shell.ts).
+    const launch = opts.shell === undefined ? checked : shellLaunch(opts.shell, checked.command, checked.args);
+    const path = resolveCommand(launch.command, opts.cwd, opts.env);
+    checkBatchArgs(path, launch.args);
+    const tier = opts.tier ?? defaultTier();
+    const limits = hasLimits(opts.limits) ? planLimits(tier, tierSpec(tier)!.limits, tierLimitSupport(tier), opts.limits, opts.containment) : undefined;
+    if (limits && !limits.enforced) debug('limits not enforced in the %s tier here: %s', tier, limits.send ? 'set where the OS takes them' : 'running without them');
+    const lease = opts.lease === undefined ? undefined : { ms: opts.lease, token: token!, id: newLeaseId(), dir: anchors.leaseDir(), logPath: opts.log! };
+    const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor: anchorPath(), log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits: limits?.send, lease });
+    const tree: AnchoredTree = {
+      ...checked,
+      executable: path,
+      opts,
+      tier,
+      outputs: plan.outputs,
+      logFd,
+      limits,
+      lease: lease && { ms: lease.ms, token: lease.token },
+      startedAt: Date.now(),
+      adopted: false,
+      connect: (on) => {
+        try {
+          return connect(plan.anchor, on, lease && { plan: lease, record: { tree, context } });
+        } catch (err) {
+          if (logFd !== undefined) closeSync(logFd);
+          throw err;
+        }
+      },
+    };
+    return tree;
+  } catch (err) {
+    if (logFd !== undefined) closeSync(logFd);
+    throw err;
+  }
 }
 
 /**
- * The kernel's E2BIG, checked before anything runs (Linux, fs/exec.c): an
- * exec copies the file name, every environment string and every argument,
- * each with its NUL, and refuses one of MAX_ARG_STRLEN (32 pages) or more
- * bytes, and a total (the strings plus one pointer for each) over its limit,
- * which is never more than sysconf(_SC_ARG_MAX). So this refuses only what
- * the exec would refuse; what it cannot see (a kernel limit below
- * sysconf's) still comes back as the exec's own E2BIG. `argv` is the
- * anchor's: its options, `--`, the command's path, argv0 and arguments.
+ * Starts the anchor. A leased tree is recorded beside its endpoint once the
+ * anchor runs (its pid is half of the tree's id), and the record goes when
+ * the anchor is gone (the anchor removes its own; this covers one that died).
  */
-export function execSizeError(file: string, argv: readonly string[], env: readonly string[], limits: ExecLimits): CordonError | undefined {
-  const { pageSize, argMax } = limits;
-  const bytes = (s: string) => Buffer.byteLength(s) + 1; // with its NUL
-  if (pageSize !== undefined && pageSize > 0) {
-    const max = 32 * pageSize;
-    const over = (what: string, s: string) =>
-      argsTooLarge(`${what} is ${bytes(s) - 1} bytes; one string must stay under ${max} (32 pages of ${pageSize} bytes)`);
-    for (const s of env) {
-      if (bytes(s) > max) return over(`the environment variable ${s.slice(0, Math.max(0, s.indexOf('='))) || JSON.stringify(s.slice(0, 20))}`, s);
-    }
-    const dashes = argv.indexOf('--');
-    for (const [i, s] of argv.entries()) {
-      if (bytes(s) <= max) continue;
-      const k = dashes < 0 ? 0 : i - dashes;
-      return over(k <= 0 ? "an argument of the anchor's (the working directory or a path)" : k === 1 ? "the command's path" : k === 2 ? 'argv0' : `argument ${k - 2}`, s);
-    }
+function connect(spec: AnchorSpawn, on: AnchorHandlers, leased?: { plan: LeasePlan; record: { tree: AnchoredTree; context: LeaseContext | undefined } }): ConnectedAnchor {
+  if (!leased) return { channel: startAnchor(spec, on), leaseId: undefined };
+  let recorded: string | undefined;
+  const channel = startAnchor(spec, {
+    ...on,
+    anchorExit: (code, signal, error) => {
+      if (recorded !== undefined) removeRecord(leased.plan.dir, recorded);
+      on.anchorExit(code, signal, error);
+    },
+  });
+  const anchorPid = channel.pid;
+  if (anchorPid === undefined) return { channel, leaseId: undefined };
+  const id = `${anchorPid}-${leased.plan.id}`;
+  const { tree, context } = leased.record;
+  try {
+    writeRecord(leased.plan.dir, {
+      version: 1,
+      id,
+      anchorPid,
+      anchorStart: binding().processStart(anchorPid),
+      endpoint: anchors.endpoint(leased.plan.dir, id),
+      owner: context?.owner ?? null,
+      kind: context?.kind ?? 'command',
+      label: context?.label ?? [tree.command, ...tree.args].join(' '),
+      command: tree.command,
+      args: [...tree.args],
+      cwd: tree.opts.cwd,
+      logPath: tree.opts.log ?? null,
+      started: tree.startedAt,
+      lease: leased.plan.ms,
+      tier: tree.tier,
+    });
+    recorded = id;
+  } catch (err) {
+    debug('lease record for %s not written: %s', id, (err as Error).message);
   }
-  if (argMax !== undefined && argMax > 0) {
-    const pointer = process.arch === 'arm' || process.arch === 'ia32' ? 4 : 8;
-    let total = bytes(file) + pointer * (Math.max(argv.length, 1) + env.length);
-    for (const s of env) total += bytes(s);
-    for (const s of argv) total += bytes(s);
-    if (total > argMax) {
-      return argsTooLarge(`the arguments and environment take ${total} bytes, over the ${argMax} one exec can carry here (ARG_MAX)`);
-    }
-  }
-  return undefined;
+  return { channel, leaseId: id };
 }

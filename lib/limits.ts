@@ -1,10 +1,11 @@
-// Resource limits per tree (issue #15): what a caller may ask for, checked
-// before anything runs, and how the anchor is told. Enforcement is the
-// kernel's (cgroup controllers; native/posix/tier_cgroup.cc); whether a tier
-// can enforce them on this host is capabilities().guarantees.limits.
+// Resource limits per tree: what a caller may ask for, checked before
+// anything runs, whether a tier takes them, and how the anchor is told.
+// Enforcement is the kernel's (cgroup controllers;
+// native/posix/tier_cgroup.cc); whether a tier can enforce them on this host
+// is capabilities().guarantees.limits.
 //
-// Pure: no I/O here.
-import { invalidArg } from './errors.js';
+// Pure: no I/O here (where the host has each controller is passed in).
+import { invalidArg, limitsUnenforceable } from './errors.js';
 
 /** What a caller may pass as `limits` (spawn, run, an owner's default). */
 export interface LimitsOption {
@@ -135,4 +136,42 @@ export function cliLimit(flag: '--memory' | '--max-processes' | '--cpu', text: s
     if (Number.isNaN(n)) throw invalidArg(flag, text, 'a number of cores (0.5 = half of one core)');
     into.cpu = cpuCores(flag, n);
   }
+}
+
+/** Where a host enforces each limit (a cgroup version, 'job'), null where it cannot. */
+export interface LimitSupport {
+  memory: string | null;
+  processes: string | null;
+  cpu: string | null;
+}
+
+/** The limits of one spawn: what was asked, what the anchor is told, and whether the tier enforces them all here. */
+export interface LimitsPlan {
+  asked: Limits;
+  /** What the anchor sets on the tree (undefined: none, where best-effort runs without them). */
+  send: Limits | undefined;
+  /** The kernel enforces every limit asked for from before the command runs (result.limits.applied needs it). */
+  enforced: boolean;
+}
+
+/**
+ * The limits to ask the anchor for, in a tier whose limits are `claim`
+ * (TierSpec.limits) on a host that enforces each where `support` says:
+ * every one where each is enforced; where one is not, 'strict' refuses (a
+ * typed error before anything runs) and 'best-effort' runs without any,
+ * except in a tier that sets them unclaimed (the job-object tier: its job
+ * takes them where the OS accepts them, enforcement never observed; the
+ * result says which in limits.accepted, and applied false).
+ */
+export function planLimits(
+  tier: string,
+  claim: 'enforced' | 'set-unclaimed' | 'none',
+  support: LimitSupport,
+  asked: Limits,
+  containment: 'strict' | 'best-effort',
+): LimitsPlan {
+  const missing = (['memory', 'processes', 'cpu'] as const).filter((k) => asked[k] !== undefined && (claim !== 'enforced' || support[k] === null));
+  if (missing.length === 0) return { asked, send: asked, enforced: true };
+  if (containment === 'strict') throw limitsUnenforceable(tier, missing, claim === 'set-unclaimed');
+  return { asked, send: claim === 'set-unclaimed' ? asked : undefined, enforced: false };
 }

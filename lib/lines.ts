@@ -1,4 +1,4 @@
-// Line-by-line reading of a tree's captured output (issue #16):
+// Line-by-line reading of a tree's captured output:
 // `for await (const line of proc.lines({ from: 'all' }))`. Lines come in the
 // order they were completed across the streams read; a final line without a
 // newline is given at its stream's end; '\r\n' endings lose their '\r'.

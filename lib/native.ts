@@ -6,7 +6,7 @@ import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CordonError } from './errors.js';
+import { addonNotLoaded, anchorMissing, wrongBinding, type CordonError } from './errors.js';
 
 export interface RawProbe {
   pidfd: boolean;
@@ -43,10 +43,7 @@ interface CommonBinding {
   processStart(pid: number): string;
 }
 
-/**
- * The addon on Linux and macOS. (The native names say "helper": the anchor
- * executable, as native/binding.cc exports it.)
- */
+/** The addon on Linux and macOS. */
 export interface PosixBinding extends CommonBinding {
   readonly os: 'posix';
   /**
@@ -55,7 +52,7 @@ export interface PosixBinding extends CommonBinding {
    * `control`: the host's end; `fds`: the host's end of each new pipe, else
    * -1. Creates every descriptor it returns (none to close on throw).
    */
-  spawnHelper(path: string, argv: string[], env: string[], stdio: number[], leaseLogFd?: number): { pid: number; control: number; fds: number[] };
+  spawnAnchor(path: string, argv: string[], env: string[], stdio: number[], leaseLogFd?: number): { pid: number; control: number; fds: number[] };
   /**
    * A leased anchor's endpoint (lib/lease.ts): connects, writes `line`, reads
    * the answer's first line with the descriptors it carries. `fd`: the
@@ -63,9 +60,29 @@ export interface PosixBinding extends CommonBinding {
    */
   leaseRequest(endpoint: string, line: string, timeoutMs: number): { fd: number; received: string; fds: number[] };
   /** Reaps the anchor if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
-  reapHelper(pid: number): { code: number; signal: number } | null;
+  reapAnchor(pid: number): { code: number; signal: number } | null;
   /** Signals the anchor while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */
-  signalHelper(pid: number, signal: number): void;
+  signalAnchor(pid: number, signal: number): void;
+  /** Internal, for tests: a kern.procargs2 buffer as the process-group tier parses it on macOS (native/posix/procargs.h). */
+  parseProcargs2(buffer: Buffer, hints?: { pointerSize?: number; self?: boolean; capacity?: number }): RawProcArgs;
+}
+
+/** parseProcargs2's answer: what the buffer says of the process's arguments and environment. */
+export interface RawProcArgs {
+  /** The buffer holds argc (4 bytes) at least. */
+  valid: boolean;
+  argc: number;
+  execPath: string;
+  argv: string[];
+  /** All argc arguments accounted for, each NUL-ended. */
+  argvComplete: boolean;
+  /** argv ended at a run of NULs (a rewritten title's zero-filled area): the arguments it stands for are not listed. */
+  zeroFilled: boolean;
+  env: string[];
+  /** 'withheld': the buffer ends where XNU cuts it when it withholds the environment; 'empty': nothing follows argv. */
+  verdict: 'present' | 'withheld' | 'empty';
+  /** The buffer filled `capacity`: it may hold the area's tail only. */
+  cut: boolean;
 }
 
 /** The addon on Windows. */
@@ -97,10 +114,6 @@ export const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 let loaded: { binding: RawBinding; path: string } | undefined;
 let loadError: CordonError | undefined;
 
-function rebuildHint(): string {
-  return 'Reinstall or rebuild cordon (`npm rebuild cordon`, or `npm run build:native` in a checkout); a C++ compiler is needed when no prebuild matches this platform.';
-}
-
 export function binding(): RawBinding {
   if (loaded) return loaded.binding;
   if (loadError) throw loadError;
@@ -113,11 +126,7 @@ export function binding(): RawBinding {
     loaded = { binding: typed as RawBinding, path };
     return loaded.binding;
   } catch (cause) {
-    loadError = new CordonError(`cordon's native addon could not be loaded. ${rebuildHint()}`, {
-      code: 'ERR_CORDON_HELPER_MISSING',
-      cause,
-      stage: 'launch',
-    });
+    loadError = addonNotLoaded(cause);
     throw loadError;
   }
 }
@@ -136,19 +145,12 @@ export function windowsBinding(): WindowsBinding {
   return b;
 }
 
-function wrongBinding(wanted: string, os: string): CordonError {
-  return new CordonError(`cordon's ${wanted} anchor host was used with the ${os} addon; this is a bug in cordon.`, {
-    code: 'ERR_CORDON_UNSUPPORTED',
-    stage: 'launch',
-  });
-}
-
 let anchorChecked: string | undefined;
 
 /**
  * Absolute path of the anchor executable that sits beside the loaded addon,
  * checked once; an anchor removed later fails its spawn, which is reported as
- * ERR_CORDON_HELPER_MISSING as well (the code's name is API).
+ * ERR_CORDON_ANCHOR_MISSING as well (the code's name is API).
  */
 export function anchorPath(): string {
   if (anchorChecked !== undefined) return anchorChecked;
@@ -159,19 +161,11 @@ export function anchorPath(): string {
     if (!statSync(path).isFile()) throw new Error(`${path} is not a file`);
     accessSync(path, fsConstants.X_OK);
   } catch (cause) {
-    throw new CordonError(`cordon's anchor helper is missing or not executable at ${path}. ${rebuildHint()}`, {
-      code: 'ERR_CORDON_HELPER_MISSING',
-      cause,
-      path,
-      stage: 'launch',
-    });
+    throw anchorMissing(path, cause);
   }
   anchorChecked = path;
   return path;
 }
-
-/** @deprecated The old name of anchorPath() (lib/process.ts and tests still import it). */
-export const helperPath = anchorPath;
 
 let probed: RawProbe | undefined;
 export function probe(): RawProbe {

@@ -4,13 +4,12 @@ import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { Stream } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import * as defaults from './defaults.js';
-import { duration } from './duration.js';
+import { duration, type Duration } from './duration.js';
 import { commandEnv, localBins, prependPath } from './environment.js';
 import { shellOption, type ShellSpec } from './shell.js';
 import { killSignalOption, stopOption } from './stopping.js';
-import { isOwned } from './streams.js';
+import { isOwned, streamFd } from './streams.js';
 import { credentialOption } from './credentials.js';
-import type { ContainedProcess } from './process.js';
 import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
@@ -23,7 +22,11 @@ export type StdioOption = 'pipe' | 'ignore' | 'inherit' | number | Stream;
 /** Defaults seen in production hosts (CONTRACT C3, C4): lib/defaults.ts. */
 export { DEFAULT_GRACE_MS, DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_WAIT_DELAY_MS } from './defaults.js';
 
-export interface SpawnOptions {
+/**
+ * spawn()'s options but the `stop` hook, whose type names the process
+ * (SpawnOptions, process.ts, adds it).
+ */
+export interface SpawnOptionsBase {
   /** Working directory of the command (must exist). */
   cwd?: string | URL;
   /** Variables laid over process.env (with `extendEnv: false`: the whole environment). `undefined` unsets one. */
@@ -32,35 +35,39 @@ export interface SpawnOptions {
   stdio?: StdioOption | [StdioOption, StdioOption, StdioOption];
   /** Aborting terminates the tree with the interrupt grace; reason 'canceled'. */
   signal?: AbortSignal;
-  /** Milliseconds until the tree is terminated with the interrupt grace; reason 'timeout'. 0 = none. A fraction rounds up (0.5 -> 1). */
-  timeout?: number;
-  /** Teardown grace: SIGTERM, then SIGKILL after this many ms. Default 3000. */
-  grace?: number;
-  /** Grace used on abort and timeout. Default 500. */
-  interruptGrace?: number;
-  /** After the root exits, how long descendants may hold the captured output pipes. Default 2000. */
-  waitDelay?: number;
+  /** How long until the tree is terminated with the interrupt grace; reason 'timeout'. 0 = none. Milliseconds, or a string with its unit ('30s'); a fraction of a millisecond rounds up (0.5 -> 1). */
+  timeout?: Duration;
+  /** Teardown grace: SIGTERM, then SIGKILL after this long (ms, or '3s'). Default 3000 ms. */
+  grace?: Duration;
+  /** Grace used on abort and timeout (ms, or '500ms'). Default 500 ms. */
+  interruptGrace?: Duration;
+  /** After the root exits, how long descendants may hold the captured output pipes (ms, or '2s'). Default 2000 ms. */
+  waitDelay?: Duration;
   /** What happens to descendants still alive when the root exits. Default 'kill'. */
   leftovers?: LeftoversPolicy;
   /** 'strict' (default) refuses to run uncontained; 'best-effort' runs with the strongest tier available. */
   containment?: 'strict' | 'best-effort';
   /** Containment tier; default the strongest this host has (env CORDON_TIER overrides the default). */
   tier?: Tier;
-  /** A file that receives stdout and stderr (appended) and is kept after the process ends. */
+  /**
+   * A file that receives stdout and stderr (appended) and is kept after the
+   * process ends. The caller's path, taken as given (links followed); made
+   * 0600 when it does not exist yet.
+   */
   log?: string;
   /** argv[0] for the command (default: the command as given). */
   argv0?: string;
   /** Resource limits on the whole tree, enforced by the kernel (lib/limits.ts; capabilities().guarantees.limits). */
   limits?: LimitsOption;
   /**
-   * Issue #17: the tree outlives the host for this long (ms, or '30s', '10m'),
+   * The tree outlives the host for this long (ms, or '30s', '10m'),
    * adoptable by a new host (registry.adoptable(), registry.adopt()); then it
-   * is terminated with the grace. Implies a log (default one under
-   * <tmpdir>/cordon-logs). Without it, host death ends the tree (C8).
+   * is terminated with the grace. Implies a log (default a new 0600 file in
+   * this user's private log directory, <tmpdir>/cordon-logs-<uid>). Without
+   * it, host death ends the tree (C8).
    */
-  lease?: number | string;
+  lease?: Duration;
 
-  // --- issue #16: the API hosts expect from execa (lib/environment.ts) ---
   /** Lay `env` over process.env (default true); false: `env` is the whole environment. */
   extendEnv?: boolean;
   /** Put `node_modules/.bin` of `localDir` and each of its parents first on PATH. Default false. */
@@ -71,17 +78,14 @@ export interface SpawnOptions {
   shell?: boolean | string;
   /** The polite signal of every stop (terminate, abort, timeout, leftovers, host exit). Default 'SIGTERM'. POSIX; Windows: 'SIGTERM' only. */
   killSignal?: NodeJS.Signals;
-  /**
-   * Asked first to stop a running root (terminate() with a grace, abort, timeout): e.g. write 'q' to its
-   * stdin. The root then has the grace to exit; then killSignal, then the forced kill of what remains.
-   */
-  stop?: (proc: ContainedProcess) => unknown;
   /** POSIX: the user id the command runs as (the anchor keeps the host's; needs the privilege to change it). */
   uid?: number;
   /** POSIX: the group id the command runs as (supplementary groups are dropped with uid or gid). */
   gid?: number;
-  // --- end issue #16 ---
 }
+
+/** The `stop` hook as the facade calls it (process.ts types its argument). */
+export type StopHook = (proc: never) => unknown;
 
 export interface NormalizedOptions {
   cwd: string;
@@ -98,23 +102,20 @@ export interface NormalizedOptions {
   log: string | undefined;
   argv0: string | undefined;
   limits: Limits | undefined;
-  /** issue #17: the lease in ms, or undefined. */
+  /** The lease in ms, or undefined. */
   lease: number | undefined;
-  // --- issue #16 ---
   /** The shell to run the command string with (shell mode), if any. */
   shell: ShellSpec | undefined;
   killSignal: NodeJS.Signals;
-  stop: ((proc: ContainedProcess) => unknown) | undefined;
+  stop: StopHook | undefined;
   uid: number | undefined;
   gid: number | undefined;
-  // --- end issue #16 ---
 }
 
 const KNOWN = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
   'limits', 'lease',
-  // issue #16
   'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
 ]);
 
@@ -150,7 +151,7 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     return value;
   }
   if (value instanceof Stream) {
-    // issue #16: another tree's own stream (its reader would drain it first).
+    // Another tree's own stream: its reader would drain it first.
     if (isOwned(value)) throw ownedStream(name);
     if (streamFd(value) === undefined) {
       throw invalidArg(name, value, "a stream with an open file descriptor (an opened file stream, a socket, process.stdout), a descriptor number or 'pipe'");
@@ -158,13 +159,6 @@ function stdioEntry(name: string, value: unknown): StdioOption {
     return value;
   }
   throw invalidArg(name, value, "'pipe', 'ignore', 'inherit', a file descriptor or a stream with a descriptor", typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-}
-
-/** The descriptor under a stream (a file stream's fd, a socket's or TTY's handle), if it has one. */
-export function streamFd(stream: Stream): number | undefined {
-  const s = stream as Stream & { fd?: unknown; _handle?: { fd?: unknown } | null };
-  const fd = typeof s.fd === 'number' ? s.fd : s._handle?.fd;
-  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
 /**
@@ -224,11 +218,14 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     if (!isDir) throw cwdNotDirectory(cwd);
   }
 
-  // --- issue #16: the environment (lib/environment.ts) ---
+  // The environment (environment.ts).
   if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null)) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
   // process.env comes from the OS environment (no NUL can be in it); a
   // caller's own object is checked here, before anything runs.
+  // A key with '=' would be split at it by the OS (`PATH=/evil:...;=1` sets
+  // PATH), and an empty key is no variable: both refused, whatever the value.
   if (o.env !== undefined) for (const [key, value] of Object.entries(o.env as object)) {
+    if (key === '' || key.includes('=')) throw invalidArg('env', key, "names without '=' and not empty (a key is one variable's name)");
     if (value === undefined) continue;
     noNul(`env.${key}`, key);
     noNul(`env.${key}`, String(value));
@@ -245,7 +242,6 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   } else if (o.localDir !== undefined) {
     throw invalidArg('localDir', o.localDir, 'left out unless preferLocal is true');
   }
-  // --- end issue #16 ---
 
   let stdio: [StdioOption, StdioOption, StdioOption] = ['pipe', 'pipe', 'pipe'];
   if (Array.isArray(o.stdio)) {
@@ -287,10 +283,9 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     argv0: o.argv0 as string | undefined,
     limits: parseLimits('limits', o.limits),
     lease: leaseOption(o.lease),
-    // issue #16
     shell: shellOption(o.shell),
     killSignal: killSignalOption(o.killSignal),
-    stop: stopOption(o.stop),
+    stop: stopOption<StopHook>(o.stop),
     uid: credentialOption('uid', o.uid),
     gid: credentialOption('gid', o.gid),
   };

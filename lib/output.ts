@@ -65,7 +65,7 @@ export class TreeOutput {
   ) {
     if (spec.logFd !== undefined) {
       this.log = createWriteStream('', { fd: spec.logFd });
-      // (an adopted tree, issue #17: a pipe whose writers were all gone before the adoption is not handed over)
+      // (an adopted tree: a pipe whose writers were all gone before the adoption is not handed over)
       this.stdout = pipes.stdout ? this.tee(pipes.stdout, spec.targets.stdout, 'stdout') : null;
       this.stderr = pipes.stderr ? this.tee(pipes.stderr, spec.targets.stderr, 'stderr') : null;
       if (this.openPipes === 0) this.log.end();

@@ -1,11 +1,11 @@
 // Find the executable the way execvp would (on Windows: PATH only, never the
-// current directory, trying PATHEXT's extensions), so ENOENT and EACCES are
+// current directory, trying the PATHEXT extensions CreateProcessW runs), so ENOENT and EACCES are
 // typed errors before anything runs (the anchor still reports a late exec
 // failure). A .cmd/.bat found here is run by the Windows anchor through
 // `cmd.exe /d /e:ON /v:OFF /s /c` with the arguments checkBatchArgs allows.
-import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, lstatSync, statSync, type Stats } from 'node:fs';
 import { delimiter, extname, isAbsolute, join, resolve, win32 } from 'node:path';
-import { CordonError } from './errors.js';
+import { badCommandName, commandLookupFailed, foundOnlyInCwd, unsafeBatchArg, type CordonError } from './errors.js';
 
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 
@@ -23,6 +23,53 @@ function check(path: string): 'ok' | 'ENOENT' | 'EACCES' {
   } catch {
     return 'EACCES';
   }
+}
+
+/** What the Windows lookup reads of a candidate file (node:fs; replaced in unit tests). */
+export interface WindowsFileOps {
+  statSync(path: string): Pick<Stats, 'isFile'>;
+  lstatSync(path: string): Pick<Stats, 'isFile' | 'isSymbolicLink'>;
+}
+
+/**
+ * A candidate on Windows: 'ok' for a file (Windows has no execute bit: any
+ * file may be tried), 'EACCES' for a directory, 'ENOENT' when nothing is
+ * there. An App Execution Alias (the zero-byte `winget.exe`, `wt.exe`,
+ * `python.exe` in `%LOCALAPPDATA%\Microsoft\WindowsApps`) is a reparse point
+ * only CreateProcessW follows: stat() cannot open it (EACCES, or UNKNOWN in
+ * older Node) while lstat() reads it (a link, or a file). Such a name is 'ok',
+ * as child_process runs it; a dangling link (stat() ENOENT) stays 'ENOENT'.
+ */
+export function checkWindowsFile(path: string, fs: WindowsFileOps = { statSync, lstatSync }): 'ok' | 'ENOENT' | 'EACCES' {
+  try {
+    return fs.statSync(path).isFile() ? 'ok' : 'EACCES';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'UNKNOWN') return 'ENOENT';
+    try {
+      const l = fs.lstatSync(path);
+      return l.isSymbolicLink() || l.isFile() ? 'ok' : 'ENOENT';
+    } catch {
+      return 'ENOENT';
+    }
+  }
+}
+
+/**
+ * The extensions a bare Windows command name is tried with, in PATHEXT's
+ * order: only those CreateProcessW runs (.COM, .EXE, and .BAT/.CMD, which the
+ * anchor runs through cmd.exe). `.PY`, `.JS`, `.PS1` and the like are left
+ * out, so a `foo.py` earlier in PATH never shadows a `foo.exe`. When PATHEXT
+ * names none of the four (or is unset): `.COM;.EXE;.BAT;.CMD`.
+ */
+export function windowsExtensions(pathext: string | undefined): string[] {
+  const runnable = new Set(['.COM', '.EXE', '.BAT', '.CMD']);
+  const seen = new Set<string>();
+  const exts = (pathext ?? '')
+    .split(';')
+    .map((e) => e.trim().toUpperCase())
+    .filter((e) => runnable.has(e) && !seen.has(e) && seen.add(e));
+  return (exts.length > 0 ? exts : ['.COM', '.EXE', '.BAT', '.CMD']).map((e) => e.toLowerCase());
 }
 
 /** The value of an environment variable, by case-insensitive name as Windows reads it. */
@@ -67,24 +114,22 @@ export function windowsCommandName(command: string): string {
   return dir + drive + name;
 }
 
-function badCommandName(command: string): CordonError {
-  return new CordonError(
-    `Command name ${JSON.stringify(command)} names an alternate data stream or a name Win32 would rewrite. ` +
-      'Pass the file name itself (no trailing dot or space, no ":stream").',
-    { code: 'ERR_CORDON_BAD_COMMAND_NAME', syscall: `spawn ${command}`, path: command, stage: 'input' },
-  );
-}
-
-function resolveWindows(command: string, cwd: string, env: NodeJS.ProcessEnv, fail: (code: 'ENOENT' | 'EACCES', path: string) => CordonError): string {
+/**
+ * The Windows lookup (resolveCommand on win32), with the file check `check`
+ * (checkWindowsFile; replaced in unit tests, which run on any platform).
+ */
+export function resolveWindows(
+  command: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  fail: (code: 'ENOENT' | 'EACCES', path: string) => CordonError,
+  check: (path: string) => 'ok' | 'ENOENT' | 'EACCES' = checkWindowsFile,
+): string {
   const given = command;
   command = windowsCommandName(command);
-  const pathext = (winEnv(env, 'PATHEXT') ?? winEnv(process.env, 'PATHEXT') ?? '.COM;.EXE;.BAT;.CMD')
-    .split(';')
-    // An extension is a dot and a name: `.BAT.` or `.BAT::$DATA` would make a
-    // name Win32 rewrites (the anchor refuses those anyway).
-    .filter((e) => /^\.[A-Za-z0-9_-]+$/.test(e));
-  // A name with an extension is tried as given first; then with each PATHEXT extension.
-  const candidates = (base: string) => [...(extname(base) ? [base] : []), ...pathext.map((e) => base + e.toLowerCase())];
+  const pathext = windowsExtensions(winEnv(env, 'PATHEXT') ?? winEnv(process.env, 'PATHEXT'));
+  // A name with an extension is tried as given first; then with each extension.
+  const candidates = (base: string) => [...(extname(base) ? [base] : []), ...pathext.map((e) => base + e)];
   // A path (`.\tool`, `bin\tool`, `C:\x\tool`, `C:tool`) is taken relative to
   // cwd; a bare name is looked up in PATH only (as Go's exec.LookPath since
   // ErrDot): never in cwd, and never through a relative or empty PATH entry.
@@ -108,11 +153,7 @@ function resolveWindows(command: string, cwd: string, env: NodeJS.ProcessEnv, fa
   if (!hasDir) {
     const here = candidates(win32.resolve(cwd, command)).find((p) => check(p) === 'ok');
     if (here !== undefined) {
-      throw new CordonError(
-        `Command ${given} was found only in the current directory (${here}), which a bare name never runs ` +
-          `(a directory you run in may be untrusted). To run it, pass .\\${command} or its full path.`,
-        { code: 'ERR_CORDON_CWD_LOOKUP', syscall: `spawn ${given}`, path: here, stage: 'launch' },
-      );
+      throw foundOnlyInCwd(given, here, command);
     }
   }
   throw fail('ENOENT', hasDir ? win32.resolve(cwd, command) : given);
@@ -133,13 +174,7 @@ const BATCH_REFUSED = /["%!\r\n\0]/;
  */
 export function checkBatchArgs(path: string, args: readonly string[]): void {
   if (process.platform !== 'win32' || !BATCH.test(path)) return;
-  const refuse = (what: string, why: string) =>
-    new CordonError(
-      `${what} cannot be passed to the batch file ${path} safely: ${why}. cmd.exe would read it as commands or ` +
-        'variables. Run the program the batch file wraps directly (for an npm shim: node and its .js file), ' +
-        "or pass the value another way (a file, an environment variable).",
-      { code: 'ERR_CORDON_UNSAFE_BATCH_ARG', syscall: `spawn ${path}`, path, stage: 'input' },
-    );
+  const refuse = (what: string, why: string) => unsafeBatchArg(path, what, why);
   if (/[%"]/.test(path)) throw refuse('Its path', 'it contains % (cmd.exe expands it on its command line)');
   args.forEach((arg, i) => {
     const m = BATCH_REFUSED.exec(arg);
@@ -154,19 +189,7 @@ export function checkBatchArgs(path: string, args: readonly string[]): void {
 }
 
 export function resolveCommand(command: string, cwd: string, env: NodeJS.ProcessEnv): string {
-  const fail = (code: 'ENOENT' | 'EACCES', path: string) => {
-    const what =
-      code === 'ENOENT'
-        ? `Command not found: ${command}. Check the name, or pass an absolute path or a PATH in env.`
-        : `Command is not executable: ${path}. Check its permissions (chmod +x) or that it is a file, not a directory.`;
-    return new CordonError(what, {
-      code,
-      errno: code === 'ENOENT' ? -2 : -13,
-      syscall: `spawn ${command}`,
-      path,
-      stage: 'launch',
-    });
-  };
+  const fail = (code: 'ENOENT' | 'EACCES', path: string) => commandLookupFailed(code, command, path);
   if (process.platform === 'win32') return resolveWindows(command, cwd, env, fail);
   if (command.includes('/')) {
     const path = isAbsolute(command) ? command : resolve(cwd, command);

@@ -3,14 +3,15 @@
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_MAX_BUFFER, DEFAULT_WAIT_DELAY_MS } from './defaults.js';
+import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError, RunFailure } from './errors.js';
-import type { SpawnOptions } from './options.js';
-import { spawn, type ContainedResult } from './process.js';
+import { spawn, type SpawnOptions } from './process.js';
+import type { ContainedResult } from './result.js';
 
 export interface RunOptions extends Omit<SpawnOptions, 'stdio'> {
   /** Text written to the command's stdin (then closed). Default: stdin is ignored. */
-  input?: string | Buffer;
+  input?: string | Buffer | Uint8Array;
   /** Bytes kept per stream; past it the tree is terminated and run() rejects. Default 10 MiB. */
   maxBuffer?: number;
   /** Reject on a nonzero exit, a signal, a cancellation or a timeout. Default true. */
@@ -52,19 +53,45 @@ function collect(stream: Readable | null, max: number, onOverflow: () => void, b
   return { done, get value() { return Buffer.concat(chunks); }, get overflowed() { return overflowed; } };
 }
 
-/** Text output (the default encoding, or a text encoding such as 'latin1'): strings. */
-export function run(command: string, args?: string[], options?: RunOptions & { encoding?: BufferEncoding }): Promise<RunResult<string>>;
-/** encoding: 'buffer': Buffers. */
-export function run(command: string, args: string[], options: RunOptions & { encoding: 'buffer' }): Promise<RunResult<Buffer>>;
-/** An encoding only known at run time. */
-export function run(command: string, args?: string[], options?: RunOptions): Promise<RunResult<string | Buffer>>;
-export async function run(command: string, args: string[] = [], options: RunOptions = {}): Promise<RunResult<string | Buffer>> {
+/**
+ * What run() collects, as the options say: Buffers with `encoding: 'buffer'`,
+ * strings with a text encoding or none, the union only where the encoding is
+ * known at run time (options typed as RunOptions).
+ */
+export type RunOutput<O> = 'encoding' extends keyof O
+  ? O extends { encoding: 'buffer' }
+    ? Buffer
+    : O extends { encoding?: BufferEncoding | undefined }
+      ? string
+      : string | Buffer
+  : string;
+
+/** run()'s result for these options: `all` is there (not optional) with `all: true`. */
+export type RunResultFor<O> = RunResult<RunOutput<O>> & (O extends { all: true } ? { all: RunOutput<O> } : unknown);
+
+/** The result's types follow the options: `encoding` (strings or Buffers) and `all`. */
+export function run<const O extends RunOptions = Record<never, never>>(command: string, args?: readonly string[], options?: O): Promise<RunResultFor<O>>;
+/** Options given in second place (`run(file, options)`, as Node's spawn and execa take them). */
+export function run<const O extends RunOptions>(command: string, options: O): Promise<RunResultFor<O>>;
+export async function run(command: string, argsOrOptions: readonly string[] | RunOptions = [], maybeOptions: RunOptions = {}): Promise<RunResult<string | Buffer>> {
+  const optionsSecond = argsOrOptions !== null && typeof argsOrOptions === 'object' && !Array.isArray(argsOrOptions);
+  const args = (optionsSecond ? [] : argsOrOptions) as string[];
+  const options = (optionsSecond ? argsOrOptions : maybeOptions) as RunOptions;
   if (options !== null && typeof options === 'object' && 'stdio' in options && (options as { stdio?: unknown }).stdio !== undefined) {
     throw errors.runStdio();
   }
-  const { input, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stderr = 'pipe', all = false, ...spawnOptions } = options;
+  const { input, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stderr = 'pipe', all = false, ...spawnOptions } = options ?? {};
+  // Every run() option is checked before anything runs: a bad one found after
+  // the spawn would leave a tree waiting on its stdin.
   if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) throw errors.badMaxBuffer(maxBuffer);
   if (typeof all !== 'boolean') throw errors.invalidArg('all', all, 'true or false', 'ERR_INVALID_ARG_TYPE');
+  if (typeof reject !== 'boolean') throw errors.invalidArg('reject', reject, 'true or false', 'ERR_INVALID_ARG_TYPE');
+  if (input !== undefined && typeof input !== 'string' && !(input instanceof Uint8Array)) {
+    throw errors.invalidArg('input', input, 'a string, a Buffer or a Uint8Array', 'ERR_INVALID_ARG_TYPE');
+  }
+  if (encoding !== 'buffer' && (typeof encoding !== 'string' || !Buffer.isEncoding(encoding))) {
+    throw errors.invalidArg('encoding', encoding, "'buffer' or a text encoding Buffer knows ('utf8', 'latin1', …)", 'ERR_INVALID_ARG_VALUE');
+  }
   const proc = spawn(command, args, {
     ...spawnOptions,
     stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', stderr],
@@ -73,7 +100,7 @@ export async function run(command: string, args: string[] = [], options: RunOpti
   const onOverflow = () => {
     if (overflow) return;
     overflow = true;
-    void proc.terminate({ grace: spawnOptions.interruptGrace ?? DEFAULT_INTERRUPT_GRACE_MS }).catch(() => {});
+    void proc.terminate({ grace: duration('interruptGrace', spawnOptions.interruptGrace, DEFAULT_INTERRUPT_GRACE_MS) }).catch(() => {});
   };
   const both: Buffer[] | undefined = all ? [] : undefined;
   const out = collect(proc.stdout, maxBuffer, onOverflow, both);
@@ -86,12 +113,15 @@ export async function run(command: string, args: string[] = [], options: RunOpti
     result = await proc.result;
   } catch (error) {
     const e = error as CordonError;
-    if (e.result) withAll(Object.assign(e, { stdout: decode(out.value), stderr: decode(err.value) }));
+    if (e.result) {
+      const r = e.result as ContainedResult;
+      withAll(Object.assign(e, { stdout: decode(out.value), stderr: decode(err.value), exitCode: r.exitCode, signal: r.signal }));
+    }
     throw e;
   }
   // The streams are ended, released by every writer, or destroyed at the
   // wait delay: their close is near. Bounded all the same.
-  const bound = new Promise<void>((resolve) => setTimeout(resolve, spawnOptions.waitDelay ?? DEFAULT_WAIT_DELAY_MS).unref());
+  const bound = new Promise<void>((resolve) => setTimeout(resolve, duration('waitDelay', spawnOptions.waitDelay, DEFAULT_WAIT_DELAY_MS)).unref());
   await Promise.race([Promise.all([out.done, err.done]), bound]);
 
   function decode(b: Buffer): string | Buffer {

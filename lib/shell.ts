@@ -1,4 +1,4 @@
-// Shell mode (issue #16): `spawn('npm run dev && echo ok', [], { shell: true })`
+// Shell mode: `spawn('npm run dev && echo ok', [], { shell: true })`
 // runs one command string through a shell, contained like any command (the
 // shell is the tree's root). Pure: the launch is `<shell> -c <string>`.
 //
@@ -8,14 +8,13 @@
 // `<string> "$@"`, so each arrives as one literal word whatever it holds.
 //
 // Windows: cmd.exe only (the system's own, %SystemRoot%\System32\cmd.exe,
-// whatever PATH holds), run by the anchor as `cmd.exe /d /s /c "<string>"`
+// whatever PATH holds), run by the anchor as `cmd.exe /d /v:OFF /s /c "<string>"`
 // (--cmd-shell: the string is handed over verbatim, cmd.exe strips the outer
 // quotes). cmd.exe has no positional parameters, so arguments are refused;
 // so are CR and LF (cmd.exe ends the line there). PowerShell and other shells
 // are not supported yet: a typed error before anything runs.
 import { basename, win32 } from 'node:path';
-import { CordonError } from './errors.js';
-import { invalidArg, nulByte } from './errors.js';
+import { invalidArg, nulByte, shellUnsupported } from './errors.js';
 
 /** The POSIX shell `shell: true` means. */
 export const DEFAULT_SHELL = '/bin/sh';
@@ -27,14 +26,6 @@ export interface ShellSpec {
   path: string;
 }
 
-function unsupported(what: string): CordonError {
-  return new CordonError(
-    `The option "shell" on Windows supports only cmd.exe (true, 'cmd' or 'cmd.exe') for now; received ${what}. Nothing ran. ` +
-      'Run the shell itself as the command with its arguments instead (e.g. powershell.exe -NoProfile -Command ...).',
-    { code: 'ERR_CORDON_UNSUPPORTED', stage: 'input' },
-  );
-}
-
 /** The `shell` option: undefined (no shell), or the shell to run. */
 export function shellOption(value: unknown, platform: NodeJS.Platform = process.platform): ShellSpec | undefined {
   if (value === undefined || value === false) return undefined;
@@ -43,7 +34,7 @@ export function shellOption(value: unknown, platform: NodeJS.Platform = process.
   }
   if (typeof value === 'string' && value.includes('\0')) throw nulByte('The option "shell"');
   if (platform === 'win32') {
-    if (value !== true && !/^cmd(\.exe)?$/i.test(win32.basename(value))) throw unsupported(JSON.stringify(value));
+    if (value !== true && !/^cmd(\.exe)?$/i.test(win32.basename(value))) throw shellUnsupported(JSON.stringify(value));
     return { kind: 'cmd', path: 'cmd.exe' };
   }
   return { kind: 'posix', path: value === true ? DEFAULT_SHELL : value };

@@ -1,8 +1,8 @@
-// The streams cordon itself reads and writes for a tree (its stdin, stdout
-// and stderr ends). They carry a descriptor, so spawn() would accept one as
-// another command's stdio, but cordon's own reader drains it first and the
-// other command gets nothing (issue #16): spawn() refuses them with a typed
-// error, and `a.pipe(b)` copies between two trees instead.
+// Streams and their descriptors. The streams cordon itself reads and writes
+// for a tree (its stdin, stdout and stderr ends) carry a descriptor, so
+// spawn() would accept one as another command's stdio, but cordon's own
+// reader drains it first and the other command gets nothing: spawn() refuses
+// them with a typed error, and `a.pipe(b)` copies between two trees instead.
 import type { Stream } from 'node:stream';
 
 const owned = new WeakSet<Stream>();
@@ -13,4 +13,11 @@ export function markOwned(stream: Stream | null): void {
 
 export function isOwned(stream: Stream): boolean {
   return owned.has(stream);
+}
+
+/** The descriptor under a stream (a file stream's fd, a socket's or TTY's handle), if it has one. */
+export function streamFd(stream: Stream): number | undefined {
+  const s = stream as Stream & { fd?: unknown; _handle?: { fd?: unknown } | null };
+  const fd = typeof s.fd === 'number' ? s.fd : s._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }

@@ -1,13 +1,16 @@
 // The containment tiers, one row each: where a tier runs, whether a caller may
 // ask for it, how a host is probed for it, what it guarantees and why (its
-// notes), how its members are listed and what a report says it cannot see.
-// Everything in the facade that depends on the tier reads it here: the
-// `tier` option and CORDON_TIER (options.ts), capabilities() and coverage
-// (capabilities.ts), the README's guarantee table (guarantee-table.ts),
-// members() (process.ts), the CLI's usage and reports (cli.ts), and the test
-// projects (vitest.config.ts). How a tier contains a tree is its anchor's
-// (native/); the host side of an anchor is the same for every tier, but for
-// the cgroup tier's fallback (anchor/cgroup.ts).
+// notes), how its members are listed, what a report says it cannot see,
+// which tier a default spawn falls back to, and whether it takes limits.
+// Everything in the facade that depends on the tier reads it here, and no
+// other file compares tier names: the `tier` option and CORDON_TIER
+// (options.ts), capabilities() and coverage (capabilities.ts), the README's
+// guarantee table (guarantee-table.ts), the launch's --fallback and limits
+// (launch.ts, limits.ts), members() (process.ts), the CLI's usage and
+// reports (cli.ts), and the test projects (vitest.config.ts). How a tier
+// contains a tree is its anchor's (native/); the host side of an anchor is
+// the same for every tier, but for the cgroup tier's fallback
+// (anchor/cgroup.ts).
 //
 // Pure: no I/O here (the probe is passed in), so build tooling can read it.
 import type { RawProbe } from './native.js';
@@ -34,6 +37,12 @@ export interface Guarantees {
   survivesAnchorDeath: boolean;
   /** C3: polite signal, grace, then forced kill, to every member. */
   gracefulStop: boolean;
+  /**
+   * C3: stopping a tree reads the tree alone (its cgroup, its descendants,
+   * its job), never every process of the host: its cost does not grow with
+   * the host's other processes.
+   */
+  stopCostIsTheTree: boolean;
   /** C4: output reading is bounded after the root exits. */
   waitDelay: boolean;
   /** C9: every orphan of the tree is reaped by the anchor. */
@@ -88,6 +97,20 @@ export interface TierSpec {
   amend?(result: { guarantees: Guarantees; notes: string[] }, probe: RawProbe): void;
   /** members(): listed as the tree's process group (its id, from GROUP), not as the anchor's descendants. */
   readonly membersByGroup: boolean;
+  /**
+   * Where a default (not asked-for) spawn falls back when the tier was
+   * available at the host's probe but cannot be set up at spawn time
+   * (native/posix/tier.cc's falls_back_to): the anchor is told so (--fallback)
+   * and READY names the tier in force. Undefined: it stays strict.
+   */
+  readonly fallsBackTo?: string;
+  /**
+   * Resource limits in this tier: 'enforced' (the kernel enforces each one
+   * the host has the controller for: capabilities().guarantees.limits),
+   * 'set-unclaimed' (set on the tree where the OS takes them, with
+   * 'best-effort' only: enforcement not observed, so not claimed), 'none'.
+   */
+  readonly limits: 'enforced' | 'set-unclaimed' | 'none';
   /** Where coverage is partial, the reports' words: where the tier looked, and what it cannot see (C11). */
   readonly partialView?: { readonly seenIn: string; readonly unseen: string };
   /** The README's guarantee table: the tier's name in a column title, and when it is the default. */
@@ -119,6 +142,7 @@ export const TIERS = [
       survivesHostSigkill: true,
       survivesAnchorDeath: true,
       gracefulStop: true,
+      stopCostIsTheTree: true,
       waitDelay: true,
       reapsOrphans: true,
       limits: limitSupport.memory !== null && limitSupport.processes !== null && limitSupport.cpu !== null,
@@ -135,6 +159,8 @@ export const TIERS = [
         : 'No cgroup namespace for the command: the host lacks CAP_SYS_ADMIN.',
     ],
     membersByGroup: false,
+    fallsBackTo: 'subreaper',
+    limits: 'enforced',
     readme: { defaultWhen: 'default where a cgroup is writable' },
   },
   {
@@ -149,6 +175,7 @@ export const TIERS = [
       survivesHostSigkill: true,
       survivesAnchorDeath: false,
       gracefulStop: true,
+      stopCostIsTheTree: true,
       waitDelay: true,
       reapsOrphans: true,
       limits: false,
@@ -160,6 +187,7 @@ export const TIERS = [
       'No cgroup is used (none is writable here, or the subreaper tier was asked for): resource limits are not enforced, and a tree whose anchor is killed is not ended.',
     ],
     membersByGroup: false,
+    limits: 'none',
     readme: { defaultWhen: 'default otherwise' },
   },
   {
@@ -174,6 +202,7 @@ export const TIERS = [
       survivesHostSigkill: true,
       survivesAnchorDeath: false,
       gracefulStop: true,
+      stopCostIsTheTree: false,
       waitDelay: true,
       reapsOrphans: false,
       limits: false,
@@ -183,10 +212,10 @@ export const TIERS = [
     notes: ({ platform, pidfd }) => [
       platform === 'darwin' ? 'macOS has no per-tree kernel limits: resource limits are not enforced.' : 'No cgroup is used: resource limits are not enforced.',
       "The tree runs in a process group of its own, which the anchor is not in (the anchor is in a session of its own) and which the anchor's unreaped pin child keeps from being recycled: termination signals the whole group at once, and quiescence of the group is the kernel's word, not a scan's.",
-      "Every member inherits the tree's marker in its environment (CORDON_TREE, with a per-tree 128-bit secret): a member that leaves the process group (setsid, double fork, daemons such as tmux or a detached node child) is found by the anchor's sweep of this user's processes for it, when the tree is terminated (with the polite signal, in the grace, at the forced stop), when the root exits, and before the tree is declared quiescent; each is verified by pid and start time right before every signal.",
+      "Every member inherits the tree's marker in its environment (CORDON_TREE, with a per-tree 128-bit secret): a member that leaves the process group (setsid, double fork, daemons such as tmux or a detached node child) is found by the anchor's sweep of this user's processes (every user's when the anchor runs as root) for it, when the tree is terminated (with the polite signal, in the grace, at the forced stop), when the root exits, and before the tree is declared quiescent; each is verified by pid and start time right before every signal. The forced stop is freeze first: what a walk finds outside the group is stopped as it is found, and killed once a walk finds nothing new, so a member that forks and setsid()s every few milliseconds is not chased.",
       platform === 'darwin'
-        ? "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user, or has an environment this user cannot read (kern.procargs2 refuses it); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group."
-        : "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user, or makes itself non-dumpable (ssh-agent, gpg-agent: its environment is unreadable without CAP_SYS_PTRACE); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group.",
+        ? "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or runs a cs_restricted program (such as Apple's system binaries that SIP protects, /bin/sh or /bin/sleep: macOS withholds its environment from every other process, root's too, per XNU's source); one a snapshot saw while still a descendant is caught all the same, and third-party programs are read like the user's others. So results say coverage: 'partial' and list in leftGroup the members found outside the group."
+        : "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or makes itself non-dumpable (ssh-agent, gpg-agent: its environment is unreadable without CAP_SYS_PTRACE); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group.",
       'Orphans are reparented to init, not to the anchor: init reaps them.',
       ...(pidfd
         ? []
@@ -197,6 +226,7 @@ export const TIERS = [
           ]),
     ],
     membersByGroup: true,
+    limits: 'none',
     partialView: { seenIn: 'in the process group', unseen: 'this tier cannot see processes that left it with a scrubbed (env -i) or unreadable environment' },
   },
   {
@@ -211,6 +241,7 @@ export const TIERS = [
       survivesHostSigkill: true,
       survivesAnchorDeath: true,
       gracefulStop: true,
+      stopCostIsTheTree: false, // not measured on Windows: not claimed
       waitDelay: true,
       reapsOrphans: true,
       limits: false,
@@ -221,7 +252,7 @@ export const TIERS = [
       'Each tree runs in its own Job Object with kill-on-close and no breakaway: the command is created suspended and assigned before it runs; every descendant (detached or not) stays in the job.',
       'Identity is held by handles (the job, the root process), never by a pid number.',
       "The polite stop is CTRL_BREAK_EVENT to the root's console process group (members that left the console or the group are reached only by the forced TerminateJobObject); without a shared console the forced stop follows at once.",
-      "When the host exits, Node's own kill-on-close job ends the anchor helper with it, so the tree is ended at once (no grace).",
+      "When the host exits, Node's own kill-on-close job ends the anchor with it, so the tree is ended at once (no grace).",
       'Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).',
       "Whether anyone still holds the captured output is read from the pipe's handle count; which member holds it is not determined (leftovers report heldOutput false).",
       "Limits (the limits option) are set on the tree's Job Object before the command runs, with containment 'best-effort' only: JOB_OBJECT_LIMIT_JOB_MEMORY (the committed memory of all members together), JOB_OBJECT_LIMIT_ACTIVE_PROCESS (the anchor is outside the job, so only the tree counts) and hard-capped CPU rate control (a share of the whole machine: cores / processors; Windows 8 and later). Windows documents that it enforces them (an allocation or a process creation over the limit fails), but cordon's tests have never observed that: its Windows lane runs under Wine, which takes the memory and process limits without enforcing them. So resource limits are not claimed (guarantees.limits false): 'strict' refuses a spawn with limits, and with 'best-effort' the result says which limits the OS took on the job (result.limits.accepted) and limits.applied false.",
@@ -241,6 +272,7 @@ export const TIERS = [
       );
     },
     membersByGroup: false,
+    limits: 'set-unclaimed',
     readme: { label: 'Job Object' },
   },
   {
@@ -255,6 +287,7 @@ export const TIERS = [
       survivesHostSigkill: false,
       survivesAnchorDeath: false,
       gracefulStop: true,
+      stopCostIsTheTree: false, // not measured on Windows: not claimed
       waitDelay: true,
       reapsOrphans: true,
       limits: false,
@@ -265,6 +298,7 @@ export const TIERS = [
       "Best-effort fallback: the job could not be assigned, so only the root (by its handle) is contained; descendants are not (results say coverage: 'partial').",
     ],
     membersByGroup: false,
+    limits: 'none',
     partialView: { seenIn: 'of the root', unseen: "the process-handle tier cannot see the root's descendants" },
   },
 ] as const satisfies readonly TierSpec[];

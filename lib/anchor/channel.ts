@@ -9,7 +9,7 @@ import type { IOType } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Readable, Stream, Writable } from 'node:stream';
 import { debug } from '../debug.js';
-import { argsTooLarge, CordonError } from '../errors.js';
+import { anchorSpawnFailed, argsTooLarge, type CordonError } from '../errors.js';
 import { encodeCommand, parseLine, splitLines, type AnchorEvent } from './protocol.js';
 
 /** What an anchor's USAGE line says (null: not measured). */
@@ -33,7 +33,7 @@ export interface AnchorHandlers {
   released(): void;
   stuck(pids: number[]): void;
   /** QUIET: the tree is quiescent (every member gone and reaped); the anchor exits. */
-  quiet(): void;
+  quiescent(): void;
   /** LIMITS: what the kernel enforces on the tree (before READY). */
   limits(limits: LimitsEvent): void;
   /** USAGE: what the tree used so far. */
@@ -49,6 +49,11 @@ export interface AnchorHandlers {
 export interface AnchorSpawn {
   /** The anchor executable (absolute). */
   path: string;
+  /**
+   * The anchor's arguments as every platform's anchor takes them (launch.ts
+   * plans them: --cwd, the tier, the lease, ..., `--`, the command); the
+   * platform's channel adds only what its anchor alone takes.
+   */
   args: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
@@ -56,14 +61,13 @@ export interface AnchorSpawn {
   /** Teardown grace the host asks for if it exits while the tree lives. */
   exitGrace: number;
   /**
-   * A leased tree (lib/lease.ts): the anchor outlives the host for `ms`,
-   * adoptable with `token` at the endpoint `id` names (with the anchor's pid).
-   * The channel passes --lease MS --lease-id ID and sends LEASE <ms> <token>
-   * first (Windows: after JOB). POSIX also: --lease-dir `dir`, and `logFd`
-   * (an O_APPEND descriptor of the log, closed by the caller after the spawn);
-   * Windows: --log `logPath` (the anchor appends to it while no host is attached).
+   * A leased tree: the anchor outlives the host for `ms`, adoptable with
+   * `token` (sent on the control channel as LEASE <ms> <token>, never in
+   * argv). POSIX: its endpoint goes in `dir` (--lease-dir), and it gets an
+   * O_APPEND descriptor of `logPath` to append the output to while no host
+   * is attached; Windows: --log `logPath` (it opens the log itself).
    */
-  lease?: { ms: number; token: string; id: string; dir?: string | undefined; logFd?: number; logPath?: string | undefined };
+  lease?: { ms: number; token: string; dir: string; logPath: string };
 }
 
 /** The anchor process as the host sees it (a ChildProcess on Windows). */
@@ -93,20 +97,13 @@ function installExitHook(): void {
 
 /** Starting the anchor failed: nothing ran. */
 export function spawnFailure(cause: unknown, path: string): CordonError {
-  const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_HELPER_MISSING';
+  const code = (cause as NodeJS.ErrnoException).code ?? 'ERR_CORDON_ANCHOR_MISSING';
   if (code === 'E2BIG') {
     // The kernel's limit on what one exec carries: the anchor's exec carries
     // the command's, so this is about the command.
     return argsTooLarge('the total, or a single string of 32 pages or more', { cause, syscall: 'spawn', path });
   }
-  // (The message's wording is matched by the Wine suite's retry of a transient start failure.)
-  return new CordonError(`The anchor helper could not be started (${code}); nothing ran.`, {
-    code,
-    cause,
-    syscall: 'spawn',
-    path,
-    stage: 'launch',
-  });
+  return anchorSpawnFailed(code, cause, path);
 }
 
 export abstract class AnchorChannel {
@@ -285,7 +282,7 @@ export abstract class AnchorChannel {
       case 'stuck':
         return on.stuck(event.pids);
       case 'quiescent':
-        on.quiet();
+        on.quiescent();
         // A leased anchor holds the result until the host says it has it
         // (a host that dies before this leaves it to an adopter).
         if (this.leased) this.send(encodeCommand({ type: 'done' }));

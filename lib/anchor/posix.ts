@@ -4,15 +4,15 @@
 // does not know about: reaped here by pid (an unreaped child's pid is pinned,
 // so the host may signal it: SIGCONT, to keep a stopped anchor running while
 // the host waits on it), and the host's wait on it is bounded.
-import { writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { IOType } from 'node:child_process';
 import type { Stream } from 'node:stream';
 import { debug } from '../debug.js';
 import { invalidArg } from '../errors.js';
-import { execSizeError } from '../launch.js';
 import { posixBinding, probe } from '../native.js';
-import { streamFd } from '../options.js';
+import { streamFd } from '../streams.js';
+import { execSizeError } from './exec-size.js';
 import { endCgroup, killCgroup, removeLimitDirs } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
 import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
@@ -34,7 +34,7 @@ const CGROUP_KILL_WAIT_MS = 2000;
 /** While the host waits on an anchor, it resumes it this often (a member may stop it, and again). */
 const CONTINUE_EVERY_MS = 200;
 
-/** What the addon's spawnHelper() takes for one stdio entry (-1 a pipe, -2 /dev/null, else a descriptor). */
+/** What the addon's spawnAnchor() takes for one stdio entry (-1 a pipe, -2 /dev/null, else a descriptor). */
 function stdioFd(entry: IOType | number | Stream, index: number): number {
   if (entry === 'pipe') return -1;
   if (entry === 'ignore') return -2;
@@ -54,7 +54,7 @@ const unreaped = new Map<number, ExitListener>();
 function reap(pid: number): boolean {
   const listener = unreaped.get(pid);
   if (!listener) return true;
-  const r = posixBinding().reapHelper(pid);
+  const r = posixBinding().reapAnchor(pid);
   if (r === null) return false;
   unreaped.delete(pid);
   if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
@@ -73,7 +73,7 @@ function reapAll(): void {
 function signalAnchor(pid: number, signal: NodeJS.Signals): boolean {
   if (!unreaped.has(pid)) return false;
   try {
-    posixBinding().signalHelper(pid, signalNumber(signal)!);
+    posixBinding().signalAnchor(pid, signalNumber(signal)!);
     return true;
   } catch (err) {
     debug('%s to anchor %d failed: %s', signal, pid, (err as Error).message);
@@ -137,20 +137,24 @@ export class PosixAnchorChannel extends AnchorChannel {
     const env: string[] = [];
     for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
     const lease = spec.lease;
-    const leaseArgs = lease ? ['--lease', String(lease.ms), '--lease-id', lease.id, '--lease-dir', lease.dir ?? ''] : [];
-    const argv = [spec.path, ...leaseArgs, '--cwd', spec.cwd, ...spec.args];
+    // What only this platform's anchor takes: where a leased one makes its endpoint.
+    const argv = [spec.path, ...(lease ? ['--lease-dir', lease.dir] : []), ...spec.args];
     // Linux: what the exec would refuse with E2BIG is refused here, before
     // anything runs (qemu-user, for one, cannot report a failed exec of
     // posix_spawn's child synchronously).
     const tooLarge = execSizeError(spec.path, argv, env, probe());
     if (tooLarge) throw tooLarge;
     let started: { pid: number; control: number; fds: number[] };
+    // A leased anchor's own descriptor of the log: it appends the output there while no host is attached.
+    const logFd = lease ? openSync(lease.logPath, 'a') : -1;
     try {
       // The anchor enters the command's working directory itself (glibc's
       // posix_spawn can do it only from 2.29 on).
-      started = lease ? b.spawnHelper(spec.path, argv, env, stdio, lease.logFd ?? -1) : b.spawnHelper(spec.path, argv, env, stdio);
+      started = lease ? b.spawnAnchor(spec.path, argv, env, stdio, logFd) : b.spawnAnchor(spec.path, argv, env, stdio);
     } catch (cause) {
       throw spawnFailure(cause, spec.path);
+    } finally {
+      if (logFd >= 0) closeSync(logFd);
     }
     this.hostFd = started.control;
     const [inFd, outFd, errFd] = started.fds as [number, number, number];

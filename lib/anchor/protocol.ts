@@ -1,7 +1,9 @@
 // The line protocol between the host and an anchor, on the host's side: what
-// an anchor's line means (a typed event) and how a host command is written.
-// Pure: no I/O, no state. The anchors' side of it is described in the header
-// of native/protocol.h; both anchors (POSIX and Windows) speak it alike.
+// an anchor's line means (a typed event) and how a host command is written;
+// and the adoption endpoint's sub-protocol (a leased anchor's INFO, ADOPT and
+// OUTPUT requests and their answers), for both platforms. Pure: no I/O, no
+// state. The anchors' side of it is described in the header of
+// native/protocol.h; both anchors (POSIX and Windows) speak it alike.
 //
 // anchor -> host (one line each, '\n'-terminated):
 //   GROUP <pgid>                                  the process-group tier: the tree's group (before READY)
@@ -13,11 +15,20 @@
 //   RELEASED                                      no member holds the captured output
 //   STUCK <pid> ...                               members survived SIGKILL for STUCK_REPORT_MS
 //   QUIET                                         every member is gone and reaped; the anchor exits
+//                                                 (a leased one once the host answers DONE)
 //   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel took on the tree (0: not that one)
 //   LIMITDIR <dir>                                (before READY) a v1 cgroup of the tree's own, for its limits
 //   USAGE <cpu us> <memory peak> <processes peak> <oom kills> <pids.max hits>   (-1: not measured)
-// host -> anchor: TERM <grace ms>, KILL, on Windows first JOB <handle>, and
-// for a leased tree LEASE <ms> <token> (first, after JOB).
+// host -> anchor: TERM <grace ms>, KILL, on Windows first JOB <handle>, for
+// a leased tree LEASE <ms> <token> (first, after JOB) and DONE (the host has
+// read QUIET).
+//
+// A leased anchor's adoption endpoint takes one request line per connection
+// and answers with one line:
+//   INFO                 -> LEASE <ms left | -1 while a host is attached> <root running 0|1>
+//   ADOPT <token>        -> DENIED <why> | ADOPTED <log path escaped, or -> <stdout 0|1> <stderr 0|1>,
+//                           then the replay; the connection is the tree's control channel from then on
+//   OUTPUT <token> <1|2> -> DENIED <why> | OUTPUT <1|2>, then that stream's bytes (Windows)
 
 /**
  * How long after its forced kill an anchor reports members that survived it
@@ -76,7 +87,7 @@ export type HostCommand =
   /** A leased tree: the host has read QUIET (it has the result); the anchor may exit. */
   | { type: 'done' };
 
-/** The anchors escape a command line's backslash, LF and CR (`\\`, `\n`, `\r`). */
+/** The anchors escape a command line's (and a log path's) backslash, LF and CR (`\\`, `\n`, `\r`). */
 function unescape(s: string): string {
   return s.replace(/\\(\\|n|r)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : '\\'));
 }
@@ -179,4 +190,60 @@ export function encodeCommand(command: HostCommand): string {
     case 'done':
       return 'DONE\n';
   }
+}
+
+// ---- The adoption endpoint ----
+
+/** An adoption token as the anchors take it: 128 bits, 32 lowercase hex digits. */
+export const TOKEN_PATTERN = /^[0-9a-f]{32}$/;
+/** A leased tree's id: the anchor's pid, '-', then 16 lowercase hex digits the host chose. */
+export const LEASE_ID_PATTERN = /^[0-9]+-[0-9a-f]{16}$/;
+
+/** What a host asks a leased anchor's endpoint. */
+export type EndpointRequest =
+  /** How long the lease has left and whether the root runs (no token needed). */
+  | { type: 'info' }
+  /** Take the tree over: its replay, then its control channel. */
+  | { type: 'adopt'; token: string }
+  /** Windows: the adopter's copy of one captured stream (1: stdout, 2: stderr). */
+  | { type: 'output'; token: string; fd: 1 | 2 };
+
+/** What a leased anchor's endpoint answers (its first line). */
+export type EndpointAnswer =
+  /** INFO: the lease left (null while a host is attached: its clock is not running) and whether the root runs. */
+  | { type: 'lease'; leftMs: number | null; rootRunning: boolean }
+  /** Refused: token, attached, notoken, expired, hello, stream, busy. */
+  | { type: 'denied'; why: string }
+  /** ADOPT granted: the tree's log (null: none) and which captured streams come with it. */
+  | { type: 'adopted'; logPath: string | null; streams: { stdout: boolean; stderr: boolean } }
+  /** OUTPUT granted: that stream follows. */
+  | { type: 'output'; fd: 1 | 2 };
+
+/** A request as the line the endpoint reads. */
+export function encodeRequest(request: EndpointRequest): string {
+  switch (request.type) {
+    case 'info':
+      return 'INFO\n';
+    case 'adopt':
+      return `ADOPT ${request.token}\n`;
+    case 'output':
+      return `OUTPUT ${request.token} ${request.fd}\n`;
+  }
+}
+
+/** An endpoint's answer line (without its line end; a trailing CR is ignored). Never throws. */
+export function parseAnswer(line: string): EndpointAnswer | UnreadLine {
+  const text = line.replace(/\r$/, '');
+  let m = /^LEASE (-?\d+) ([01])$/.exec(text);
+  if (m) {
+    const left = Number(m[1]);
+    return { type: 'lease', leftMs: left < 0 ? null : left, rootRunning: m[2] === '1' };
+  }
+  m = /^DENIED (\S+)$/.exec(text);
+  if (m) return { type: 'denied', why: m[1]! };
+  m = /^ADOPTED (.+) ([01]) ([01])$/.exec(text);
+  if (m) return { type: 'adopted', logPath: m[1] === '-' ? null : unescape(m[1]!), streams: { stdout: m[2] === '1', stderr: m[3] === '1' } };
+  m = /^OUTPUT ([12])$/.exec(text);
+  if (m) return { type: 'output', fd: m[1] === '1' ? 1 : 2 };
+  return /^(LEASE|DENIED|ADOPTED|OUTPUT)\b/.test(text) ? { type: 'malformed', line, reason: 'an endpoint answer with fields it cannot read' } : { type: 'unknown', line };
 }

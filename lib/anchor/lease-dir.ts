@@ -1,0 +1,56 @@
+// The per-user lease directory: where leased trees are recorded (lease.ts)
+// and, on Linux and macOS, where their anchors listen. Private to this user,
+// or refused with a typed error: another user must not list or reach an
+// endpoint, nor keep this user from leasing.
+import { lstatSync, mkdirSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { leaseDirUnsafe } from '../errors.js';
+import { windowsBinding } from '../native.js';
+import { homeFallback, privateDir } from '../private-dir.js';
+
+/**
+ * Linux and macOS: $XDG_RUNTIME_DIR/cordon when that is the user's, else
+ * <tmpdir>/cordon-<uid>; made 0700. Where another user holds that place (it
+ * made the directory first, or put a link or a file there), this user's own
+ * <home>/.cordon/leases is used instead (lib/private-dir.ts): every process
+ * of the user that finds the same squatter picks the same fallback, so
+ * records and endpoints are still found. This user's own directory left
+ * open to others (group or other permission bits), or a link of its own, is
+ * refused (ERR_CORDON_LEASE_DIR), and so is a squatted place with no usable
+ * home directory.
+ */
+export function posixLeaseDir(): string {
+  const uid = process.getuid?.() ?? 0;
+  const xdg = process.env.XDG_RUNTIME_DIR;
+  let base: string | undefined;
+  if (xdg) {
+    try {
+      const st = lstatSync(xdg);
+      if (st.isDirectory() && st.uid === uid) base = join(xdg, 'cordon');
+    } catch {
+      // not there: the fallback
+    }
+  }
+  return privateDir(base ?? join(tmpdir(), `cordon-${uid}`), () => homeFallback('leases'), leaseDirUnsafe);
+}
+
+/**
+ * Windows: %LOCALAPPDATA%\cordon\leases (the records only; the endpoints are
+ * named pipes). The last level is made with a DACL that admits this user
+ * alone (the addon's makePrivateDir); an existing one that is not a plain
+ * directory (a link, a file) is refused.
+ */
+export function windowsLeaseDir(): string {
+  const base = process.env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local');
+  const dir = join(base, 'cordon', 'leases');
+  mkdirSync(join(base, 'cordon'), { recursive: true });
+  try {
+    windowsBinding().makePrivateDir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw leaseDirUnsafe(dir, `cannot be made (${(err as NodeJS.ErrnoException).code})`);
+  }
+  const st = lstatSync(dir);
+  if (st.isSymbolicLink() || !st.isDirectory()) throw leaseDirUnsafe(dir, 'is not a directory');
+  return dir;
+}
