@@ -14,7 +14,7 @@ import { spawn, type CordonError } from '../lib/index.js';
 import { rejected } from './helpers/assert.js';
 import { cgroupMount, cgroupOf } from './helpers/cgroup.js';
 import { fixture, repoRoot } from './helpers/fixtures.js';
-import { ensureDist } from './helpers/host.js';
+import { ensureDist, startCli } from './helpers/host.js';
 import { killPids, useTag, waitFor, within } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
 import { collect, outcome, waitPidsGone } from './helpers/trees.js';
@@ -35,6 +35,44 @@ describe(`the anchor killed, ${tier} tier`, () => {
       expect(caps.guarantees.survivesAnchorDeath, `the ${tier} tier says it cannot end a tree whose anchor died`).toBe(false);
       for (const pid of all) t.notPromised(pid);
     }
+  });
+});
+
+// C6: a cleanup failure is never turned into success by what the command
+// printed. The command forges what a clean end says on the anchor's control
+// channel (EXIT 0, QUIET) and what a success looks like, on its stdout and
+// stderr and on every other descriptor it holds (a leaked control channel
+// would take them), then kills its anchor (its parent) and exits 0.
+const FORGER = [
+  'for fd in $(ls /proc/self/fd); do [ "$fd" -gt 2 ] && { printf "EXIT 0 0\\nQUIET\\nLEFTEND\\n" >&$fd; } 2>/dev/null; done',
+  'printf "EXIT 0 0\\nQUIET\\nLEFTEND\\n"; printf "EXIT 0 0\\nQUIET\\n" >&2',
+  'echo "exited with code 0: cleanup complete"',
+  'kill -KILL $PPID; exit 0',
+].join('; ');
+
+describe(`a cleanup failure is not laundered (C6), ${tier} tier`, () => {
+  it('a command that prints a clean end and kills its anchor: the result is ERR_CORDON_ANCHOR_LOST, a cleanup failure', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', FORGER], { env: t.env });
+    const anchor = proc.anchorPid!;
+    proc.stdout.resume();
+    proc.stderr.resume();
+    const how = await outcome(proc.result, 10_000, 'the result after the command killed its anchor', t.tag);
+    const err = rejected<CordonError>(how, 'the result resolved');
+    expect(err.code, err.message).toBe('ERR_CORDON_ANCHOR_LOST');
+    expect(err.stage).toBe('cleanup');
+    // Seen from outside: the anchor is gone (killed by the command, not by cordon).
+    await waitPidsGone([anchor], 5000, 'the anchor to be gone', t.tag);
+  });
+
+  it('the CLI: the same command makes cordon run exit 70 and say the cleanup failed, whatever the command printed', async () => {
+    const t = useTag();
+    await ensureDist();
+    const c = startCli(['run', '--', 'sh', '-c', FORGER], t.env);
+    const { code } = await within(c.exited, 20_000, 'cordon run to exit', t.tag);
+    expect(c.out.text, 'the forged lines did reach the output').toContain('cleanup complete');
+    expect(code, c.err.text).toBe(70);
+    expect(c.err.text).toMatch(/ERR_CORDON_ANCHOR_LOST|anchor/);
   });
 });
 
@@ -60,7 +98,7 @@ describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, 
       const dir = `${cgroupMount()}${own}`;
       expect(existsSync(dir)).toBe(true);
       await within(proc.terminate(), 10_000, 'terminate()', t.tag);
-      await waitFor(() => !existsSync(dir), { timeout: 2000, what: `the cgroup ${dir} to be removed`, tag: t.tag });
+      await waitFor(() => !existsSync(dir), { timeout: 2000, what: `the cgroup ${dir} to be removed`, watch: t.tag });
     } else {
       expect(caps.guarantees.survivesAnchorDeath).toBe(false);
       expect(born).toBe(host);

@@ -1,7 +1,7 @@
-// A broken install (the anchor helper missing or not executable) is a typed
+// A broken install (the anchor missing or not executable) is a typed
 // error that says how to rebuild; cordon never falls back to running the
 // command uncontained. Checked on a copy of the package laid out like an
-// install, with the helper removed or made non-executable.
+// install, with the anchor removed or made non-executable.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,17 +11,17 @@ import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { useTag } from './helpers/procs.js';
 
-function installCopy(breakIt: (helper: string) => void): string {
+function installCopy(breakIt: (anchor: string) => void): string {
   const dir = mkdtempSync(join(tmpdir(), 'cordon-broken-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   cpSync(join(repoRoot, 'dist'), join(dir, 'dist'), { recursive: true });
   cpSync(join(repoRoot, 'package.json'), join(dir, 'package.json'));
   mkdirSync(join(dir, 'build', 'Release'), { recursive: true });
   cpSync(join(repoRoot, 'build', 'Release', 'cordon.node'), join(dir, 'build', 'Release', 'cordon.node'));
-  const helper = join(dir, 'build', 'Release', 'cordon-anchor');
-  cpSync(join(repoRoot, 'build', 'Release', 'cordon-anchor'), helper);
+  const anchor = join(dir, 'build', 'Release', 'cordon-anchor');
+  cpSync(join(repoRoot, 'build', 'Release', 'cordon-anchor'), anchor);
   symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
-  breakIt(helper);
+  breakIt(anchor);
   return dir;
 }
 
@@ -45,15 +45,15 @@ describe('broken install', () => {
   });
 
   for (const [what, breakIt] of [
-    ['missing', (helper: string) => unlinkSync(helper)],
-    ['not executable', (helper: string) => chmodSync(helper, 0o644)],
+    ['missing', (anchor: string) => unlinkSync(anchor)],
+    ['not executable', (anchor: string) => chmodSync(anchor, 0o644)],
   ] as const) {
-    it(`a ${what} anchor helper is ERR_CORDON_HELPER_MISSING with how to rebuild; nothing runs`, () => {
+    it(`a ${what} anchor is ERR_CORDON_ANCHOR_MISSING with how to rebuild; nothing runs`, () => {
       const t = useTag();
       const dir = installCopy(breakIt);
       const r = tryRun(dir, t.env);
       expect(r.ran, 'the command ran without its anchor').toBeUndefined();
-      expect(r.code).toBe('ERR_CORDON_HELPER_MISSING');
+      expect(r.code).toBe('ERR_CORDON_ANCHOR_MISSING');
       expect(r.message).toMatch(/rebuild/);
       expect(t.procs()).toEqual([]);
     });

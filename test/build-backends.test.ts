@@ -1,19 +1,20 @@
 // Both build backends must turn the same sources into a working addon and a
-// working anchor helper: node-gyp (binding.gyp) and cmake-js (CMakeLists.txt).
+// working anchor: node-gyp (binding.gyp) and cmake-js (CMakeLists.txt).
 // Each builds a private copy of the package in a temp dir; then the addon is
-// loaded and probed, and the helper is run with bad arguments (usage on
+// loaded and probed, and the anchor is run with bad arguments (usage on
 // stderr, exit 64). With CORDON_CHECK_BUILD_DIR=<dir> the same checks also run
 // on an existing output dir (a cmake-js build in CI, an unpacked prebuild).
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { setPriority, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from './helpers/fixtures.js';
+import { missing } from './helpers/requirements.js';
 
 const require = createRequire(import.meta.url);
-const helperName = process.platform === 'win32' ? 'cordon-anchor.exe' : 'cordon-anchor';
+const anchorName = process.platform === 'win32' ? 'cordon-anchor.exe' : 'cordon-anchor';
 // About 10 s a build on a quiet 2-core machine; minutes on a loaded one.
 const BUILD_TIMEOUT = 600_000;
 // A little below the tests beside it, never starved: at nice 19 two busy
@@ -41,7 +42,7 @@ function findCmakeJs(): string | undefined {
   }
 }
 
-const hasCmake = spawnSync('cmake', ['--version'], { stdio: 'ignore' }).error === undefined;
+const noCmake = missing('cmake');
 const nodeGyp = findNodeGyp();
 const cmakeJs = findCmakeJs();
 
@@ -64,7 +65,7 @@ const backends: Backend[] = [
   },
   {
     name: 'cmake-js',
-    missing: !cmakeJs ? 'cmake-js is not installed' : !hasCmake ? 'cmake is not on PATH' : undefined,
+    missing: !cmakeJs ? 'cmake-js is not installed' : noCmake,
     command: () => [cmakeJs!, ['rebuild', '--log-level', 'warn']],
   },
 ];
@@ -98,11 +99,11 @@ function checkOutput(outDir: () => string) {
     expect(probe).toMatchObject({ pidfd: expect.any(Boolean), subreaper: expect.any(Boolean), procScan: expect.any(Boolean) });
   });
 
-  it('the anchor helper is executable and rejects bad arguments with usage and exit 64', (ctx) => {
-    const helper = join(outDir(), helperName);
-    if (process.platform === 'win32' && !existsSync(helper)) ctx.skip(); // no anchor helper target on Windows (yet)
-    accessSync(helper, constants.X_OK);
-    const r = spawnSync(helper, ['--no-such-option'], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  it('the anchor is executable and rejects bad arguments with usage and exit 64', (ctx) => {
+    const anchor = join(outDir(), anchorName);
+    if (process.platform === 'win32' && !existsSync(anchor)) ctx.skip(); // no anchor target on Windows (yet)
+    accessSync(anchor, constants.X_OK);
+    const r = spawnSync(anchor, ['--no-such-option'], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'pipe'] });
     expect(r.error).toBeUndefined();
     expect(r.status).toBe(64);
     expect(r.stderr).toMatch(/usage: cordon-anchor/);
@@ -112,7 +113,7 @@ function checkOutput(outDir: () => string) {
 for (const backend of backends) {
   if (backend.missing) console.warn(`build-backends: skipping ${backend.name}: ${backend.missing}`);
 
-  describe.skipIf(backend.missing !== undefined)(`build with ${backend.name}`, () => {
+  describe.skipIf(backend.missing !== undefined)(`build with ${backend.name}${backend.missing ? ` [skipped: ${backend.missing}]` : ''}`, () => {
     let dir = '';
 
     beforeAll(async () => {
@@ -138,6 +139,63 @@ for (const backend of backends) {
     checkOutput(() => join(dir, 'build', 'Release'));
   });
 }
+
+// CMakeLists.txt configured as cmake-js configures it on each platform
+// (cmake-js 8, lib/cMake.js: on Windows only CMAKE_RUNTIME_OUTPUT_DIRECTORY=
+// build, elsewhere CMAKE_LIBRARY_OUTPUT_DIRECTORY=build/Release), under a
+// single-config and a multi-config generator. Configure only (no compiler
+// run beyond CMake's own probe): the addon and the anchor must land in the
+// one directory <out>/Release, read from CMake's file API (codemodel-v2).
+const noNinja = missing('ninja');
+
+/** The directory of each target's artifact, as CMake's file API reports it after a configure with `defines`. */
+function configuredOutputs(buildDir: string, generatorArgs: string[], defines: Record<string, string>): Record<string, string> {
+  const query = join(buildDir, '.cmake', 'api', 'v1', 'query');
+  mkdirSync(query, { recursive: true });
+  writeFileSync(join(query, 'codemodel-v2'), '');
+  const args = ['-S', repoRoot, '-B', buildDir, '--no-warn-unused-cli', ...generatorArgs, ...Object.entries(defines).map(([k, v]) => `-D${k}=${v}`)];
+  const r = spawnSync('cmake', args, { encoding: 'utf8', timeout: 120_000 });
+  expect(r.error).toBeUndefined();
+  expect(r.status, `cmake ${args.join(' ')}:\n${r.stdout}\n${r.stderr}`).toBe(0);
+  const reply = join(buildDir, '.cmake', 'api', 'v1', 'reply');
+  const read = (f: string) => JSON.parse(readFileSync(join(reply, f), 'utf8'));
+  const index = read(readdirSync(reply).find((f) => f.startsWith('index-'))!);
+  const codemodel = read(index.reply['codemodel-v2'].jsonFile);
+  const out: Record<string, string> = {};
+  for (const config of codemodel.configurations) {
+    for (const target of config.targets) {
+      const t = read(target.jsonFile);
+      for (const a of t.artifacts ?? []) if (/cordon(\.node|-anchor(\.exe)?)$/.test(a.path)) out[`${config.name} ${t.name}`] = dirname(resolve(buildDir, a.path));
+    }
+  }
+  return out;
+}
+
+describe.skipIf(noCmake !== undefined)(`CMakeLists.txt as cmake-js configures it${noCmake ? ` [skipped: ${noCmake}]` : ''}`, () => {
+  const cases: { name: string; generator: string[]; defines: (out: string) => Record<string, string>; skip?: string }[] = [
+    { name: 'Windows style (only CMAKE_RUNTIME_OUTPUT_DIRECTORY), single-config', generator: [], defines: (out) => ({ CMAKE_BUILD_TYPE: 'Release', CMAKE_RUNTIME_OUTPUT_DIRECTORY: out }) },
+    {
+      name: 'Windows style, multi-config (as Visual Studio)',
+      generator: ['-G', 'Ninja Multi-Config', '-DCMAKE_CONFIGURATION_TYPES=Release'],
+      defines: (out) => ({ CMAKE_BUILD_TYPE: 'Release', CMAKE_RUNTIME_OUTPUT_DIRECTORY: out }),
+      skip: noNinja && `${noNinja} (the Ninja Multi-Config generator stands in for Visual Studio)`,
+    },
+    { name: 'Linux and macOS style (CMAKE_LIBRARY_OUTPUT_DIRECTORY=build/Release)', generator: [], defines: (out) => ({ CMAKE_BUILD_TYPE: 'Release', CMAKE_LIBRARY_OUTPUT_DIRECTORY: join(out, 'Release') }) },
+  ];
+  for (const c of cases) {
+    if (c.skip) console.warn(`build-backends: skipping "${c.name}": ${c.skip}`);
+    it.skipIf(!!c.skip)(`${c.name}: the addon and the anchor land in <out>/Release${c.skip ? ` [skipped: ${c.skip}]` : ''}`, () => {
+      const dir = mkdtempSync(join(tmpdir(), 'cordon-cmake-configure-'));
+      try {
+        const out = join(dir, 'out');
+        const dirs = configuredOutputs(join(dir, 'build'), c.generator, c.defines(out));
+        expect(dirs).toEqual({ 'Release cordon': join(out, 'Release'), 'Release cordon-anchor': join(out, 'Release') });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 150_000);
+  }
+});
 
 const checkDir = process.env.CORDON_CHECK_BUILD_DIR;
 if (checkDir) {

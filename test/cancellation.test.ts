@@ -42,9 +42,12 @@ describe('C10: AbortSignal and timeout', () => {
     expect(result.signal).toBe('SIGTERM');
   });
 
-  it("timeout: 300 ends the tree; reason 'timeout'", async () => {
+  // The timeouts below leave the tree time to start and print its pids (and
+  // the root time to set its trap) on a loaded machine: a timeout that fires
+  // first ends a tree the test never saw.
+  it("timeout: 3000 ends the tree; reason 'timeout'", async () => {
     const t = useTag();
-    const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, timeout: 300 });
+    const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, timeout: 3000 });
     const { all } = await collect(proc, t.tag);
     const result = await within(proc.result, 10_000, 'the result to settle after the timeout', t.tag);
     expectGone(all, t.tag, 'after the result settled');
@@ -54,7 +57,7 @@ describe('C10: AbortSignal and timeout', () => {
   it('the interrupt grace is used on timeout, not the teardown grace', async () => {
     const t = useTag();
     const t0 = Date.now();
-    const proc = spawn(...TERM_IGNORING, { env: t.env, timeout: 200, interruptGrace: 400, grace: TEARDOWN_GRACE });
+    const proc = spawn(...TERM_IGNORING, { env: t.env, timeout: 2000, interruptGrace: 400, grace: TEARDOWN_GRACE });
     const { root } = await collect(proc, t.tag);
     const result = await within(proc.result, 10_000, 'the result to settle after the timeout', t.tag);
     const elapsed = Date.now() - t0;
@@ -62,8 +65,8 @@ describe('C10: AbortSignal and timeout', () => {
     expect(result.reason).toBe('timeout');
     // SIGTERM was ignored: the forced kill after the interrupt grace ended it.
     expect(result.signal).toBe('SIGKILL');
-    expect(elapsed, 'the forced kill came before timeout + interruptGrace').toBeGreaterThanOrEqual(200 + 400);
-    expect(elapsed, 'settled long after timeout + interruptGrace (teardown grace used?)').toBeLessThan(200 + 400 + SLACK);
+    expect(elapsed, 'the forced kill came before timeout + interruptGrace').toBeGreaterThanOrEqual(2000 + 400);
+    expect(elapsed, 'settled long after timeout + interruptGrace (teardown grace used?)').toBeLessThan(2000 + 400 + SLACK);
   });
 
   it('the default interrupt grace (500 ms) bounds an abort of a SIGTERM-ignoring root', async () => {

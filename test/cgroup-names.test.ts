@@ -103,7 +103,7 @@ describe(`cgroup names, ${tier} tier`, () => {
     await waitFor(() => !readdirSync(dir).some((n) => n.startsWith(`cordon-${proc.anchorPid}-`)), {
       timeout: 5000,
       what: 'the tree cgroup to be removed with the tree',
-      tag: t.tag,
+      watch: t.tag,
     });
   });
 });
@@ -132,9 +132,12 @@ describe(`the default tier falls back when its cgroup cannot be made, ${tier} ti
       const { capabilities, spawn } = await import(${JSON.stringify(join(repoRoot, 'dist', 'index.js'))});
       const report = { probed: capabilities().tier };
       const proc = spawn('sh', ['-c', 'grep "^0::" /proc/self/cgroup'], {});
+      let printed = '';
+      proc.stdout.on('data', (d) => (printed += d));
       try {
         const r = await proc.result;
         report.byDefault = { procTier: proc.tier, resultTier: r.tier, exitCode: r.exitCode };
+        report.commandCgroup = printed.trim();
       } catch (e) {
         report.byDefault = { code: e.code, message: e.message };
       }
@@ -157,6 +160,8 @@ describe(`the default tier falls back when its cgroup cannot be made, ${tier} ti
     await within(hostExit, 10_000, 'the host to exit', t.tag);
     expect(report.probed, 'the host probed its cgroup as usable').toBe('cgroup');
     expect(report.byDefault, 'the default tier, its cgroup refused').toEqual({ procTier: 'subreaper', resultTier: 'subreaper', exitCode: 0 });
+    // Seen by the command itself: it ran in the host's cgroup (the box), in no tree cgroup.
+    expect(report.commandCgroup, "the command's own /proc/self/cgroup").toBe(`0::${box.slice(cgroupMount()!.length)}`);
     expect(report.asked, 'tier: "cgroup" asked for').toMatchObject({ code: 'ERR_CORDON_CONTAINMENT' });
   });
 });

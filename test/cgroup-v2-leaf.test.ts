@@ -1,8 +1,9 @@
 // CONTRACT C12, the cgroup v2 "no internal processes" rule: only when asked,
-// by prepareCgroupLimits({ moveHost: true }), every process of the host's
-// cgroup moves into the leaf `cordon-host` and the controllers are enabled in
-// the host's cgroup; the trees' cgroups are made beside the leaf; where it
-// cannot apply it refuses, typed, before changing anything.
+// by prepareCgroupLimits({ moveHost: true }), the host's own process moves
+// into the leaf `cordon-host` and the controllers are enabled in the host's
+// cgroup; the trees' cgroups are made beside the leaf; a process the host did
+// not start is never moved (a cgroup that holds one is refused, naming it);
+// where it cannot apply it refuses, typed, before changing anything.
 //
 // The decision is tested against real files in a temporary directory laid
 // out as a cgroup's (cgroup.controllers, cgroup.subtree_control,
@@ -20,7 +21,8 @@ import { hostCgroupDir, planCgroupLeaf, applyCgroupLeaf, type CgroupLeafError } 
 import { cgroupMount, cgroupOf, cgroupWritable } from './helpers/cgroup.js';
 import { ensureDist } from './helpers/host.js';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
-import { sleep, useTag, within } from './helpers/procs.js';
+import { alive, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { missing, type Requirement } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
 
@@ -42,6 +44,11 @@ function snapshot(dir: string): Record<string, string> {
   return out;
 }
 
+/** prepareCgroupLimits()'s steps on the directory `dir` (the function itself takes this process's own cgroup). */
+function prepareLeafAt(dir: string) {
+  return applyCgroupLeaf(planCgroupLeaf(dir));
+}
+
 function refusal(fn: () => unknown): CgroupLeafError {
   try {
     fn();
@@ -52,12 +59,35 @@ function refusal(fn: () => unknown): CgroupLeafError {
 }
 
 describe('C12: the host moved into a leaf of its cgroup, only when asked', () => {
-  it('a cgroup with processes and the controllers given but not enabled: every process moves into cordon-host, then the controllers are enabled', () => {
-    const dir = fakeCgroup({ controllers: 'cpuset cpu io memory pids', subtree: '', procs: [4242, 4243, 77], type: 'domain' });
+  it('a cgroup holding the host alone, the controllers given but not enabled: the host moves into cordon-host, then the controllers are enabled', () => {
+    const dir = fakeCgroup({ controllers: 'cpuset cpu io memory pids', subtree: '', procs: [process.pid], type: 'domain' });
     const before = snapshot(dir);
     const plan = planCgroupLeaf(dir);
-    expect(plan).toEqual({ cgroup: dir, leaf: `${dir}/cordon-host`, move: true, procs: [4242, 4243, 77], enable: ['memory', 'pids', 'cpu'], alreadyEnabled: [] });
+    expect(plan).toEqual({ cgroup: dir, leaf: `${dir}/cordon-host`, move: true, procs: [process.pid], self: process.pid, enable: ['memory', 'pids', 'cpu'], alreadyEnabled: [] });
     expect(snapshot(dir), 'planning writes nothing').toEqual(before);
+    const done = applyCgroupLeaf(plan);
+    expect(done).toEqual({ outcome: 'enabled', cgroup: dir, leaf: `${dir}/cordon-host`, moved: [process.pid], enabled: ['memory', 'pids', 'cpu'], alreadyEnabled: [] });
+    expect(readFileSync(`${dir}/cordon-host/cgroup.procs`, 'utf8'), "the one pid written to the leaf's cgroup.procs").toBe(String(process.pid));
+    expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8')).toBe('+memory +pids +cpu');
+  });
+
+  it('a sibling in the host\'s cgroup (a process the host did not start): refused by its pid, nothing moved or written, the sibling untouched', async () => {
+    const t = useTag();
+    const sibling = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
+    await within(new Promise((resolve) => sibling.once('spawn', resolve)), watchdog(5000), 'the sibling to start', t.tag);
+    const pid = sibling.pid!;
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [pid, process.pid], type: 'domain' });
+    const before = snapshot(dir);
+    const err = refusal(() => prepareLeafAt(dir));
+    expect(err).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'not-alone', stage: 'input', path: dir, pids: [pid] });
+    expect(err.message).toMatch(new RegExp(`other processes than this one \\(${pid}\\)`));
+    expect(snapshot(dir), 'nothing written, no leaf made').toEqual(before);
+    expect(alive(pid), 'the sibling').toBe(true);
+    // PID 1 of a root host in init.scope is such a sibling too.
+    const init = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [1, process.pid], type: 'domain' });
+    expect(refusal(() => prepareLeafAt(init))).toMatchObject({ reason: 'not-alone', pids: [1] });
+    expect(existsSync(`${init}/cordon-host`)).toBe(false);
+    sibling.kill('SIGKILL');
   });
 
   it('some controllers enabled already: only the others are enabled', () => {
@@ -110,13 +140,13 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(snapshot(threaded)).toEqual(before);
   });
 
-  it('processes the kernel will not move are refused by pid, and the controllers stay off', () => {
-    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [4242, 4243], type: 'domain' });
+  it('a host the kernel will not move is refused by its pid, and the controllers stay off', () => {
+    const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [process.pid], type: 'domain' });
     // The leaf's cgroup.procs a directory: every write to it fails (EISDIR), as a kernel's EPERM would.
     mkdirSync(`${dir}/cordon-host/cgroup.procs`, { recursive: true });
     const err = refusal(() => applyCgroupLeaf(planCgroupLeaf(dir)));
-    expect(err).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'unmovable', pids: [4242, 4243] });
-    expect(err.message).toMatch(/4242 \(EISDIR\), 4243 \(EISDIR\)/);
+    expect(err).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'unmovable', pids: [process.pid] });
+    expect(err.message).toMatch(new RegExp(`${process.pid} \\(EISDIR\\)`));
     expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8').trim(), 'no controller enabled').toBe('');
   });
 
@@ -182,39 +212,29 @@ function realMove(): { parent: string; controllers: string[] } | string {
 
 const real = realMove();
 
-describe('C12: the real move, in a cgroup of the host fixture alone', () => {
-  itWhere(
-    typeof real !== 'string',
-    "the host fixture's cgroup: every process in cordon-host, pids enabled, a tree beside the leaf stopped at processes: 20",
-    typeof real === 'string' ? real : '',
-    async () => {
-      const { parent, controllers } = real as Exclude<typeof real, string>;
-      await ensureDist();
-      const dir = `${parent}/cordon-leaf-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-      // Registered before the tag's cleanup, so it runs after it (hooks run as a stack): once
-      // every tagged process is SIGKILLed by pid, the fixture's cgroups go, bottom-up, bounded.
-      onTestFinished(async () => {
-        const removeAll = (d: string) => {
-          for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) removeAll(`${d}/${e.name}`);
-          rmdirSync(d);
-        };
-        for (const deadline = Date.now() + 5000; existsSync(dir); ) {
-          try {
-            removeAll(dir);
-          } catch (err) {
-            if (Date.now() > deadline) throw new Error(`the test cgroup ${dir} could not be removed: ${(err as Error).message}`);
-            await sleep(50);
-          }
-        }
-      });
-      const t = useTag();
-      mkdirSync(dir);
+/**
+ * A test of the real move, where it can run and this machine has what it
+ * `needs` (elsewhere skipped, naming why): given its own cgroup (made), the
+ * controllers to ask for, and its tag.
+ */
+function itWithRealMove(title: string, fn: (dir: string, controllers: string[], t: Tagged) => Promise<void>, needs: Requirement[] = []): void {
+  const why = typeof real === 'string' ? real : (missing(...needs) ?? '');
+  itWhere(why === '', title, why, async () => {
+    const { parent, controllers } = real as Exclude<typeof real, string>;
+    await ensureDist();
+    const dir = useTestCgroup(parent);
+    const t = useTag();
+    mkdirSync(dir);
+    await fn(dir, controllers, t);
+  });
+}
+
+describe('C12: the real move, in a cgroup of the test\'s own', () => {
+  itWithRealMove(
+    "the host fixture's cgroup: the host in cordon-host, pids enabled, a tree beside the leaf stopped at processes: 20",
+    async (dir, controllers, t) => {
       expect(readFileSync(`${dir}/cgroup.controllers`, 'utf8')).toMatch(/\bpids\b/);
-      const host = spawnChild('sh', ['-c', 'echo $$ > "$1/cgroup.procs" && exec "$2" "$3" "$4"', 'sh', dir, process.execPath, fixture('leaf-host.mjs'), controllers.join(',')], {
-        env: t.env,
-        cwd: repoRoot,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      const host = startLeafHost(dir, controllers, t.env);
       const out = capture(host.stdout);
       const err = capture(host.stderr);
       const line = async (word: string) => {
@@ -229,7 +249,7 @@ describe('C12: the real move, in a cgroup of the host fixture alone', () => {
       const prepared = await line('PREPARED');
       const leaf = `${dir}/cordon-host`;
       expect(prepared).toMatchObject({ outcome: 'enabled', cgroup: dir, leaf, enabled: controllers });
-      expect(prepared.moved).toContain(host.pid);
+      expect(prepared.moved, 'the host alone moved').toEqual([host.pid]);
       // Observed from outside: the host is in the leaf, the controllers are on in its cgroup, and the leaf is a leaf.
       expect(cgroupOf(host.pid!)).toBe(`${own()}/${dir.split('/').pop()}/cordon-host`);
       expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8').trim().split(/\s+/).sort()).toEqual([...controllers].sort());
@@ -262,8 +282,63 @@ describe('C12: the real move, in a cgroup of the host fixture alone', () => {
       const exited = new Promise((resolve) => host.once('exit', resolve));
       if (host.exitCode === null) await within(exited, watchdog(10_000), 'the host fixture to exit', t.tag);
     },
+    ['perl'], // the host's fork loop
+  );
+
+  itWithRealMove(
+    "the host fixture's cgroup with a sibling in it (a process the host did not start): refused by the sibling's pid; the sibling and the host stay where they were",
+    async (dir, controllers, t) => {
+      const inDir = `${own()}/${dir.split('/').pop()}`;
+      const sibling = spawnChild('sh', ['-c', 'echo $$ > "$1/cgroup.procs" && exec sleep 300', 'sh', dir], { env: t.env, stdio: 'ignore' });
+      await waitFor(() => cgroupOf(sibling.pid!) === inDir, { timeout: watchdog(10_000), what: 'the sibling to enter the test cgroup', watch: t.tag });
+      const host = startLeafHost(dir, controllers, t.env);
+      const out = capture(host.stdout);
+      const text = await out.until(/^(REFUSED|PREPARED) .*$/m, watchdog(20_000));
+      const refused = JSON.parse(/^REFUSED (.*)$/m.exec(text)?.[1] ?? 'null');
+      expect(refused, text).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'not-alone', pids: [sibling.pid] });
+      expect(cgroupOf(sibling.pid!), 'the sibling was not moved').toBe(inDir);
+      expect(existsSync(`${dir}/cordon-host`), 'no leaf made').toBe(false);
+      expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8').trim(), 'no controller enabled').toBe('');
+      sibling.kill('SIGKILL');
+      const exited = new Promise((resolve) => host.once('exit', resolve));
+      if (host.exitCode === null) await within(exited, watchdog(10_000), 'the host fixture to exit', t.tag);
+    },
   );
 });
+
+/** The host fixture (test/fixtures/leaf-host.mjs), started in the cgroup `dir` before it runs anything. */
+function startLeafHost(dir: string, controllers: string[], env: NodeJS.ProcessEnv) {
+  return spawnChild('sh', ['-c', 'echo $$ > "$1/cgroup.procs" && exec "$2" "$3" "$4"', 'sh', dir, process.execPath, fixture('leaf-host.mjs'), controllers.join(',')], {
+    env,
+    cwd: repoRoot,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+}
+
+/**
+ * A cgroup of the test's own below `parent` (its path; the test makes it).
+ * The cleanup is registered before the tag's, so it runs after it (hooks run
+ * as a stack): once every tagged process is SIGKILLed by pid, the cgroups go,
+ * bottom-up, bounded.
+ */
+function useTestCgroup(parent: string): string {
+  const dir = `${parent}/cordon-leaf-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  onTestFinished(async () => {
+    const removeAll = (d: string) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) removeAll(`${d}/${e.name}`);
+      rmdirSync(d);
+    };
+    for (const deadline = Date.now() + 5000; existsSync(dir); ) {
+      try {
+        removeAll(dir);
+      } catch (err) {
+        if (Date.now() > deadline) throw new Error(`the test cgroup ${dir} could not be removed: ${(err as Error).message}`);
+        await sleep(50);
+      }
+    }
+  });
+  return dir;
+}
 
 function own(): string {
   const rel = cgroupOf('self')!;

@@ -5,16 +5,21 @@
 // are observed from outside, through /proc, by the pids the commands print.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn as spawnChild } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePidLines } from './helpers/common.mjs';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startCli as cli } from './helpers/host.js';
 import { alive, cmdline, describeProcs, readStat, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
-import { caps } from './helpers/tier.js';
+import { missing } from './helpers/requirements.js';
+import { caps, itWhere } from './helpers/tier.js';
 import { TIME_SCALE, watchdog } from './helpers/time.js';
 import { expectNamedGone } from './helpers/trees.js';
+import { tempDir } from './helpers/registry.js';
 
 const CLI = join(repoRoot, 'dist', 'cli.js');
+/** The terminal (test/helpers/terminal.py) is python3. */
+const noPython = missing('python3') ?? '';
 
 const TREE_PIDS = ['bg', 'setsid', 'double', 'nohup'];
 
@@ -31,6 +36,36 @@ async function cliTree(words: string[], env: NodeJS.ProcessEnv) {
 async function expectExit(run: ReturnType<typeof cli>, t: Tagged, code: number, what: string, bound = 15_000): Promise<void> {
   expect(await within(run.exited, bound, what, t.tag), run.err.text).toEqual({ code, signal: null });
 }
+
+describe('the CLI itself', () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  it('--version prints the package version; help prints the usage (exit 0); a usage error is its line and a pointer to --help (exit 2)', async () => {
+    const t = useTag();
+    const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    for (const args of [['--version'], ['version']]) {
+      const c = cli(args, t.env);
+      expect((await within(c.exited, watchdog(15_000), `cordon ${args[0]}`, t.tag)).code).toBe(0);
+      expect(c.out.text).toBe(`cordon ${version}\n`);
+    }
+    for (const args of [['help'], ['--help']]) {
+      const c = cli(args, t.env);
+      expect((await within(c.exited, watchdog(15_000), `cordon ${args[0]}`, t.tag)).code).toBe(0);
+      expect(c.out.text).toMatch(/^Usage:\n {2}cordon run /);
+    }
+    for (const [args, line] of [
+      [['bogus'], 'cordon: unknown command bogus'],
+      [['run', '--timeout'], 'cordon: --timeout needs a value'],
+      [['run', '--nope', '--', 'true'], 'cordon: unknown option --nope'],
+    ] as const) {
+      const c = cli([...args], t.env);
+      expect((await within(c.exited, watchdog(15_000), `cordon ${args.join(' ')}`, t.tag)).code, c.err.text).toBe(2);
+      expect(c.err.text).toBe(`${line}\ncordon: see cordon --help\n`);
+    }
+  });
+});
 
 describe('cordon run', () => {
   beforeAll(async () => {
@@ -68,7 +103,7 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
-  it('in a terminal, Ctrl-C: the first stops gracefully, the second kills at once; exit 130', async () => {
+  itWhere(noPython === '', 'in a terminal, Ctrl-C: the first stops gracefully, the second kills at once; exit 130', noPython, async () => {
     // A real terminal (test/helpers/terminal.py, a pseudo-terminal from python3's
     // pty module): cordon run is its foreground job, and Ctrl-C is the
     // interrupt character typed into it, so the kernel sends SIGINT to the
@@ -105,7 +140,7 @@ describe('cordon run', () => {
     // the child then sleeps on with the signal spent until the forced kill
     // (30 s here): shell semantics, not cordon's (seen on a loaded machine).
     for (const name of ['bg', 'setsid']) {
-      await waitFor(() => cmdline(pids[name]!) === 'sleep 300', { timeout: 10_000, what: `the ${name} child to exec sleep`, tag: t.tag });
+      await waitFor(() => cmdline(pids[name]!) === 'sleep 300', { timeout: 10_000, what: `the ${name} child to exec sleep`, watch: t.tag });
     }
 
     term.stdin!.write('INTR\n');
@@ -125,7 +160,8 @@ describe('cordon run', () => {
 
     const secondAt = Date.now();
     term.stdin!.write('INTR\n');
-    await screen.until(/PTY-EXIT \d+/, 15_000);
+    // The watchdog stays under the 30 s grace; the bound asserted is half of it.
+    await screen.until(/PTY-EXIT \d+/, 28_000);
     expect(Date.now() - secondAt, 'the second Ctrl-C forced the end, long before the 30 s grace (ms)').toBeLessThan(15_000);
     expect(screen.text, err.text).toMatch(/PTY-EXIT 130/);
     await within(exited, 10_000, 'the terminal helper to exit', t.tag);
@@ -133,9 +169,9 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
-  it('--report names the leftovers it terminated', async () => {
+  it('--report names the leftovers it terminated; --json - says the same as one JSON line on stderr', async () => {
     const t = useTag();
-    const run = cli(['run', '--report', '--', fixture('leaky.sh')], t.env);
+    const run = cli(['run', '--report', '--json', '-', '--', fixture('leaky.sh')], t.env);
     await expectExit(run, t, 0, 'cordon run --report to exit');
     const { held, free } = run.out.pids();
     expect(held).toBeGreaterThan(0);
@@ -145,6 +181,11 @@ describe('cordon run', () => {
     expect(run.err.text).toContain(`cordon:   pid ${held}: sleep 300`);
     expect(run.err.text).toContain(`cordon:   pid ${free}: sleep 300`);
     expect(run.err.text).toMatch(/cordon: cleanup took \S+ after the root exited/);
+    const line = run.err.text.split('\n').find((l) => l.startsWith('{'));
+    expect(line, run.err.text).toBeDefined();
+    const report = JSON.parse(line!) as { status: number; reason: string; leftoversKept: boolean; leftovers: { pid: number }[] };
+    expect([report.status, report.reason, report.leftoversKept]).toEqual([0, 'exit', false]);
+    expect(report.leftovers.map((l) => l.pid).sort()).toEqual([held, free].sort());
     // Terminated before cordon exited.
     expect(alive(held), `held ${held}`).toBe(false);
     expect(alive(free), `free ${free}`).toBe(false);
@@ -157,10 +198,11 @@ describe('cordon leaks', () => {
     await ensureDist();
   });
 
-  it('a leaky command: exit 1, every leaked pid listed, and gone afterwards', async () => {
+  it('a leaky command: exit 23, every leaked pid listed (text and --json), and gone afterwards', async () => {
     const t = useTag();
-    const leaks = cli(['leaks', '--wait-delay', '300ms', '--', fixture('leaky.sh')], t.env);
-    await expectExit(leaks, t, 1, 'cordon leaks to exit');
+    const json = join(tempDir('cordon-leaks-json-'), 'report.json');
+    const leaks = cli(['leaks', '--wait-delay', '300ms', '--json', json, '--', fixture('leaky.sh')], t.env);
+    await expectExit(leaks, t, 23, 'cordon leaks to exit');
     // The command's output was forwarded.
     expect(leaks.out.text).toMatch(/^out$/m);
     expect(leaks.err.text).toMatch(/^err$/m);
@@ -171,16 +213,27 @@ describe('cordon leaks', () => {
     expect(leaks.err.text).toContain(`cordon:   pid ${held} (held the output pipes): sleep 300`);
     expect(leaks.err.text).toContain(`cordon:   pid ${free}: sleep 300`);
     expect(leaks.err.text).toContain('cordon: the leaked processes were terminated');
+    // The same facts as JSON, for a CI step: the pids the fixture printed, the status, leaked.
+    const report = JSON.parse(readFileSync(json, 'utf8')) as { status: number; leaked: boolean; leftovers: { pid: number; heldOutput: boolean }[]; exitCode: number };
+    expect(report.status).toBe(23);
+    expect(report.leaked).toBe(true);
+    expect(report.exitCode).toBe(0);
+    expect(report.leftovers.map((l) => [l.pid, l.heldOutput]).sort()).toEqual([[held, true], [free, false]].sort());
+    expect(statSync(json).mode & 0o777, 'the report holds command lines: 0600').toBe(0o600);
     // Terminated before cordon exited.
     expect(alive(held), `held ${held}`).toBe(false);
     expect(alive(free), `free ${free}`).toBe(false);
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
-  it('a clean command: its own exit status, and no leaks reported', async () => {
+  it('a clean command: its own exit status, and no leaks reported (text and --json)', async () => {
     const t = useTag();
-    const leaks = cli(['leaks', '--', 'sh', '-c', 'echo hi; exit 3'], t.env);
+    const json = join(tempDir('cordon-leaks-json-'), 'report.json');
+    const leaks = cli(['leaks', '--json', json, '--', 'sh', '-c', 'echo hi; exit 3'], t.env);
     await expectExit(leaks, t, 3, 'cordon leaks to exit');
+    const report = JSON.parse(readFileSync(json, 'utf8')) as { status: number; leaked: boolean; leftovers: unknown[]; coverage: string };
+    expect([report.status, report.leaked, report.leftovers]).toEqual([3, false, []]);
+    expect(report.coverage).toBe(caps.guarantees.catchesEscapees === 'always' ? 'complete' : 'partial');
     expect(leaks.out.text).toBe('hi\n');
     // Where the tier cannot see every descendant, it says so rather than "no leaks".
     expect(leaks.err.text).toContain(

@@ -1,10 +1,13 @@
 // The control channel (design; CONTRACT C1): the anchor talks to the host over
 // a socket on its fd 3, which it must not hand down. The command, and any
 // process it starts, sees only its stdin, stdout and stderr.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { useTag, within } from './helpers/procs.js';
 import { observer } from './helpers/observer.js';
+import { missing } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
 import { collect, fdTable, parseLsFd } from './helpers/trees.js';
 
@@ -84,5 +87,33 @@ describe('the control channel is not handed down', () => {
       expect(keys(fds), `${name} fds: ${describeFds(fds)}`).toEqual([0, 1, 2]);
     }
     expect(t.procs()).toEqual([]);
+  });
+});
+
+// The control socket's buffers are asked for at 256 KiB each way (macOS
+// gives a Unix socket pair 8 KiB, and the anchor's writes of a large tree's
+// LEFT lines must not stall it while the host reads late). Read from outside
+// with ss: the kernel reports twice what a process asked for, capped by
+// net.core.[rw]mem_max, so the expected sizes follow this machine's caps.
+describe("the control socket's buffers", () => {
+  const noSs = missing('ss') ?? '';
+  itWhere(noSs === '' && observer.name === 'proc', "the anchor's end has 256 KiB send and receive buffers (as ss -xm reads them)", noSs || 'needs /proc to find the socket of the anchor\'s fd 3', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'echo READY; exec sleep 300'], { env: t.env });
+    await collect(proc, t.tag);
+    const link = readlinkSync(`/proc/${proc.anchorPid}/fd/3`);
+    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+    expect(inode, link).toBeDefined();
+    const line = execFileSync('ss', ['-xmH'], { encoding: 'utf8' })
+      .split('\n')
+      .find((l) => new RegExp(`\\s\\*\\s+${inode}\\s`).test(l));
+    expect(line, `ss -xm has no line for socket ${inode}`).toBeDefined();
+    const mem = /skmem:\(r\d+,rb(\d+),t\d+,tb(\d+)/.exec(line!);
+    expect(mem, line).not.toBeNull();
+    const asked = 256 * 1024;
+    const cap = (name: string) => Number(readFileSync(`/proc/sys/net/core/${name}`, 'utf8'));
+    expect(Number(mem![1]), 'receive buffer').toBe(2 * Math.min(asked, cap('rmem_max')));
+    expect(Number(mem![2]), 'send buffer').toBe(2 * Math.min(asked, cap('wmem_max')));
+    await within(proc.terminate(), 10_000, 'terminate()', t.tag);
   });
 });

@@ -9,10 +9,14 @@ import { spawn } from '../lib/index.js';
 import { credentialOption } from '../lib/credentials.js';
 import { capture } from './helpers/fixtures.js';
 import { alive, useTag, waitGone, within } from './helpers/procs.js';
+import { missing } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
 
 const NOBODY = 65534;
 const isRoot = process.getuid?.() === 0;
+/** Why the command cannot run as nobody here, or in nobody's group ('' where it can). */
+const asNobodyWhy = !isRoot ? 'needs a root host to change user' : (missing('nobody') ?? '');
+const inNobodysGroupWhy = !isRoot ? 'needs a root host to change group' : (missing('nobody') ?? '');
 
 /** Real, effective, saved and filesystem ids from /proc/<pid>/status, and the supplementary groups. */
 function ids(pid: number): { uid: number[]; gid: number[]; groups: number[] } {
@@ -38,10 +42,10 @@ function othersCanUse(path: string, execute: boolean): boolean {
   }
 }
 const distIndex = fileURLToPath(new URL('../dist/index.js', import.meta.url));
-const nobodyCanHost = isRoot && othersCanUse(process.execPath, true) && othersCanUse(distIndex, false);
+const nobodyCanHost = asNobodyWhy === '' && othersCanUse(process.execPath, true) && othersCanUse(distIndex, false);
 
 describe('uid and gid', () => {
-  itWhere(isRoot, 'the root and its child run as nobody; the anchor stays root; terminate() still ends the tree', 'needs a root host to change user', async () => {
+  itWhere(asNobodyWhy === '', 'the root and its child run as nobody; the anchor stays root; terminate() still ends the tree', asNobodyWhy, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 300 & echo "PID child $!"; echo "PID root $$"; exec sleep 300'], {
       env: t.env,
@@ -65,7 +69,7 @@ describe('uid and gid', () => {
     await waitGone(t, 5_000);
   });
 
-  itWhere(isRoot, 'gid alone changes only the group', 'needs a root host to change group', async () => {
+  itWhere(inNobodysGroupWhy === '', 'gid alone changes only the group', inNobodysGroupWhy, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'echo "PID root $$"; exec sleep 300'], { env: t.env, gid: NOBODY, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
@@ -79,7 +83,7 @@ describe('uid and gid', () => {
   itWhere(
     nobodyCanHost,
     'a drop the command cannot make: a nobody host asking for root is EPERM, a launch failure; nothing ran',
-    isRoot ? `nobody cannot run ${process.execPath} or read ${distIndex} (a directory above them is not searchable by others)` : 'needs a root host to start the nobody host',
+    !isRoot ? 'needs a root host to start the nobody host' : asNobodyWhy || `nobody cannot run ${process.execPath} or read ${distIndex} (a directory above them is not searchable by others)`,
     async () => {
     // The host itself runs as nobody (started through cordon as nobody), and asks for uid 0.
     const t = useTag();

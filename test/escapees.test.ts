@@ -1,11 +1,17 @@
 // CONTRACT C2, C3: terminate() reaches every descendant, including ones that
 // left the process group or session (setsid, double fork, nohup), and
-// resolves only once the whole tree is gone.
-import { describe, expect, it } from 'vitest';
-import { spawn } from '../lib/index.js';
+// resolves only once the whole tree is gone. An escapee that also scrubbed its
+// environment (env -i) carries no test tag: it is watched by the pid it
+// printed (with its start time) and killed by that pid in the test's cleanup.
+import { readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { Registry, spawn } from '../lib/index.js';
 import { capture, fixture } from './helpers/fixtures.js';
-import { alive, useTag, waitGone, within } from './helpers/procs.js';
-import { orphanedEscapee } from './helpers/tier.js';
+import { ensureDist, startHost } from './helpers/host.js';
+import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
+import { alive, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { caps, itWhere, orphanedEscapee, tier } from './helpers/tier.js';
+import { promised, watchdog } from './helpers/time.js';
 import { collect, expectNamedGone } from './helpers/trees.js';
 
 describe('escapees', () => {
@@ -34,5 +40,112 @@ describe('escapees', () => {
     // process-group tier: by the marker in its environment).
     if (orphanedEscapee(t, out.pids().s)) expect(result.leftovers.map((l) => l.pid)).toContain(out.pids().s);
     await waitGone(t, 2000);
+  });
+
+  // A tier that claims every escapee (cgroup, subreaper) must catch one that
+  // scrubbed its environment; one that does not (process-group: it finds
+  // escapees by the marker in their environment) must say so.
+  const claimsAll = caps.guarantees.catchesEscapees === 'always';
+  const SCRUBBED = 'env -i setsid sleep 307 </dev/null >/dev/null 2>&1 & echo "PID s $!"';
+
+  /** The scrubbed escapee's pid, once it runs `sleep 307` with an empty environment; killed by pid when the test ends. */
+  async function scrubbedEscapee(pid: number | undefined): Promise<number> {
+    expect(pid, 'the escapee printed its pid').toBeTypeOf('number');
+    onTestFinished(() => {
+      if (alive(pid!)) process.kill(pid!, 'SIGKILL');
+    });
+    // env -i, then setsid, then sleep: one pid, three images; wait for the last.
+    await waitFor(() => !alive(pid!) || readFileSync(`/proc/${pid}/cmdline`, 'utf8') === 'sleep\x00307\x00', { timeout: watchdog(10_000), what: 'the escapee to exec sleep 307', watch: [pid!] });
+    if (alive(pid!)) expect(readFileSync(`/proc/${pid}/environ`, 'utf8'), 'the escapee scrubbed its environment').toBe('');
+    return pid!;
+  }
+
+  it(`an escapee that scrubbed its environment (env -i) and left the session: ${claimsAll ? 'terminate() ends it' : `not promised by the ${tier} tier, which says so`}`, async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', `${SCRUBBED}; echo READY; exec sleep 300`], { env: t.env });
+    const out = capture(proc.stdout);
+    await out.until(/^READY$/m);
+    const s = await scrubbedEscapee(out.pids().s);
+    await within(proc.terminate({ grace: 2000 }), watchdog(15_000), 'terminate() to resolve', [t.tag, s]);
+    const result = await within(proc.result, watchdog(10_000), 'the result', [t.tag, s]);
+    if (claimsAll) {
+      expect(alive(s), 'the scrubbed escapee is gone once terminate() resolved').toBe(false);
+      expect(result.coverage).toBe('complete');
+    } else {
+      expect(caps.guarantees.catchesEscapees, `the ${tier} tier does not claim an escapee without its marker`).not.toBe('always');
+      expect(result.coverage).toBe('partial');
+    }
+    await waitGone(t, 2000);
+  });
+
+  it(`an orphaned escapee that scrubbed its environment: ${claimsAll ? 'a leftover, killed under the default policy' : `not promised by the ${tier} tier, which says so`}`, async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', SCRUBBED], { env: t.env });
+    const out = capture(proc.stdout);
+    const result = await within(proc.result, watchdog(10_000), 'the result', t.tag);
+    const s = await scrubbedEscapee(out.pids().s);
+    if (claimsAll) {
+      expect(result.leftovers.map((l) => l.pid), 'the escapee is reported as a leftover').toContain(s);
+      // Default policy after exit 0: killed (leftoversKept false), so it is gone.
+      expect(result.leftoversKept).toBe(false);
+      await waitGone([s], watchdog(5000), 'the scrubbed escapee to be killed');
+    } else {
+      expect(caps.guarantees.catchesEscapees).not.toBe('always');
+      expect(result.coverage).toBe('partial');
+    }
+  });
+
+  // Every other way a tree ends reaches the scrubbed escapee too, where the
+  // tier claims it: kill(), an AbortSignal and an owner's release() in this
+  // process; the host SIGKILLed and a lease run out with no host attached.
+  const notClaimed = `the ${tier} tier finds escapees by their environment; it says so (catchesEscapees "${caps.guarantees.catchesEscapees}", asserted above)`;
+  const ROOT = `${SCRUBBED}; echo READY; exec sleep 300`;
+
+  for (const how of ['kill()', 'an AbortSignal', "its owner's release()"] as const) {
+    itWhere(claimsAll, `the scrubbed escapee is gone once ${how} ended the tree`, notClaimed, async () => {
+      const t = useTag();
+      const ac = new AbortController();
+      const owner = new Registry().owner(`scrubbed-${process.pid}`);
+      const options = { env: t.env, ...(how === 'an AbortSignal' ? { signal: ac.signal } : {}) };
+      const proc = how === "its owner's release()" ? owner.spawn('sh', ['-c', ROOT], options) : spawn('sh', ['-c', ROOT], options);
+      proc.result.catch(() => undefined);
+      const out = capture(proc.stdout);
+      await out.until(/^READY$/m);
+      const s = await scrubbedEscapee(out.pids().s);
+      const ended = how === 'kill()' ? proc.kill() : how === 'an AbortSignal' ? (ac.abort(), proc.result.then(() => undefined, () => undefined)) : owner.release({ grace: 500 });
+      await within(ended, watchdog(15_000), `${how} to resolve`, [t.tag, s]);
+      expect(alive(s), `the scrubbed escapee is gone once ${how} resolved`).toBe(false);
+      await waitGone(t, 2000);
+    });
+  }
+
+  describe('with no host attached', () => {
+    beforeAll(async () => {
+      await ensureDist();
+    });
+
+    itWhere(claimsAll, 'the host SIGKILLed: the anchor alone ends the scrubbed escapee', notClaimed, async () => {
+      const t = useTag();
+      const host = startHost(['wait', '--trees', 'scrubbed'], t.env);
+      hostEnded(host);
+      await host.ready();
+      const s = await scrubbedEscapee(host.out.pids()['scrubbed.s']);
+      await killHost(host, t);
+      // C8's 1 s, with the suite's allowance for a loaded machine.
+      await waitFor(() => !alive(s), { timeout: promised(1000), what: 'the scrubbed escapee to be gone after the host died', watch: [t.tag, s] });
+      await waitGone(t, watchdog(5000));
+    });
+
+    itWhere(claimsAll, 'a lease that runs out: the anchor ends the scrubbed escapee with the tree', notClaimed, async () => {
+      const t = useTag();
+      const { env } = useRuntime(t);
+      const leased = await spawnLeased(env, 2000, 500, ROOT);
+      const s = await scrubbedEscapee(leased.pids['tree.s']);
+      await killHost(leased.host, t);
+      await sleep(1000);
+      expect(alive(s), 'the escapee of a leased tree lives on while the lease does').toBe(true);
+      await waitFor(() => !alive(s), { timeout: watchdog(15_000), what: 'the scrubbed escapee to be gone when the lease ran out', watch: [t.tag, s] });
+      await waitGone(t, watchdog(5000));
+    });
   });
 });

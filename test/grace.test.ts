@@ -7,11 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { useTag, waitFor, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
+import { LOAD_ALLOWANCE_MS } from './helpers/time.js';
 import { catchesTerm, collect, expectAlive, expectGone, expectLateMemberTermed, startTermIgnoringTree, startTrapTree } from './helpers/trees.js';
 
 const GRACE = 1000;
-/** Slack for a loaded two-core machine. */
-const SLACK = 1500;
+/** Slack for a loaded two-core machine: the documented allowance (promised()). */
+const SLACK = LOAD_ALLOWANCE_MS;
 
 describe('C3: the grace window', () => {
   it('a whole tree ignoring SIGTERM is killed after the grace, not before, not much later', async () => {
@@ -68,7 +69,7 @@ describe('C3: the grace window', () => {
     const { pids, all } = await collect(proc, t.tag);
     const trapper = pids.trapper!;
     expect(trapper).not.toBe(pids.root);
-    await waitFor(() => catchesTerm(trapper), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+    await waitFor(() => catchesTerm(trapper), { timeout: 5000, what: 'the trap to be installed', watch: t.tag });
     expectAlive(all, 'before terminate()');
     expect(existsSync(file)).toBe(false);
 

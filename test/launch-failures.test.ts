@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { run, spawn, type CordonError, type SpawnOptions } from '../lib/index.js';
-import { helperPath } from '../lib/native.js';
+import { anchorPath } from '../lib/native.js';
 import { expectCordonError, rejected } from './helpers/assert.js';
 import { useTag, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
@@ -102,16 +102,31 @@ const cases: Case[] = [
     code: 'ERR_INVALID_ARG_VALUE',
     message: /NUL/,
   },
+  {
+    name: "an env key holding '=' (it would set another variable: PATH)",
+    make: (t) => ({ command: 'sh', args: ['-c', 'sleep 300'], options: { env: { ...t.env, 'PATH=/nonexistent:/usr/bin:/bin;': '1' } } }),
+    code: 'ERR_INVALID_ARG_VALUE',
+    message: /"env" must be names without '='/,
+  },
+  {
+    name: 'an empty env key',
+    make: (t) => ({ command: 'sh', args: ['-c', 'sleep 300'], options: { env: { ...t.env, '': 'x' } } }),
+    code: 'ERR_INVALID_ARG_VALUE',
+    message: /"env" must be names without '='/,
+  },
   ...(
     [
       ['grace: -1', { grace: -1 }, 'ERR_INVALID_ARG_VALUE', /"grace" must be/],
-      ["grace: 'x'", { grace: 'x' }, 'ERR_INVALID_ARG_TYPE', /"grace" must be/],
+      ["grace: 'x'", { grace: 'x' }, 'ERR_INVALID_ARG_VALUE', /grace takes a duration with its unit/],
+      ['grace: true', { grace: true }, 'ERR_INVALID_ARG_TYPE', /"grace" must be/],
       ["leftovers: 'maybe'", { leftovers: 'maybe' }, 'ERR_INVALID_ARG_VALUE', /"leftovers" must be one of/],
       ['waitDelay: NaN', { waitDelay: NaN }, 'ERR_INVALID_ARG_VALUE', /"waitDelay" must be/],
       ['timeout: Infinity', { timeout: Infinity }, 'ERR_INVALID_ARG_VALUE', /"timeout" must be/],
       ["stdio: 'bogus'", { stdio: 'bogus' }, 'ERR_INVALID_ARG_VALUE', /"stdio" must be/],
       ['a stream without a descriptor in stdio', { stdio: ['pipe', new PassThrough(), 'pipe'] }, 'ERR_INVALID_ARG_VALUE', /"stdio(\[1\]" must be a stream with an open file descriptor|" must be left out of run)/],
       ['an unknown option', { gracePeriod: 1000 }, 'ERR_INVALID_ARG_VALUE', /unknown option.*gracePeriod.*known options/i],
+      ['a misspelt option', { timout: 1000 }, 'ERR_INVALID_ARG_VALUE', /Unknown option "timout" \(did you mean "timeout"\?\)/],
+      ['an option in the wrong case', { WaitDelay: 1000 }, 'ERR_INVALID_ARG_VALUE', /\(did you mean "waitDelay"\?\)/],
       ["containment: 'sometimes'", { containment: 'sometimes' }, 'ERR_INVALID_ARG_VALUE', /"containment" must be one of/],
       ["tier: 'cgroup-x'", { tier: 'cgroup-x' }, 'ERR_INVALID_ARG_VALUE', /"tier" must be one of/],
     ] as const
@@ -222,7 +237,7 @@ describe.runIf(process.platform !== 'win32')('C1: the anchor cannot enter the wo
     const t = useTag();
     const dir = tempDir('cordon-launch-');
     const marker = join(dir, 'ran');
-    const child = spawnChild(helperPath(), ['--cwd', join(dir, 'gone'), '--', '/bin/sh', 'sh', '-c', `echo ran > ${marker}`], {
+    const child = spawnChild(anchorPath(), ['--cwd', join(dir, 'gone'), '--', '/bin/sh', 'sh', '-c', `echo ran > ${marker}`], {
       env: t.env,
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     });

@@ -3,12 +3,16 @@
 // clean exit (code 0, pipes released) and kills them after a nonzero exit or a
 // cancellation; 'keep' leaves them running until the owner is released or
 // the host exits. The result lists what it saw, like a leak report.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { spawn, type LeftoversPolicy } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { collectResult, expectLeftover } from './helpers/trees.js';
+import { promised, watchdog } from './helpers/time.js';
 
 // The leftover redirected its output away: it does not hold the captured pipes.
 // The root exits only once the redirection is in place (a shell's child holds
@@ -107,13 +111,37 @@ describe('leftovers policy (C5)', () => {
       expect(code, host.err.text).toBe(0);
       // It ends once the host is gone: 1 s plus a grace bound.
       await waitFor(() => !alive(left!), {
-        timeout: 1000 + 1500,
+        timeout: promised(1000 + 1500),
         what: 'the kept leftover to end after the host exited',
-        tag: t.tag,
-        pids: [left!],
+        watch: [t.tag, left!],
       });
       // Then the anchor (cordon's machinery, not a tree member) exits too.
       await waitGone(t.tag, 2000);
     });
   }
+
+  // What is reported is what was killed, named as it was then: a leftover
+  // forked after the root's exit (while the tree was being stopped) is listed,
+  // and one that exec'd another program meanwhile is named by that program.
+  // The subshell ignores the polite signal; its `sleep 1` does not, so it
+  // goes on: forks `sleep 303`, then execs `sleep 302`; the forced kill ends
+  // both: a grace of 5 s leaves the subshell room for its second of sleep
+  // (if the polite signal came before it started it) on a loaded machine.
+  // Their pids come from a file (their output is not the tree's).
+  it('the result lists every leftover that was killed, named as when it was killed', async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'pids');
+    const script = `( trap '' TERM; sleep 1; sleep 303 & echo "late $!" >> "$1"; exec sleep 302 ) >/dev/null 2>&1 </dev/null & echo "sub $!" >> "$1"; exit 0`;
+    const proc = spawn('sh', ['-c', script, 'sh', file], { env: t.env, leftovers: 'kill', grace: 5000, stdio: ['ignore', 'ignore', 'ignore'] });
+    const result = await within(proc.result, watchdog(20_000), 'the result', t.tag);
+    const pids = Object.fromEntries(readFileSync(file, 'utf8').trim().split('\n').map((l) => l.split(' ')).map(([k, v]) => [k, Number(v)]));
+    expect(Object.keys(pids).sort(), readFileSync(file, 'utf8')).toEqual(['late', 'sub']);
+    await waitGone([pids.sub!, pids.late!], promised(1000), 'the killed leftovers to be gone');
+    const named = new Map(result.leftovers.map((l) => [l.pid, l.command]));
+    expect(named.get(pids.late!), JSON.stringify(result.leftovers)).toBe('sleep 303');
+    expect(named.get(pids.sub!), JSON.stringify(result.leftovers)).toBe('sleep 302');
+    await waitGone(t.tag, 2000);
+  });
 });

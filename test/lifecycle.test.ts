@@ -12,7 +12,7 @@ import { ESCAPEES, LEAVES, PLAIN, WITH_CHILD, newRegistry, startRegistryHost, te
 import { alive, killPids, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { collect, expectAllAlive, expectAllGone, waitAllGone, type Started } from './helpers/trees.js';
 import { orphanedEscapee } from './helpers/tier.js';
-import { watchdog } from './helpers/time.js';
+import { promised, watchdog } from './helpers/time.js';
 
 const LINES: [string, string[]] = [
   'sh',
@@ -47,7 +47,7 @@ describe('C8: a view of the owner closes (detach)', () => {
 
     await within(owner.release(), 10_000, 'release()', t.tag);
     expectAllGone(trees, 'after release');
-    await waitGone(t, 1000);
+    await waitGone(t, promised(1000));
   });
 
   it('re-attach by id within keepAlive: same owner, same trees; a log: true tree keeps logging; no release after keepAlive', async () => {
@@ -62,13 +62,13 @@ describe('C8: a view of the owner closes (detach)', () => {
     expect(before.map((i) => i.pid).sort()).toEqual([logger.root, agent.root].sort());
     const logPath = before.find((i) => i.pid === logger.root)!.logPath!;
     expect(logPath.startsWith(registry.logDir)).toBe(true);
-    await waitFor(() => readFileSync(logPath, 'utf8').includes('line 2'), { timeout: 5000, what: 'the log to fill', tag: t.tag });
+    await waitFor(() => readFileSync(logPath, 'utf8').includes('line 2'), { timeout: 5000, what: 'the log to fill', watch: t.tag });
 
     const keepAlive = 1500;
     owner.detach({ keepAlive });
     const detachedAt = Date.now();
     const size0 = size(logPath);
-    await waitFor(() => size(logPath) > size0, { timeout: 1000, what: 'the log to grow while detached', tag: t.tag });
+    await waitFor(() => size(logPath) > size0, { timeout: promised(1000), what: 'the log to grow while detached', watch: t.tag });
 
     const again = registry.owner('view-2');
     expect(Date.now() - detachedAt, 're-attached within the keep-alive').toBeLessThan(keepAlive);
@@ -82,14 +82,14 @@ describe('C8: a view of the owner closes (detach)', () => {
     expect(registry.ownerIds()).toContain('view-2');
     expectAllAlive([logger, agent], 'after the keep-alive of a re-attached owner');
     const size1 = size(logPath);
-    await waitFor(() => size(logPath) > size1, { timeout: 2000, what: 'the log to keep growing after re-attach', tag: t.tag });
+    await waitFor(() => size(logPath) > size1, { timeout: 2000, what: 'the log to keep growing after re-attach', watch: t.tag });
     expect(again.get(before[0]!.id)).toBe(logger.proc);
 
     await within(again.release(), 10_000, 'release()', t.tag);
     expectAllGone([logger, agent], 'after release');
     // The log is kept after the tree is gone.
     expect(readFileSync(logPath, 'utf8')).toMatch(/^line \d+$/m);
-    await waitGone(t, 1000);
+    await waitGone(t, promised(1000));
   });
 
   it('keepAlive (500 ms) over with no re-attach: the owner is released and every tree is gone shortly after', async () => {
@@ -111,16 +111,16 @@ describe('C8: a view of the owner closes (detach)', () => {
     owner.detach({ keepAlive });
     const detachedAt = Date.now();
     expectAllAlive(trees, 'right after detach');
-    await waitAllGone(trees, keepAlive + 2500, 'the trees of the detached owner to be gone after its keep-alive', t.tag);
+    await waitAllGone(trees, keepAlive + promised(2500), 'the trees of the detached owner to be gone after its keep-alive', t.tag);
     expect(Date.now() - detachedAt, 'gone only after the keep-alive (ms)').toBeGreaterThanOrEqual(keepAlive);
-    await waitFor(() => released.includes('view-3'), { timeout: 2000, what: "the 'release' event", tag: t.tag });
+    await waitFor(() => released.includes('view-3'), { timeout: 2000, what: "the 'release' event", watch: t.tag });
     expect(registry.ownerIds()).not.toContain('view-3');
     expect(registry.hasLiveWork('view-3')).toBe(false);
     // Another owner's tree is not touched.
     expectAllAlive([other], 'the other owner after the release');
 
     await within(registry.owner('bystander').release(), 10_000, 'release()', t.tag);
-    await waitGone(t, 1000);
+    await waitGone(t, promised(1000));
   });
 
   it('an owner with no live work is released at once on detach, whatever the keepAlive', async () => {
@@ -144,9 +144,9 @@ describe('C8: a view of the owner closes (detach)', () => {
     registry.owner('empty').detach({ keepAlive: 60_000 });
     busy.detach({ keepAlive: 60_000 });
     await waitFor(() => released.includes('idle') && released.includes('empty'), {
-      timeout: 1000,
+      timeout: promised(1000),
       what: 'owners with no live work to be released at once',
-      tag: t.tag,
+      watch: t.tag,
     });
     expect(registry.ownerIds()).not.toContain('idle');
     expect(registry.ownerIds()).not.toContain('empty');
@@ -161,7 +161,7 @@ describe('C8: a view of the owner closes (detach)', () => {
 
     await within(busy.release(), 10_000, 'release()', t.tag);
     expectAllGone([cmd], 'after release');
-    await waitGone(t, 1000);
+    await waitGone(t, promised(1000));
   });
 
   it('right after an owner with no live work is released by detach, registry.owner(id) gives a usable owner', async () => {
@@ -210,7 +210,7 @@ describe('C8: owner forked', () => {
 
     await within(old.release(), 10_000, 'release()', t.tag);
     expectAllGone(trees, 'after release');
-    await waitGone(t, 1000);
+    await waitGone(t, promised(1000));
   });
 });
 
@@ -255,7 +255,7 @@ describe('C8: owner released', () => {
     expect(registry.ownerIds()).toEqual([]);
     expect(owner.released).toBe(true);
     expectThrowsCode(() => owner.spawn('true', [], { env: t.env }), 'ERR_CORDON_OWNER_RELEASED');
-    await waitGone(t, 1000);
+    await waitGone(t, promised(1000));
   });
 });
 
@@ -294,7 +294,7 @@ describe('C8: owner.stop({ kinds })', () => {
 
     await within(owner.release(), 10_000, 'release()', t.tag);
     expectAllGone(pick('subagent'), 'after release');
-    await waitGone(t, 1000);
+    await waitGone(t, promised(1000));
   });
 });
 
@@ -354,12 +354,11 @@ describe('C8: the host goes away', () => {
       // 'exit' listener), and none of these trees' members traps SIGTERM, so
       // the grace never runs: the same 1 s holds for them.
       await waitFor(() => live.every((pid) => !alive(pid)), {
-        timeout: 1000,
+        timeout: promised(1000),
         what: `every tree of the host to be gone after the host ${how[ending]}`,
-        tag: t.tag,
-        pids: live,
+        watch: [t.tag, ...live],
       });
-      await waitGone(t, 1000);
+      await waitGone(t, promised(1000));
     });
   }
 
@@ -373,7 +372,7 @@ describe('C8: the host goes away', () => {
     // the tree's result says ERR_CORDON_ANCHOR_LOST). We clean up its root.
     onTestFinished(() => killPids([daveRoot]));
     process.kill(pids['dave.agent.anchor']!, 'SIGKILL');
-    await waitFor(() => !alive(pids['dave.agent.anchor']!), { timeout: 2000, what: "dave's anchor to die", tag: t.tag });
+    await waitFor(() => !alive(pids['dave.agent.anchor']!), { timeout: 2000, what: "dave's anchor to die", watch: t.tag });
     await sleep(1200); // the host has seen the anchor go (its exit is reported within 1 s)
 
     host.go(); // dave: re-attach, then detach with nothing live -> released at once
@@ -390,7 +389,7 @@ describe('C8: the host goes away', () => {
     const rest = HOST_LIVE.filter((n) => !n.startsWith('dave.'))
       .filter((n) => n !== 'bob.flow.daemon' || orphanedEscapee(t, pids[n]))
       .map((n) => pids[n]!);
-    await waitFor(() => rest.every((pid) => !alive(pid)), { timeout: 1000, what: 'the other trees to be gone', tag: t.tag, pids: rest });
-    await waitGone(t, 1000);
+    await waitFor(() => rest.every((pid) => !alive(pid)), { timeout: promised(1000), what: 'the other trees to be gone', watch: [t.tag, ...rest] });
+    await waitGone(t, promised(1000));
   });
 });

@@ -19,9 +19,12 @@ import {
   type Observer,
 } from './helpers/observer.js';
 import { killPids, RUN_VAR, useTag, waitFor, within } from './helpers/procs.js';
+import { missing } from './helpers/requirements.js';
+import { itWhere } from './helpers/tier.js';
 
 const hasProc = process.platform === 'linux';
 const observers: Observer[] = hasProc ? [procObserver, psObserver] : [psObserver];
+const noPs = missing('ps') ?? '';
 
 /** The environment of the test, without any test tag (for the decoys). */
 function untagged(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -82,7 +85,7 @@ describe('the process observers', () => {
     expect(() => hidden.stat.sid).toThrow(/cannot tell the session/);
   });
 
-  it(`${observers.map((o) => o.name).join(' and ')} agree on a tree the test started (pids, parents, groups, sessions, tag, start, signals, zombie, a dead pid)`, async () => {
+  itWhere(noPs === '', `${observers.map((o) => o.name).join(' and ')} agree on a tree the test started (pids, parents, groups, sessions, tag, start, signals, zombie, a dead pid)`, noPs, async () => {
     const t = useTag();
     const run = process.env[RUN_VAR] ?? '';
     const decoyPids: number[] = [];
@@ -124,7 +127,7 @@ describe('the process observers', () => {
     const { zombie, zparent, child, middle, grandchild } = pids as Record<string, number>;
     const members = [rootPid, child, middle, grandchild, zparent].sort((a, b) => a - b);
     // The zombie is one once its parent has exec'd sleep; the grandchild runs once printed.
-    await waitFor(() => observers.every((o) => o.stat(zombie)?.state === 'Z'), { timeout: 5000, what: `pid ${zombie} to be a zombie`, tag: t.tag });
+    await waitFor(() => observers.every((o) => o.stat(zombie)?.state === 'Z'), { timeout: 5000, what: `pid ${zombie} to be a zombie`, watch: t.tag });
 
     const seen = observers.map((o) => {
       const stat = (pid: number) => {
@@ -187,7 +190,7 @@ describe('the process observers', () => {
     const victim = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
     children.push(victim);
     const v = victim.pid!;
-    await waitFor(() => observers.every((o) => o.hasTag(v, t.tag)), { timeout: 5000, what: `pid ${v} to be seen tagged`, tag: t.tag });
+    await waitFor(() => observers.every((o) => o.hasTag(v, t.tag)), { timeout: 5000, what: `pid ${v} to be seen tagged`, watch: t.tag });
     const vStarts = observers.map((o) => o.stat(v)!.start);
     for (const o of observers) expect(o.tagged({ value: t.tag }).map((p) => p.pid), `${o.name}: the victim, alive`).toContain(v);
     killPids([v]);

@@ -7,8 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { run, spawn } from '../lib/index.js';
 import { fixture } from './helpers/fixtures.js';
 import { useTag, waitGone, within } from './helpers/procs.js';
+import { missing } from './helpers/requirements.js';
+import { itWhere } from './helpers/tier.js';
 
 const INTERLEAVE = ['out:o1', 'err:e1', 'err:e2', 'out:o2', 'err:e3', 'out:o3'];
+/** The interleaving fixture is python3. */
+const noPython = missing('python3') ?? '';
 
 async function collectLines(iterable: AsyncIterable<string>, tag: string, max = Infinity): Promise<string[]> {
   const got: string[] = [];
@@ -35,7 +39,7 @@ describe('proc.lines()', () => {
     expect((await within(proc.result, 10_000, 'the result', t.tag)).exitCode).toBe(0);
   });
 
-  it("from: 'stderr', and from: 'all' in the order the lines arrived", async () => {
+  itWhere(noPython === '', "from: 'stderr', and from: 'all' in the order the lines arrived", noPython, async () => {
     const t = useTag();
     const err = spawn(fixture('interleave.py'), INTERLEAVE, { env: t.env });
     expect(await collectLines(err.lines({ from: 'stderr' }), t.tag)).toEqual(['e1', 'e2', 'e3']);
@@ -88,7 +92,7 @@ describe('proc.lines()', () => {
 });
 
 describe("run(): 'all'", () => {
-  it('stdout and stderr interleaved in arrival order, beside each of them', async () => {
+  itWhere(noPython === '', 'stdout and stderr interleaved in arrival order, beside each of them', noPython, async () => {
     const t = useTag();
     const result = await within(run(fixture('interleave.py'), INTERLEAVE, { env: t.env, all: true }), 15_000, 'run', t.tag);
     expect(result.all).toBe('o1\ne1\ne2\no2\ne3\no3\n');
@@ -96,7 +100,7 @@ describe("run(): 'all'", () => {
     expect(result.stderr).toBe('e1\ne2\ne3\n');
   });
 
-  it("follows encoding ('buffer': a Buffer), is attached to a rejection, and is absent without all: true", async () => {
+  itWhere(noPython === '', "follows encoding ('buffer': a Buffer), is attached to a rejection, and is absent without all: true", noPython, async () => {
     const t = useTag();
     const buf = await within(run(fixture('interleave.py'), ['out:x', 'err:y'], { env: t.env, all: true, encoding: 'buffer' }), 15_000, 'run', t.tag);
     expect(Buffer.isBuffer(buf.all)).toBe(true);

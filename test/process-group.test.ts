@@ -16,8 +16,12 @@ import { daemonTitle, daemons } from './helpers/daemons.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, describeProcs, killPids, readStat, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { missing } from './helpers/requirements.js';
+import { itWhere } from './helpers/tier.js';
 
 const tier = 'process-group' as const;
+// The daemons and the members that leave at once start with `setsid -f`.
+const noSetsidF = missing('setsid -f') ?? '';
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'cordon-pg-'));
@@ -28,7 +32,7 @@ function tempDir(): string {
 /** The tagged processes whose command line starts with each name, all outside the tree's group `group`. */
 async function expectDaemons(t: Tagged, names: string[], group: number): Promise<number[]> {
   const found = () => names.map((n) => t.procs().find((p) => p.command.startsWith(n)));
-  await waitFor(() => found().every((p) => p !== undefined), { timeout: 10_000, what: `the daemons (${names.join(', ')}) to be running`, tag: t.tag });
+  await waitFor(() => found().every((p) => p !== undefined), { timeout: 10_000, what: `the daemons (${names.join(', ')}) to be running`, watch: t.tag });
   const pids = found().map((p) => p!.pid);
   for (const [i, pid] of pids.entries()) expect(readStat(pid)?.pgid, `${names[i]} (${pid}) left the tree's group`).not.toBe(group);
   return pids;
@@ -81,11 +85,11 @@ describe('process-group tier', () => {
     const out = capture(proc.stdout);
     await out.until(/PID s \d+/);
     const escapee = out.pids().s!;
-    await waitFor(() => readStat(escapee)?.pgid === escapee, { timeout: 5000, what: 'the sleeper to be in its own session', pids: [escapee] });
+    await waitFor(() => readStat(escapee)?.pgid === escapee, { timeout: 5000, what: 'the sleeper to be in its own session', watch: [escapee] });
     const result = await within(proc.result, 15_000, 'result to settle', t.tag);
     expect(result.exitCode).toBe(0);
     expect(result.leftovers.map((l) => l.pid)).toContain(escapee);
-    await waitFor(() => !alive(escapee), { timeout: 4000, what: 'the snapshot-known escapee to be killed', tag: t.tag, pids: [escapee] });
+    await waitFor(() => !alive(escapee), { timeout: 4000, what: 'the snapshot-known escapee to be killed', watch: [t.tag, escapee] });
     await waitGone(t, 1000);
   });
 
@@ -102,7 +106,7 @@ describe('process-group tier', () => {
     const p = out.pids().p!;
     const result = await within(proc.result, 15_000, 'result to settle', t.tag);
     expect(result.leftovers.map((l) => l.pid), 'P, left in the group at the root\'s exit').toContain(p);
-    await waitFor(() => readStat(p)?.pgid === p, { timeout: 10_000, what: 'P to call setsid', tag: t.tag, pids: [p] });
+    await waitFor(() => readStat(p)?.pgid === p, { timeout: 10_000, what: 'P to call setsid', watch: [t.tag, p] });
     await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
     expect(alive(p)).toBe(false);
     expect(leavers, "P, reported ('leftGroup') once seen outside the group").toContain(p);
@@ -110,7 +114,7 @@ describe('process-group tier', () => {
   });
 
   describe('the marker: members that left the group unseen', () => {
-    it(`real daemons (${daemonTitle(true)}) are found and killed by terminate(); the result names them and still says partial`, async () => {
+    itWhere(noSetsidF === '', `real daemons (${daemonTitle(true)}) are found and killed by terminate(); the result names them and still says partial`, noSetsidF, async () => {
       const t = useTag();
       const { script, names } = daemons(tempDir(), true, true);
       const proc = spawn('sh', ['-c', script], { env: t.env, tier });
@@ -127,7 +131,7 @@ describe('process-group tier', () => {
       for (const pid of pids) expect(result.leftGroup.map((l) => l.pid), JSON.stringify(result.leftGroup)).toContain(pid);
     });
 
-    it('a daemon started after the root exited, by a member that then exits too, keeps the tree from quiescence and is killed by terminate()', async () => {
+    itWhere(noSetsidF === '', 'a daemon started after the root exited, by a member that then exits too, keeps the tree from quiescence and is killed by terminate()', noSetsidF, async () => {
       const t = useTag();
       // Kept: no termination at root exit. The subshell is alone in the group
       // when it starts the daemon and exits: then the group is empty, and only
@@ -136,7 +140,7 @@ describe('process-group tier', () => {
       const result = await within(proc.result, 10_000, 'the result', t.tag);
       expect(result.leftoversKept).toBe(true);
       const [daemon] = await expectDaemons(t, ['sleep 307'], -1);
-      await waitFor(() => !t.procs().some((p) => p.command.startsWith('sh -c')), { timeout: 5000, what: 'the subshell to exit', tag: t.tag });
+      await waitFor(() => !t.procs().some((p) => p.command.startsWith('sh -c')), { timeout: 5000, what: 'the subshell to exit', watch: t.tag });
       // The anchor looks at its tree every second while it is young: past two
       // looks at an empty group, it would have declared quiescence.
       await sleep(2500);
@@ -147,7 +151,7 @@ describe('process-group tier', () => {
       await waitGone(t, 2000);
     });
 
-    it('a member that scrubs its environment (env -i) escapes, as capabilities() and the result say; its marked sibling does not', async () => {
+    itWhere(noSetsidF === '', 'a member that scrubs its environment (env -i) escapes, as capabilities() and the result say; its marked sibling does not', noSetsidF, async () => {
       const t = useTag();
       expect(capabilities({ tier }).guarantees.catchesEscapees).toBe('marked');
       // The scrubbed one keeps only the test's tag (so the test finds it and its
@@ -190,7 +194,7 @@ describe('process-group tier', () => {
       const pids = forgers.map((c) => c.pid!);
       onTestFinished(() => killPids(pids));
       for (const c of forgers) c.unref();
-      await waitFor(() => pids.every((pid) => alive(pid)), { timeout: 5000, what: 'the forgers to run', pids });
+      await waitFor(() => pids.every((pid) => alive(pid)), { timeout: 5000, what: 'the forgers to run', watch: pids });
       await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
       for (const pid of pids) expect(alive(pid), `forger ${pid}`).toBe(true);
       const result = await within(proc.result, 5000, 'the result', t.tag);
@@ -199,7 +203,7 @@ describe('process-group tier', () => {
       await waitGone(t, 2000);
     });
 
-    it('a nested tree: its members carry both trees\' tokens, so the outer tree finds them', async () => {
+    itWhere(noSetsidF === '', 'a nested tree: its members carry both trees\' tokens, so the outer tree finds them', noSetsidF, async () => {
       const t = useTag();
       const inner = `
         import { spawn } from ${JSON.stringify(pathToFileURL(join(repoRoot, 'dist', 'index.js')).href)};
@@ -237,11 +241,11 @@ describe('process-group tier', () => {
       expect(readStat(group), "the tree's group is pinned by the anchor's pin").toMatchObject({ state: 'Z', ppid: pids['tree.anchor'] });
       host.child.kill('SIGKILL');
       await within(host.exited, 10_000, 'the host to end', t.tag);
-      await waitFor(() => members.every((pid) => !alive(pid)), { timeout: 1000, what: 'every member to be gone', tag: t.tag, pids: members });
+      await waitFor(() => members.every((pid) => !alive(pid)), { timeout: 1000, what: 'every member to be gone', watch: [t.tag, ...members] });
       await waitGone(t, 1000);
     });
 
-    it(`real daemons (${daemonTitle(true)}) are found by the marker and killed by the anchor alone`, async () => {
+    itWhere(noSetsidF === '', `real daemons (${daemonTitle(true)}) are found by the marker and killed by the anchor alone`, noSetsidF, async () => {
       const t = useTag();
       const { script, names } = daemons(tempDir(), true, true);
       // A host of its own that starts the tree and waits to be killed.
@@ -262,7 +266,7 @@ describe('process-group tier', () => {
       child.kill('SIGKILL');
       await within(exited, 10_000, 'the host to end', t.tag);
       // The anchor's grace after the host's death is the default 5 s; the sleeps end at once.
-      await waitFor(() => pids.every((pid) => !alive(pid)), { timeout: 8000, what: 'every daemon to be gone', tag: t.tag, pids });
+      await waitFor(() => pids.every((pid) => !alive(pid)), { timeout: 8000, what: 'every daemon to be gone', watch: [t.tag, ...pids] });
       await waitGone(t, 2000);
     });
   });

@@ -1,6 +1,6 @@
 // The host's reading of the anchor line protocol (lib/anchor/protocol.ts):
 // pure, no processes. Each verb as the anchors print it (native/posix/anchor.cc,
-// native/win/anchor.cc); what the host cannot read is a typed result.
+// native/win/control.cc); what the host cannot read is a typed result.
 import { describe, expect, it } from 'vitest';
 import { encodeCommand, parseLine, splitLines } from '../lib/anchor/protocol.js';
 

@@ -77,9 +77,9 @@ describe(`reaping (C9), ${tier} tier`, () => {
     await waitFor(() => readStat(o)?.ppid === proc.anchorPid || reaped(o, start!), {
       timeout: 2000,
       what: `orphan ${o} to be reparented to the anchor ${proc.anchorPid}`,
-      pids: [o],
+      watch: [o],
     });
-    await waitFor(() => reaped(o, start!), { timeout: 3000, what: `orphan ${o} to exit and be reaped`, tag: t.tag });
+    await waitFor(() => reaped(o, start!), { timeout: 3000, what: `orphan ${o} to exit and be reaped`, watch: t.tag });
     expect(alive(root), 'the root still runs').toBe(true);
     await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
     expect(zombieChildren()).toEqual([]);
@@ -101,7 +101,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
     await waitFor(() => reaped(o, start!), {
       timeout: 3000,
       what: `kept leftover ${o} to exit and be reaped`,
-      tag: t.tag,
+      watch: t.tag,
     });
     expect(alive(s), 'the other kept leftover still runs').toBe(true);
     await within(proc.terminate({ grace: 2000 }), 5000, 'terminate() to resolve', t.tag);
@@ -165,7 +165,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(report.codes).toEqual(Array(20).fill(0));
     expect(report.left).toBe(1);
     expect(report.warnings).toEqual([]);
-    await waitFor(() => zombieChildren().length === 0, { timeout: 2000, what: 'no zombie child of the host', tag: t.tag });
+    await waitFor(() => zombieChildren().length === 0, { timeout: 2000, what: 'no zombie child of the host', watch: t.tag });
     await waitGone(t.tag, 2000);
   });
 });

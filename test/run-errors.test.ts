@@ -1,7 +1,10 @@
 // run() rejections people can read (issue #16, as execa): the message says
 // the command, the reason and the last lines of stderr; `shortMessage` the
 // first two. Against real commands, each tagged; the tree is gone after.
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { run, type CordonError } from '../lib/index.js';
 import { STDERR_TAIL_LINES } from '../lib/errors.js';
 import { useTag, waitGone, within } from './helpers/procs.js';
@@ -28,7 +31,9 @@ describe('run() rejection messages', () => {
 
   it('timeout: says it timed out, with what stderr said so far; the tree is gone', async () => {
     const t = useTag();
-    const e = await rejection(run('sh', ['-c', 'echo "warming up" >&2; sleep 300 & wait'], { env: t.env, timeout: 200 }), t.tag);
+    // 3 s, not less: the shell must have written its line before the timeout,
+    // and a loaded machine can take a second to get it running.
+    const e = await rejection(run('sh', ['-c', 'echo "warming up" >&2; sleep 300 & wait'], { env: t.env, timeout: 3000 }), t.tag);
     expect(e.code).toBe('ERR_CORDON_TIMEOUT');
     expect(e.shortMessage).toBe(`Command timed out: sh -c 'echo "warming up" >&2; sleep 300 & wait'`);
     expect(e.message).toBe(`${e.shortMessage}\n\nwarming up`);
@@ -55,5 +60,37 @@ describe('run() rejection messages', () => {
     const e = await rejection(run('sh', ['-c', 'echo hidden >&2; exit 1'], { env: t.env, stderr: 'ignore' }), t.tag);
     expect(e.message).toBe("Command failed with exit code 1: sh -c 'echo hidden >&2; exit 1'");
     expect(e.shortMessage).toBe(e.message);
+  });
+});
+
+describe('run() options', () => {
+  it('a bad input, reject or encoding is a typed error before anything runs (nothing left holding the host)', async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-run-options-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    // The command would leave a marker file (a command that lives milliseconds
+    // is easily missed by a process walk; its file is not).
+    const marker = join(dir, 'ran');
+    const bad: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ input: 42 }, 'ERR_INVALID_ARG_TYPE', /input/],
+      [{ input: { text: 'x' } }, 'ERR_INVALID_ARG_TYPE', /input/],
+      [{ reject: 'yes' }, 'ERR_INVALID_ARG_TYPE', /reject/],
+      [{ encoding: 'nope' }, 'ERR_INVALID_ARG_VALUE', /encoding/],
+    ];
+    for (const [options, code, what] of bad) {
+      const e = await rejection(run('sh', ['-c', `touch '${marker}'; cat`], { env: t.env, ...options } as never), t.tag);
+      expect(e.code, JSON.stringify(options)).toBe(code);
+      expect(e.message, JSON.stringify(options)).toMatch(what);
+    }
+    expect(existsSync(marker), 'a command ran').toBe(false);
+    expect(t.procs()).toEqual([]);
+  });
+
+  it('options in second place, as Node and execa take them: run(file, options)', async () => {
+    const t = useTag();
+    const r = await within(run('cat', { env: t.env, input: 'fed through stdin' }), 15_000, 'run(file, options)', t.tag);
+    expect(r.stdout).toBe('fed through stdin');
+    expect(r.exitCode).toBe(0);
+    await waitGone(t, 5_000);
   });
 });

@@ -7,7 +7,7 @@ import ts from 'typescript';
 import { expect, it } from 'vitest';
 import { repoRoot } from './helpers/fixtures.js';
 
-it('run() result types follow encoding', () => {
+it('run() result types follow encoding; a contained process\'s events are typed', () => {
   const file = join(repoRoot, 'test', 'types', 'run-encoding.ts');
   const program = ts.createProgram([file], {
     target: ts.ScriptTarget.ES2022,

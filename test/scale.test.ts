@@ -12,13 +12,15 @@ import { spawn } from '../lib/index.js';
 import { aliveTagged, cmdline, killTagged, readStat, RUN_VAR, TAG_VAR, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { catchesTerm, collect, expectGone, expectLateMemberTermed, startTermIgnoringTree } from './helpers/trees.js';
-import { itWhere, tier } from './helpers/tier.js';
+import { caps, itWhere, tier } from './helpers/tier.js';
+import { watchdog } from './helpers/time.js';
 
 const BALLAST = 3000;
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on every Linux architecture cordon builds for). */
 const TICK_MS = 10;
-/** The tiers whose walk is the tree's own (the process-group tier's cost is its own part of the issue). */
-const walksTheTree = tier === 'subreaper' || tier === 'cgroup';
+/** Whether this tier claims a stop that reads the tree alone (capabilities(); the process-group tier does not). */
+const walksTheTree = caps.guarantees.stopCostIsTheTree;
+const notClaimed = `the ${tier} tier walks every process of the host and says so (stopCostIsTheTree false, asserted below)`;
 
 /**
  * BALLAST idle processes (`sleep`), children of one shell that waits on them
@@ -123,7 +125,7 @@ describe('the cost of stopping a tree grows with the tree, not with the host', (
   itWhere(
     walksTheTree,
     `with ${BALLAST} idle unrelated processes, the anchor reads and spends about as little stopping a tree as without`,
-    'the process-group tier walks every process of the host (docs/lifecycle.md)',
+    notClaimed,
     async () => {
       const GRACE = 1000;
       const idle = await anchorCostToStop(useTag(), GRACE);
@@ -140,17 +142,27 @@ describe('the cost of stopping a tree grows with the tree, not with the host', (
       // misses and the like); the walks of all of /proc cost hundreds of ms.
       expect(loaded.cpuMs, `the anchor's CPU grew with the host (${figures})`).toBeLessThanOrEqual(2 * idle.cpuMs + 100);
     },
+    // 3,000 processes started and stopped: seconds on an idle 2-core machine, minutes on a loaded one.
+    watchdog(180_000),
   );
 
   itWhere(
     walksTheTree,
     `with ${BALLAST} idle unrelated processes, a member forked after the polite signal still gets it before the forced kill`,
-    'the process-group tier walks every process of the host (docs/lifecycle.md)',
+    notClaimed,
     async () => {
       await startBallast(BALLAST);
       await expectLateMemberTermed(useTag(), 'cordon-scale-');
     },
+    watchdog(180_000),
   );
+});
+
+describe('a tier that walks the host says so', () => {
+  itWhere(!walksTheTree, `capabilities() of the ${tier} tier: stopCostIsTheTree false`, `the ${tier} tier claims a stop that reads the tree alone (tested above)`, () => {
+    expect(caps.guarantees.stopCostIsTheTree).toBe(false);
+    expect(tier).toBe('process-group');
+  });
 });
 
 describe('members are found whichever thread forked them', () => {
@@ -179,7 +191,7 @@ describe('members are found whichever thread forked them', () => {
     const { root, pids } = await collect(proc, t.tag, { ready: /^READY$/m });
     const child = pids.worker_child!;
     expect(readStat(child)?.ppid, "the root is the worker's child's parent").toBe(root);
-    await waitFor(() => catchesTerm(child), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+    await waitFor(() => catchesTerm(child), { timeout: 5000, what: 'the trap to be installed', watch: t.tag });
     // Its parent thread is not the root's main thread (where the kernel lists children per thread).
     const mainChildren = `/proc/${root}/task/${root}/children`;
     if (existsSync(mainChildren)) {

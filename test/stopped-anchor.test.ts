@@ -58,7 +58,7 @@ function stopTag() {
 /** Lets the tree stop its anchor (`go`), then waits (bounded) until the anchor is stopped. */
 async function stopAnchor(anchor: number, go: () => void, tag: string): Promise<void> {
   go();
-  await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, tag });
+  await waitFor(() => readStat(anchor)?.state === 'T', { timeout: 10_000, what: `the anchor ${anchor} to be stopped`, watch: tag });
 }
 
 /**
@@ -94,8 +94,8 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     const exit = await within(host.exited, 10_000, 'the host to exit', t.tag);
     expect(exit.code, host.err.text).toBe(0);
     // The exit listener's TERM alone would wait in the stopped anchor's socket forever.
-    await waitFor(() => !alive(root), { timeout: 1000, what: 'the root to be gone after the host exited', tag: t.tag, pids: [root] });
-    await waitFor(() => !alive(anchor), { timeout: 2000, what: 'the anchor to exit', tag: t.tag, pids: [anchor] });
+    await waitFor(() => !alive(root), { timeout: 1000, what: 'the root to be gone after the host exited', watch: [t.tag, root] });
+    await waitFor(() => !alive(anchor), { timeout: 2000, what: 'the anchor to exit', watch: [t.tag, anchor] });
     await waitGone(t, 1000);
   });
 
@@ -127,7 +127,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     }
     if (how.ok || tier === 'cgroup') {
       // Resolved means quiescent; the cgroup tier ends the tree either way.
-      await waitFor(() => all.every((pid) => !alive(pid)), { timeout: 2000, what: 'every member to be gone', tag: t.tag, pids: all });
+      await waitFor(() => all.every((pid) => !alive(pid)), { timeout: 2000, what: 'every member to be gone', watch: [t.tag, ...all] });
     }
     if (tier === 'cgroup') await waitGone(t, 3000);
   });
@@ -149,7 +149,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
         killAnchor(anchor, t.tag); // SIGKILL ends a frozen process
         await ice.release();
       });
-      await waitFor(() => frozen(anchor), { timeout: 5000, what: `the anchor ${anchor} to be frozen`, tag: t.tag });
+      await waitFor(() => frozen(anchor), { timeout: 5000, what: `the anchor ${anchor} to be frozen`, watch: t.tag });
       const grace = 300;
       const startedAt = Date.now();
       // The bound, + 2 s (cgroup tier: the anchor's chance to report after
@@ -164,8 +164,8 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
       if (tier === 'cgroup') {
         // The host's own means: cgroup.kill ended every member, then the
         // anchor, which never reported, was SIGKILLed and reaped.
-        await waitFor(() => all.every((pid) => !alive(pid)), { timeout: 2000, what: 'every member to be gone', tag: t.tag, pids: all });
-        await waitFor(() => !alive(anchor) && readStat(anchor) === undefined, { timeout: 5000, what: 'the anchor to be killed and reaped', tag: t.tag });
+        await waitFor(() => all.every((pid) => !alive(pid)), { timeout: 2000, what: 'every member to be gone', watch: [t.tag, ...all] });
+        await waitFor(() => !alive(anchor) && readStat(anchor) === undefined, { timeout: 5000, what: 'the anchor to be killed and reaped', watch: t.tag });
         await waitGone(t, 2000);
       } else {
         // No second handle on the tree here: the members still run, and

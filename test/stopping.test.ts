@@ -26,7 +26,7 @@ async function started(proc: ContainedProcess, tag: string) {
   // that dash forgets at the exec), and sleep then outlives the polite signal
   // until the forced kill: shell semantics, not cordon's (seen in CI).
   const child = out.pids().child!;
-  await waitFor(() => cmdline(child) === 'sleep 300', { timeout: 10_000, what: 'the child to exec sleep', tag });
+  await waitFor(() => cmdline(child) === 'sleep 300', { timeout: 10_000, what: 'the child to exec sleep', watch: tag });
   return out;
 }
 

@@ -67,7 +67,7 @@ describe('C3: whole-tree termination', () => {
     await waitFor(() => catchesTerm(slow!) && ignoresTerm(stubborn!), {
       timeout: 5000,
       what: 'the leftovers to install their TERM dispositions',
-      tag: t.tag,
+      watch: t.tag,
     });
 
     await within(proc.terminate({ grace: 1500 }), 10_000, 'terminate() of the kept leftovers to resolve', t.tag);

@@ -3,18 +3,10 @@
 // (where installed). Each double-forks or setsid's at once, so no snapshot of
 // the tree sees it as a descendant, and each keeps the environment it was
 // given (so the test's tag, and the tree's marker). None holds the output.
-import { execFileSync } from 'node:child_process';
+// A test that starts them needs `setsid -f` (missing('setsid -f'), see
+// requirements.ts); tmux and ssh-agent are added where the machine has them.
 import { readFileSync } from 'node:fs';
-
-/** Whether `program` is on PATH. */
-export function has(program: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { has } from './requirements.js';
 
 /**
  * Whether this process can read the environment of a non-dumpable process of

@@ -4,15 +4,19 @@
 // machine never touch each other's processes.
 //
 // The run says once which observer looks at the processes (/proc or ps, see
-// observer.ts): a run with CORDON_TEST_OBSERVER=ps shows it used ps.
+// observer.ts): a run with CORDON_TEST_OBSERVER=ps shows it used ps. It probes
+// what the suite needs besides Node (requirements.ts) once, says what it
+// found, and hands the answers to the test workers in the environment.
 //
 // Nor any cgroup (the cgroup tier): a tree's cgroup, cordon-<anchor pid>-<suffix>
 // below this process's cgroup, must be gone with the tree. One that appeared
 // during the run and is still there fails it (and is removed, if empty).
-import { readdirSync, rmdirSync } from 'node:fs';
+import { existsSync, readdirSync, rmdirSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { cgroupMount, cgroupOf, cgroupWritable } from './cgroup.js';
 import { observer, OBSERVER_VAR } from './observer.js';
-import { describeProcs, findTagged, killPids, RUN_VAR } from './procs.js';
+import { describeProcs, killTagged, RUN_VAR } from './procs.js';
+import { probeAll, REQUIREMENTS_VAR, requirementsLine } from './requirements.js';
 
 function treeCgroups(): { dir: string; names: Set<string> } | undefined {
   if (process.platform !== 'linux' || !cgroupWritable()) return undefined;
@@ -22,30 +26,46 @@ function treeCgroups(): { dir: string; names: Set<string> } | undefined {
 }
 
 // Vitest calls the global setup once per project, each with its own copy of
-// this module: the mark that the observer was printed lives on globalThis.
+// this module: the mark that the observer was printed, and the requirements
+// found, live on globalThis.
 const SHOWN = Symbol.for('cordon.test.observerShown');
+const PROBED = Symbol.for('cordon.test.requirements');
 
 export default function setup() {
   process.env[RUN_VAR] ??= `r${process.pid}${Math.random().toString(36).slice(2, 6)}`;
   const asked = process.env[OBSERVER_VAR];
-  const g = globalThis as { [SHOWN]?: boolean };
+  const g = globalThis as { [SHOWN]?: boolean; [PROBED]?: string };
   if (!g[SHOWN]) console.log(`process observer: ${observer.name} (${asked ? `${OBSERVER_VAR}=${asked}` : `the default on ${process.platform}`})`);
   g[SHOWN] = true;
+  if (g[PROBED] === undefined) {
+    const found = probeAll();
+    console.log(requirementsLine(found));
+    g[PROBED] = JSON.stringify(found);
+  }
+  // The workers inherit this process's environment.
+  process.env[REQUIREMENTS_VAR] = g[PROBED];
   const before = treeCgroups();
-  return () => {
-    const left = findTagged();
+  return async () => {
+    // Stop-then-kill until five walks in a row are empty (a hopper cannot dodge it).
+    const left = killTagged();
     if (left.length > 0) {
-      killPids(left.map((p) => p.pid));
       throw new Error(`the test run left processes behind (now SIGKILLed):\n${describeProcs(left)}`);
     }
-    const after = treeCgroups();
-    const leaked = after ? [...after.names].filter((n) => !before?.names.has(n)) : [];
+    // A tree's cgroup is named after its anchor (cordon-<anchor pid>-…). This
+    // run's anchors carry its tags and are gone now; a cgroup whose anchor is
+    // still alive is another run's on this machine (a concurrent suite), not
+    // this run's leak. One whose anchor is gone must go within 5 s.
+    const anchorAlive = (name: string): boolean => existsSync(`/proc/${/^cordon-(\d+)/.exec(name)![1]}`);
+    let after = treeCgroups();
+    const newSince = (): string[] => (after ? [...after.names].filter((n) => !before?.names.has(n) && !anchorAlive(n)) : []);
+    for (const end = Date.now() + 5000; newSince().length > 0 && Date.now() < end; after = treeCgroups()) await sleep(100);
+    const leaked = newSince();
     if (leaked.length > 0) {
       for (const n of leaked) {
         try {
           rmdirSync(`${after!.dir}/${n}`);
         } catch {
-          // not empty, or another run's that is still alive
+          // not empty
         }
       }
       throw new Error(`the test run left cgroups behind: ${leaked.map((n) => `${after!.dir}/${n}`).join(', ')}`);

@@ -1,26 +1,69 @@
 // Putting an unrelated process on a chosen (free) pid, to test that a stale
-// handle never signals a recycled number. First choice: write target-1 to
-// /proc/sys/kernel/ns_last_pid (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE
-// in the pid namespace) and spawn; fallback: a shell that forks until the
-// last pid handed out is target-1, then starts the process.
-import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+// handle never signals a recycled number. First choice: a shell writes
+// target-1 to /proc/sys/kernel/ns_last_pid (needs CAP_SYS_ADMIN or
+// CAP_CHECKPOINT_RESTORE in the pid namespace) and forks the process at once;
+// fallback: a shell that forks until the last pid handed out is target-1,
+// then starts the process.
+//
+// The pid counter is the machine's: any process that forks meanwhile may take
+// the target first, and then this attempt has missed (PidMissedError): the
+// caller sets its scenario up afresh, with a new target, within its watchdog
+// (occupyFreedPid does that). The test workers of this machine take turns at
+// moving the counter (a lock file), so that two of them never steer each
+// other's spawns.
+import { spawn as spawnChild, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import { capture } from './fixtures.js';
-import { killPids, readStat, sameAlive, sleep } from './procs.js';
+import { cmdline, killPids, readStat, sameAlive, sleep } from './procs.js';
 
 const NS_LAST_PID = '/proc/sys/kernel/ns_last_pid';
 
-/** Another process took the target pid first: the caller may retry with a fresh target. */
-export class PidTakenError extends Error {}
+/**
+ * This attempt missed: another process took the target pid (and kept it
+ * longer than a moment), or the pid counter went past it. The caller may set
+ * its scenario up again with a fresh target.
+ */
+export class PidMissedError extends Error {
+  override name = 'PidMissedError';
+}
+
+/**
+ * This machine cannot put a process on the target within the bound (no
+ * writable ns_last_pid, and cycling through the pids would take more forks
+ * or more time than allowed): the message says why; the caller skips, saying so.
+ */
+export class PidOutOfReachError extends Error {
+  override name = 'PidOutOfReachError';
+}
 
 export interface Occupant {
   /** The unrelated process now holding the target pid (a `sleep 300`, or the command asked for). */
   pid: number;
   /** Its start time (as the observer gives it), to tell it from a later reuse. */
   start: string;
-  /** Other processes started to get there (the fallback's shell), to clean up. */
+  /** The shell that started it and waits on it, to clean up. */
   helpers: number[];
   how: 'ns_last_pid' | 'cycling';
+  /** Kills the occupant (its shell then exits and reaps it) and the shell; resolves once the shell has exited. */
+  end(): Promise<void>;
+}
+
+function occupant(shell: ChildProcess, pid: number, start: string, how: Occupant['how']): Occupant {
+  return {
+    pid,
+    start,
+    helpers: [shell.pid!],
+    how,
+    async end() {
+      if (sameAlive(pid, start)) killPids([pid]);
+      await Promise.race([exitOf(shell), sleep(1000)]);
+      killPids([shell.pid!]);
+      await exitOf(shell);
+    },
+  };
 }
 
 function exitOf(child: ChildProcess): Promise<void> {
@@ -30,51 +73,165 @@ function exitOf(child: ChildProcess): Promise<void> {
   });
 }
 
-async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, command: string[]): Promise<Occupant | 'unavailable' | 'missed'> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    if (readStat(target) !== undefined) return 'missed'; // taken meanwhile
-    // The counter goes back to where it was right after our spawn: left at
-    // target+1, it would hand out again, at once, the pids that other tests
-    // running meanwhile just saw die (and check to be gone).
-    let saved: number;
-    try {
-      saved = Number(readFileSync(NS_LAST_PID, 'utf8')); // Linux only
-    } catch {
-      return 'unavailable';
-    }
-    try {
-      writeFileSync(NS_LAST_PID, String(target - 1));
-    } catch {
-      return 'unavailable';
-    }
-    let child: ChildProcess;
-    try {
-      // Its own process group, so that a miss ends whatever `command` started too.
-      child = spawnChild(command[0]!, command.slice(1), { env, stdio: 'ignore', detached: true });
-    } finally {
-      if (Number(readFileSync(NS_LAST_PID, 'utf8')) < saved) writeFileSync(NS_LAST_PID, String(saved));
-    }
-    if (child.pid === target) {
-      const st = readStat(target);
-      if (st) return { pid: target, start: st.start, helpers: [], how: 'ns_last_pid' };
-    }
-    // Someone else forked in between: drop ours and try again.
-    if (child.pid !== undefined) {
-      try {
-        process.kill(-child.pid, 'SIGKILL'); // our unreaped child leads the group: its id is pinned
-      } catch {
-        killPids([child.pid]);
-      }
-    }
-    await exitOf(child);
+function describePid(pid: number): string {
+  const st = readStat(pid);
+  return st ? `pid ${pid} [${st.state}] ppid ${st.ppid} ${cmdline(pid) || '(no command line)'}` : `pid ${pid} (gone)`;
+}
+
+// How long a process that took the target may keep it before the attempt
+// counts as missed: a short-lived process frees it within this, its
+// zombie included when its parent was gone and init reaps it (measured on a
+// machine whose init reaps orphans every second or two).
+const TRANSIENT_MS = 2000;
+
+/** Resolves once `target` is free; a process holding it longer than TRANSIENT_MS is a miss. */
+async function untilFree(target: number): Promise<void> {
+  const until = Date.now() + TRANSIENT_MS;
+  while (readStat(target) !== undefined) {
+    if (Date.now() > until) throw new PidMissedError(`pid ${target} was taken by another process meanwhile: ${describePid(target)}`);
+    await sleep(5);
   }
-  return 'missed';
+}
+
+// ---- taking turns at the pid counter --------------------------------------
+
+const LOCK = join(tmpdir(), 'cordon-test-pid-counter.lock');
+/**
+ * A lock older than this is broken even if its holder's pid is in use (an
+ * attempt holds it at most for its watchdog, 40 s unscaled; a holder that
+ * died is seen at once).
+ */
+const LOCK_STALE_MS = 600_000;
+
+function lockHolder(): number | undefined {
+  try {
+    return Number(readFileSync(LOCK, 'utf8')) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function holderGone(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/**
+ * Takes the machine-wide pid counter lock (a file holding our pid), waiting
+ * for it until `deadline`; a lock whose holder is gone, or older than
+ * LOCK_STALE_MS, is broken. Returns its release.
+ */
+async function lockCounter(deadline: number): Promise<() => void> {
+  for (;;) {
+    try {
+      writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
+      return () => {
+        if (lockHolder() === process.pid) unlinkSync(LOCK);
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = lockHolder();
+    try {
+      if (holderGone(holder) || Date.now() - statSync(LOCK).mtimeMs > LOCK_STALE_MS) unlinkSync(LOCK);
+    } catch {
+      // released meanwhile
+    }
+    if (Date.now() > deadline) throw new Error(`watchdog: the pid counter lock ${LOCK} (held by ${holder === undefined ? '?' : describePid(holder)}) was not released in time`);
+    await sleep(20);
+  }
+}
+
+// ---- ns_last_pid ----------------------------------------------------------
+
+// One try: the counter is set to target-1 and the occupant forked at once,
+// by a shell: builtins only between the write and the fork, so that another
+// process on the machine has as short a window as can be to fork in between
+// (measured beside a fork loop: 79% of tries hit, against 35% for a write
+// from Node followed by its spawn). A sysctl file reads whole or not at all:
+// cat, not read. The occupant runs in a session of its own (setsid execs in
+// place: same pid), so that a miss ends whatever `command` started too. The
+// counter then goes back to where it was right after the fork: left at
+// target+1, it would hand out again, at once, the pids that other tests
+// running meanwhile just saw die (and check to be gone). Says `PID occupant
+// <pid>` (and waits on it), `MISSED <pid>` or `UNAVAILABLE`.
+const NS_TRY = `
+t=$1; shift
+saved=$(cat ${NS_LAST_PID}) || { echo UNAVAILABLE; exit 3; }
+{ echo $((t - 1)) > ${NS_LAST_PID}; } 2>/dev/null || { echo UNAVAILABLE; exit 3; }
+setsid "$@" & q=$!
+now=$(cat ${NS_LAST_PID})
+if [ "$now" -lt "$saved" ]; then echo "$saved" > ${NS_LAST_PID}; fi
+if [ $q -eq $t ]; then echo "PID occupant $q"; wait $q; exit 0; fi
+kill -9 -$q 2>/dev/null || kill -9 $q
+wait $q 2>/dev/null
+echo "MISSED $q"
+`;
+
+async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, deadline: number, command: string[]): Promise<Occupant | 'unavailable'> {
+  if (process.platform !== 'linux') return 'unavailable';
+  const TRIES = 50;
+  for (let attempt = 0; attempt < TRIES; attempt++) {
+    if (Date.now() > deadline) throw new Error(`watchdog: could not put a process on pid ${target} through ${NS_LAST_PID} in time (${attempt} tries)`);
+    await untilFree(target);
+    const shell = spawnChild('sh', ['-c', NS_TRY, 'ns-try', String(target), ...command], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(shell.stdout);
+    const said = /^(PID occupant \d+|MISSED \d+|UNAVAILABLE)$/m;
+    try {
+      await out.until(said, Math.max(1000, deadline - Date.now()));
+    } catch (err) {
+      killPids([shell.pid!]);
+      await exitOf(shell);
+      throw err;
+    }
+    const verdict = out.text.match(said)![1]!;
+    if (verdict.startsWith('PID occupant')) {
+      const st = readStat(target);
+      if (st) return occupant(shell, target, st.start, 'ns_last_pid');
+      killPids([shell.pid!]); // the occupant ended already: try again
+    }
+    await exitOf(shell);
+    if (verdict === 'UNAVAILABLE') return 'unavailable';
+    // Another process forked in between and took the target: try again.
+  }
+  throw new PidMissedError(`in ${TRIES} tries another process forked each time between setting the pid counter to ${target - 1} and our fork`);
+}
+
+// ---- cycling --------------------------------------------------------------
+
+/** The most forks the fallback makes to reach a pid. */
+const MAX_FORKS = 70_000;
+
+/** Where the pid counter wraps: up to pid_max (exclusive), back to the lowest pid it hands out after a wrap. */
+function pidRange(): { max: number; low: number } | undefined {
+  if (process.platform === 'linux') {
+    try {
+      return { max: Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8')), low: 300 }; // RESERVED_PIDS
+    } catch {
+      return undefined;
+    }
+  }
+  if (process.platform === 'darwin') return { max: 99_999, low: 100 }; // PID_MAX, and where the counter restarts
+  return undefined;
+}
+
+/** Forks needed from `last` (the last pid handed out) until the last one is target-1. */
+function forksToReach(target: number, last: number, range: { max: number; low: number }): number {
+  return target - 1 >= last ? target - 1 - last : range.max - last + (target - 1 - range.low);
 }
 
 // One fork per iteration (`: &` forks a subshell); when the pid just handed
-// out is target-1, the next fork is the occupant. Bounded to `maxForks`.
+// out is target-1, the next fork is the occupant. Every 100 forks it says
+// where it is (`AT forks pid`). It stops with MISSED when the counter went
+// past the target without handing out target-1 (another process took it) or
+// the occupant did not get the target, and with GAVEUP after `max` forks.
 const CYCLE = `
-t=$1; max=$2; shift 2; n=0
+t=$1; max=$2; shift 2; n=0; prev=0
 while [ $n -lt $max ]; do
   : & p=$!
   wait $p
@@ -83,51 +240,141 @@ while [ $n -lt $max ]; do
     "$@" & q=$!
     if [ $q -eq $t ]; then echo "PID occupant $q"; wait $q; exit 0; fi
     kill -9 $q; wait $q
+    echo "MISSED: pid $p was handed to us, then $q, not $t"; exit 2
   fi
+  if [ $prev -ne 0 ] && [ $prev -lt $t ] && [ $p -ge $t ]; then echo "MISSED: the pids handed to us went from $prev to $p"; exit 2; fi
+  prev=$p
+  if [ $((n % 100)) -eq 0 ]; then echo "AT $n $p"; fi
 done
-echo GAVEUP
+echo "GAVEUP after $n forks"
 exit 1
 `;
 
-async function viaCycling(target: number, env: NodeJS.ProcessEnv, timeout: number, command: string[]): Promise<Occupant> {
-  const shell = spawnChild('sh', ['-c', CYCLE, 'cycle', String(target), '70000', ...command], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+async function viaCycling(target: number, env: NodeJS.ProcessEnv, deadline: number, command: string[]): Promise<Occupant> {
+  const range = pidRange();
+  const last = spawnSync('true', { stdio: 'ignore' }).pid;
+  const need = range && last ? forksToReach(target, last, range) : undefined;
+  const why =
+    process.env.CORDON_TEST_PID_CYCLING === '1'
+      ? 'CORDON_TEST_PID_CYCLING=1 asks for the pid to be reached by forking until the counter comes round'
+      : `${NS_LAST_PID} is not writable here (it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), so the pid is reached by forking until the counter comes round`;
+  if (need !== undefined && need > MAX_FORKS) {
+    throw new PidOutOfReachError(`reaching pid ${target} takes about ${need} forks (pid_max ${range!.max}, last pid ${last}), more than the ${MAX_FORKS} allowed: ${why}`);
+  }
+  const bound = need === undefined ? MAX_FORKS : Math.min(MAX_FORKS, need + 2000);
+  const began = Date.now();
+  const shell = spawnChild('sh', ['-c', CYCLE, 'cycle', String(target), String(bound), ...command], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const out = capture(shell.stdout);
-  try {
-    await out.until(/^(PID occupant \d+|GAVEUP)$/m, timeout);
-  } catch (err) {
+  const end = async (): Promise<void> => {
     killPids([shell.pid!]);
-    throw err;
+    await exitOf(shell);
+  };
+  // Waits for the shell's verdict; gives up early when even the fastest fork
+  // rate its progress allows (fewer than 100 forks since its last AT line)
+  // cannot reach the target before the deadline.
+  let outOfReach: string | undefined;
+  const verdict = /^(PID occupant \d+|MISSED.*|GAVEUP.*)$/m;
+  for (;;) {
+    if (verdict.test(out.text)) break;
+    const at = [...out.text.matchAll(/^AT (\d+) (\d+)$/gm)].at(-1);
+    const elapsed = Date.now() - began;
+    if (range && last && elapsed > 0) {
+      const forks = at ? Number(at[1]) : 0;
+      const left = forksToReach(target, at ? Number(at[2]) : last, range) - 100;
+      const perSecond = ((forks + 100) * 1000) / elapsed;
+      const msLeft = (left * 1000) / perSecond;
+      if (Date.now() + msLeft > deadline) {
+        outOfReach = `reaching pid ${target} takes about ${left} more forks, at most ${Math.round(perSecond)} forks/s here at least ${Math.round(msLeft / 1000)} s, more than the ${Math.round(Math.max(0, deadline - Date.now()) / 1000)} s left of the watchdog: ${why}`;
+        break;
+      }
+    }
+    if (Date.now() > deadline) {
+      outOfReach = `cycling did not reach pid ${target} before the watchdog (${at ? `${at[1]} forks, at pid ${at[2]}` : 'fewer than 100 forks'} in ${Math.round(elapsed / 1000)} s): ${why}`;
+      break;
+    }
+    await sleep(50);
+  }
+  const got = out.text.match(verdict)?.[1];
+  if (!got?.startsWith('PID occupant')) {
+    await end();
+    if (got) throw new PidMissedError(`cycling to pid ${target}: ${got}`);
+    throw new PidOutOfReachError(outOfReach!);
   }
   const pid = out.pids().occupant;
   const st = pid === undefined ? undefined : readStat(pid);
   if (pid !== target || !st) {
-    killPids([shell.pid!]);
+    await end();
     throw new Error(`could not put a process on pid ${target} by cycling pids:\n${out.text}`);
   }
-  return { pid, start: st.start, helpers: [shell.pid!], how: 'cycling' };
+  return occupant(shell, pid, st.start, 'cycling');
 }
 
 /**
  * Starts an unrelated `sleep 300` (or `command`, with `env`) on pid `target`,
  * which must be free. Bounded by `timeout`. The caller kills `pid` and
- * `helpers` by pid (and what `command` started, by tag).
+ * `helpers` by pid (and what `command` started, by tag). Throws
+ * PidMissedError when another process took the target first (retry with a
+ * fresh one) and PidOutOfReachError when this machine cannot get there in time.
  */
 export async function occupyPid(target: number, env: NodeJS.ProcessEnv, timeout = 50_000, command: string[] = ['sleep', '300']): Promise<Occupant> {
-  if (readStat(target) !== undefined) throw new PidTakenError(`pid ${target} is not free: ${JSON.stringify(readStat(target))}`);
   const deadline = Date.now() + timeout;
-  // CORDON_TEST_PID_CYCLING=1 exercises the fallback where ns_last_pid is writable.
-  if (process.env.CORDON_TEST_PID_CYCLING === '1') return viaCycling(target, env, timeout, command);
-  for (;;) {
-    const got = await viaNsLastPid(target, env, command);
-    if (typeof got === 'object') return got;
-    if (got === 'unavailable') return viaCycling(target, env, Math.max(1000, deadline - Date.now()), command);
-    if (readStat(target) !== undefined) throw new PidTakenError(`pid ${target} was taken by another process meanwhile`);
-    if (Date.now() > deadline) throw new Error(`watchdog: could not put a process on pid ${target} within ${timeout} ms`);
-    await sleep(10);
+  await untilFree(target);
+  const unlock = await lockCounter(deadline);
+  try {
+    // CORDON_TEST_PID_CYCLING=1 exercises the fallback where ns_last_pid is writable.
+    if (process.env.CORDON_TEST_PID_CYCLING !== '1') {
+      const got = await viaNsLastPid(target, env, deadline, command);
+      if (got !== 'unavailable') return got;
+    }
+    return await viaCycling(target, env, deadline, command);
+  } finally {
+    unlock();
   }
 }
 
 /** The occupant is the very process we started (same pid, same start time) and alive. */
 export function stillOccupied(o: Occupant): boolean {
   return sameAlive(o.pid, o.start);
+}
+
+/**
+ * Sets a scenario up (`setup` frees a pid: the target) and puts an unrelated
+ * process (`command`, with `env`; default `sleep 300`) on that pid; while
+ * attempts miss (another process took the pid first), the scenario is ended
+ * (`teardown`) and set up again with a new target, until `timeout` ms have
+ * passed. Whatever fails, the scenario in hand is ended before the error is
+ * thrown. Resolves with the scenario, its occupant (its cleanup, by pid,
+ * registered) and why the attempts before missed; rejects with
+ * PidOutOfReachError when this machine cannot reach a pid in time (the
+ * caller skips, saying why), or with an error that says the precondition was
+ * not met, never that the guarantee failed.
+ */
+export async function occupyFreedPid<S>(options: {
+  setup: () => Promise<{ scenario: S; target: number }>;
+  teardown: (scenario: S) => Promise<void>;
+  env: NodeJS.ProcessEnv;
+  command?: string[];
+  timeout: number;
+}): Promise<{ scenario: S; occ: Occupant; misses: string[] }> {
+  const deadline = Date.now() + options.timeout;
+  const misses: string[] = [];
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1 && deadline - Date.now() < 2000) {
+      throw new Error(
+        `precondition not met: in ${attempt - 1} attempts within ${options.timeout} ms no unrelated process could be put on a freed pid ` +
+          `(the guarantee was not checked); the misses:\n${misses.join('\n')}`,
+      );
+    }
+    const { scenario, target } = await options.setup();
+    try {
+      const occ = await occupyPid(target, options.env, Math.max(1000, deadline - Date.now()), options.command);
+      // Registered after the test's useTag(): runs before its leak check.
+      onTestFinished(() => killPids([occ.pid, ...occ.helpers]));
+      return { scenario, occ, misses };
+    } catch (err) {
+      await options.teardown(scenario);
+      if (!(err instanceof PidMissedError)) throw err;
+      misses.push(`  ${attempt}: ${err.message}`);
+    }
+  }
 }

@@ -2,12 +2,16 @@
 // every process a test starts carries CORDON_TEST_TAG=<unique tag> in its
 // environment; the observer (helpers/observer.ts: /proc, or ps) tells who is
 // alive. Cleanup SIGKILLs by pid, found by tag, independent of the code under test.
+//
+// Liveness, identities and the bounded waits are the ones both suites share
+// (common.mjs); this suite's probe for them is the observer, and a name it
+// can list is a tag.
 import { readdirSync } from 'node:fs';
 import { onTestFinished } from 'vitest';
-import { parsePidLines, pollUntil, sleep, withWatchdog } from './common.mjs';
+import { alive, forgetIdentities, parsePids, sleep, useProbe, waitFor, waitGone, within, type Survivor, type Watch } from './common.mjs';
 import { observer, TAG_VAR, type ProcInfo, type Stat } from './observer.js';
 
-export { sleep, TAG_VAR, type ProcInfo };
+export { alive, parsePids, sleep, TAG_VAR, waitFor, waitGone, within, type ProcInfo, type Watch };
 
 let counter = 0;
 
@@ -19,33 +23,6 @@ export function readStat(pid: number): Stat | undefined {
 /** Its arguments joined by spaces ('' when gone). */
 export function cmdline(pid: number): string {
   return observer.cmdline(pid);
-}
-
-/** Alive and not a zombie. */
-export function alive(pid: number): boolean {
-  const st = readStat(pid);
-  if (st === undefined || st.state === 'Z' || st.state === 'X') return false;
-  // A pid a fixture printed is that process, not whoever got the number once
-  // it was freed (pid_max is 32768 here, and pid-reuse.test hands freed pids
-  // out on purpose while other files run).
-  const known = printed.get(pid);
-  return known === undefined || known === st.start;
-}
-
-/**
- * Start times of the pids fixtures printed in the current test (useTag()
- * starts a test's record afresh), read the first time each was parsed.
- */
-const printed = new Map<number, string>();
-
-function rememberPrinted(pid: number): void {
-  if (printed.has(pid)) return;
-  const st = readStat(pid);
-  if (st && st.state !== 'Z' && st.state !== 'X') printed.set(pid, st.start);
-}
-
-export function forgetPrinted(): void {
-  printed.clear();
 }
 
 /**
@@ -79,27 +56,75 @@ export function findTagged(tag?: string): ProcInfo[] {
   return observer.tagged(tag === undefined ? { prefix: process.env[RUN_VAR] ?? '' } : { value: tag });
 }
 
-export function describeProcs(procs: ProcInfo[]): string {
-  if (procs.length === 0) return '(none)';
-  return procs.map((p) => `  pid ${p.pid} ppid ${p.ppid} [${p.state}] ${p.command}`).join('\n');
+function describeProc(p: ProcInfo): string {
+  return `pid ${p.pid} ppid ${p.ppid} [${p.state}] ${p.command}`;
 }
 
-/** SIGKILL every process with this tag, by pid. Returns what it killed. */
-export function killTagged(tag: string): ProcInfo[] {
-  const killed: ProcInfo[] = [];
-  for (let round = 0; round < 20; round++) {
-    const found = findTagged(tag);
-    if (found.length === 0) break;
-    for (const p of found) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-        if (round === 0) killed.push(p);
-      } catch {
-        // already gone
-      }
+export function describeProcs(procs: ProcInfo[]): string {
+  if (procs.length === 0) return '(none)';
+  return procs.map((p) => `  ${describeProc(p)}`).join('\n');
+}
+
+const asSurvivors = (procs: ProcInfo[]): Survivor[] => procs.map((p) => ({ pid: p.pid, line: describeProc(p) }));
+
+// The observer is how this suite sees processes; a name is a tag.
+useProbe({
+  name: observer.name,
+  start(pid) {
+    const st = readStat(pid);
+    return st === undefined || st.state === 'Z' || st.state === 'X' ? undefined : st.start;
+  },
+  describe(pid) {
+    const st = readStat(pid);
+    return st ? `pid ${pid} ppid ${st.ppid} [${st.state}] ${cmdline(pid)}` : `pid ${pid} (gone)`;
+  },
+  named: (tag) => asSurvivors(findTagged(tag)),
+  pollMs: 20,
+});
+
+/**
+ * SIGKILL every process with this tag (every tag of this run when `tag` is
+ * undefined), by pid, in a way a fast process cannot dodge: what a walk finds
+ * is SIGSTOPped first (a stopped process forks no more), walks go on until five
+ * in a row find nothing new, then everything found is SIGKILLed (and
+ * SIGCONTed, so a stopped process takes the kill at once), and walks go on
+ * until five in a row find nothing at all. A pid hopper is caught once a
+ * walk stops one of its generations before that one forked: the more walks,
+ * the likelier. Bounded (10 s); returns what it found.
+ */
+export function killTagged(tag?: string): ProcInfo[] {
+  const found = new Map<number, ProcInfo>();
+  const signal = (pid: number, sig: NodeJS.Signals): void => {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // already gone
+    }
+  };
+  const deadline = Date.now() + 10_000;
+  // 1. Stop whatever runs, until two walks in a row see nothing new.
+  for (let calm = 0; calm < 5 && Date.now() < deadline; ) {
+    let fresh = 0;
+    for (const p of findTagged(tag)) {
+      if (found.has(p.pid) || p.state === 'Z') continue;
+      found.set(p.pid, p);
+      signal(p.pid, 'SIGSTOP');
+      fresh++;
+    }
+    calm = fresh === 0 ? calm + 1 : 0;
+  }
+  // 2. Kill what was found, then whatever a walk still sees, until two walks in a row are empty.
+  for (const pid of found.keys()) signal(pid, 'SIGKILL');
+  for (const pid of found.keys()) signal(pid, 'SIGCONT');
+  for (let empty = 0; empty < 5 && Date.now() < deadline; ) {
+    const left = findTagged(tag).filter((p) => p.state !== 'Z');
+    empty = left.length === 0 ? empty + 1 : 0;
+    for (const p of left) {
+      if (!found.has(p.pid)) found.set(p.pid, p);
+      signal(p.pid, 'SIGKILL');
     }
   }
-  return killed;
+  return [...found.values()];
 }
 
 export function killPids(pids: number[]): void {
@@ -124,6 +149,8 @@ export interface Tagged {
    * the test asserted it): the cleanup still SIGKILLs it, without failing.
    */
   notPromised(pid: number): void;
+  /** What promised() lists, as a watch (common.mjs): waitGone(t) waits for those. */
+  survivors(): Survivor[];
 }
 
 /**
@@ -132,7 +159,7 @@ export interface Tagged {
  * and, if the test had passed, that leak fails it.
  */
 export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
-  forgetPrinted(); // a new test: pids it learns are its own
+  forgetIdentities(); // a new test: pids it learns are its own
   const tag = `${process.env[RUN_VAR] ?? 'run'}-t${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
   const excused = new Set<number>();
   onTestFinished(() => {
@@ -143,45 +170,17 @@ export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
     }
   });
   const env = { ...process.env, ...extraEnv, [TAG_VAR]: tag };
+  const promised = () => findTagged(tag).filter((p) => !excused.has(p.pid));
   return {
     tag,
     env,
     procs: () => findTagged(tag),
-    promised: () => findTagged(tag).filter((p) => !excused.has(p.pid)),
+    promised,
     notPromised: (pid: number) => {
       excused.add(pid);
     },
+    survivors: () => asSurvivors(promised()),
   };
-}
-
-/** Poll until `check()` is true; on timeout fail with what was still alive. */
-export async function waitFor(
-  check: () => boolean,
-  options: { timeout: number; what: string; tag?: string; pids?: number[] },
-): Promise<void> {
-  if (await pollUntil(check, options.timeout, 20)) return;
-  const survivors = options.tag ? findTagged(options.tag) : [];
-  const pids = (options.pids ?? []).filter(alive).map((pid) => `  pid ${pid} ${cmdline(pid)}`);
-  throw new Error(
-    `timed out after ${options.timeout} ms waiting for: ${options.what}\nstill alive:\n${describeProcs(survivors)}${
-      pids.length ? '\n' + pids.join('\n') : ''
-    }`,
-  );
-}
-
-/** Wait until no process carries the tag (less the ones marked notPromised when a Tagged is given). */
-export function waitGone(tag: string | Tagged, timeout: number, what = 'every tagged process to be gone'): Promise<void> {
-  if (typeof tag === 'string') return waitFor(() => findTagged(tag).length === 0, { timeout, what, tag });
-  const t = tag;
-  return waitFor(() => t.promised().length === 0, { timeout, what, tag: t.tag });
-}
-
-/** Race a promise against a watchdog that fails with the tag's survivors. */
-export function within<T>(promise: Promise<T>, timeout: number, what: string, tag?: string): Promise<T> {
-  return withWatchdog(promise, timeout, () => {
-    const survivors = tag ? findTagged(tag) : [];
-    return new Error(`watchdog: ${what} did not happen within ${timeout} ms\nstill alive:\n${describeProcs(survivors)}`);
-  });
 }
 
 /** Zombie children of this test process (the anchors it spawned must be reaped). */
@@ -195,9 +194,4 @@ export function zombieChildren(): number[] {
 /** This process's open descriptors (its own: /proc/self/fd on Linux, /dev/fd elsewhere; no observer needed). */
 export function openFdCount(): number {
   return readdirSync(process.platform === 'linux' ? '/proc/self/fd' : '/dev/fd').length;
-}
-
-/** Pids a fixture printed as `PID <name> <pid>` lines (each remembered for alive()). */
-export function parsePids(text: string): Record<string, number> {
-  return parsePidLines(text, rememberPrinted);
 }

@@ -33,8 +33,8 @@ export function orphanedEscapee(t: Tagged, pid: number | undefined): boolean {
  * A test that applies only where `applies` holds; elsewhere it is skipped
  * with the reason in its name, so the run's output says why.
  */
-export function itWhere(applies: boolean, title: string, reason: string, fn: () => Promise<void> | void): void {
-  if (applies) it(title, fn);
+export function itWhere(applies: boolean, title: string, reason: string, fn: () => Promise<void> | void, timeout?: number): void {
+  if (applies) it(title, fn, timeout);
   else it.skip(`${title} [skipped: ${reason}]`, fn);
 }
 

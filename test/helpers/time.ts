@@ -4,7 +4,8 @@
 // waiting" (how long a fixture may take to print READY, a test's timeout)
 // is multiplied by CORDON_TEST_TIME_SCALE (default 1). A bound that is the
 // product's promise (C8's 1 s, a grace, a wait delay) is never scaled: the
-// emulated machine must meet it as it is.
+// emulated machine must meet it as it is, give or take the documented
+// allowance for a loaded machine (promised() below).
 const raw = process.env.CORDON_TEST_TIME_SCALE;
 const scale = raw === undefined || raw === '' ? 1 : Number(raw);
 if (!Number.isFinite(scale) || scale < 1) {
@@ -18,3 +19,6 @@ export const TIME_SCALE = scale;
 export function watchdog(ms: number): number {
   return Math.round(ms * TIME_SCALE);
 }
+
+// The load allowance and promised() are shared with the Windows suite (common.mjs).
+export { LOAD_ALLOWANCE_MS, promised } from './common.mjs';

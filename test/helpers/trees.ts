@@ -100,9 +100,9 @@ export async function startTrapTree(
   const file = join(tempDir(prefix), name);
   const proc = spawn('sh', ['-c', script], { env: { ...t.env, FILE: file }, ...options });
   const started = await collect(proc, t.tag);
-  await waitFor(() => catchesTerm(started.root), { timeout: 5000, what: 'the trap to be installed', tag: t.tag });
+  await waitFor(() => catchesTerm(started.root), { timeout: 5000, what: 'the trap to be installed', watch: t.tag });
   const child = started.pids.child;
-  if (child !== undefined) await waitFor(() => cmdline(child) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', tag: t.tag });
+  if (child !== undefined) await waitFor(() => cmdline(child) === 'sleep 300', { timeout: 5000, what: 'the child to exec sleep', watch: t.tag });
   return { ...started, file };
 }
 
@@ -185,7 +185,7 @@ export function expectLeftover(result: ContainedResult, pid: number, { kept }: {
 
 /** Bounded wait for every pid named to be gone. */
 export function waitPidsGone(pids: number[], timeout: number, what: string, tag?: string): Promise<void> {
-  return waitFor(() => pids.every((pid) => !alive(pid)), { timeout, what, tag, pids });
+  return waitFor(() => pids.every((pid) => !alive(pid)), { timeout, what, watch: tag === undefined ? pids : [tag, ...pids] });
 }
 
 const SIGTERM_BIT = 1n << 14n; // signal 15

@@ -1,7 +1,7 @@
 // Compiled (never run) by test/run-types.test.ts: run()'s result types follow
-// `encoding`, with no union for the caller to narrow. Each @ts-expect-error
+// `encoding`, with no union for the caller to narrow; a process's events are typed. Each @ts-expect-error
 // must be an error, and nothing else may be.
-import { run } from '../../lib/index.js';
+import { isCordonError, Registry, run, spawn, type RunOptions, type SpawnOptions } from '../../lib/index.js';
 
 export async function types(): Promise<void> {
   const text = await run('echo', ['hi']);
@@ -26,5 +26,79 @@ export async function types(): Promise<void> {
   const narrowed: string = either.stdout;
   const u: string | Buffer = either.stdout;
 
-  void [s, e, a, notBuffer, l, b, be, notString, narrowed, u];
+  // all: true makes `all` present, of the same type as stdout.
+  const both = await run('echo', ['hi'], { all: true });
+  const all: string = both.all;
+  const bothBytes = await run('echo', { all: true, encoding: 'buffer' });
+  const allBytes: Buffer = bothBytes.all;
+  // @ts-expect-error without all: true, `all` may be missing
+  const maybe: string = text.all;
+
+  // Options in second place, and readonly arguments.
+  const args: readonly string[] = ['a', 'b'];
+  const second = await run('echo', { encoding: 'latin1' });
+  const s2: string = second.stdout;
+  const ro = await run('echo', args);
+  const s3: string = ro.stdout;
+
+  // Options known only by their type: the union where the encoding may be 'buffer'.
+  const opts: RunOptions = {};
+  const loose = await run('echo', [], opts);
+  // @ts-expect-error RunOptions may ask for Buffers
+  const looseString: string = loose.stdout;
+
+  // A rejection carries the command's output and exit status in its type.
+  try {
+    await run('false');
+  } catch (err) {
+    if (isCordonError(err)) {
+      const code: number | null | undefined = err.exitCode;
+      const out: string | Buffer | undefined = err.stderr;
+      const sig: NodeJS.Signals | null | undefined = err.signal;
+      void [code, out, sig, err.shortMessage, err.command];
+    }
+  }
+
+  void [s, e, a, notBuffer, l, b, be, notString, narrowed, u, all, allBytes, maybe, s2, s3, looseString];
+}
+
+// spawn()'s streams follow stdio: a stream where it is 'pipe' (the default),
+// null where it is not; `proc.stdout.pipe(...)` compiles under --strict
+// without a non-null assertion exactly where the stream exists.
+export function streams(): void {
+  const piped = spawn('cat');
+  piped.stdout.pipe(process.stdout);
+  piped.stdin.end('x');
+  const quiet = spawn('cat', [], { stdio: 'ignore' });
+  const none: null = quiet.stdout;
+  const mixed = spawn('cat', [], { stdio: ['ignore', 'pipe', 'inherit'] });
+  mixed.stdout.pipe(process.stdout);
+  // @ts-expect-error stdin is 'ignore': there is no stream
+  mixed.stdin.end('x');
+  // @ts-expect-error stderr is inherited: there is no stream
+  mixed.stderr.pipe(process.stderr);
+  const second = spawn('cat', { stdio: 'pipe' });
+  second.stdout.resume();
+  const loose: SpawnOptions = {};
+  // @ts-expect-error options known only by their type: the stream may be null
+  spawn('cat', [], loose).stdout.resume();
+  // An owner's spawn follows stdio the same way.
+  const owned = new Registry().owner('types').spawn('cat', [], { stdio: ['pipe', 'pipe', 'ignore'], kind: 'command' });
+  owned.stdout.resume();
+  // @ts-expect-error stderr is 'ignore'
+  owned.stderr.resume();
+  void none;
+}
+
+// A contained process's events are typed: a misspelled name or a wrong
+// listener is an error.
+export function events(): void {
+  const proc = spawn('true');
+  proc.on('exit', (code: number | null, signal: NodeJS.Signals | null) => void [code, signal]);
+  proc.once('spawn', (pid: number) => void pid);
+  proc.on('settled', (result) => void result.exitCode);
+  // @ts-expect-error there is no 'exitt' event
+  proc.on('exitt', () => {});
+  // @ts-expect-error the pid is a number
+  proc.on('spawn', (pid: string) => void pid);
 }

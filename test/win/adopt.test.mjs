@@ -3,7 +3,7 @@
 // tree and is killed hard; this process, a second host, finds the tree with
 // registry.adoptable() and takes it with registry.adopt(id, { token }), gets
 // its output, and terminates it. Liveness is observed from outside
-// (process.kill(pid, 0) on the pids the tree printed); cleanup
+// (alive(): pid and creation time, on the pids the tree printed); cleanup
 // TerminateProcess-es them, never through cordon.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -91,7 +91,7 @@ test('adoption through the registry: adoptable() lists the tree of a killed host
   assert.equal(registry.hasLiveWork('win-owner'), true, 'a live subagent is unfinished work');
   let got = '';
   proc.stdout.on('data', (d) => (got += d));
-  await waitFor(() => /^TICK \d+\r?$/m.test(got), 10000, "the tree's output on the adopter's proc.stdout");
+  await waitFor(() => /^TICK \d+\r?$/m.test(got), { timeout: 10000, what: "the tree's output on the adopter's proc.stdout" });
   assert.equal((await registry.adoptable())[0]?.leaseLeftMs, null, 'listed with no clock running while adopted');
 
   await within(proc.terminate({ grace: 500 }), 20000, 'terminate() of the adopted tree', o.all);
@@ -101,7 +101,7 @@ test('adoption through the registry: adoptable() lists the tree of a killed host
   // (No CTRL_BREAK under Wine: the forced stop, TerminateJobObject, reported as a kill.)
   assert.equal(result.reason, 'signal', `the adopter gets the tree's result: ${result.message ?? ''}`);
   assert.equal(registry.hasLiveWork('win-owner'), false);
-  await waitFor(() => !existsSync(join(o.dir, `${o.id}.json`)), 5000, 'the record to go with the anchor');
+  await waitFor(() => !existsSync(join(o.dir, `${o.id}.json`)), { timeout: 5000, what: 'the record to go with the anchor' });
   assert.deepEqual(await registry.adoptable(), []);
 });
 
@@ -146,13 +146,13 @@ test('the CLI: cordon ps lists the tree of a killed host, cordon adopt streams i
   assert.match(wrong.out.stderr, /ERR_CORDON_ADOPT_DENIED/);
 
   const adopt = cli(t, ['adopt', o.id, '--token', o.token]);
-  await waitFor(() => /^TICK \d+\r?$/m.test(adopt.out.stdout), 20000, "the tree's output on cordon adopt's stdout");
+  await waitFor(() => /^TICK \d+\r?$/m.test(adopt.out.stdout), { timeout: 20000, what: "the tree's output on cordon adopt's stdout" });
   const registry = new cordon.Registry({ grace: 500 });
   assert.equal((await registry.adoptable())[0]?.leaseLeftMs, null, 'attached to cordon adopt');
   // (No Ctrl-C to send a process on Windows from here: TerminateProcess.)
   process.kill(adopt.child.pid, 'SIGKILL');
   await within(adopt.done, 10000, 'cordon adopt to end', [adopt.child.pid]);
-  await waitFor(async () => (await registry.adoptable())[0]?.leaseLeftMs > 0, 10000, 'the lease clock to run again');
+  await waitFor(async () => (await registry.adoptable())[0]?.leaseLeftMs > 0, { timeout: 10000, what: 'the lease clock to run again' });
   assert.deepEqual(o.all.filter((p) => !alive(p)), [], 'the tree outlives its adopter');
   const proc = t.proc(await within(registry.adopt(o.id, { token: o.token }), 20000, 'adopt()', o.all));
   await within(proc.kill(), 20000, 'kill() of the adopted tree', o.all);

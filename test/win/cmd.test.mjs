@@ -33,6 +33,17 @@ test('a .cmd is found through PATH and PATHEXT and gets its arguments', async (c
   }
 });
 
+test('PATHEXT: a foo.py earlier in PATH does not shadow a foo.cmd (only what CreateProcessW runs is tried)', async (ctx) => {
+  const t = track(ctx);
+  const first = t.tmp();
+  const second = t.tmp();
+  writeFileSync(join(first, 'shadow-probe.py'), 'print("the script ran")\r\n');
+  writeFileSync(join(second, 'shadow-probe.cmd'), '@echo found-the-cmd\r\n');
+  const env = { ...process.env, PATH: `${first};${second};${process.env.PATH ?? ''}`, PATHEXT: '.PY;.JS;.COM;.EXE;.BAT;.CMD' };
+  const r = await within(cordon.run('shadow-probe', [], { env }), 15000, 'run(shadow-probe)');
+  assert.equal(r.stdout.trim(), 'found-the-cmd');
+});
+
 test('a cmd.exe tree (cmd -> node -> detached grandchild) is ended whole', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();

@@ -3,16 +3,22 @@
 // a recycled pid is never reached through an old tree.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { alive, cordon, existsSync, join, readPids, sleep, spawnChild, track, treeArgs, underWine, waitGone, within } from './helpers.mjs';
+import { tmpdir } from 'node:os';
+import { alive, anchorExe, anchorReport, cordon, existsSync, join, pkgDir, readPids, renewIdentity, sleep, spawnChild, track, treeArgs, underWine, waitGone, within } from './helpers.mjs';
 
 // Wine nests every job and Windows 8+ nests almost every job, so a real
 // assignment failure cannot be produced on demand: CORDON_TEST_FAIL_ASSIGN=1
-// (test-only, read by cordon-anchor.exe) makes AssignProcessToJobObject's
-// failure path run with the command created suspended, as a host inside a
-// job that forbids nesting would see it.
+// (read by a test build of cordon-anchor.exe only, one compiled with
+// CORDON_TEST_HOOKS) makes AssignProcessToJobObject's failure path run with
+// the command created suspended, as a host inside a job that forbids nesting
+// would see it. CORDON_WIN_TEST_HOOKS=1 says the anchor under test is such a
+// build (.ci/windows.sh, the GitHub windows job); a release build ignores the
+// variable, which is the next test's point.
 const failEnv = () => ({ ...process.env, CORDON_TEST_FAIL_ASSIGN: '1' });
+const testBuild = process.env.CORDON_WIN_TEST_HOOKS === '1';
+const noHooks = !testBuild && 'the anchor is a release build (no CORDON_TEST_HOOKS): assignment failure cannot be produced';
 
-test('strict: assignment failure rejects before anything ran', async (ctx) => {
+test('strict: assignment failure rejects before anything ran', { skip: noHooks }, async (ctx) => {
   const t = track(ctx);
   const marker = join(t.tmp(), 'ran');
   const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--marker', marker, '--exit'), { env: failEnv(), stdio: 'ignore' }));
@@ -22,7 +28,7 @@ test('strict: assignment failure rejects before anything ran', async (ctx) => {
   assert.equal(existsSync(marker), false, 'the command never ran');
 });
 
-test('best-effort: assignment failure runs with the weaker tier', async (ctx) => {
+test('best-effort: assignment failure runs with the weaker tier', { skip: noHooks }, async (ctx) => {
   const t = track(ctx);
   const proc = t.proc(
     cordon.spawn(process.execPath, treeArgs(), { env: failEnv(), stdio: ['ignore', 'pipe', 'ignore'], containment: 'best-effort' }),
@@ -32,6 +38,53 @@ test('best-effort: assignment failure runs with the weaker tier', async (ctx) =>
   assert.equal(proc.tier, 'process-handle');
   await within(proc.kill(), 10000, 'kill()', [pids.root]);
   await waitGone([pids.root], 2000);
+  // C11: the weaker tier sees only the root and never reports that as clean.
+  const result = await within(proc.result.catch((e) => e), 10000, 'the result', [pids.root]);
+  assert.equal(result.coverage, 'partial', JSON.stringify(result));
+});
+
+test('best-effort with limits: a job that refuses the command only with the limits keeps containment and drops the limits', { skip: noHooks }, async (ctx) => {
+  const t = track(ctx);
+  // CORDON_TEST_FAIL_ASSIGN=limits: the job refuses the command while limits
+  // are set on it (as a memory limit below a new process's commit does).
+  const proc = t.proc(
+    cordon.spawn(process.execPath, treeArgs('--detached', '1'), {
+      env: { ...process.env, CORDON_TEST_FAIL_ASSIGN: 'limits' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+      containment: 'best-effort',
+      limits: { memory: '256M', processes: 20 },
+    }),
+  );
+  const pids = await readPids(proc.stdout, t);
+  await within(proc.started, 10000, 'started');
+  assert.equal(proc.tier, 'job-object', 'containment was kept');
+  // The detached grandchild is in the job: kill() ends it with the tree.
+  await within(proc.kill(), 10000, 'kill()', [pids.root, pids.gc0]);
+  await waitGone([pids.root, pids.gc0], 2000);
+  const result = await within(proc.result.catch((e) => e), 10000, 'the result', [pids.root]);
+  assert.equal(result.coverage, 'complete', JSON.stringify(result));
+  assert.equal(result.limits.applied, false, JSON.stringify(result.limits));
+  assert.deepEqual(result.limits.accepted, [], 'the result says no limit stayed on the job');
+});
+
+// The release anchor: the one npm builds, without CORDON_TEST_HOOKS. Under
+// .ci/windows.sh (a test build in the package) a release build of the same
+// sources sits beside the fixtures; elsewhere the package's anchor is one.
+const releaseAnchor = testBuild ? join(pkgDir, 'test-bin', 'cordon-anchor-release.exe') : anchorExe;
+const noReleaseAnchor = !existsSync(releaseAnchor) && `${releaseAnchor} is not built (.ci/windows.sh builds it)`;
+
+test("a release anchor ignores CORDON_TEST_FAIL_ASSIGN in the command's environment (the tree is contained)", { skip: noReleaseAnchor }, async (ctx) => {
+  const t = track(ctx);
+  const marker = join(t.tmp(), 'ran');
+  const command = [process.execPath, 'node', '-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, 'ran')`];
+  // Strict (no --best-effort): an assignment failure would be NOCONTAIN.
+  const r = await anchorReport(t, tmpdir(), [], command, { exe: releaseAnchor, env: failEnv() });
+  assert.match(r.line, /^READY \d+ job-object /, r.lines.join(' | '));
+  if (testBuild) {
+    // The control: the test build in the package takes the same variable.
+    const hooked = await anchorReport(t, tmpdir(), [], command, { env: failEnv() });
+    assert.match(hooked.line, /^NOCONTAIN \d+ job-object$/, hooked.lines.join(' | '));
+  }
 });
 
 test('an old tree never reaches a process that got a recycled pid', async (ctx) => {
@@ -53,9 +106,11 @@ test('an old tree never reaches a process that got a recycled pid', async (ctx) 
   const tries = underWine ? 10 : 300;
   for (let i = 0; i < tries && !reused; i++) {
     const c = spawnChild(process.execPath, ['-e', 'setInterval(() => {}, 100000)'], { stdio: 'ignore' });
+    if (c.pid === old) {
+      renewIdentity(c.pid); // from here on, `old` is this process of ours
+      reused = c;
+    } else started.push(c);
     t.add(c.pid);
-    if (c.pid === old) reused = c;
-    else started.push(c);
     if (started.length >= 20) for (const s of started.splice(0)) s.kill('SIGKILL');
   }
   for (const s of started) s.kill('SIGKILL');

@@ -1,6 +1,8 @@
 // C3 on Windows: terminate() sends CTRL_BREAK to the root's console process
 // group and waits the grace. Wine 8 does not implement
-// GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT): skipped there, with the reason.
+// GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT): there capabilities() says
+// gracefulStop false, and what the tier does instead is tested: terminate()
+// is the forced stop at once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { cordon, existsSync, join, startTree, track, underWine, waitGone, within } from './helpers.mjs';
@@ -16,6 +18,20 @@ test('terminate() delivers CTRL_BREAK and the root gets its grace', { skip: unde
   await waitGone([pids.root], 2000);
   const result = await within(proc.result, 5000, 'result');
   assert.equal(result.exitCode, 0);
+});
+
+test('where there is no graceful stop (Wine), terminate() is the forced stop at once: the handler never runs, the grace is not waited', { skip: !underWine && 'the graceful stop is available here (tested above)' }, async (ctx) => {
+  const t = track(ctx);
+  const file = join(t.tmp(), 'break');
+  const { proc, pids } = await startTree(t, ['--break', file]);
+  assert.equal(cordon.capabilities().guarantees.gracefulStop, false);
+  const t0 = Date.now();
+  await within(proc.terminate({ grace: 20000 }), 15000, 'terminate() without waiting its 20 s grace', [pids.root]);
+  ctx.diagnostic(`terminate() took ${Date.now() - t0} ms with a 20 s grace`);
+  await waitGone([pids.root], 2000);
+  assert.equal(existsSync(file), false, 'no SIGBREAK handler ran');
+  const result = await within(proc.result, 5000, 'result');
+  assert.equal(result.signal, 'SIGKILL');
 });
 
 test('capabilities() says whether the graceful stop is available', () => {

@@ -1,5 +1,5 @@
 // C9 on Windows: after many trees the host's open handles return to baseline;
-// and the command gets no handle of the helper's besides its stdio.
+// and the command gets no handle of the anchor's besides its stdio.
 // (Zombies do not exist on Windows: a process object lives only as long as a
 // handle on it, and those handles are what is counted here.) The count is
 // taken from outside the host by test-bin/handle-probe.exe, which copies each
@@ -10,12 +10,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
-import { alive, cordon, existsSync, join, pkgDir, readPids, sleep, track, treeArgs, waitFor, waitGone, within } from './helpers.mjs';
+import { alive, cordon, existsSync, join, nativeFixture, readPids, sleep, track, treeArgs, waitFor, waitGone, within } from './helpers.mjs';
 
-const probeExe = join(pkgDir, 'test-bin', 'handle-probe.exe');
+const { exe: probeExe, skip: noProbe } = nativeFixture('handle-probe');
 const cmdExe = join(process.env.SystemRoot ?? 'C:\\windows', 'System32', 'cmd.exe');
 
-const noProbe = !existsSync(probeExe) && 'handle-probe.exe is built by .ci/windows.sh (mingw-w64); not present here';
 
 /** handle-probe.exe's output (a Wine CreateProcess UNKNOWN is tried again, as in helpers.mjs). */
 function probe(...args) {
@@ -106,10 +105,10 @@ test("the host's open handles return to baseline after 80 trees (exited, termina
   assert.ok(![...t.pids].some(alive), 'every tree is gone');
 });
 
-// The helper's own handles stay its own: its trace file (CORDON_TRACE, opened
-// inheritable by the C runtime) reached the root and every grandchild under
-// Wine 8, which ignores PROC_THREAD_ATTRIBUTE_HANDLE_LIST (measured).
-test('the command inherits its stdio, not the helper\'s trace file', { skip: noProbe }, async (ctx) => {
+// The anchor's own handles stay its own: its trace file (CORDON_TRACE, opened
+// inheritable by the C runtime) reached the root and every grandchild while
+// the anchor's handle list was built but not attached (measured under Wine 8).
+test('the command inherits its stdio, not the anchor\'s trace file', { skip: noProbe }, async (ctx) => {
   const t = track(ctx);
   const traceFile = join(t.tmp(), 'anchor-trace.txt');
   process.env.CORDON_TRACE = traceFile;
@@ -120,11 +119,48 @@ test('the command inherits its stdio, not the helper\'s trace file', { skip: noP
     delete process.env.CORDON_TRACE;
   }
   const pids = await readPids(proc.stdout, t);
-  await waitFor(() => existsSync(traceFile) && /root \d+ started/.test(readFileSync(traceFile, 'utf8')), 5000, 'the helper to trace');
+  await waitFor(() => existsSync(traceFile) && /root \d+ started/.test(readFileSync(traceFile, 'utf8')), { timeout: 5000, what: 'the anchor to trace' });
   const mine = (lines) => lines.filter((l) => l.includes('anchor-trace.txt'));
-  assert.equal(mine(handlesOf(proc.anchorPid)).length, 1, 'precondition: the helper holds its trace file');
+  assert.equal(mine(handlesOf(proc.anchorPid)).length, 1, 'precondition: the anchor holds its trace file');
   assert.deepEqual(mine(handlesOf(pids.root)), [], 'the root holds no handle of the trace file');
   assert.deepEqual(mine(handlesOf(pids.gc0)), [], 'the grandchild holds no handle of the trace file');
+  await within(proc.terminate({ grace: 500 }), 15000, 'terminate()', [pids.root, pids.gc0]);
+  await within(proc.result, 15000, 'result', [pids.root, pids.gc0]);
+  await waitGone([pids.root, pids.gc0], 5000);
+});
+
+// The command inherits exactly its stdio (PROC_THREAD_ATTRIBUTE_HANDLE_LIST),
+// not every inheritable handle the anchor holds. The anchor inherits every
+// inheritable handle of its host (libuv starts it with bInheritHandles and no
+// list): here one planted in the host from outside before the spawn, as
+// another spawn's pipe or another addon's file would be. The anchor holding
+// it is the precondition; the root and its child must not.
+test("the command does not inherit the host's other inheritable handles (only its stdio)", { skip: noProbe }, async (ctx) => {
+  const t = track(ctx);
+  const name = `planted-${process.pid}-${Date.now()}.txt`;
+  const file = join(t.tmp(), name);
+  const planted = /^PLANTED (0x[0-9a-f]+)/m.exec(probe('plant', String(process.pid), file));
+  assert.ok(planted, 'handle-probe.exe planted an inheritable handle in the host');
+  let closed = false;
+  const unplant = () => {
+    if (closed) return;
+    closed = true;
+    assert.match(probe('close', String(process.pid), planted[1]), /^CLOSED/m, 'the planted handle closed again');
+  };
+  ctx.after(unplant); // registered before the spawn: the host never keeps it past this test
+  let proc;
+  try {
+    proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['pipe', 'pipe', 'pipe'] }));
+  } finally {
+    unplant(); // the anchor has its copy now; no later spawn of this host gets one
+  }
+  proc.stdin.end();
+  proc.stderr.resume();
+  const pids = await readPids(proc.stdout, t);
+  const mine = (lines) => lines.filter((l) => l.includes(name));
+  assert.equal(mine(handlesOf(proc.anchorPid)).length, 1, 'precondition: the anchor inherited the planted handle');
+  assert.deepEqual(mine(handlesOf(pids.root)), [], 'the root holds no copy of the planted handle');
+  assert.deepEqual(mine(handlesOf(pids.gc0)), [], 'the grandchild holds no copy of the planted handle');
   await within(proc.terminate({ grace: 500 }), 15000, 'terminate()', [pids.root, pids.gc0]);
   await within(proc.result, 15000, 'result', [pids.root, pids.gc0]);
   await waitGone([pids.root, pids.gc0], 5000);

@@ -1,17 +1,20 @@
 // Helpers of the Windows suite (node:test, plain JS, run with node.exe on
 // Windows or under Wine by .ci/windows.sh). Liveness is observed from outside
-// cordon: process.kill(pid, 0) from this test process (OpenProcess), on pids
-// the fixtures print. Every test registers a cleanup that TerminateProcess-es
-// what it saw (never through cordon) and every wait is bounded. How output is
-// read and waits are bounded is shared with the vitest suite:
-// ../helpers/common.mjs.
+// cordon, on pids the fixtures print: a process is its pid and its creation
+// time (the addon's processStart(), an OpenProcess from this test process),
+// so a pid handed to another process is not taken for the one printed.
+// Every test registers a cleanup that TerminateProcess-es what it saw and is
+// still alive (never through cordon), and fails the test if it had to; every
+// wait is bounded. Liveness, identities, the waits and how output is read are
+// the ones both suites share (../helpers/common.mjs); this file installs the
+// Windows probe for them.
 import assert from 'node:assert/strict';
 import { spawn as nodeSpawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { onLines, parsePidLines, pollUntil, sleep, withWatchdog } from '../helpers/common.mjs';
+import { alive, forgetIdentities, onLines, parsePids, pollUntil, promised, rememberIdentity, renewIdentity, sleep, useProbe, waitFor, waitGone, within } from '../helpers/common.mjs';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const fixtures = join(here, 'fixtures');
@@ -20,57 +23,71 @@ export const pkgDir = process.env.CORDON_PKG ?? join(here, '..', '..');
 export const cordon = await import(pathToFileURL(join(pkgDir, 'dist', 'index.js')).href);
 export const underWine = Boolean(cordon.capabilities().notes.find((n) => n.startsWith('Under Wine')));
 
-export function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return err.code === 'EPERM';
-  }
-}
+// The package's own addon (the raw binding, not part of its API): its
+// processStart(pid) is the process's creation time, "0" when no process has
+// the pid or it has exited.
+const { binding } = await import(pathToFileURL(join(pkgDir, 'dist', 'native.js')).href);
+useProbe({
+  name: 'processStart',
+  start(pid) {
+    const stamp = binding().processStart(pid);
+    return stamp === '0' ? undefined : stamp;
+  },
+  describe: (pid) => `pid ${pid}`,
+  pollMs: 50,
+});
 
-/** Rejects with `what` (and which pids were alive) after `ms`. */
-export function within(promise, ms, what, pids = []) {
-  return withWatchdog(promise, ms, () => {
-    const live = pids.filter(alive);
-    return new Error(`timed out after ${ms} ms: ${what}${live.length ? ` (alive: ${live.join(', ')})` : ''}`);
-  });
-}
+export { alive, parsePids, promised, renewIdentity, waitFor, waitGone, within };
 
-export async function waitFor(pred, ms, what) {
-  if (!(await pollUntil(pred, ms, 50))) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}
-
-/** Resolves once every pid is gone; rejects naming the survivors after `ms`. */
-export async function waitGone(pids, ms) {
-  if (!(await pollUntil(() => !pids.some(alive), ms, 50))) throw new Error(`still alive after ${ms} ms: ${pids.filter(alive).join(', ')}`);
-}
+/** How long what a test saw may take to end by itself once the test is over (Wine ends processes asynchronously). */
+const SETTLE_MS = 5000;
 
 /**
  * Per-test bookkeeping: pids to clean up (TerminateProcess, never cordon) and
  * temp dirs to remove. Call `const t = track(testContext)` first in a test.
+ * A pid added is kept with the identity of the process on it then. When the
+ * test is over, what it added and is still alive gets SETTLE_MS to end; what
+ * is alive after that is TerminateProcess-ed and fails the test: a leak.
  */
 export function track(ctx) {
+  forgetIdentities(); // a new test: pids it learns are its own
   const pids = new Set();
   const dirs = [];
   const procs = [];
   ctx.after(async () => {
     for (const p of procs) p.result?.catch(() => {});
-    for (const pid of pids) {
+    const seen = [...pids];
+    await pollUntil(() => !seen.some(alive), SETTLE_MS, 50);
+    const left = seen.filter(alive);
+    for (const pid of left) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {}
     }
     // A process that just ended may hold its working directory a moment
     // longer under Wine (EBUSY): Node's own retries for that (up to 2 s).
-    for (const d of dirs) rmSync(d, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+    let rmError;
+    for (const d of dirs) {
+      try {
+        rmSync(d, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+      } catch (err) {
+        rmError ??= err;
+      }
+    }
+    if (left.length > 0) throw new Error(`the test left processes behind (alive ${SETTLE_MS} ms after it ended; now TerminateProcess-ed): ${left.map((pid) => `pid ${pid}`).join(', ')}`);
+    if (rmError) throw rmError;
   });
+  const add = (pid) => {
+    if (!pid) return;
+    rememberIdentity(pid);
+    pids.add(pid);
+  };
   return {
     pids,
-    add: (pid) => pid && pids.add(pid),
+    add,
     proc(p) {
       procs.push(p);
-      if (p.anchorPid) pids.add(p.anchorPid);
+      if (p.anchorPid) add(p.anchorPid);
       return p;
     },
     tmp() {
@@ -84,7 +101,7 @@ export function track(ctx) {
 /** Reads `PID <name> <pid>` lines from a stream until READY (bounded). */
 export function readPids(stream, t, ms = 30000) {
   const pids = {};
-  const onLine = (line) => Object.assign(pids, parsePidLines(line, (pid) => t.add(pid)));
+  const onLine = (line) => Object.assign(pids, parsePids(line, t.add));
   return readUntilReady(stream, ms, onLine).then(() => pids);
 }
 
@@ -108,11 +125,6 @@ export function readUntilReady(stream, ms, onLine, what = 'the fixture to print 
   );
 }
 
-/** The `PID <name> <pid>` lines of a finished fixture's output (a file's text); tracks each pid. */
-export function parsePids(text, t) {
-  return parsePidLines(text, (pid) => t.add(pid));
-}
-
 export function treeArgs(...args) {
   return [join(fixtures, 'tree.mjs'), ...args];
 }
@@ -131,7 +143,7 @@ export async function startTree(t, args, options = {}) {
 /**
  * A tree started by cmd.exe (cmd -> node fixtures/tree.mjs -> detached
  * grandchild; `proc`'s stdout piped): all three run, and terminate() ends
- * them all (observed with process.kill(pid, 0), bounded).
+ * them all (observed with alive(), bounded).
  */
 export async function assertCmdTreeEndsWhole(t, proc) {
   const pids = await readPids(proc.stdout, t);
@@ -157,16 +169,31 @@ export async function hardKill(pid, token) {
     return 'TerminateProcess';
   }
   const req = join(dir, `${token}.req`);
-  writeFileSync(req, token);
-  await waitFor(() => existsSync(join(dir, `${token}.done`)), 20000, 'the Linux killer to answer');
+  // Written whole, then renamed: the watcher never reads a request half-written.
+  writeFileSync(`${req}.tmp`, token);
+  renameSync(`${req}.tmp`, req);
+  await waitFor(() => existsSync(join(dir, `${token}.done`)), { timeout: 40000, what: 'the Linux killer to answer' });
   const answer = readFileSync(join(dir, `${token}.done`), 'utf8').trim();
   if (!answer.startsWith('killed')) throw new Error(`Linux killer: ${answer}`);
   return `kill -9 from Linux (${answer})`;
 }
 
-/** test-bin/pipe-dacl.exe (test only, built by .ci/windows.sh from fixtures/pipe-dacl.cc). */
-export const daclExe = join(pkgDir, 'test-bin', 'pipe-dacl.exe');
-export const noDaclExe = !existsSync(daclExe) && 'pipe-dacl.exe is built by .ci/windows.sh (mingw-w64); not present here';
+/**
+ * A native test fixture, test-bin/<name>.exe (built from fixtures/<name>.cc by
+ * .ci/windows.sh with mingw-w64, and by the GitHub windows job with MSVC):
+ * its path, and `skip`, the reason a test that needs it is skipped when it is
+ * not there. With CORDON_WIN_REQUIRE_FIXTURES=1 (set by the GitHub windows
+ * job) a missing fixture is never a skip: the test runs and fails (ENOENT).
+ */
+export function nativeFixture(name) {
+  const exe = join(pkgDir, 'test-bin', `${name}.exe`);
+  const required = process.env.CORDON_WIN_REQUIRE_FIXTURES === '1';
+  const skip = !required && !existsSync(exe) && `${name}.exe is built by .ci/windows.sh (mingw-w64) or the GitHub windows job (MSVC); not present here`;
+  return { exe, skip };
+}
+
+/** test-bin/pipe-dacl.exe (fixtures/pipe-dacl.cc). */
+export const { exe: daclExe, skip: noDaclExe } = nativeFixture('pipe-dacl');
 
 /**
  * Reads a DACL from outside with pipe-dacl.exe (`args`: a pipe name, or
@@ -192,18 +219,21 @@ export async function assertUserOnlyDacl(ctx, t, args) {
   assert.match(out, /^PROTECTED 1\r?$/m, 'nothing inherited');
 }
 
-/** The anchor helper as the package has it. */
+/** The anchor as the package has it. */
 export const anchorExe = join(pkgDir, 'build', 'Release', 'cordon-anchor.exe');
 
 /**
- * The anchor helper driven directly, as the facade would (control channel at
+ * The anchor driven directly, as the facade would (control channel at
  * fds 3 and 4), with `options` before `-- PATH ARGV0 ARGS...` (`command`):
  * every line it sent up to its first report (READY, EXECFAIL or NOCONTAIN;
  * `line`), then control EOF so it ends whatever it started and exits (bounded).
+ * `exe`: another build of the anchor (default: the package's); `env`: its
+ * environment, which is the command's (default: this process's).
  */
-export async function anchorReport(t, cwd, options, command) {
-  const child = spawnChild(anchorExe, ['--tier', 'job-object', ...options, '--', ...command], {
+export async function anchorReport(t, cwd, options, command, { exe = anchorExe, env } = {}) {
+  const child = spawnChild(exe, ['--tier', 'job-object', ...options, '--', ...command], {
     cwd,
+    env,
     stdio: ['ignore', 'pipe', 'ignore', 'overlapped', 'overlapped'],
     windowsHide: true,
   });

@@ -1,10 +1,11 @@
-// Leases on Windows (issue #17), the anchor's side, driven through
-// dist/anchor/windows.js (the lease option of spawn() is the shared code's):
+// Leases on Windows, the anchor's side, driven through dist/anchor/windows.js,
+// windows-endpoint.js and adopted.js (the lease option of spawn() is the shared code's):
 // a host killed hard with a lease leaves its tree running; a second host
 // adopts it through the endpoint with the token and ends it; a lease that
 // runs out ends the tree; a wrong token and the loser of two racing adopters
-// are refused. Liveness is observed from outside (process.kill(pid, 0) on the
-// pids the tree printed); cleanup TerminateProcess-es them, never through cordon.
+// are refused. Liveness is observed from outside (alive(): pid and creation
+// time, on the pids the tree printed); cleanup TerminateProcess-es them, never
+// through cordon.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
@@ -13,9 +14,10 @@ import { pathToFileURL } from 'node:url';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { alive, assertUserOnlyDacl, fixtures, hardKill, join, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
-const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseEndpoint, leaseInfo, WindowsAdoptedChannel, WindowsAnchorChannel } = await import(
-  pathToFileURL(join(pkgDir, 'dist', 'anchor', 'windows.js')).href
-);
+const distAnchor = (name) => import(pathToFileURL(join(pkgDir, 'dist', 'anchor', name)).href);
+const { WindowsAnchorChannel } = await distAnchor('windows.js');
+const { adoptWindowsTree, connectAdoptionEndpoint, connectAdoptionOutput, leaseEndpoint, leaseInfo } = await distAnchor('windows-endpoint.js');
+const { AdoptedAnchorChannel } = await distAnchor('adopted.js');
 
 const hex = (bytes) => randomBytes(bytes).toString('hex');
 
@@ -81,7 +83,7 @@ async function adopt(h, withOutput = false) {
           : (...args) => events.push([name, ...args]),
     },
   );
-  const channel = new WindowsAdoptedChannel(adoption, h.anchor, on, 500);
+  const channel = new AdoptedAnchorChannel(adoption, h.anchor, on, 500);
   return { adoption, channel, events, gone };
 }
 
@@ -98,35 +100,35 @@ test('lease: the host killed hard leaves its tree running; a second host adopts 
   const info = await within(leaseInfo(h.endpoint), 10000, 'INFO', all);
   ctx.diagnostic(`INFO: ${JSON.stringify(info)}`);
   assert.equal(info.rootRunning, true);
-  assert.ok(info.leaseLeftMs !== null && info.leaseLeftMs > 0 && info.leaseLeftMs <= 60000, `lease left ${info.leaseLeftMs}`);
+  assert.ok(info.leftMs !== null && info.leftMs > 0 && info.leftMs <= 60000, `lease left ${info.leftMs}`);
 
   // A first adopter gets the replay, then drops the connection: the lease
   // clock starts again, in full, and the tree stays adoptable.
   const adoptStart = Date.now();
   const first = await within(adopt(h), 10000, 'the first adoption', all);
-  await waitFor(() => first.events.some(([e]) => e === 'ready'), 10000, 'the replayed READY');
+  await waitFor(() => first.events.some(([e]) => e === 'ready'), { timeout: 10000, what: 'the replayed READY' });
   ctx.diagnostic(`adoption (connect, ADOPT, replay up to READY): ${Date.now() - adoptStart} ms`);
   const ready = first.events.find(([e]) => e === 'ready');
   assert.equal(ready[1], h.pids['tree.root'], 'the replay names the tree root');
   assert.equal(ready[2], 'job-object');
-  assert.equal((await leaseInfo(h.endpoint)).leaseLeftMs, null, 'INFO while a host is attached');
+  assert.equal((await leaseInfo(h.endpoint)).leftMs, null, 'INFO while a host is attached');
   first.adoption.socket.destroy();
   await within(
     (async () => {
-      while ((await leaseInfo(h.endpoint)).leaseLeftMs === null) await sleep(100);
+      while ((await leaseInfo(h.endpoint)).leftMs === null) await sleep(100);
     })(),
     10000,
     'the lease clock to start again',
     all,
   );
   const again = await leaseInfo(h.endpoint);
-  assert.ok(again.leaseLeftMs > 50000, `the clock restarted in full (left ${again.leaseLeftMs})`);
+  assert.ok(again.leftMs > 50000, `the clock restarted in full (left ${again.leftMs})`);
 
   // The second adopter ends the tree: QUIET, the anchor exits, nothing is left.
   const second = await within(adopt(h), 10000, 'the second adoption', all);
   second.channel.terminate(0);
   await within(second.gone, 20000, 'the anchor to exit after KILL', all);
-  assert.ok(second.events.some(([e]) => e === 'quiet'), `QUIET reported: ${JSON.stringify(second.events)}`);
+  assert.ok(second.events.some(([e]) => e === 'quiescent'), `QUIET reported: ${JSON.stringify(second.events)}`);
   await waitGone(all, 5000);
 });
 
@@ -140,22 +142,22 @@ test('lease: while its host lives, a leased tree is that host\'s as any other (t
   const channel = new WindowsAnchorChannel(
     {
       path: join(pkgDir, 'build', 'Release', 'cordon-anchor.exe'),
-      args: ['--tier', 'job-object', '--watch-fd', '1', '--', process.execPath, process.execPath, join(fixtures, 'tree.mjs'), '--detached', '2'],
+      args: ['--cwd', process.cwd(), '--tier', 'job-object', '--watch-fd', '1', '--lease', '60000', '--lease-id', id, '--', process.execPath, process.execPath, join(fixtures, 'tree.mjs'), '--detached', '2'],
       cwd: process.cwd(),
       env: process.env,
       stdio: ['ignore', 'pipe', 'ignore'],
       exitGrace: 500,
-      lease: { ms: 60000, token: hex(16), id },
+      lease: { ms: 60000, token: hex(16), dir: '' },
     },
     on,
   );
   t.add(channel.pid);
   const pids = await readPids(channel.child.stdout, t);
   const all = [channel.pid, ...Object.values(pids)];
-  assert.equal((await leaseInfo(leaseEndpoint(channel.pid, id))).leaseLeftMs, null, 'INFO: a host is attached');
+  assert.equal((await leaseInfo(leaseEndpoint(`${channel.pid}-${id}`))).leftMs, null, 'INFO: a host is attached');
   channel.terminate(0);
   await within(gone, 20000, 'the anchor to exit after KILL', all);
-  assert.ok(events.some(([e]) => e === 'quiet'), JSON.stringify(events));
+  assert.ok(events.some(([e]) => e === 'quiescent'), JSON.stringify(events));
   await waitGone(all, 5000);
 });
 
@@ -233,7 +235,7 @@ test('lease: a root that exited while no host was attached: the adopter gets its
   assert.ok(all.every(alive), 'the anchor and the grandchild live on');
   assert.equal((await leaseInfo(h.endpoint)).rootRunning, false);
   const a = await within(adopt(h), 10000, 'the adoption', all);
-  await waitFor(() => a.events.some(([e]) => e === 'leftEnd'), 10000, 'the replayed LEFTEND');
+  await waitFor(() => a.events.some(([e]) => e === 'leftEnd'), { timeout: 10000, what: 'the replayed LEFTEND' });
   const names = a.events.map(([e]) => e);
   assert.deepEqual(names.slice(0, 2), ['ready', 'rootExit'], JSON.stringify(a.events));
   assert.deepEqual(a.events[1].slice(1), [0, null], 'the root exited 0');
@@ -259,17 +261,16 @@ test('lease: a result the host never read (it stopped reading, then was killed) 
       info = await leaseInfo(h.endpoint).catch(() => undefined);
       return info?.rootRunning === false;
     },
-    10000,
-    `the quiescent anchor to hold the result (anchor alive: ${alive(h.anchor)})`,
+    { timeout: 10000, what: `the quiescent anchor to hold the result (anchor alive: ${alive(h.anchor)})` },
   );
-  assert.equal(info.leaseLeftMs, null, 'the host is still attached');
+  assert.equal(info.leftMs, null, 'the host is still attached');
   await killHost(ctx, h);
   const a = await within(adopt(h), 10000, 'the adoption', [h.anchor]);
   // The adopter read QUIET and said DONE: the anchor exits.
   await within(a.gone, 20000, 'the anchor to exit once the adopter has the result', [h.anchor]);
   const exit = a.events.find(([e]) => e === 'rootExit');
   assert.deepEqual(exit?.slice(1), [7, null], JSON.stringify(a.events));
-  assert.ok(a.events.some(([e]) => e === 'quiet'), JSON.stringify(a.events));
+  assert.ok(a.events.some(([e]) => e === 'quiescent'), JSON.stringify(a.events));
   await waitGone([h.anchor], 5000);
 });
 
@@ -280,9 +281,9 @@ test('lease: output with no host attached goes to the log; after adoption it str
   const all = [h.anchor, ...h.tree];
   await killHost(ctx, h);
   const ticks = () => (existsSync(log) ? readFileSync(log, 'utf8').match(/^TICK \d+$/gm)?.length ?? 0 : 0);
-  await waitFor(() => ticks() >= 3, 10000, 'the tree\'s output in the log');
+  await waitFor(() => ticks() >= 3, { timeout: 10000, what: 'the tree\'s output in the log' });
   const seen = ticks();
-  await waitFor(() => ticks() > seen, 5000, 'more output in the log');
+  await waitFor(() => ticks() > seen, { timeout: 5000, what: 'more output in the log' });
   assert.ok(all.every(alive), 'writing with its host gone harms nobody in the tree');
   // Only the host that adopted the tree gets its output.
   await assert.rejects(connectAdoptionOutput(h.endpoint, h.token, 1), { code: 'ERR_CORDON_ADOPT_DENIED' });
@@ -296,7 +297,7 @@ test('lease: output with no host attached goes to the log; after adoption it str
   const closed = new Promise((resolve) => out.on('close', resolve));
   out.on('data', (d) => (got += d));
   out.resume();
-  await waitFor(() => /^TICK \d+$/m.test(got), 10000, 'the tree\'s output on the adopter\'s stream');
+  await waitFor(() => /^TICK \d+$/m.test(got), { timeout: 10000, what: 'the tree\'s output on the adopter\'s stream' });
   a.channel.terminate(0);
   await within(a.gone, 20000, 'the anchor to exit after KILL', all);
   await within(closed, 10000, 'EOF on the output stream', all);
@@ -305,6 +306,9 @@ test('lease: output with no host attached goes to the log; after adoption it str
 
 test('lease: the endpoint admits its user alone (its DACL, read from outside)', { skip: noDaclExe }, async (ctx) => {
   const t = track(ctx);
-  const h = await leasedTree(t, 60000);
+  const { h, all } = await orphanedTree(ctx, t);
   await assertUserOnlyDacl(ctx, t, [h.endpoint]);
+  // Then the tree ends through an adopter: the test leaves nothing behind.
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  await endThroughAdopter(a, all);
 });

@@ -16,10 +16,9 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { test } from 'node:test';
-import { alive, anchorReport, cordon, existsSync, join, parsePids, pkgDir, readUntilReady, startTree, track, waitGone, underWine, within } from './helpers.mjs';
+import { alive, anchorReport, cordon, existsSync, join, nativeFixture, parsePids, pkgDir, readUntilReady, startTree, track, waitGone, underWine, within } from './helpers.mjs';
 
-const probeExe = join(pkgDir, 'test-bin', 'job-limits.exe');
-const noProbe = !existsSync(probeExe) && 'job-limits.exe is built by .ci/windows.sh (mingw-w64); not present here';
+const { exe: probeExe, skip: noProbe } = nativeFixture('job-limits');
 
 // winnt.h
 const JOB_OBJECT_LIMIT_ACTIVE_PROCESS = 0x8;
@@ -102,7 +101,7 @@ test('enforcement: a member tries to commit 128M and start 4 processes in a tree
     }),
   );
   const pids = {};
-  const lines = await readUntilReady(proc.stdout, 30000, (line) => Object.assign(pids, parsePids(line, t)));
+  const lines = await readUntilReady(proc.stdout, 30000, (line) => Object.assign(pids, parsePids(line, t.add)));
   const rootPid = await within(proc.started, 10000, 'started');
   t.add(rootPid);
   const copies = Object.values(pids);

@@ -1,6 +1,6 @@
 // C7 on Windows: owners and kinds, scoped stop, hasLiveWork, detach /
 // re-attach / release, log files. Every tree is observed from outside (pids
-// the fixture prints, process.kill(pid, 0)); cleanup never goes through cordon.
+// the fixture prints, alive(): pid and creation time); cleanup never goes through cordon.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
@@ -50,7 +50,7 @@ test('detach keeps trees running, re-attach within keepAlive keeps them, expiry 
   assert.ok(one.all.every(alive), 'the tree survived detach and re-attach');
   o.detach({ keepAlive: 300 });
   await waitGone(one.all, 15000); // keep-alive over: released in the background
-  await waitFor(() => o.released, 5000, 'the owner to be released');
+  await waitFor(() => o.released, { timeout: 5000, what: 'the owner to be released' });
   assert.throws(() => o.spawn(process.execPath, []), (e) => e.code === 'ERR_CORDON_OWNER_RELEASED');
   assert.notEqual(r.owner('session'), o, 'the id names a new owner after release');
 });
@@ -67,7 +67,7 @@ test('release ends every tree of every kind; log: true writes the output to a fi
   await waitGone([...x.all, ...y.all], 5000);
   const result = await within(x.p.result, 10000, 'the logged tree\'s result');
   assert.equal(result.logPath, logPath);
-  await waitFor(() => /PID root \d+/.test(readFileSync(logPath, 'utf8')), 5000, 'the log to hold the output');
+  await waitFor(() => /PID root \d+/.test(readFileSync(logPath, 'utf8')), { timeout: 5000, what: 'the log to hold the output' });
   assert.match(readFileSync(logPath, 'utf8'), new RegExp(`PID root ${x.pids.root}`));
 });
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { test } from 'node:test';
-import { alive, anchorReport, cordon, existsSync, fixtures, join, pkgDir, readUntilReady, track, waitGone, within } from './helpers.mjs';
+import { alive, anchorReport, cordon, existsSync, fixtures, join, nativeFixture, pkgDir, readUntilReady, track, waitGone, within } from './helpers.mjs';
 
 // A batch file that re-parses its arguments three ways: %* echoed, %* split
 // by `for` (%%~a strips the quotes), and %* handed on through `call`.
@@ -73,19 +73,11 @@ const REFUSED = [
 
 const bare = (a) => /^[A-Za-z0-9#$*+\-./:?@\\_]+$/.test(a);
 
-async function attempt(cmd, args, opts, tries = 3) {
+async function attempt(cmd, args, opts) {
   let proc;
   try {
     proc = cordon.spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (err) {
-    // Under a loaded Wine, CreateProcess of the helper itself has failed once
-    // (UNKNOWN) in a long series of spawns: a typed launch failure that ran
-    // nothing, and not what this asks. It is tried again (said in the log);
-    // a refusal of the argument is never retried.
-    if (tries > 1 && err.code !== 'ERR_CORDON_UNSAFE_BATCH_ARG' && /anchor helper could not be started/.test(err.message)) {
-      console.log(`# the helper could not be started (${err.code}) for ${JSON.stringify(args)}: trying again`);
-      return attempt(cmd, args, opts, tries - 1);
-    }
     return { refused: err };
   }
   const out = [];
@@ -209,9 +201,9 @@ function readLines(stream, t, ms = 30000) {
   return readUntilReady(stream, ms, onLine, 'job-escape.exe to print READY');
 }
 
-const escapeExe = join(pkgDir, 'test-bin', 'job-escape.exe');
+const { exe: escapeExe, skip: noEscapeExe } = nativeFixture('job-escape');
 
-test('job: a tree member cannot open the job by any name nor break away', { skip: !existsSync(escapeExe) && 'job-escape.exe is built by .ci/windows.sh (mingw-w64); not present here' }, async (ctx) => {
+test('job: a tree member cannot open the job by any name nor break away', { skip: noEscapeExe }, async (ctx) => {
   const t = track(ctx);
   const proc = t.proc(cordon.spawn(escapeExe, [], { stdio: ['ignore', 'pipe', 'ignore'] }));
   const lines = await readLines(proc.stdout, t);
@@ -219,7 +211,7 @@ test('job: a tree member cannot open the job by any name nor break away', { skip
   ctx.diagnostic(lines.join(' | '));
   const opened = lines.filter((l) => l.startsWith('OPENED '));
   assert.deepEqual(opened, [], 'a member opened a job by name');
-  assert.ok(!lines.some((l) => l.startsWith('NAME ') && l.includes('on the parent')), 'the helper names the job on its command line');
+  assert.ok(!lines.some((l) => l.startsWith('NAME ') && l.includes('on the parent')), 'the anchor names the job on its command line');
   const broke = lines.find((l) => l.startsWith('BREAKAWAY '));
   assert.equal(broke, undefined, 'a member started a process outside the job');
   assert.ok(lines.some((l) => l.startsWith('NOBREAKAWAY ')));
@@ -228,7 +220,7 @@ test('job: a tree member cannot open the job by any name nor break away', { skip
   assert.equal(alive(rootPid), false);
 });
 
-/** The anchor helper driven directly: its first report (READY, EXECFAIL or NOCONTAIN line). */
+/** The anchor driven directly: its first report (READY, EXECFAIL or NOCONTAIN line). */
 const anchorFirstReport = async (t, cwd, command) => (await anchorReport(t, cwd, [], command)).line;
 
 test('anchor: runs only a fully qualified, canonical name, and refuses what a .cmd may not receive', async (ctx) => {

@@ -17,6 +17,9 @@ test('terminate() ends the root and its detached grandchildren', async (ctx) => 
   const result = await within(proc.result, 10000, 'result', all);
   assert.ok(['signal', 'exit'].includes(result.reason));
   assert.ok(result.signal === 'SIGKILL' || result.signal === 'SIGBREAK', `signal ${result.signal}`);
+  // C11: the Job Object sees every descendant, and says so in both places.
+  assert.equal(cordon.capabilities().guarantees.catchesEscapees, 'always');
+  assert.equal(result.coverage, 'complete');
 });
 
 test('kill() ends a tree whose root already exited, leftovers reported', async (ctx) => {
@@ -29,6 +32,7 @@ test('kill() ends a tree whose root already exited, leftovers reported', async (
   // came without a wait-delay overrun (wait-delay.test.mjs has the details).
   assert.equal(result.waitDelayExceeded, false);
   assert.ok(result.leftovers.some((l) => l.pid === pids.gc0), JSON.stringify(result.leftovers));
+  assert.equal(result.coverage, 'complete', 'C11: the job lists every leftover');
   assert.ok(alive(pids.gc0), 'the kept leftover still runs');
   assert.ok(!alive(pids.root), 'the root exited');
   await within(proc.kill(), 10000, 'kill()', [pids.gc0]);
@@ -37,14 +41,14 @@ test('kill() ends a tree whose root already exited, leftovers reported', async (
   await within(Promise.all([proc.kill(), proc.terminate()]), 5000, 'repeated kill()');
 });
 
-test('the anchor helper killed: the host ends the tree through its job handle', async (ctx) => {
+test('the anchor killed: the host ends the tree through its job handle', async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--detached', '1']);
   await within(proc.started, 10000, 'started');
   const all = [pids.root, pids.gc0];
   assert.ok(all.every(alive), 'the tree runs');
   assert.equal(cordon.capabilities().guarantees.survivesAnchorDeath, true);
-  // The test's own grandchild, by pid: the helper, not the tree.
+  // The test's own grandchild, by pid: the anchor, not the tree.
   process.kill(proc.anchorPid, 'SIGKILL');
   await assert.rejects(within(proc.result, 10000, 'result', all), (err) => err.code === 'ERR_CORDON_ANCHOR_LOST');
   await waitGone(all, 2000);

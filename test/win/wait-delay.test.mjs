@@ -36,8 +36,8 @@ test('root exits, nothing holds stdout: no wait-delay overrun', async (ctx) => {
 // control (EOF while the grandchild runs), then under cordon: EOF on the
 // host's pipe right after the root exits, no wait-delay overrun. Failed under
 // Wine before the anchor closed its console host's copies of the handles it
-// inherited (native/win/anchor.cc, close_console_host_copies): Wine's
-// conhost.exe held the pipe as long as the helper lived (test/win/README.md).
+// inherited (native/win/launch.cc, close_console_host_copies): Wine's
+// conhost.exe held the pipe as long as the anchor lived (test/win/README.md).
 test('a grandchild with stdio ignore does not hold the output (as with child_process)', async (ctx) => {
   const t = track(ctx);
   const waitDelay = 3000;
@@ -47,6 +47,9 @@ test('a grandchild with stdio ignore does not hold the output (as with child_pro
   const plainPids = await readPids(plain.stdout, t);
   await within(plainEnd, 10000, 'EOF of the tree under child_process', [plainPids.gc0]);
   assert.ok(alive(plainPids.gc0), 'under child_process, the grandchild outlives the EOF');
+  // The control's grandchild is nobody's to end but this test's (child_process contains nothing).
+  process.kill(plainPids.gc0, 'SIGKILL');
+  await waitGone([plainPids.gc0], 5000);
 
   const proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1', '--exit'), { stdio: ['ignore', 'pipe', 'ignore'], waitDelay }));
   const eof = new Promise((resolve) => proc.stdout.once('end', () => resolve(Date.now())));

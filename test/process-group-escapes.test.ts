@@ -1,0 +1,211 @@
+// CONTRACT C2, C3: escapees the process-group tier (the macOS strategy) once
+// missed, run in every tier (the cgroup and subreaper tiers, which catch every
+// escapee, must end them too):
+//   - a setsid hopper: fork, the parent exits, the child setsid()s, keeping
+//     its environment, every ~2 ms. A sweep that lists and then kills chases
+//     the next pid; the tier stops what it finds before it kills.
+//   - a member of another user (runuser -u nobody; the `uid` option): the
+//     sweep of a root anchor reads every user's processes.
+// Observed from outside: the hopper's heartbeat file stops growing and no
+// tagged process is alive (several walks: one walk can miss a hopper); the
+// other-user sleeper's printed pid is gone, and the result names it.
+// The hopper is also stopped where no call of the host's awaits the end:
+// the host SIGKILLed, a lease run out, an owner released.
+import { spawn as spawnChild } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { beforeAll, describe, expect, onTestFinished } from 'vitest';
+import { Registry, spawn, type ContainedProcess } from '../lib/index.js';
+import { capture } from './helpers/fixtures.js';
+import { hopperDir, hopperFile, size, taggedByWalks } from './helpers/hopper.js';
+import { ensureDist, startHost } from './helpers/host.js';
+import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
+import { alive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { missing, runuserPath } from './helpers/requirements.js';
+import { caps, itWhere } from './helpers/tier.js';
+import { watchdog } from './helpers/time.js';
+
+const catchesMarked = caps.guarantees.catchesEscapees !== 'never';
+const notCaught = `the ${caps.tier} tier does not catch escapees`;
+// The hopper and the bystanders are perl.
+const hopperWhy = !catchesMarked ? notCaught : (missing('perl') ?? '');
+
+// The setsid hopper. Its own off switch, so that a hopper the product fails
+// to stop cannot burn the CPU for the rest of the run: every generation ends
+// when `<file>.stop` exists, and after LIFETIME_S seconds. A byte is appended
+// to the file every 10 generations (the heartbeat).
+const LIFETIME_S = 120;
+const HOPPER = `use POSIX (); my $f = shift; my $end = time + ${LIFETIME_S}; my $n = 0; while (1) { exit 0 if -e "$f.stop" || time > $end; my $p = fork; exit 0 if $p; next unless defined $p; POSIX::setsid(); select(undef, undef, undef, 0.002); if (++$n % 10 == 0 && open(my $h, ">>", $f)) { print $h "x"; close $h } }`;
+
+// Bystanders: idle processes started after the tree (so a sweep reads each
+// one), as on a busy host. They make a walk take long enough that a hopper
+// is another pid by the time a list-then-act sweep reaches it (without them
+// an idle machine's walk is quick enough to hide the difference). Their own
+// tag, so their cleanup is theirs and the test's walks do not see them.
+const BYSTANDERS = 400;
+const IDLE = `$| = 1; $SIG{CHLD} = 'IGNORE'; for (1..${BYSTANDERS}) { my $p = fork; last unless defined $p; if (!$p) { sleep 300; exit 0 } } print "up\n"; sleep 300`;
+
+async function bystanders(): Promise<void> {
+  const b = useTag();
+  // A process group of their own (detached), ended with one signal to it.
+  const child = spawnChild('perl', ['-e', IDLE], { env: b.env, stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  onTestFinished(async () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+    await waitGone(b, watchdog(10_000), 'the bystanders to be gone');
+  });
+  const out = capture(child.stdout);
+  await out.until(/^up$/m, watchdog(20_000));
+}
+
+type Stop = 'terminate()' | 'kill()' | 'an AbortSignal';
+
+async function hopperRound(how: Stop): Promise<void> {
+  const t = useTag();
+  const dir = hopperDir('cordon-escapes-');
+  const file = hopperFile(dir, 'hop');
+  const ac = new AbortController();
+  // terminate() and kill() stop kept leftovers (the root, the hopper's first
+  // generation, exits at its first hop); an AbortSignal stops a running root,
+  // so there the root is a shell that started the hopper and sleeps.
+  const [command, args] = how === 'an AbortSignal' ? ['sh', ['-c', 'perl -e "$1" "$2" & exec sleep 1000', 'sh', HOPPER, file]] : ['perl', ['-e', HOPPER, file]];
+  const proc: ContainedProcess = spawn(command, args, {
+    env: t.env,
+    leftovers: 'keep',
+    stdio: ['ignore', 'ignore', 'ignore'],
+    ...(how === 'an AbortSignal' ? { signal: ac.signal } : {}),
+  });
+  proc.result.catch(() => undefined);
+  await within(proc.started, watchdog(10_000), 'the hopper to start', t.tag);
+  // Only where stopping walks the host's processes do bystanders change what
+  // the anchor does (the cgroup and subreaper tiers read the tree alone).
+  await hopping(t, file);
+  const stopped = how === 'terminate()' ? proc.terminate({ grace: 500 }) : how === 'kill()' ? proc.kill() : (ac.abort(), proc.result.then(() => undefined, () => undefined));
+  // The bound: the grace, then the forced stop's freeze rounds (1 s each at the most) on a loaded machine.
+  await within(stopped, watchdog(15_000), `${how} to resolve`, t.tag);
+  await expectStopped(t, file, `${how} resolved`);
+}
+
+/** The hopper's heartbeat no longer grows and no walk finds a tagged process. */
+async function expectStopped(t: Tagged, file: string, after: string): Promise<void> {
+  const at = size(file);
+  await sleep(500);
+  expect(size(file), `the hopper still hops after ${after}`).toBe(at);
+  expect(taggedByWalks(t), `tagged processes after ${after}`).toBe('(none)');
+}
+
+/**
+ * Ends where no promise of the host's resolves (the host is gone): waits,
+ * bounded, until several walks in a row find nothing tagged, then checks
+ * the heartbeat as above.
+ */
+async function expectStoppedWithoutHost(t: Tagged, file: string, after: string, timeout: number): Promise<void> {
+  await waitFor(() => taggedByWalks(t, 5) === '(none)', { timeout, what: `nothing tagged to be left after ${after}`, watch: t.tag });
+  await expectStopped(t, file, after);
+}
+
+/** A hopper's heartbeat file and the environment that hands it and the program to a host fixture. */
+function hopperFor(t: Tagged, env: NodeJS.ProcessEnv = t.env): { file: string; env: NodeJS.ProcessEnv } {
+  const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
+  return { file, env: { ...env, HOPPER_PROG: HOPPER, HOPPER_FILE: file } };
+}
+
+/** Waits until the hopper has hopped 30 times (with bystanders first where stopping walks the host). */
+async function hopping(t: Tagged, file: string): Promise<void> {
+  if (!caps.guarantees.stopCostIsTheTree) await bystanders();
+  // A hop is a fork and a 2 ms sleep; a loaded 2-core machine can be ten times slower: 30 s for 30 hops.
+  await waitFor(() => size(file) >= 3, { timeout: watchdog(30_000), what: 'the hopper to hop 30 times', watch: t.tag });
+}
+
+describe('C2/C3: a setsid hopper is stopped', () => {
+  for (const how of ['terminate()', 'kill()', 'an AbortSignal'] as const) {
+    itWhere(hopperWhy === '', `by ${how}: its heartbeat stops and nothing tagged is left (2 rounds)`, hopperWhy, async () => {
+      for (let round = 0; round < 2; round++) await hopperRound(how);
+    }, watchdog(150_000));
+  }
+});
+
+// The ways a tree ends that no call of the host's awaits: the host's death
+// (the anchor alone stops the tree), a lease that runs out (the anchor, with
+// no host attached), an owner's release (every tree of the owner at once).
+describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner', () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  itWhere(hopperWhy === '', 'the host SIGKILLed: the anchor alone stops the hopper; its heartbeat stops and nothing tagged is left', hopperWhy, async () => {
+    const t = useTag();
+    const { file, env } = hopperFor(t);
+    const host = startHost(['wait', '--trees', 'hopper'], env);
+    hostEnded(host);
+    await host.ready();
+    await hopping(t, file);
+    await killHost(host, t);
+    // C8's 1 s, the grace (cordon's default, 2 s: the hopper ignores nothing,
+    // but the forced stop is what a hopper needs) and freeze rounds on a loaded machine.
+    await expectStoppedWithoutHost(t, file, 'the host was SIGKILLed', watchdog(15_000));
+  }, watchdog(90_000));
+
+  itWhere(hopperWhy === '', 'a lease that runs out with no host attached: the hopper stops and nothing tagged is left', hopperWhy, async () => {
+    const t = useTag();
+    const { env: runtimeEnv } = useRuntime(t);
+    const { file, env } = hopperFor(t, runtimeEnv);
+    const leased = await spawnLeased(env, 2000, 500, 'perl -e "$HOPPER_PROG" "$HOPPER_FILE" & echo READY; exec sleep 300');
+    await hopping(t, file);
+    await killHost(leased.host, t);
+    // The hopper runs on while the lease does (2 s from the host's death).
+    const during = size(file);
+    await sleep(1000);
+    expect(size(file), 'the leased hopper runs on while its lease does').toBeGreaterThan(during);
+    await expectStoppedWithoutHost(t, file, 'the lease ran out', watchdog(20_000));
+  }, watchdog(90_000));
+
+  itWhere(hopperWhy === '', "an owner's release(): the hopper stops and nothing tagged is left", hopperWhy, async () => {
+    const t = useTag();
+    const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
+    const owner = new Registry().owner(`hopper-${process.pid}`);
+    const proc = owner.spawn('sh', ['-c', 'perl -e "$1" "$2" & exec sleep 1000', 'sh', HOPPER, file], { env: t.env, stdio: ['ignore', 'ignore', 'ignore'] });
+    proc.result.catch(() => undefined);
+    await within(proc.started, watchdog(10_000), 'the hopper to start', t.tag);
+    await hopping(t, file);
+    await within(owner.release({ grace: 500 }), watchdog(15_000), 'release() to resolve', t.tag);
+    await expectStopped(t, file, 'release() resolved');
+  }, watchdog(90_000));
+});
+
+const isRoot = process.getuid?.() === 0;
+/** Why a member of another user cannot be started here ('' where it can). */
+function otherUserWhy(...needs: Parameters<typeof missing>): string {
+  if (!catchesMarked) return 'tier does not catch escapees';
+  if (!isRoot) return 'needs a root test runner to start a member as another user';
+  return missing('nobody', 'setsid -f', ...needs) ?? '';
+}
+const runuserWhy = otherUserWhy('runuser');
+const uidWhy = otherUserWhy();
+
+describe('C2: a member of another user is caught', () => {
+  itWhere(runuserWhy === '', 'runuser -u nobody -- setsid -f sleep: named in leftovers and gone', runuserWhy, async () => {
+    const t = useTag();
+    const script = `${runuserPath()} -u nobody -- setsid -f sh -c 'echo "PID s $$"; exec sleep 1009'; sleep 0.5`;
+    const proc = spawn('sh', ['-c', script], { env: t.env, cwd: tmpdir(), stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    const result = await within(proc.result, watchdog(15_000), 'the result', t.tag);
+    const s = out.pids().s!;
+    expect(s, out.text).toBeGreaterThan(0);
+    expect(result.leftovers.map((l) => l.pid), JSON.stringify(result.leftovers)).toContain(s);
+    await waitFor(() => !alive(s), { timeout: watchdog(5000), what: `nobody's sleeper ${s} to be gone`, watch: t.tag });
+  });
+
+  itWhere(uidWhy === '', "the uid option: setsid -f sleep as nobody is named in leftovers and gone", uidWhy, async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', `setsid -f sh -c 'echo "PID s $$"; exec sleep 1009'; sleep 0.5; exit 0`], { env: t.env, uid: 65534, gid: 65534, cwd: tmpdir(), stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = capture(proc.stdout);
+    const result = await within(proc.result, watchdog(15_000), 'the result', t.tag);
+    const s = out.pids().s!;
+    expect(s, out.text).toBeGreaterThan(0);
+    expect(result.leftovers.map((l) => l.pid), JSON.stringify(result.leftovers)).toContain(s);
+    await waitFor(() => !alive(s), { timeout: watchdog(5000), what: `nobody's sleeper ${s} to be gone`, watch: t.tag });
+  });
+});
