@@ -112,7 +112,8 @@ export interface NormalizedOptions {
   gid: number | undefined;
 }
 
-const KNOWN = new Set([
+/** spawn()'s option names (run() takes these but stdio, and its own: RUN_OPTION_NAMES in run.ts). */
+export const SPAWN_OPTION_NAMES: ReadonlySet<string> = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
   'limits', 'lease',
@@ -196,7 +197,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (typeof options !== 'object') throw invalidArg('options', options, 'an object', 'ERR_INVALID_ARG_TYPE');
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
-    if (!KNOWN.has(key) && o[key] !== undefined) throw unknownOption(key, KNOWN);
+    if (!SPAWN_OPTION_NAMES.has(key) && o[key] !== undefined) throw unknownOption(key, SPAWN_OPTION_NAMES);
   }
 
   let cwd: string;

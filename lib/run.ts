@@ -6,6 +6,7 @@ import { DEFAULT_INTERRUPT_GRACE_MS, DEFAULT_MAX_BUFFER, DEFAULT_WAIT_DELAY_MS }
 import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError, RunFailure } from './errors.js';
+import { SPAWN_OPTION_NAMES } from './options.js';
 import { spawn, type SpawnOptions } from './process.js';
 import type { ContainedResult } from './result.js';
 
@@ -30,6 +31,12 @@ export interface RunResult<T = string> extends ContainedResult {
   /** With `all: true`: stdout and stderr interleaved, chunk by chunk, in the order they arrived. */
   all?: T;
 }
+
+/** run()'s own option names, then spawn()'s but stdio (run() pipes the command itself): what an unknown-option error lists. */
+const RUN_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'input', 'maxBuffer', 'reject', 'encoding', 'stderr', 'all',
+  ...[...SPAWN_OPTION_NAMES].filter((name) => name !== 'stdio'),
+]);
 
 function collect(stream: Readable | null, max: number, onOverflow: () => void, both?: Buffer[]) {
   const chunks: Buffer[] = [];
@@ -79,6 +86,11 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
   const options = (optionsSecond ? argsOrOptions : maybeOptions) as RunOptions;
   if (options !== null && typeof options === 'object' && 'stdio' in options && (options as { stdio?: unknown }).stdio !== undefined) {
     throw errors.runStdio();
+  }
+  if (options !== null && typeof options === 'object') {
+    for (const [key, value] of Object.entries(options)) {
+      if (!RUN_OPTION_NAMES.has(key) && value !== undefined) throw errors.unknownOption(key, RUN_OPTION_NAMES);
+    }
   }
   const { input, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stderr = 'pipe', all = false, ...spawnOptions } = options ?? {};
   // Every run() option is checked before anything runs: a bad one found after

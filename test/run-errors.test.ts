@@ -64,7 +64,7 @@ describe('run() rejection messages', () => {
 });
 
 describe('run() options', () => {
-  it('a bad input, reject or encoding is a typed error before anything runs (nothing left holding the host)', async () => {
+  it('a bad input, reject or encoding, or an option run() does not take, is a typed error before anything runs (nothing left holding the host)', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-run-options-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
@@ -76,6 +76,8 @@ describe('run() options', () => {
       [{ input: { text: 'x' } }, 'ERR_INVALID_ARG_TYPE', /input/],
       [{ reject: 'yes' }, 'ERR_INVALID_ARG_TYPE', /reject/],
       [{ encoding: 'nope' }, 'ERR_INVALID_ARG_VALUE', /encoding/],
+      // run()'s own list: its options, spawn()'s but stdio (which run() pipes itself).
+      [{ maxBufer: 1024 }, 'ERR_INVALID_ARG_VALUE', /^(?!.*\bstdio\b)Unknown option "maxBufer" \(did you mean "maxBuffer"\?\)\. Known options: input, maxBuffer, reject, encoding, stderr, all, cwd/],
     ];
     for (const [options, code, what] of bad) {
       const e = await rejection(run('sh', ['-c', `touch '${marker}'; cat`], { env: t.env, ...options } as never), t.tag);
