@@ -10,15 +10,15 @@
 //   Leased trees whose host is gone, and taking one over.
 import { readFileSync } from 'node:fs';
 import { capabilities } from './capabilities.js';
-import { duration, formatDuration, parseDuration } from './duration.js';
+import { duration, formatDuration } from './duration.js';
 import { isCordonError, type CordonError } from './errors.js';
-import { cliLimit } from './limits.js';
-import { DEFAULT_INTERRUPT_GRACE_MS, type LeftoversPolicy, type Tier } from './options.js';
+import { DEFAULT_INTERRUPT_GRACE_MS } from './options.js';
 import { selectableTiers } from './tiers.js';
 import { spawn, type ContainedProcess, type SpawnOptions } from './process.js';
 import type { ContainedResult } from './result.js';
 import { signalNumber } from './signals.js';
 import { Registry } from './registry.js';
+import { parseAdoptArgs, parsePsArgs, parseRunArgs, UsageError } from './cli-args.js';
 import { leftGroupLines, partialView, printReport, unseen, writeJsonReport } from './cli-report.js';
 
 const USAGE = `Usage:
@@ -64,83 +64,14 @@ function fail(message: string, status = 2): never {
   process.exit(status);
 }
 
+function printUsage(): number {
+  process.stdout.write(USAGE + '\n');
+  return 0;
+}
+
 /** This package's version (package.json, beside dist/). */
 function version(): string {
   return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-}
-
-interface RunArgs {
-  options: SpawnOptions;
-  report: boolean;
-  /** --json <file>: the report as JSON there ('-': one line on stderr). */
-  json: string | undefined;
-  command: string;
-  args: string[];
-}
-
-function parseRun(argv: string[]): RunArgs {
-  const options: SpawnOptions = { stdio: 'inherit' };
-  let report = false;
-  let json: string | undefined;
-  let i = 0;
-  const value = (flag: string) => {
-    const v = argv[++i];
-    if (v === undefined) fail(`${flag} needs a value`);
-    return v;
-  };
-  // A duration that does not parse is a usage error (exit 2), like any other bad flag.
-  const durationOf = (flag: string) => {
-    const text = value(flag);
-    try {
-      return parseDuration(flag, text);
-    } catch (err) {
-      return fail((err as Error).message);
-    }
-  };
-  for (; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--') {
-      i++;
-      break;
-    }
-    const eq = a.indexOf('=');
-    const flag = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
-    if (eq > 0 && a.startsWith('--')) argv.splice(i + 1, 0, a.slice(eq + 1));
-    switch (flag) {
-      case '--timeout': options.timeout = durationOf(flag); break;
-      case '--grace': options.grace = durationOf(flag); break;
-      case '--interrupt-grace': options.interruptGrace = durationOf(flag); break;
-      case '--wait-delay': options.waitDelay = durationOf(flag); break;
-      case '--leftovers': options.leftovers = value(flag) as LeftoversPolicy; break;
-      case '--tier': options.tier = value(flag) as Tier; break;
-      case '--log': options.log = value(flag); break;
-      case '--lease': options.lease = durationOf(flag); break;
-      case '--best-effort': options.containment = 'best-effort'; break;
-      case '--memory':
-      case '--max-processes':
-      case '--cpu':
-        try {
-          cliLimit(flag, value(flag), (options.limits ??= {}));
-        } catch (err) {
-          fail(`${(err as Error).message}`);
-        }
-        break;
-      case '--report': report = true; break;
-      case '--json': json = value(flag); break;
-      case '-h':
-      case '--help':
-        process.stdout.write(USAGE + '\n');
-        process.exit(0);
-      // falls through (exit never returns)
-      default:
-        if (a.startsWith('-')) fail(`unknown option ${a}`);
-        // The command starts here (no "--" given).
-        return { options, report, json, command: a, args: argv.slice(i + 1) };
-    }
-  }
-  const command = argv[i];
-  if (command === undefined) fail(`run needs a command`);
-  return { options, report, json, command, args: argv.slice(i + 1) };
 }
 
 /**
@@ -212,7 +143,8 @@ function startContained(command: string, args: string[], options: SpawnOptions):
 }
 
 async function runCommand(argv: string[]): Promise<number> {
-  const { options, report, json, command, args } = parseRun(argv);
+  const { options, report, json, help, command, args } = parseRunArgs(argv, 'run');
+  if (help) return printUsage();
   const proc = startContained(command, args, options);
   if (typeof proc === 'number') return proc;
   if (proc.lease !== undefined) {
@@ -236,9 +168,8 @@ async function runCommand(argv: string[]): Promise<number> {
 }
 
 async function leaksCommand(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[argv.length - 1] === '--') fail(`leaks needs a command`);
-  const { options, json, command, args } = parseRun(argv);
-  if (options.leftovers !== undefined) fail(`leaks keeps the leftovers to report them: --leftovers does not apply`);
+  const { options, json, help, command, args } = parseRunArgs(argv, 'leaks');
+  if (help) return printUsage();
   options.leftovers = 'keep';
   // Pipes, so that "held the output" means something; forwarded as they come.
   options.stdio = ['inherit', 'pipe', 'pipe'];
@@ -322,9 +253,7 @@ function launchFailure(err: unknown): number {
 
 /** `cordon ps`: the adoptable leased trees, a table or JSON. */
 async function psCommand(argv: string[]): Promise<number> {
-  const json = argv.includes('--json');
-  const unknown = argv.find((a) => a !== '--json');
-  if (unknown !== undefined) fail(`unknown option ${unknown}`);
+  const { json } = parsePsArgs(argv);
   const trees = await new Registry().adoptable();
   if (json) {
     process.stdout.write(JSON.stringify(trees, null, 2) + '\n');
@@ -343,16 +272,7 @@ async function psCommand(argv: string[]): Promise<number> {
 
 /** `cordon adopt <id> --token <token>`: attaches to a leased tree; Ctrl-C terminates it; its exit status. */
 async function adoptCommand(argv: string[]): Promise<number> {
-  let id: string | undefined;
-  let token: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--token') token = argv[++i];
-    else if (a.startsWith('--token=')) token = a.slice(8);
-    else if (!a.startsWith('-') && id === undefined) id = a;
-    else fail(`unknown argument ${a}`);
-  }
-  if (id === undefined || token === undefined) fail(`adopt needs a tree id (cordon ps) and --token`);
+  const { id, token } = parseAdoptArgs(argv);
   let proc: ContainedProcess;
   try {
     proc = await new Registry().adopt(id, { token });
@@ -409,8 +329,7 @@ async function main(argv: string[]): Promise<number> {
     case '-h':
     case '--help':
     case 'help':
-      process.stdout.write(USAGE + '\n');
-      return 0;
+      return printUsage();
     default:
       fail(`unknown command ${sub}`);
   }
@@ -421,6 +340,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = status;
   },
   (err: unknown) => {
+    if (err instanceof UsageError) fail(err.message);
     process.stderr.write(`cordon: ${(err as Error).stack ?? String(err)}\n`);
     process.exitCode = 70;
   },

@@ -5,7 +5,7 @@
 // are observed from outside, through /proc, by the pids the commands print.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn as spawnChild } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePidLines } from './helpers/common.mjs';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
@@ -42,7 +42,7 @@ describe('the CLI itself', () => {
     await ensureDist();
   });
 
-  it('--version prints the package version; help prints the usage (exit 0); a usage error is its line and a pointer to --help (exit 2)', async () => {
+  it('--version prints the package version; help prints the usage (exit 0); a usage error of any subcommand is its line and a pointer to --help (exit 2), and nothing runs', async () => {
     const t = useTag();
     const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
     for (const args of [['--version'], ['version']]) {
@@ -55,15 +55,28 @@ describe('the CLI itself', () => {
       expect((await within(c.exited, watchdog(15_000), `cordon ${args[0]}`, t.tag)).code).toBe(0);
       expect(c.out.text).toMatch(/^Usage:\n {2}cordon run /);
     }
+    // Each would leave this file if its command ran (a process walk misses a command that lives milliseconds).
+    const marker = join(tempDir('cordon-cli-usage-'), 'ran');
+    const touch = ['sh', '-c', `touch '${marker}'`];
     for (const [args, line] of [
       [['bogus'], 'cordon: unknown command bogus'],
       [['run', '--timeout'], 'cordon: --timeout needs a value'],
-      [['run', '--nope', '--', 'true'], 'cordon: unknown option --nope'],
-    ] as const) {
+      [['run', '--nope', '--', ...touch], 'cordon: unknown option --nope'],
+      [['run', '-x', ...touch], 'cordon: unknown option -x'],
+      [['run', '--log', '--report', ...touch], 'cordon: --log needs a value (a value that starts with a dash is written --log=-…)'],
+      [['run', '--grace', '30', ...touch], 'cordon: --grace takes a duration with its unit, such as 500ms, 3s or 2m; got "30". A duration written as text carries its unit: "30ms" or "30s".'],
+      [['run', '--report'], 'cordon: run needs a command'],
+      [['leaks', '--leftovers', 'keep', ...touch], 'cordon: leaks keeps the leftovers to report them: --leftovers does not apply'],
+      [['ps', '--bogus'], 'cordon: unknown option --bogus'],
+      [['ps', 'extra'], 'cordon: unexpected argument extra'],
+      [['adopt', 'some-id'], 'cordon: adopt needs a tree id (cordon ps) and --token'],
+      [['adopt', 'a', 'b', '--token', 'x'], 'cordon: unexpected argument b'],
+    ] as Array<[string[], string]>) {
       const c = cli([...args], t.env);
       expect((await within(c.exited, watchdog(15_000), `cordon ${args.join(' ')}`, t.tag)).code, c.err.text).toBe(2);
       expect(c.err.text).toBe(`${line}\ncordon: see cordon --help\n`);
     }
+    expect(existsSync(marker), 'a command ran after a usage error').toBe(false);
   });
 });
 
