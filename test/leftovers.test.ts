@@ -133,7 +133,12 @@ describe('leftovers policy (C5)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'pids');
-    const script = `( trap '' TERM; sleep 1; sleep 303 & echo "late $!" >> "$1"; exec sleep 302 ) >/dev/null 2>&1 </dev/null & echo "sub $!" >> "$1"; exit 0`;
+    // The root exits only once the subshell ignores TERM (a barrier: the
+    // 'kill' policy's polite signal comes at the root's exit, and one that
+    // came before the trap would end the subshell before 'late' exists).
+    const script =
+      `( trap '' TERM; : > "$1.trapped"; sleep 1; sleep 303 & echo "late $!" >> "$1"; exec sleep 302 ) >/dev/null 2>&1 </dev/null & echo "sub $!" >> "$1"; ` +
+      `while [ ! -e "$1.trapped" ]; do sleep 0.01; done; exit 0`;
     const proc = spawn('sh', ['-c', script, 'sh', file], { env: t.env, leftovers: 'kill', grace: 5000, stdio: ['ignore', 'ignore', 'ignore'] });
     const result = await within(proc.result, watchdog(20_000), 'the result', t.tag);
     const pids = Object.fromEntries(readFileSync(file, 'utf8').trim().split('\n').map((l) => l.split(' ')).map(([k, v]) => [k, Number(v)]));
