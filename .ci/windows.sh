@@ -152,7 +152,9 @@ mkdir -p "$KILLER"
   done
 ) &
 WATCHER=$!
-trap 'rc=$?; rm -rf "$KILLER"; kill "$WATCHER" 2>/dev/null; if ((rc)) && [[ ! -s $REPORT ]]; then write_report 0 1 0; fi' EXIT
+# (Under set -e a failing command in the trap ends the script with its status:
+# the watcher has usually ended already, so its kill must not count.)
+trap 'rc=$?; set +e; rm -rf "$KILLER"; kill "$WATCHER" 2>/dev/null; if ((rc)) && [[ ! -s $REPORT ]]; then write_report 0 1 0; fi; exit "$rc"' EXIT
 
 # 7. the suite
 # Wine's wineserver has been seen to vanish mid-run (once in five runs, right
