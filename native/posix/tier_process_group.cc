@@ -281,6 +281,8 @@ class ProcessGroupTier : public Tier {
       found = sweep([](Member& m) { m.command = cordon::command_line(m.pid); });
       for (auto& m : sweep_mid_exec()) found.push_back(m);
       swept_empty_ = found.empty() && nothing_left;
+      trace("root exit: the sweep found %zu marked member(s) outside the group%s", found.size(),
+            swept_empty_ ? "; nothing was left of the tree" : "");
     }
     auto list = members(true, true);
     for (int64_t until = now_ms() + 200; !ending && group_ > 0 && now_ms() < until && !group_empty();) {
@@ -317,7 +319,9 @@ class ProcessGroupTier : public Tier {
     // misses them is no proof (one that forks and exits every few
     // milliseconds can be between two pids as the walk passes): a few walks.
     bool none = true;
-    for (int walk = 0; none && walk < (found_outside_ ? kQuietWalks : 1); walk++) none = sweep().empty();
+    int walks = 0;
+    for (; none && walks < (found_outside_ ? kQuietWalks : 1); walks++) none = sweep().empty();
+    trace("quiescence: %d walk(s), %s", walks, none ? "none found" : "a marked member found");
     if (none) return true;
     // Found while forcing: the next round stops and kills it, freeze first.
     if (host_.termination().forcing()) frozen_ = false;
