@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace cordon {
@@ -169,28 +170,69 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
 
 namespace {
 
-// The numeric entries of /proc above `above`, newest (highest pid) first.
-void proc_pids(DIR* d, int64_t self, int64_t above, std::vector<int64_t>& out) {
+// The last pid the kernel handed out in this pid namespace (its allocation
+// cursor); 0 where it cannot be read.
+int64_t last_pid() {
+  int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[32];
+  ssize_t n;
+  do {
+    n = read(fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return strtoll(buf, nullptr, 10);
+}
+
+// Above any pid_max (2^22): a pid's distance back from the cursor, wrapping.
+constexpr int64_t kPidSpace = int64_t{1} << 22;
+
+// How long ago (in pids handed out) `pid` was allocated, the cursor being at
+// `last`: pids are handed out upwards and wrap to the bottom at pid_max, so
+// the most recent are just below the cursor, and those above it are older
+// than any below it.
+int64_t age(int64_t pid, int64_t last) { return pid <= last ? last - pid : last + (kPidSpace - pid); }
+
+// The numeric entries of /proc, newest first: in allocation order from the
+// cursor `last` back (a plain highest-first order would, once pids have
+// wrapped, read every old process at a high pid before the newest ones).
+void proc_pids(DIR* d, int64_t self, int64_t last, std::vector<int64_t>& out) {
   out.clear();
   rewinddir(d);
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     char* end = nullptr;
     long long pid = strtoll(e->d_name, &end, 10);
-    if (*end || pid == self || pid <= above) continue;
+    if (*end || pid == self) continue;
     out.push_back(pid);
   }
-  std::sort(out.begin(), out.end(), [](int64_t a, int64_t b) { return a > b; });
+  if (last <= 0) last = kPidSpace - 1;  // (no cursor known: highest first)
+  std::sort(out.begin(), out.end(), [last](int64_t a, int64_t b) { return age(a, last) < age(b, last); });
 }
+
+// Pids probed one by one before the directory is read (the newest few), and
+// at most between two cursor readings afterwards (more: the directory again).
+constexpr int64_t kFirstProbes = 64;
+constexpr int64_t kFreshProbes = 4096;
 
 }  // namespace
 
-// The directory is read whole first (the kernel hands it over in large
-// batches anyway, so a walk is a snapshot), then each process is read and
-// visited newest first: the newest processes are the likeliest to be gone by
-// the time a slow walk reaches them (a process that forks and exits every few
-// milliseconds). Then the pids that appeared above the newest one during the
-// walk are visited the same way, a few times at most.
+// Newest first, so that a process that lives a few milliseconds (a pid
+// hopper: it forks, its parent exits, each generation another pid) is read
+// while it is alive; reading the whole directory of a host with thousands of
+// processes takes longer than such a process lives, and a listing does not
+// hold what was forked after it:
+//   1. the last pids the kernel handed out (from its cursor, ns_last_pid),
+//      probed one by one before anything else;
+//   2. the directory, read whole (the kernel hands it over in large batches
+//      anyway, so a walk is a snapshot), then each process read and visited
+//      in allocation order, newest first;
+//   3. the pids handed out since (the cursor moved), probed one by one, again
+//      while the cursor moves (bounded); a gap too wide to probe, or no
+//      cursor to read, is read from the directory again (a few times at most).
+// A process is visited once per walk.
 int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit) {
   DIR* d = opendir("/proc");
   if (!d) return -errno;
@@ -199,31 +241,60 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
   int64_t self = getpid();
   static const std::vector<FileId> kNone;
   int n = 0;
-  int64_t newest = 0;
-  std::vector<int64_t> pids;
   bool go_on = true;
+  std::unordered_set<int64_t> visited;
+  auto consider = [&](int64_t pid) {
+    if (pid <= 0 || pid == self || !visited.insert(pid).second) return;
+    // The entry's owner is the process's effective uid (root's for a
+    // non-dumpable one): no file is opened for another user's process,
+    // unless the caller is root.
+    if (!everyone) {
+      char name[24];
+      snprintf(name, sizeof name, "%lld", static_cast<long long>(pid));
+      struct stat sb;
+      if (fstatat(dirfd(d), name, &sb, 0) != 0 || sb.st_uid != uid) return;
+    }
+    Stat st;
+    if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X' || st.start < since) return;
+    n++;
+    go_on = visit(to_member(st, kNone, false));
+  };
+  // Pids handed out after `from` up to the cursor now, newest first; the
+  // cursor probed up to, or -1 when there were too many to probe (or no
+  // cursor), which the directory must answer.
+  auto probe_since = [&](int64_t from) -> int64_t {
+    int64_t last = last_pid();
+    if (last <= 0) return -1;
+    int64_t count = age(from, last);
+    if (count > kFreshProbes) return -1;
+    for (int64_t i = 0, pid = last; go_on && i < count; i++, pid = pid > 1 ? pid - 1 : kPidSpace - 1) {
+      if (pid < kPidSpace - 1) consider(pid);
+    }
+    return last;
+  };
+  int64_t cursor = last_pid();
+  for (int64_t i = 0, pid = cursor; go_on && cursor > 0 && i < kFirstProbes && pid > 0; i++, pid--) consider(pid);
+  std::vector<int64_t> pids;
   for (int round = 0; go_on && round < 4; round++) {
-    proc_pids(d, self, newest, pids);
-    if (pids.empty()) break;
-    newest = pids.front();
+    size_t before = visited.size();
+    proc_pids(d, self, cursor, pids);
     for (int64_t pid : pids) {
-      // The entry's owner is the process's effective uid (root's for a
-      // non-dumpable one): no file is opened for another user's process,
-      // unless the caller is root.
-      if (!everyone) {
-        char name[24];
-        snprintf(name, sizeof name, "%lld", static_cast<long long>(pid));
-        struct stat sb;
-        if (fstatat(dirfd(d), name, &sb, 0) != 0 || sb.st_uid != uid) continue;
-      }
-      Stat st;
-      if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X' || st.start < since) continue;
-      n++;
-      if (!visit(to_member(st, kNone, false))) {
-        go_on = false;
+      consider(pid);
+      if (!go_on) break;
+    }
+    bool again = false;
+    for (int chase = 0; go_on && chase < 8; chase++) {
+      int64_t reached = cursor > 0 ? probe_since(cursor) : -1;
+      if (reached < 0) {
+        again = true;
         break;
       }
+      if (reached == cursor) break;  // the cursor stood still: nothing new
+      cursor = reached;
     }
+    if (!again || (round > 0 && visited.size() == before)) break;  // (a directory read that found nothing new)
+    int64_t now = last_pid();
+    if (now > 0) cursor = now;
   }
   closedir(d);
   return n;
