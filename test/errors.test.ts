@@ -50,6 +50,12 @@ function codeLiterals(text: string): { code: string; line: number }[] {
   return [...text.matchAll(CODE_LITERAL)].map((m) => ({ code: m[2]!, line: text.slice(0, m.index).split('\n').length }));
 }
 
+// Codes of Node's own errors that lib/ only reads, never throws: parseArgs'
+// refusals, which lib/cli-args.ts turns into one-line usage errors (exit 2).
+const READ_FROM_NODE: Record<string, readonly string[]> = {
+  'cli-args.ts': ['ERR_PARSE_ARGS_UNKNOWN_OPTION', 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE', 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'],
+};
+
 describe('error codes: CORDON_ERROR_CODES is the whole list', () => {
   it('every ERR_* / ABORT_ERR code written in lib/ is listed', () => {
     const listed = new Set<string>(CORDON_ERROR_CODES);
@@ -58,7 +64,7 @@ describe('error codes: CORDON_ERROR_CODES is the whole list', () => {
     for (const { file, text } of sourcesWithoutTheList()) {
       for (const { code, line } of codeLiterals(text)) {
         seen++;
-        if (!listed.has(code)) unlisted.push(`lib/${file}:${line} ${code}`);
+        if (!listed.has(code) && !READ_FROM_NODE[file]?.includes(code)) unlisted.push(`lib/${file}:${line} ${code}`);
       }
     }
     expect(seen, 'code literals found in lib/ (the scan reads the sources)').toBeGreaterThan(20);
