@@ -82,7 +82,6 @@ constexpr int kFreezeMs = 1000;
 constexpr int kQuietWalks = 3;
 
 // (pid, start) -> the program's name as the listing gave it (Member::name).
-using Withheld = std::map<std::pair<int64_t, uint64_t>, std::string>;
 
 class ProcessGroupTier : public Tier {
  public:
@@ -509,40 +508,6 @@ class ProcessGroupTier : public Tier {
     if (rc == 0 || errno == ESRCH || (errno == EPERM && cordon::group_live_members(group_) == 0)) group_killed_ = true;
   }
 
-  // Whether `p` (not in the group, not known) carries the token: read once
-  // per process (one that did not carry it when it was read is no member: a
-  // member's child has it from its fork on, until it execs without it), so a
-  // sweep reads only what started since the last one, not every process
-  // again (many trees of one user). An empty environment (in the middle of an
-  // exec, or started with none) is kept in mid_exec_ to be read again. One
-  // the kernel withholds (-EACCES: on macOS every cs_restricted program's,
-  // root or not) is unreadable, not mid-exec: it is no member the tier can
-  // claim, and it is not read again while it runs the same program (the
-  // listing's name; an exec may make it readable), kept in `withheld`.
-  bool marked(const Member& p, std::set<std::pair<int64_t, uint64_t>>& unmarked, Withheld& withheld, std::string& env) {
-    auto key = std::make_pair(p.pid, p.start_time);
-    if (unmarked_.count(key)) {
-      unmarked.insert(key);
-      return false;
-    }
-    auto known = withheld_.find(key);
-    if (known != withheld_.end() && known->second == p.name) {
-      withheld[key] = p.name;
-      return false;
-    }
-    int rc = cordon::read_environment(p.pid, p.start_time, env);
-    if (rc == -EACCES) {
-      withheld[key] = p.name;
-      withheld_new_++;
-      return false;
-    }
-    if (rc != 0) return false;
-    if (marker_.carried_by(env)) return true;
-    if (!env.empty()) unmarked.insert(key);
-    else mid_exec_.push_back(p);
-    return false;
-  }
-
   // The sweep: every process the anchor may read (its user's; every user's
   // for a root anchor; on Linux only those started since the anchor) whose
   // environment carries the token is remembered as a member, like one a
@@ -553,13 +518,10 @@ class ProcessGroupTier : public Tier {
   // they may be gone since).
   std::vector<Member> sweep(const std::function<void(Member&)>& on_found = nullptr) {
     last_sweep_ = now_ms();
-    mid_exec_.clear();
+    readings_.mid_exec.clear();
     in_group_at_sweep_.clear();
     std::vector<Member> fresh;
-    std::set<std::pair<int64_t, uint64_t>> unmarked;
-    Withheld withheld;
-    withheld_new_ = 0;
-    std::string env;
+    MarkerReadings::Walk walk;
     size_t seen = 0;
     int rc = cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
       seen++;
@@ -572,7 +534,7 @@ class ProcessGroupTier : public Tier {
       }
       auto known = remembered_.find(listed.pid);
       if (known != remembered_.end() && known->second.start_time == listed.start_time) return true;
-      if (!marked(listed, unmarked, withheld, env)) return true;
+      if (!readings_.marked(listed, walk)) return true;
       Member p = listed;
       p.from_snapshot = true;
       if (on_found) on_found(p);
@@ -582,12 +544,11 @@ class ProcessGroupTier : public Tier {
       return true;
     });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
-    unmarked_.swap(unmarked);  // (forgets the processes that are gone)
-    withheld_.swap(withheld);
+    readings_.forget_gone(walk);
     if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), seen);
-    if (withheld_new_ > 0) {
-      trace("sweep: the kernel withholds the environment of %zu more process(es) (%zu in all): unreadable", withheld_new_,
-            withheld_.size());
+    if (walk.withheld_new > 0) {
+      trace("sweep: the kernel withholds the environment of %zu more process(es) (%zu in all): unreadable", walk.withheld_new,
+            readings_.withheld());
     }
     return fresh;
   }
@@ -620,21 +581,18 @@ class ProcessGroupTier : public Tier {
     for (auto& m : remembered_alive()) stop(m);
     bool calm = false;
     int walks = 0;
-    std::set<std::pair<int64_t, uint64_t>> unmarked;
-    Withheld withheld;
-    std::string env;
+    MarkerReadings::Walk walk;
     while (!calm && now_ms() < until) {
       walks++;
       bool found = false;
-      unmarked.clear();
-      withheld.clear();
-      mid_exec_.clear();
+      walk = MarkerReadings::Walk();
+      readings_.mid_exec.clear();
       cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
         if (listed.pid == pin_ || listed.pgid == group_) return true;  // the group had its SIGKILL
         auto known = remembered_.find(listed.pid);
         auto parent = frozen.find(listed.ppid);
         bool member = (known != remembered_.end() && known->second.start_time == listed.start_time) ||
-                      parent != frozen.end() || marked(listed, unmarked, withheld, env);
+                      parent != frozen.end() || readings_.marked(listed, walk);
         if (!member) return true;
         if (stop(listed)) {
           found = true;
@@ -645,8 +603,7 @@ class ProcessGroupTier : public Tier {
         }
         return now_ms() < until;
       });
-      unmarked_.insert(unmarked.begin(), unmarked.end());
-      for (auto& w : withheld) withheld_[w.first] = w.second;
+      readings_.keep(walk);
       calm = !found;
     }
     for (auto& entry : frozen) {
@@ -688,12 +645,12 @@ class ProcessGroupTier : public Tier {
   std::vector<Member> sweep_mid_exec() {
     std::vector<Member> fresh;
     std::string env;
-    for (int round = 0; round < 3 && !mid_exec_.empty(); ++round) {
+    for (int round = 0; round < 3 && !readings_.mid_exec.empty(); ++round) {
       usleep(10000);
       std::vector<Member> again;
-      for (auto& p : mid_exec_) {
+      for (auto& p : readings_.mid_exec) {
         int rc = cordon::read_environment(p.pid, p.start_time, env);
-        if (rc == -EACCES) withheld_[{p.pid, p.start_time}] = p.name;  // (its exec ended in a withheld one)
+        if (rc == -EACCES) readings_.withheld_now(p);  // (its exec ended in a withheld one)
         if (rc != 0) continue;
         if (env.empty()) {
           again.push_back(p);
@@ -705,10 +662,10 @@ class ProcessGroupTier : public Tier {
           fresh.push_back(p);
           fresh.back().from_snapshot = true;
         } else {
-          unmarked_.insert({p.pid, p.start_time});
+          readings_.unmarked_now(p);
         }
       }
-      mid_exec_.swap(again);
+      readings_.mid_exec.swap(again);
     }
     if (!fresh.empty()) trace("sweep: %zu marked member(s) found after their exec", fresh.size());
     return fresh;
@@ -794,8 +751,6 @@ class ProcessGroupTier : public Tier {
   // leaves the group between the walk and the group signal must still get
   // its own.
   std::set<std::pair<int64_t, uint64_t>> group_signalled_;
-  // Processes the last sweep read an empty environment from (sweep_mid_exec).
-  std::vector<Member> mid_exec_;
   // Processes of the group when the last sweep read the process list.
   std::vector<Member> in_group_at_sweep_;
   // Linux, with a descendants-only walk before the group signal: members of
@@ -806,13 +761,8 @@ class ProcessGroupTier : public Tier {
   int64_t started_at_ = now_ms();
   int64_t last_snapshot_ = 0;
   int64_t last_term_walk_ = 0;
-  TreeMarker marker_;         // this tree's token (tree_marker.h)
-  // Processes a sweep read that did not carry the token (pid, start).
-  std::set<std::pair<int64_t, uint64_t>> unmarked_;
-  // Processes whose environment the kernel withholds, with the name of the
-  // program they ran then (marked()); how many the current sweep added.
-  Withheld withheld_;
-  size_t withheld_new_ = 0;
+  TreeMarker marker_;              // this tree's token (tree_marker.h)
+  MarkerReadings readings_{marker_};  // what the sweeps read of each process (tree_marker.h)
   std::string marker_entry_;  // CORDON_TREE=..., what the command gets
   uint64_t since_ = 0;        // the anchor's start: members started after it
   int64_t last_sweep_ = 0;

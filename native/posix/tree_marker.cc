@@ -52,5 +52,39 @@ std::string TreeMarker::entry(const char* outer) const {
   return std::string(kMarkerName) + "=" + (outer && *outer ? std::string(outer) + ":" : "") + token_;
 }
 
+bool MarkerReadings::marked(const Member& p, Walk& walk) {
+  Key key{p.pid, p.start_time};
+  if (unmarked_.count(key)) {
+    walk.unmarked.insert(key);
+    return false;
+  }
+  auto known = withheld_.find(key);
+  if (known != withheld_.end() && known->second == p.name) {
+    walk.withheld[key] = p.name;
+    return false;
+  }
+  int rc = cordon::read_environment(p.pid, p.start_time, walk.env);
+  if (rc == -EACCES) {
+    walk.withheld[key] = p.name;
+    walk.withheld_new++;
+    return false;
+  }
+  if (rc != 0) return false;
+  if (marker_.carried_by(walk.env)) return true;
+  if (!walk.env.empty()) walk.unmarked.insert(key);
+  else mid_exec.push_back(p);
+  return false;
+}
+
+void MarkerReadings::forget_gone(Walk& walk) {
+  unmarked_.swap(walk.unmarked);
+  withheld_.swap(walk.withheld);
+}
+
+void MarkerReadings::keep(const Walk& walk) {
+  unmarked_.insert(walk.unmarked.begin(), walk.unmarked.end());
+  for (auto& w : walk.withheld) withheld_[w.first] = w.second;
+}
+
 }  // namespace anchor
 }  // namespace cordon

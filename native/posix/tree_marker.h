@@ -6,7 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "../cordon.h"
 
 namespace cordon {
 namespace anchor {
@@ -35,6 +41,53 @@ class TreeMarker {
 
  private:
   std::string token_;
+};
+
+// What the sweeps have read of processes' environments, by (pid, start).
+// Whether a process carries the token is read once per process (one that
+// did not carry it when it was read is no member: a member's child has it
+// from its fork on, until it execs without it), so a sweep reads only what
+// started since the last one, not every process again (many trees of one
+// user). An empty environment (in the middle of an exec, or started with
+// none) is kept in `mid_exec` to be read again. One the kernel withholds
+// (-EACCES: on macOS every cs_restricted program's, root or not) is
+// unreadable, not mid-exec: it is no member the tier can claim, and it is not
+// read again while it runs the same program (the listing's name; an exec may
+// make it readable).
+class MarkerReadings {
+ public:
+  using Key = std::pair<int64_t, uint64_t>;
+
+  explicit MarkerReadings(const TreeMarker& marker) : marker_(marker) {}
+
+  // One walk over the processes: what it saw unmarked or withheld, and how
+  // many withheld ones it read for the first time.
+  struct Walk {
+    std::set<Key> unmarked;
+    std::map<Key, std::string> withheld;
+    size_t withheld_new = 0;
+    std::string env;  // (the reading buffer)
+  };
+
+  // Whether `p` (not in the group, not known) carries the token.
+  bool marked(const Member& p, Walk& walk);
+  // After a sweep: what it saw is what is known (forgets the processes that are gone).
+  void forget_gone(Walk& walk);
+  // After a walk that may have stopped early (the forced stop's): added to what is known.
+  void keep(const Walk& walk);
+  // A process read again (an exec ended): withheld, or without the token.
+  void withheld_now(const Member& p) { withheld_[{p.pid, p.start_time}] = p.name; }
+  void unmarked_now(const Member& p) { unmarked_.insert({p.pid, p.start_time}); }
+  size_t withheld() const { return withheld_.size(); }
+
+  // Processes the last walk read an empty environment from.
+  std::vector<Member> mid_exec;
+
+ private:
+  const TreeMarker& marker_;
+  std::set<Key> unmarked_;
+  // With the name of the program they ran when read.
+  std::map<Key, std::string> withheld_;
 };
 
 }  // namespace anchor
