@@ -243,8 +243,11 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
   int n = 0;
   bool go_on = true;
   std::unordered_set<int64_t> visited;
+  // A pid counts as visited once a process was seen on it: the cursor names
+  // a pid as soon as a fork allocates it, before the child is in /proc, and
+  // such a pid probed too early must still be read when the listing has it.
   auto consider = [&](int64_t pid) {
-    if (pid <= 0 || pid == self || !visited.insert(pid).second) return;
+    if (pid <= 0 || pid == self || visited.count(pid)) return;
     // The entry's owner is the process's effective uid (root's for a
     // non-dumpable one): no file is opened for another user's process,
     // unless the caller is root.
@@ -252,10 +255,14 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
       char name[24];
       snprintf(name, sizeof name, "%lld", static_cast<long long>(pid));
       struct stat sb;
-      if (fstatat(dirfd(d), name, &sb, 0) != 0 || sb.st_uid != uid) return;
+      if (fstatat(dirfd(d), name, &sb, 0) != 0) return;
+      visited.insert(pid);
+      if (sb.st_uid != uid) return;
     }
     Stat st;
-    if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X' || st.start < since) return;
+    if (!read_stat(pid, st)) return;
+    visited.insert(pid);
+    if (st.state == 'Z' || st.state == 'X' || st.start < since) return;
     n++;
     go_on = visit(to_member(st, kNone, false));
   };
