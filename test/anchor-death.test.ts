@@ -61,8 +61,10 @@ describe(`a cleanup failure is not laundered (C6), ${tier} tier`, () => {
     const err = rejected<CordonError>(how, 'the result resolved');
     expect(err.code, err.message).toBe('ERR_CORDON_ANCHOR_LOST');
     expect(err.stage).toBe('cleanup');
-    // Seen from outside: the anchor is gone (killed by the command, not by cordon).
-    await waitPidsGone([anchor], 5000, 'the anchor to be gone', t.tag);
+    // Seen from outside: the anchor is gone (killed by the command, not by
+    // cordon), and so is the command (it exits right after; the result can
+    // come first, and the test's own cleanup must not find it still running).
+    await waitPidsGone([anchor, proc.pid!], 5000, 'the anchor and the command to be gone', t.tag);
   });
 
   it('the CLI: the same command makes cordon run exit 70 and say the cleanup failed, whatever the command printed', async () => {
