@@ -12,7 +12,7 @@
 // moving the counter (a lock file), so that two of them never steer each
 // other's spawns.
 import { spawn as spawnChild, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
@@ -349,6 +349,28 @@ export function stillOccupied(o: Occupant): boolean {
  * caller skips, saying why), or with an error that says the precondition was
  * not met, never that the guarantee failed.
  */
+/**
+ * Processes whose group or session id is `pid` (Linux, /proc): while any
+ * remains, even an unreaped zombie, the kernel hands the pid to no new
+ * process. Described as "pid (state)".
+ */
+function idHolders(pid: number): string[] {
+  if (process.platform !== 'linux') return [];
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(f[2]) === pid || Number(f[3]) === pid) found.push(`${entry} (${f[0]})`);
+  }
+  return found;
+}
+
 export async function occupyFreedPid<S>(options: {
   setup: () => Promise<{ scenario: S; target: number }>;
   teardown: (scenario: S) => Promise<void>;
@@ -358,8 +380,16 @@ export async function occupyFreedPid<S>(options: {
 }): Promise<{ scenario: S; occ: Occupant; misses: string[] }> {
   const deadline = Date.now() + options.timeout;
   const misses: string[] = [];
+  // Attempts whose pid stayed a group or session id of zombies nobody reaped.
+  let heldByZombies = 0;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1 && deadline - Date.now() < 2000) {
+      if (heldByZombies === attempt - 1) {
+        throw new PidOutOfReachError(
+          `in ${attempt - 1} attempts each freed pid stayed the session or group id of unreaped zombies (members ended after their anchor was lost, ` +
+            `orphaned to an init that had not reaped them): the kernel hands such a pid to no new process, so none could be put on it here`,
+        );
+      }
       throw new Error(
         `precondition not met: in ${attempt - 1} attempts within ${options.timeout} ms no unrelated process could be put on a freed pid ` +
           `(the guarantee was not checked); the misses:\n${misses.join('\n')}`,
@@ -374,7 +404,9 @@ export async function occupyFreedPid<S>(options: {
     } catch (err) {
       await options.teardown(scenario);
       if (!(err instanceof PidMissedError)) throw err;
-      misses.push(`  ${attempt}: ${err.message}`);
+      const holders = idHolders(target).filter((h) => h.endsWith('(Z)'));
+      if (holders.length > 0) heldByZombies++;
+      misses.push(`  ${attempt}: ${err.message}${holders.length > 0 ? ` (pid ${target} is the group or session id of zombies: ${holders.join(', ')})` : ''}`);
     }
   }
 }
