@@ -1,11 +1,11 @@
 // Reads binding.gyp and CMakeLists.txt: which sources each target is built
-// from on each OS. Used by check-sources.mjs and verify-prebuilds.mjs.
+// from on each OS (check-sources.mjs, cross-macos.mjs, prebuild-all.mjs), and
+// which prebuilds the package ships (prebuild-all.mjs, verify-prebuilds.mjs,
+// test/package.test.ts).
 import { readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 
 export const OSES = ['linux', 'mac', 'win'];
-/** process.platform -> the OS names used here (gyp's). */
-export const OS_OF_PLATFORM = { linux: 'linux', darwin: 'mac', win32: 'win' };
 const norm = (p) => posix.normalize(p.replace(/\\/g, '/'));
 
 // ---- binding.gyp -----------------------------------------------------------
@@ -165,3 +165,22 @@ export function gypTargets(file, os) {
   }
   return out;
 }
+
+// ---- prebuilds ---------------------------------------------------------------
+
+/** Every <platform>-<arch> the package ships a prebuild for (scripts/prebuild-all.mjs). */
+export const PREBUILD_TUPLES = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64'];
+
+/**
+ * What `file -b` says of each prebuild: the addon(s) and the anchor of each
+ * tuple. Linux ships an addon per C library (glibc, musl: node-gyp-build picks
+ * by the tag in the name) and one static anchor for both. zig links a macOS
+ * addon as a dylib, which Node loads as it loads a bundle (dlopen).
+ */
+export const PREBUILD_FILES = {
+  'linux-x64': { 'cordon.glibc.node': /^ELF 64-bit LSB shared object, x86-64/, 'cordon.musl.node': /^ELF 64-bit LSB shared object, x86-64/, 'cordon-anchor': /^ELF 64-bit LSB executable, x86-64.*statically linked/ },
+  'linux-arm64': { 'cordon.glibc.node': /^ELF 64-bit LSB shared object, ARM aarch64/, 'cordon.musl.node': /^ELF 64-bit LSB shared object, ARM aarch64/, 'cordon-anchor': /^ELF 64-bit LSB executable, ARM aarch64.*statically linked/ },
+  'darwin-x64': { 'cordon.node': /^Mach-O 64-bit (x86_64 )?(bundle|dynamically linked shared library)/, 'cordon-anchor': /^Mach-O 64-bit (x86_64 )?executable/ },
+  'darwin-arm64': { 'cordon.node': /^Mach-O 64-bit (arm64 )?(bundle|dynamically linked shared library)/, 'cordon-anchor': /^Mach-O 64-bit (arm64 )?executable/ },
+  'win32-x64': { 'cordon.node': /^PE32\+ executable \(DLL\).*x86-64/, 'cordon-anchor.exe': /^PE32\+ executable \(console\) x86-64/ },
+};

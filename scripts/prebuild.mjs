@@ -1,7 +1,11 @@
 #!/usr/bin/env node
-// Builds the prebuilds that ship in the npm package:
+// Builds this machine's prebuild with its own compiler (prebuildify):
 //
 //   npm run prebuild [-- --backend node-gyp|cmake-js] [-- --arch <arch>] [other prebuildify options]
+//
+// It loads where this machine's C library does (a Linux build needs this
+// machine's glibc or newer). The prebuilds the package ships, portable ones for
+// every platform, come from `npm run prebuild:all` (scripts/prebuild-all.mjs).
 //
 // 1. `prebuildify --napi --strip` (through `npm exec`, so npm's node-gyp and
 //    npm config such as nodedir apply) builds the addon and moves it to
@@ -53,7 +57,8 @@ if (backend === 'cmake-js') {
     env.PREBUILD_NODE_GYP = shim;
   }
 }
-const prebuildifyArgs = ['--napi', '--strip', `--arch=${arch}`, ...args];
+// On Linux the addon's name carries its C library (cordon.glibc.node), as prebuild:all names it.
+const prebuildifyArgs = ['--napi', '--strip', `--arch=${arch}`, ...(platform === 'linux' ? ['--tag-libc'] : []), ...args];
 console.error(`prebuild: prebuildify ${prebuildifyArgs.join(' ')} (backend ${backend})`);
 const r = spawnSync('npm', ['exec', '--no', '--', 'prebuildify', ...prebuildifyArgs], {
   cwd: root,
