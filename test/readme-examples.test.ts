@@ -9,16 +9,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot } from './helpers/fixtures.js';
+import { readmeBlocks, typeCheckBlocks } from './helpers/readme.js';
 
-const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-const blocks = [...readme.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m, i) => ({
-  n: i + 1,
-  line: readme.slice(0, m.index).split('\n').length + 1,
-  code: m[1]!,
-}));
+const blocks = readmeBlocks();
 const dir = mkdtempSync(join(tmpdir(), 'cordon-readme-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -46,27 +41,7 @@ describe("the README's examples", () => {
   });
 
   it('every example type-checks under --strict against these types', () => {
-    const files = blocks.map((b) => {
-      const file = join(dir, `example-${b.n}.mts`);
-      // The package's name resolves to this checkout's sources.
-      writeFileSync(file, `${b.code.replace(/from 'cordon'/g, `from ${JSON.stringify(join(repoRoot, 'lib', 'index.js'))}`)}\nexport {};\n`);
-      return file;
-    });
-    const program = ts.createProgram(files, {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.NodeNext,
-      moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      lib: ['lib.es2022.d.ts', 'lib.esnext.disposable.d.ts'],
-      types: ['node'],
-      typeRoots: [join(repoRoot, 'node_modules', '@types')],
-      strict: true,
-      noEmit: true,
-      skipLibCheck: true,
-    });
-    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => {
-      const where = d.file && d.start !== undefined ? `${d.file.fileName.replace(dir, 'README')}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : '';
-      return where + ts.flattenDiagnosticMessageText(d.messageText, '\n');
-    });
-    expect(diagnostics).toEqual([]);
+    // The package's name resolves to this checkout's sources.
+    expect(typeCheckBlocks(blocks, dir, join(repoRoot, 'lib', 'index.js'))).toEqual([]);
   }, 60_000);
 });
