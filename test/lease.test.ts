@@ -109,8 +109,11 @@ describe('leases and adoption (issue #17)', () => {
     const grace = 800;
     const l = await spawnLeased(env, lease, grace, script);
     const members = treePids(l);
-    await killHost(l.host, t);
+    // Taken before the kill: the anchor's clock starts when it sees the host die,
+    // never before the kill was sent; killHost returns only once Node has seen
+    // the exit, which a loaded machine can delay well past the death.
     const killedAt = Date.now();
+    await killHost(l.host, t);
     await sleep(lease / 2);
     for (const pid of members) expect(alive(pid), `member ${pid} within the lease`).toBe(true);
     await waitFor(() => existsSync(trapped), { timeout: watchdog(lease + 2000), what: 'the polite signal at the lease end', watch: t.tag });
@@ -141,8 +144,11 @@ describe('leases and adoption (issue #17)', () => {
     a.go();
     await a.out.until(/^LIVEWORK \w+$/m, watchdog(10_000));
     await sleep(lease / 2);
-    await killHost(a, t);
+    // Taken before the kill (as above): the lease clock restarts when the anchor
+    // sees the adopter die, after this; killHost's return can be much later (in
+    // lane 7, under qemu on a busy machine, it was past the 50 ms allowance).
     const adopterDied = Date.now();
+    await killHost(a, t);
     // Past the first host's lease (its clock stopped at the adoption) and most of the new one.
     await sleep(lease * 0.75);
     for (const pid of members) expect(alive(pid), `member ${pid} ${Date.now() - adopterDied} ms after the adopter died`).toBe(true);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot } from './helpers/fixtures.js';
 import { readmeBlocks, typeCheckBlocks } from './helpers/readme.js';
+import { watchdog } from './helpers/time.js';
 
 const blocks = readmeBlocks();
 const dir = mkdtempSync(join(tmpdir(), 'cordon-readme-'));
@@ -43,5 +44,5 @@ describe("the README's examples", () => {
   it('every example type-checks under --strict against these types', () => {
     // The package's name resolves to this checkout's sources.
     expect(typeCheckBlocks(blocks, dir, join(repoRoot, 'lib', 'index.js'))).toEqual([]);
-  }, 60_000);
+  }, watchdog(120_000));
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { expect, it } from 'vitest';
 import { repoRoot } from './helpers/fixtures.js';
+import { watchdog } from './helpers/time.js';
 
 it('run() result types follow encoding; a contained process\'s events are typed', () => {
   const file = join(repoRoot, 'test', 'types', 'run-encoding.ts');
@@ -21,4 +22,4 @@ it('run() result types follow encoding; a contained process\'s events are typed'
   });
   const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
   expect(diagnostics).toEqual([]);
-}, 60_000);
+}, watchdog(120_000));
