@@ -10,8 +10,8 @@
 //
 //   linux-<arch>   cordon.glibc.node  zig c++ -target <arch>-linux-gnu.2.17: the
 //                                     glibc symbols it needs are checked to be
-//                                     2.17 or older (RHEL/CentOS 7, Amazon Linux 2,
-//                                     Ubuntu 14.04 and newer); zig's libc++ is linked
+//                                     2.17 or older, below the 2.28 Node 20's own
+//                                     builds need; zig's libc++ is linked
 //                                     in, so no libstdc++ (GLIBCXX_*) version is needed
 //                  cordon.musl.node   zig c++ -target <arch>-linux-musl: for Alpine;
 //                                     node-gyp-build picks it by the `musl` tag

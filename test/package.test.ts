@@ -97,9 +97,12 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     writeFileSync(join(other, 'package.json'), `${JSON.stringify({ name: 'blocked', version: '1.0.0', private: true })}\n`);
     const i = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', tgz!], { cwd: other, env, encoding: 'utf8', timeout: INSTALL_TIMEOUT });
     expect(i.status, said(i)).toBe(0);
-    const r = spawnSync(process.execPath, ['-e', "require('cordon').run('sh', ['-c', 'echo ran']).then((r) => console.log(r.stdout.trim(), r.exitCode))"], { cwd: other, env, encoding: 'utf8', timeout: watchdog(60_000) });
+    // The contained command carries the test's tag: its cleanup SIGKILLs, and fails on, anything left.
+    const t = useTag();
+    const r = spawnSync(process.execPath, ['-e', "require('cordon').run('sh', ['-c', 'sleep 100 >/dev/null 2>&1 & echo ran']).then((r) => console.log(r.stdout.trim(), r.exitCode))"], { cwd: other, env: { ...env, ...t.env, PATH: env.PATH }, encoding: 'utf8', timeout: watchdog(60_000) });
     expect(r.status, said(r)).toBe(0);
     expect(r.stdout).toBe('ran 0\n');
+    expect(describeProcs(t.procs()), 'the background sleep outlived run()').toBe(describeProcs([]));
   }, INSTALL_TIMEOUT + 70_000);
 
   it("npx cordon run -- sh -c 'setsid sleep 100 &' leaves nothing", () => {
