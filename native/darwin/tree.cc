@@ -48,6 +48,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <unordered_set>
 #include <utility>
 
@@ -604,22 +605,44 @@ uint64_t start_time_of(int64_t pid) {
   return read_info(pid, true, in) ? in.start : 0;
 }
 
+// The kernel's order: XNU keeps its list of live processes newest first
+// (forkproc has each new process inserted at the list's head, and exec,
+// setsid and reparenting never move it), and proc_listpids copies that list
+// from its head, zombies last. So the listing is in fork order whatever the
+// pid numbers (they wrap at 99,999 and are reused), and every process listed
+// after the caller's own entry was forked before the caller: with `since`
+// (the anchor's sweeps, whose members are all forked after it) the walk ends
+// there, never reading a process older than the tree. Then the listing again:
+// what was forked while the walk ran is at its head, before the entries
+// already visited (a few rounds, while each finds something new).
 int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit) {
-  (void)since;  // p_start is wall-clock time, which can step back
   std::vector<int> pids;
   uid_t uid = geteuid();
-  // Root may read every process's arguments and environment (kern.procargs2).
-  int e = uid == 0 ? list_pids(PROC_ALL_PIDS, 0, pids) : list_pids(PROC_UID_ONLY, static_cast<uint32_t>(uid), pids);
-  if (e != 0) return -e;
-  // Newest first: the likeliest to be gone by the time a slow walk reaches them.
-  std::sort(pids.begin(), pids.end(), [](int a, int b) { return a > b; });
   const int64_t self = getpid();
+  std::set<std::pair<int64_t, uint64_t>> visited;
   int n = 0;
-  for (int pid : pids) {
-    Info in;
-    if (pid <= 0 || pid == self || !read_info(pid, false, in)) continue;  // zombies are not read
-    n++;
-    if (!visit(identity(in))) break;
+  bool go_on = true;
+  for (int round = 0; go_on && round < 8; round++) {
+    // Root may read every process's arguments and environment (kern.procargs2).
+    int e = uid == 0 ? list_pids(PROC_ALL_PIDS, 0, pids) : list_pids(PROC_UID_ONLY, static_cast<uint32_t>(uid), pids);
+    if (e != 0) return round == 0 ? -e : n;
+    size_t fresh = 0;
+    for (int pid : pids) {
+      if (pid == self) {
+        if (since != 0) break;  // older than the caller from here on
+        continue;
+      }
+      Info in;
+      if (pid <= 0 || !read_info(pid, false, in)) continue;  // zombies are not read
+      if (!visited.insert({in.pid, in.start}).second) {
+        if (round > 0) break;  // listed before: so is everything after it
+        continue;
+      }
+      fresh++;
+      n++;
+      if (!(go_on = visit(identity(in)))) break;
+    }
+    if (fresh == 0) break;  // nothing was forked since the last listing
   }
   return n;
 }
