@@ -40,10 +40,17 @@ function columns(): Column[] {
   return out;
 }
 
-function cell(value: boolean | string): string {
+// 'marked' by platform: whose environment the anchor can read decides (README, macOS).
+const MARKED: Partial<Record<NodeJS.Platform, string>> = {
+  linux: "if they keep the tree's environment marker (not env -i) where the anchor may read it (not a non-dumpable program such as ssh-agent, unless the host may ptrace it)",
+  darwin:
+    "third-party programs: if they keep the tree's environment marker (not env -i); Apple's SIP-protected, other restricted and setuid programs (their environment is withheld): only if a snapshot saw them in the tree before they left it",
+};
+
+function cell(value: boolean | string, platform: NodeJS.Platform): string {
   if (value === true || value === 'always') return 'yes';
   if (value === false || value === 'never') return 'no';
-  if (value === 'marked') return "if they keep the tree's environment marker (not env -i)";
+  if (value === 'marked') return MARKED[platform] ?? "if they keep the tree's environment marker (not env -i)";
   return value;
 }
 
@@ -52,6 +59,6 @@ export function guaranteeTable(): string {
   const header = `| guarantee | ${cols.map((c) => c.title).join(' | ')} |`;
   const rule = `| --- | ${cols.map(() => '---').join(' | ')} |`;
   const data = cols.map((c) => tierGuarantees(c.platform, c.tier, c.pidfd).guarantees);
-  const lines = ROWS.map(([key, title]) => `| ${title} | ${data.map((g) => cell(g[key])).join(' | ')} |`);
+  const lines = ROWS.map(([key, title]) => `| ${title} | ${data.map((g, i) => cell(g[key], cols[i]!.platform)).join(' | ')} |`);
   return [header, rule, ...lines].join('\n');
 }
