@@ -169,6 +169,15 @@ int random_bytes(void* buf, size_t n);
 // The start stamp of `pid` as Member::start_time carries it, or 0 if it is gone.
 uint64_t start_time_of(int64_t pid);
 
+// Linux, in an anchor (once, at its start): its walks of every process
+// (list_tree, group_live_members, visit_sweepable_processes), whose tree's
+// members are all forked after it, remember the processes they find started
+// before it by their /proc entry and skip them from then on, without opening
+// anything: a walk's cost follows what started since the anchor, not the
+// host. (macOS: its sweeps stop at the anchor's own place in the kernel's
+// list, newest first; its other walks follow the tree already.)
+void skip_older_processes();
+
 // The live processes the caller may sweep for a tree's marker, the caller
 // excluded: its own user's, and every user's when the caller is root (euid
 // 0, which may read any process's environment). Identities only (pid, ppid,
@@ -176,14 +185,17 @@ uint64_t start_time_of(int64_t pid);
 // entry and reads the stat file only of those it may sweep (a non-dumpable
 // process's entry is root's) and that started at or after `since` (clock
 // ticks since boot: monotonic); macOS: proc_listpids (PROC_UID_ONLY, the
-// effective uid; PROC_ALL_PIDS for root) and each one's bsdinfo, every one of
-// them (`since` is not applied: macOS start stamps are wall-clock time, which
-// can step back). `visit` gets each process as soon as it is read, before
-// the walk goes on, so the caller can act on it (check it, stop it) while a
-// process that forks and exits every few milliseconds is still the one
-// listed; on Linux the walk goes up the pids, so the child such a process
-// forked meanwhile is still ahead of it. `visit` returns false to end the
-// walk. Returns the count visited or a negative errno.
+// effective uid; PROC_ALL_PIDS for root), which lists in fork order, newest
+// first, and each one's bsdinfo, up to the caller's own entry when `since` is
+// not 0 (the anchor's sweeps: what follows it was forked before it; macOS
+// start stamps are wall-clock time, which can step back, so the list's order
+// decides, not `since`'s value). Both walks go newest first and then look
+// again for what was forked while they ran. `visit` gets each process as soon
+// as it is read, before the walk goes on, so the caller can act on it (check
+// it, stop it) while a process that forks and exits every few milliseconds is
+// still the one listed, and the child it forked meanwhile is found by the
+// look again. `visit` returns false to end the walk. Returns the count
+// visited or a negative errno.
 int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit);
 // The same, collected.
 int list_user_processes(uint64_t since, std::vector<Member>& out);

@@ -11,15 +11,21 @@
 // other-user sleeper's printed pid is gone, and the result names it.
 // The hopper is also stopped where no call of the host's awaits the end:
 // the host SIGKILLed, a lease run out, an owner released.
-import { spawn as spawnChild } from 'node:child_process';
+//   - a marked process on the recycled pid of a process older than the tree:
+//     the anchor's walks skip the processes older than it by their /proc
+//     entry once read, so a new process on such a pid must be read again.
+import { spawn as spawnChild, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, onTestFinished } from 'vitest';
 import { Registry, spawn, type ContainedProcess } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { hopperDir, hopperFile, size, taggedByWalks } from './helpers/hopper.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
-import { alive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
+import { alive, sameAlive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing, runuserPath } from './helpers/requirements.js';
 import { caps, itWhere } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
@@ -208,4 +214,81 @@ describe('C2: a member of another user is caught', () => {
     expect(result.leftovers.map((l) => l.pid), JSON.stringify(result.leftovers)).toContain(s);
     await waitFor(() => !alive(s), { timeout: watchdog(5000), what: `nobody's sleeper ${s} to be gone`, watch: t.tag });
   });
+});
+
+// The marker's reading: the tree's CORDON_TREE as a member's environment has it.
+function markerOf(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((e) => e.startsWith('CORDON_TREE='))?.slice('CORDON_TREE='.length);
+  } catch {
+    return undefined;
+  }
+}
+
+const reuseWhy = !catchesMarked ? notCaught : process.platform !== 'linux' ? 'reads /proc' : (missing('setsid -f') ?? '');
+
+describe('C2: a marked process on the recycled pid of a process older than the tree', () => {
+  // A process started before the tree (the anchor's first snapshot reads it
+  // and finds it older: its walks skip it from then on), then killed, and its
+  // pid given to a process that carries the tree's marker (an unrelated shell
+  // started by the test, which the tier counts as a member: the marker's
+  // secret is the tree's). The tier must find it: the anchor knows the old
+  // process by its /proc entry, not by its pid. Where another process takes
+  // the freed pid first, the scenario starts over (helpers/pids.ts).
+  itWhere(reuseWhy === '', 'is found by the sweep, ended and named', reuseWhy, async (ctx) => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-reuse-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const tokenFile = join(dir, 'token');
+    let setup: { scenario: { proc: ContainedProcess; root: number }; occ: { pid: number; start: string } };
+    try {
+      setup = await occupyFreedPid({
+        setup: async () => {
+          const old = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
+          onTestFinished(() => {
+            if (old.exitCode === null && old.signalCode === null) old.kill('SIGKILL');
+          });
+          await new Promise((resolve, reject) => old.once('spawn', resolve).once('error', reject));
+          // Start times count clock ticks (10 ms here): older by a few.
+          await sleep(50);
+          const proc = spawn('sh', ['-c', 'echo "PID root $$"; exec sleep 300'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
+          proc.result.catch(() => undefined);
+          onTestFinished(() => within(proc.kill(), watchdog(10_000), 'kill() of the tree', t.tag).then(() => undefined));
+          const out = capture(proc.stdout);
+          await out.until(/^PID root \d+$/m, watchdog(10_000));
+          const root = out.pids().root!;
+          // The anchor's snapshots walk every process in the tree's first
+          // seconds (the first one within a second): it has read the old one.
+          await sleep(1500);
+          const token = markerOf(root);
+          expect(token, `CORDON_TREE of the root ${root}`).toBeTruthy();
+          writeFileSync(tokenFile, token!);
+          old.kill('SIGKILL');
+          await new Promise((resolve) => (old.exitCode !== null || old.signalCode !== null ? resolve(undefined) : old.once('exit', resolve)));
+          return { scenario: { proc, root }, target: old.pid! };
+        },
+        teardown: (s) => within(s.proc.kill(), watchdog(10_000), 'kill() of a tree whose freed pid another process took', t.tag).then(() => undefined),
+        env: t.env,
+        // The occupant takes the marker (exec keeps the pid) and stays out of the tree's group.
+        command: ['sh', '-c', `CORDON_TREE=$(cat '${tokenFile}') exec sleep 300`],
+        timeout: watchdog(40_000),
+      });
+    } catch (err) {
+      if (!(err instanceof PidOutOfReachError)) throw err;
+      console.log(`skipped: ${err.message}`);
+      ctx.skip(err.message);
+      return;
+    }
+    const { scenario, occ } = setup;
+    await waitFor(() => markerOf(occ.pid) !== undefined, { timeout: watchdog(5000), what: `the occupant ${occ.pid} to carry the marker`, watch: [occ.pid] });
+    // A walk first probes the newest pids one by one (the last 64 handed out),
+    // reading each: 100 forks put the occupant behind them, where the walk
+    // goes by the directory's listing, which is what skips older processes.
+    const forks = spawnSync('sh', ['-c', 'i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done'], { stdio: 'ignore', timeout: watchdog(30_000) });
+    expect(forks.status, 'the 100 forks').toBe(0);
+    await within(scenario.proc.terminate(), watchdog(15_000), 'terminate()', t.tag);
+    const result = await within(scenario.proc.result, watchdog(5000), 'the result', t.tag);
+    expect(sameAlive(occ.pid, occ.start), `the marked process on the old pid ${occ.pid}`).toBe(false);
+    expect(result.leftGroup.map((l) => l.pid), JSON.stringify(result.leftGroup)).toContain(occ.pid);
+  }, watchdog(90_000));
 });

@@ -5,7 +5,9 @@
 // left the anchor's ancestry). A pid read from a children list counts only
 // if its live parent chain leads to the anchor, so a pid recycled during the
 // walk is never listed. Neither walk is atomic: a process forked meanwhile
-// may be missed (the next walk finds it). Zombies are never listed.
+// may be missed (the next walk finds it). Zombies are never listed. The
+// anchor's walks of every process read each process older than the anchor
+// once, then skip it by its /proc entry (young_entries).
 #include "internal.h"
 
 #include <dirent.h>
@@ -28,21 +30,92 @@ using internal::Stat;
 using internal::read_stat;
 using internal::to_member;
 
+namespace internal {
 namespace {
 
-void scan_all(std::vector<Stat>& all) {
-  all.clear();
-  DIR* d = opendir("/proc");
-  if (!d) return;
+// The processes the anchor's walks found started before it, by pid: the
+// inode of their /proc entry then.
+struct Older {
+  bool on = false;
+  uint64_t anchor_start = 0;
+  std::unordered_map<int64_t, uint64_t> ino;
+};
+
+Older& older() {
+  static Older o;
+  return o;
+}
+
+}  // namespace
+
+void young_entries(DIR* d, int64_t self, std::vector<ProcEntry>& out, bool skip_older) {
+  out.clear();
+  rewinddir(d);
+  Older& o = older();
+  if (!skip_older) {
+    // (Forgets nothing: this walk is not the anchor's of its own tree.)
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      char* end = nullptr;
+      long long pid = strtoll(e->d_name, &end, 10);
+      if (*end || pid == self) continue;
+      out.push_back(ProcEntry{pid, static_cast<uint64_t>(e->d_ino)});
+    }
+    return;
+  }
+  // The older ones listed now: what is not listed any more is forgotten.
+  std::unordered_map<int64_t, uint64_t> still;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     char* end = nullptr;
     long long pid = strtoll(e->d_name, &end, 10);
-    if (*end) continue;
-    Stat st;
-    if (read_stat(pid, st)) all.push_back(st);
+    if (*end || pid == self) continue;
+    uint64_t ino = static_cast<uint64_t>(e->d_ino);
+    if (o.on) {
+      auto known = o.ino.find(pid);
+      // (1 is what the kernel lists when it could not make the entry's inode.)
+      if (known != o.ino.end() && known->second == ino && ino > 1) {
+        still.emplace(pid, ino);
+        continue;
+      }
+    }
+    out.push_back(ProcEntry{pid, ino});
   }
+  if (o.on) o.ino.swap(still);
+}
+
+void note_if_older(const ProcEntry& entry, const Stat& st) {
+  Older& o = older();
+  if (o.on && entry.ino > 1 && st.pid == entry.pid && st.start < o.anchor_start) o.ino[entry.pid] = entry.ino;
+}
+
+}  // namespace internal
+
+void skip_older_processes() {
+  internal::Older& o = internal::older();
+  o.anchor_start = start_time_of(getpid());
+  o.on = o.anchor_start != 0;
+}
+
+namespace {
+
+using internal::ProcEntry;
+
+// Every process of /proc; walking the calling anchor's own tree, but those
+// found older than the anchor before (young_entries).
+void scan_all(std::vector<Stat>& all, bool own_tree) {
+  all.clear();
+  DIR* d = opendir("/proc");
+  if (!d) return;
+  std::vector<ProcEntry> entries;
+  internal::young_entries(d, -1, entries, own_tree);
   closedir(d);
+  for (auto& e : entries) {
+    Stat st;
+    if (!read_stat(e.pid, st)) continue;
+    if (own_tree) internal::note_if_older(e, st);
+    all.push_back(st);
+  }
 }
 
 // Whether this kernel has /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN,
@@ -134,7 +207,7 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
               std::vector<Member>& out, bool commands) {
   out.clear();
   std::vector<Stat> all;
-  scan_all(all);
+  scan_all(all, anchor == getpid());
   if (all.empty()) return -ENOENT;
   std::unordered_multimap<int64_t, const Stat*> children;
   children.reserve(all.size());
@@ -195,21 +268,15 @@ constexpr int64_t kPidSpace = int64_t{1} << 22;
 // than any below it.
 int64_t age(int64_t pid, int64_t last) { return pid <= last ? last - pid : last + (kPidSpace - pid); }
 
-// The numeric entries of /proc, newest first: in allocation order from the
-// cursor `last` back (a plain highest-first order would, once pids have
-// wrapped, read every old process at a high pid before the newest ones).
-void proc_pids(DIR* d, int64_t self, int64_t last, std::vector<int64_t>& out) {
-  out.clear();
-  rewinddir(d);
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    char* end = nullptr;
-    long long pid = strtoll(e->d_name, &end, 10);
-    if (*end || pid == self) continue;
-    out.push_back(pid);
-  }
+// The numeric entries of /proc but those known older than the anchor
+// (young_entries), newest first: in allocation order from the cursor `last`
+// back (a plain highest-first order would, once pids have wrapped, read every
+// old process at a high pid before the newest ones).
+void proc_pids(DIR* d, int64_t self, int64_t last, std::vector<ProcEntry>& out) {
+  internal::young_entries(d, self, out, true);
   if (last <= 0) last = kPidSpace - 1;  // (no cursor known: highest first)
-  std::sort(out.begin(), out.end(), [last](int64_t a, int64_t b) { return age(a, last) < age(b, last); });
+  std::sort(out.begin(), out.end(),
+            [last](const ProcEntry& a, const ProcEntry& b) { return age(a.pid, last) < age(b.pid, last); });
 }
 
 // Pids probed one by one before the directory is read (the newest few), and
@@ -246,7 +313,8 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
   // A pid counts as visited once a process was seen on it: the cursor names
   // a pid as soon as a fork allocates it, before the child is in /proc, and
   // such a pid probed too early must still be read when the listing has it.
-  auto consider = [&](int64_t pid) {
+  // `ino`: the pid's /proc entry as the directory listed it (0: probed by pid).
+  auto consider = [&](int64_t pid, uint64_t ino) {
     if (pid <= 0 || pid == self || visited.count(pid)) return;
     // The entry's owner is the process's effective uid (root's for a
     // non-dumpable one): no file is opened for another user's process,
@@ -262,6 +330,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
     Stat st;
     if (!read_stat(pid, st)) return;
     visited.insert(pid);
+    if (ino > 0) internal::note_if_older(ProcEntry{pid, ino}, st);
     if (st.state == 'Z' || st.state == 'X' || st.start < since) return;
     n++;
     go_on = visit(to_member(st, kNone, false));
@@ -275,18 +344,18 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
     int64_t count = age(from, last);
     if (count > kFreshProbes) return -1;
     for (int64_t i = 0, pid = last; go_on && i < count; i++, pid = pid > 1 ? pid - 1 : kPidSpace - 1) {
-      if (pid < kPidSpace - 1) consider(pid);
+      if (pid < kPidSpace - 1) consider(pid, 0);
     }
     return last;
   };
   int64_t cursor = last_pid();
-  for (int64_t i = 0, pid = cursor; go_on && cursor > 0 && i < kFirstProbes && pid > 0; i++, pid--) consider(pid);
-  std::vector<int64_t> pids;
+  for (int64_t i = 0, pid = cursor; go_on && cursor > 0 && i < kFirstProbes && pid > 0; i++, pid--) consider(pid, 0);
+  std::vector<ProcEntry> pids;
   for (int round = 0; go_on && round < 4; round++) {
     size_t before = visited.size();
     proc_pids(d, self, cursor, pids);
-    for (int64_t pid : pids) {
-      consider(pid);
+    for (const ProcEntry& e : pids) {
+      consider(e.pid, e.ino);
       if (!go_on) break;
     }
     bool again = false;
@@ -304,6 +373,25 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
     if (now > 0) cursor = now;
   }
   closedir(d);
+  return n;
+}
+
+// Lean (the anchor runs it while terminating, on machines that may be
+// loaded): one read of each stat file but those of processes older than the
+// anchor (young_entries: no member of the anchor's group can be one).
+int group_live_members(int64_t group) {
+  DIR* d = opendir("/proc");
+  if (!d) return -errno;
+  std::vector<ProcEntry> entries;
+  internal::young_entries(d, -1, entries, true);
+  closedir(d);
+  int n = 0;
+  for (auto& e : entries) {
+    Stat st;
+    if (!read_stat(e.pid, st)) continue;
+    internal::note_if_older(e, st);
+    if (st.pgid == group && st.state != 'Z' && st.state != 'X') n++;
+  }
   return n;
 }
 

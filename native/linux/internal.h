@@ -6,6 +6,7 @@
 
 #include "../cordon.h"
 
+#include <dirent.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,6 +60,28 @@ bool descends_from(int64_t pid, int64_t anchor);
 // The Member record of `st`: its command line read only when `commands`,
 // holds_output from `watched`.
 Member to_member(const Stat& st, const std::vector<FileId>& watched, bool commands);
+
+// An entry of /proc: a pid, and the inode number the directory listing gives
+// for it (no system call of its own).
+struct ProcEntry {
+  int64_t pid = 0;
+  uint64_t ino = 0;
+};
+
+// The numeric entries of the /proc directory `d` (read from its start), but
+// `self` and, with `skip_older` in an anchor that called
+// skip_older_processes() (a walk of its own tree), the entries
+// already found to be processes started before the anchor: no member of its
+// tree can be one of those (every member is forked after it), so the walk
+// neither opens nor reads them again. The kernel gives each process that gets
+// a pid an entry of its own, with a new inode (a reaped process's entries
+// are dropped), so an entry listed with the pid and inode it had when it was
+// found older is that same process; a recycled pid is a new entry, and read.
+void young_entries(DIR* d, int64_t self, std::vector<ProcEntry>& out, bool skip_older);
+
+// After `st` was read for `entry`: remembers it when it started before the
+// anchor (skip_older_processes), so young_entries leaves it out from now on.
+void note_if_older(const ProcEntry& entry, const Stat& st);
 
 inline int sys_pidfd_open(int64_t pid) {
   return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));

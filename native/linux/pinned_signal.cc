@@ -3,9 +3,7 @@
 // verified to be the process enumerated (same start time) and still ours,
 // then signalled through the pidfd: if it dies after the check the signal
 // fails with ESRCH. Without them, a member is verified, then signalled by pid
-// (capabilities() reports that fallback as not pid-reuse safe). Also the
-// count of a process group's live members the process-group tier terminates
-// by.
+// (capabilities() reports that fallback as not pid-reuse safe).
 #include "internal.h"
 
 #include <dirent.h>
@@ -19,36 +17,6 @@
 #include <cstring>
 
 namespace cordon {
-
-int group_live_members(int64_t group) {
-  // Lean on purpose (the anchor runs it while terminating, on machines that
-  // may be loaded): one open and one read of the start of each stat file.
-  DIR* d = opendir("/proc");
-  if (!d) return -errno;
-  int n = 0;
-  char path[300];
-  char buf[512];
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t got = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (got <= 0) continue;
-    buf[got] = '\0';
-    // "pid (comm) state ppid pgrp ...": comm may hold anything, parse from the last ')'.
-    char* paren = strrchr(buf, ')');
-    if (!paren || paren[1] != ' ' || !paren[2]) continue;
-    char state = paren[2];
-    if (state == 'Z' || state == 'X') continue;
-    char* q = paren + 3;
-    strtoll(q, &q, 10);  // ppid
-    if (strtoll(q, nullptr, 10) == group) n++;
-  }
-  closedir(d);
-  return n;
-}
 
 bool is_member(int64_t anchor, int64_t group, const Member& member) {
   internal::Stat st;

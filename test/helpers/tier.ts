@@ -2,7 +2,7 @@
 // this machine has (CORDON_TIER, see vitest.config.ts). Where a tier does not
 // promise a guarantee, the test asserts that capabilities() says so and checks
 // what the tier does promise.
-import { expect, it } from 'vitest';
+import { expect, it, type TestContext } from 'vitest';
 import { capabilities } from '../../lib/index.js';
 import type { Tagged } from './procs.js';
 
@@ -33,7 +33,7 @@ export function orphanedEscapee(t: Tagged, pid: number | undefined): boolean {
  * A test that applies only where `applies` holds; elsewhere it is skipped
  * with the reason in its name, so the run's output says why.
  */
-export function itWhere(applies: boolean, title: string, reason: string, fn: () => Promise<void> | void, timeout?: number): void {
+export function itWhere(applies: boolean, title: string, reason: string, fn: (ctx: TestContext) => Promise<void> | void, timeout?: number): void {
   if (applies) it(title, fn, timeout);
   else it.skip(`${title} [skipped: ${reason}]`, fn);
 }
