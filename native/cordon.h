@@ -31,6 +31,12 @@ struct Member {
   // (macOS: pbi_name, else p_comm; empty on Linux). An exec of a program of
   // another name changes it (the pid and start stay).
   std::string name;
+  // macOS: the kernel's ids of the process and of its parent when it was
+  // forked (p_uniqueid, p_puniqueid: handed out in increasing order, never
+  // reused, kept across exec, setsid and reparenting), so a member's child is
+  // known as such after its parent is gone. 0 where unknown (Linux).
+  uint64_t unique_id = 0;
+  uint64_t parent_unique_id = 0;
 };
 
 // What this kernel offers, probed once.
@@ -168,6 +174,10 @@ int random_bytes(void* buf, size_t n);
 
 // The start stamp of `pid` as Member::start_time carries it, or 0 if it is gone.
 uint64_t start_time_of(int64_t pid);
+
+// macOS: the kernel's unique id of `pid` (Member::unique_id), or 0 when it is
+// gone or unknown; 0 elsewhere.
+uint64_t unique_id_of(int64_t pid);
 
 // Linux, in an anchor (once, at its start): its walks of every process
 // (list_tree, group_live_members, visit_sweepable_processes), whose tree's

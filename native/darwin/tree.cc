@@ -61,6 +61,7 @@ constexpr uint32_t kNoDev32 = 0xffffffffu;  // NODEV, (dev_t)-1, in 32 bits
 struct Info {
   int64_t pid = 0, ppid = 0, pgid = 0;
   uint64_t start = 0;
+  uint64_t unique_id = 0, parent_unique_id = 0;  // 0: not known (read through kern.proc.pid)
   uint32_t status = 0;   // SIDL, SRUN, SSLEEP, SSTOP, SZOMB
   bool traced = false;   // reparented to a debugger (p_oppid is the real parent)
   std::string name;      // pbi_name (or pbi_comm / p_comm)
@@ -82,6 +83,7 @@ bool read_kinfo(int64_t pid, bool include_zombies, Info& out) {
   uint32_t status = static_cast<uint32_t>(static_cast<unsigned char>(kp.kp_proc.p_stat));
   if (status == SZOMB && !include_zombies) return false;
   out.pid = pid;
+  out.unique_id = out.parent_unique_id = 0;  // (kinfo_proc has no unique ids)
   out.ppid = kp.kp_eproc.e_ppid;
   out.pgid = kp.kp_eproc.e_pgid;
   out.start = stamp(static_cast<uint64_t>(kp.kp_proc.p_starttime.tv_sec),
@@ -95,16 +97,50 @@ bool read_kinfo(int64_t pid, bool include_zombies, Info& out) {
   return true;
 }
 
-// PROC_PIDTBSDINFO. With arg 0 the kernel does not look at zombies (ESRCH);
-// with arg 1 it does (proc_find_zombref) and reports pbi_status == SZOMB.
+// The one interface here that the SDK's <sys/proc_info.h> leaves out (its
+// PRIVATE part; XNU's bsd/sys/proc_info.h, unchanged since macOS 10.7): the
+// BSD info with the process's unique ids, PROC_PIDT_BSDINFOWITHUNIQID, which
+// proc_pidinfo answers like PROC_PIDTBSDINFO (the same permission check, the
+// same zombie rule) with struct proc_uniqidentifierinfo after it. The kernel
+// copies out exactly this size; any other answer falls back to
+// PROC_PIDTBSDINFO, with the ids unknown.
+constexpr int kBsdInfoWithUniqId = 18;
+struct UniqIdentifierInfo {
+  uint8_t uuid[16];
+  uint64_t unique_id;
+  uint64_t parent_unique_id;
+  int32_t id_version;
+  uint32_t reserved2;
+  uint64_t reserved3;
+  uint64_t reserved4;
+};
+struct BsdInfoWithUniqId {
+  struct proc_bsdinfo bsd;
+  UniqIdentifierInfo uniq;
+};
+static_assert(sizeof(UniqIdentifierInfo) == 56, "proc_uniqidentifierinfo as XNU lays it out");
+
+// PROC_PIDT_BSDINFOWITHUNIQID (or PROC_PIDTBSDINFO). With arg 0 the kernel
+// does not look at zombies (ESRCH); with arg 1 it does (proc_find_zombref)
+// and reports pbi_status == SZOMB.
 bool read_info(int64_t pid, bool include_zombies, Info& out) {
   if (!valid_pid(pid)) return false;
-  struct proc_bsdinfo bi;
-  std::memset(&bi, 0, sizeof bi);
+  BsdInfoWithUniqId with;
+  std::memset(&with, 0, sizeof with);
+  struct proc_bsdinfo& bi = with.bsd;
   errno = 0;
-  int n = proc_pidinfo(static_cast<int>(pid), PROC_PIDTBSDINFO, include_zombies ? 1 : 0, &bi,
-                       static_cast<int>(sizeof bi));
-  if (n == static_cast<int>(sizeof bi)) {
+  int n = proc_pidinfo(static_cast<int>(pid), kBsdInfoWithUniqId, include_zombies ? 1 : 0, &with,
+                       static_cast<int>(sizeof with));
+  bool ids = n == static_cast<int>(sizeof with);
+  if (!ids && errno != ESRCH && errno != EPERM) {
+    std::memset(&with, 0, sizeof with);
+    errno = 0;
+    n = proc_pidinfo(static_cast<int>(pid), PROC_PIDTBSDINFO, include_zombies ? 1 : 0, &bi, static_cast<int>(sizeof bi));
+    if (n == static_cast<int>(sizeof bi)) n = static_cast<int>(sizeof with);
+  }
+  if (n == static_cast<int>(sizeof with)) {
+    out.unique_id = ids ? with.uniq.unique_id : 0;
+    out.parent_unique_id = ids ? with.uniq.parent_unique_id : 0;
     if (bi.pbi_status == SZOMB && !include_zombies) return false;
     out.pid = pid;
     out.ppid = bi.pbi_ppid;
@@ -399,6 +435,8 @@ Member identity(const Info& in) {
   m.start_time = in.start;
   m.state = state_of(in.status);
   m.name = in.name;
+  m.unique_id = in.unique_id;
+  m.parent_unique_id = in.parent_unique_id;
   return m;
 }
 
@@ -603,6 +641,11 @@ int random_bytes(void* buf, size_t n) {
 uint64_t start_time_of(int64_t pid) {
   Info in;
   return read_info(pid, true, in) ? in.start : 0;
+}
+
+uint64_t unique_id_of(int64_t pid) {
+  Info in;
+  return read_info(pid, false, in) ? in.unique_id : 0;
 }
 
 // The kernel's order: XNU keeps its list of live processes newest first

@@ -81,8 +81,6 @@ constexpr int kFreezeMs = 1000;
 // a sweep has found one outside the group.
 constexpr int kQuietWalks = 3;
 
-// (pid, start) -> the program's name as the listing gave it (Member::name).
-
 class ProcessGroupTier : public Tier {
  public:
   using Tier::Tier;
@@ -140,6 +138,7 @@ class ProcessGroupTier : public Tier {
       return -err;
     }
     group_ = pin;
+    lineage_.seed(cordon::unique_id_of(getpid()));  // (macOS: the root's parent at fork)
     if (!marker_.make(since_)) {
       int err = errno;
       release_pin();
@@ -193,6 +192,7 @@ class ProcessGroupTier : public Tier {
   // fails, the command never runs.
   int after_fork(pid_t child, const char*& what) override {
     root_ = child;
+    lineage_.add(cordon::unique_id_of(child));  // (it waits on `go`: alive; its id stays across exec)
     close(go_[0]);
     go_[0] = -1;
     int err = 0;
@@ -523,6 +523,17 @@ class ProcessGroupTier : public Tier {
     std::vector<Member> fresh;
     MarkerReadings::Walk walk;
     size_t seen = 0;
+    // Unclaimed processes with a parent id: the walk goes newest first, so a
+    // child is read before a parent that it finds to be a member.
+    std::vector<Member> unclaimed;
+    auto claim = [&](const Member& listed) {
+      Member p = listed;
+      p.from_snapshot = true;
+      if (on_found) on_found(p);
+      remember(p);
+      fresh.push_back(p);
+      found_outside_ = true;
+    };
     int rc = cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
       seen++;
       // In the group: the group's signal reaches it (and it is ours anyway).
@@ -534,16 +545,22 @@ class ProcessGroupTier : public Tier {
       }
       auto known = remembered_.find(listed.pid);
       if (known != remembered_.end() && known->second.start_time == listed.start_time) return true;
-      if (!readings_.marked(listed, walk)) return true;
-      Member p = listed;
-      p.from_snapshot = true;
-      if (on_found) on_found(p);
-      remember(p);
-      fresh.push_back(p);
-      found_outside_ = true;
+      if (!lineage_.parent_known(listed) && !readings_.marked(listed, walk)) {
+        if (listed.parent_unique_id != 0) unclaimed.push_back(listed);
+        return true;
+      }
+      claim(listed);
       return true;
     });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
+    for (bool more = true; more;) {  // (claiming one adds its id: its children next)
+      more = false;
+      for (auto& p : unclaimed) {
+        if (p.pid == 0 || !lineage_.parent_known(p)) continue;
+        if (cordon::same_process_alive(p.pid, p.start_time)) { claim(p); more = true; }
+        p.pid = 0;  // (decided)
+      }
+    }
     readings_.forget_gone(walk);
     if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), seen);
     if (walk.withheld_new > 0) {
@@ -592,7 +609,7 @@ class ProcessGroupTier : public Tier {
         auto known = remembered_.find(listed.pid);
         auto parent = frozen.find(listed.ppid);
         bool member = (known != remembered_.end() && known->second.start_time == listed.start_time) ||
-                      parent != frozen.end() || readings_.marked(listed, walk);
+                      parent != frozen.end() || lineage_.parent_known(listed) || readings_.marked(listed, walk);
         if (!member) return true;
         if (stop(listed)) {
           found = true;
@@ -627,7 +644,7 @@ class ProcessGroupTier : public Tier {
       if (listed.count(p.pid)) continue;
       int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
       if (pgid < 0 || pgid == group_) continue;
-      if (cordon::read_environment(p.pid, p.start_time, env) != 0 || !marker_.carried_by(env)) continue;
+      if (!lineage_.parent_known(p) && (cordon::read_environment(p.pid, p.start_time, env) != 0 || !marker_.carried_by(env))) continue;
       p.pgid = pgid;
       remember(p);
       p.from_snapshot = true;
@@ -699,6 +716,7 @@ class ProcessGroupTier : public Tier {
   // A member seen (by a snapshot or a sweep), checked by identity from now on.
   void remember(const Member& m) {
     remembered_[m.pid] = m;
+    lineage_.add(m.unique_id);
     // Seen outside the tree's group (setsid, setpgid): the group signal
     // misses it, only the snapshot or the marker knows it. The host reports it.
     if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
@@ -763,14 +781,15 @@ class ProcessGroupTier : public Tier {
   int64_t last_term_walk_ = 0;
   TreeMarker marker_;              // this tree's token (tree_marker.h)
   MarkerReadings readings_{marker_};  // what the sweeps read of each process (tree_marker.h)
+  Lineage lineage_;  // macOS: the ids of the anchor and the members seen (tree_marker.h)
   std::string marker_entry_;  // CORDON_TREE=..., what the command gets
   uint64_t since_ = 0;        // the anchor's start: members started after it
   int64_t last_sweep_ = 0;
   bool swept_terminating_ = false;
   bool swept_forcing_ = false;
   bool swept_empty_ = false;  // the root-exit sweep found nothing, and nothing was left
-  bool frozen_ = false;
-  bool found_outside_ = false;  // a sweep has found a marked member outside the group       // a forced round's freeze_outside ended with a walk that found nothing new
+  bool frozen_ = false;  // a forced round's freeze_outside ended with a walk that found nothing new
+  bool found_outside_ = false;  // a sweep has found a member outside the group
 };
 
 }  // namespace

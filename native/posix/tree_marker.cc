@@ -86,5 +86,14 @@ void MarkerReadings::keep(const Walk& walk) {
   for (auto& w : walk.withheld) withheld_[w.first] = w.second;
 }
 
+void Lineage::add(uint64_t id) {
+  if (id == 0 || seeds_.count(id) != 0 || !ids_.insert(id).second) return;
+  order_.push_back(id);
+  if (order_.size() > kMaxIds) {
+    ids_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
 }  // namespace anchor
 }  // namespace cordon

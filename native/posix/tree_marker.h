@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -88,6 +89,33 @@ class MarkerReadings {
   std::set<Key> unmarked_;
   // With the name of the program they ran when read.
   std::map<Key, std::string> withheld_;
+};
+
+// The ids (Member::unique_id: macOS; 0 elsewhere, where this knows nothing)
+// of the anchor and of every member seen: a process whose parent at fork was
+// one of them is a member, wherever it went since (setsid, reparented to
+// launchd) and whatever the kernel lets the anchor read of its environment
+// (Apple's SIP-protected programs withhold it). Only ids of processes known
+// to be members go in, never a member's parent's: a process that carries
+// the marker may have been started by anything. The anchor's own id is kept
+// for the tree's life; of the members', the most recent kMaxIds (a tree that
+// forks for days keeps a bounded record; a child of an older member is left
+// to the marker and the snapshots).
+class Lineage {
+ public:
+  static constexpr size_t kMaxIds = 65536;
+  void seed(uint64_t id) {
+    if (id != 0) seeds_.insert(id);
+  }
+  void add(uint64_t id);
+  bool parent_known(const Member& p) const {
+    return p.parent_unique_id != 0 && (seeds_.count(p.parent_unique_id) != 0 || ids_.count(p.parent_unique_id) != 0);
+  }
+
+ private:
+  std::set<uint64_t> seeds_;
+  std::set<uint64_t> ids_;
+  std::deque<uint64_t> order_;  // ids_ oldest first
 };
 
 }  // namespace anchor
