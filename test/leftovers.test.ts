@@ -12,6 +12,8 @@ import { capture } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { collectResult, expectLeftover } from './helpers/trees.js';
+import { missing } from './helpers/requirements.js';
+import { itWhere } from './helpers/tier.js';
 import { promised, watchdog } from './helpers/time.js';
 
 // The leftover redirected its output away: it does not hold the captured pipes.
@@ -147,6 +149,42 @@ describe('leftovers policy (C5)', () => {
     const named = new Map(result.leftovers.map((l) => [l.pid, l.command]));
     expect(named.get(pids.late!), JSON.stringify(result.leftovers)).toBe('sleep 303');
     expect(named.get(pids.sub!), JSON.stringify(result.leftovers)).toBe('sleep 302');
+    await waitGone(t.tag, 2000);
+  });
+
+  // Real programs that run their command in a child of their own, so each
+  // leaves two processes: script (the child on a pseudo-terminal, in a
+  // session of its own), timeout (in a process group of its own), flock.
+  // Every one of the six is listed, named by what it ran, and gone. The root
+  // exits once each inner command has written its pid (exec keeps it).
+  const twoWhy = missing('script') ?? '';
+  itWhere(twoWhy === '', 'leftovers of two processes each (script -qc, timeout, flock): all six listed, named and gone', twoWhy, async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const f = join(dir, 'pids'); // (no space or quote: a tmpdir path)
+    const inner = (k: string, n: number) => `echo inner-${k} $$ >> ${f}; exec sleep ${n}`;
+    const quiet = '>/dev/null 2>&1 </dev/null';
+    const script = [
+      `script -qc '${inner('s', 310)}' /dev/null ${quiet} & echo outer-s $! >> ${f}`,
+      `timeout 300 sh -c '${inner('t', 311)}' ${quiet} & echo outer-t $! >> ${f}`,
+      `flock ${f}.lock sh -c '${inner('f', 312)}' ${quiet} & echo outer-f $! >> ${f}`,
+      `until [ "$(grep -c '^inner' ${f})" = 3 ]; do sleep 0.01; done; exit 0`,
+    ].join('; ');
+    const proc = spawn('sh', ['-c', script], { env: t.env, leftovers: 'kill', stdio: ['ignore', 'ignore', 'ignore'] });
+    const result = await within(proc.result, watchdog(20_000), 'the result', t.tag);
+    const pids = Object.fromEntries(readFileSync(f, 'utf8').trim().split('\n').map((l) => l.split(' ')).map(([k, v]) => [k, Number(v)]));
+    const keys = ['inner-f', 'inner-s', 'inner-t', 'outer-f', 'outer-s', 'outer-t'];
+    expect(Object.keys(pids).sort(), readFileSync(f, 'utf8')).toEqual(keys);
+    await waitGone(keys.map((k) => pids[k]!), promised(1000), 'the killed leftovers to be gone');
+    const named = new Map(result.leftovers.map((l) => [l.pid, l.command]));
+    const listed = JSON.stringify(result.leftovers);
+    expect(named.get(pids['inner-s']!), listed).toBe('sleep 310');
+    expect(named.get(pids['inner-t']!), listed).toBe('sleep 311');
+    expect(named.get(pids['inner-f']!), listed).toBe('sleep 312');
+    expect(named.get(pids['outer-s']!), listed).toMatch(/^script -qc /);
+    expect(named.get(pids['outer-t']!), listed).toMatch(/^timeout 300 sh -c /);
+    expect(named.get(pids['outer-f']!), listed).toMatch(/^flock /);
     await waitGone(t.tag, 2000);
   });
 });

@@ -111,6 +111,12 @@ const TABLE = {
     apt: 'procps',
     probe: () => runs('ps', ['-p', String(process.pid), '-o', 'pid=,lstart=']),
   },
+  script: {
+    what: 'script (util-linux: bsdutils on Debian)',
+    for: 'a real program that runs its command in a child on a pseudo-terminal (leftovers)',
+    apt: 'bsdutils',
+    probe: () => runs('sh', ['-c', 'command -v script']),
+  },
   tmux: {
     what: 'tmux',
     for: 'one more real daemon, where installed (helpers/daemons.ts)',
