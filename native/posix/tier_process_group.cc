@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -59,18 +58,17 @@ constexpr int kGroupSnapshotMs = 1000;
 // A snapshot is a walk of every process on the host (no /proc children list
 // here, no other way to find who left the group): past the tree's first
 // seconds, while snapshots find nothing outside the tree's group, they back
-// off to this, so that many idle trees on
-// a host with thousands of processes do not spend its CPU walking /proc
-// (200 trees x 4,000 processes took both cores at 1 s each).
+// off to this, so that many idle trees on a host with thousands of processes
+// do not spend its CPU walking /proc (200 trees x 4,000 processes took both
+// cores at 1 s each, before the walks skipped what is older than the anchor).
 constexpr int kGroupSnapshotMaxMs = 8000;
 // ...but not in a tree's first seconds, when daemons usually start.
 constexpr int kGroupSnapshotSteadyAfterMs = 5000;
 // In the grace, how often the process-group tier looks for members forked
 // after the group's SIGTERM (a walk of every process).
 constexpr int kGroupTermWalkMs = 250;
-// In the grace, how often the tier sweeps the user's processes for the marker
-// (one read of the stat and, for those started since the anchor, of the
-// environment of each: the costliest walk here, so sparser).
+// In the grace, how often the tier sweeps for the marker (the stat and the
+// environment of what started since the anchor: the costliest walk here).
 constexpr int kGroupTermSweepMs = 1000;
 // The forced stop's walks (freeze_outside) in one round of the loop: at most
 // this long, then what they stopped is killed and the next round (10 ms
@@ -89,15 +87,13 @@ class ProcessGroupTier : public Tier {
 
   const char* name() const override { return "process-group"; }
 
-  // The anchor first leaves the host's session (and so its process group
-  // and terminal: job control aimed at the host, such as `kill -9 -<host
-  // pgid>` or a hang-up, does not reach the anchor; the host's death reaches
-  // it as EOF on the control channel). Then the tree gets a process group X
-  // of its own that the anchor is NOT in, so that kill(-X, sig) reaches
-  // exactly the tree's in-group members, atomically (Linux delivers a group
-  // signal to a child being forked too), and kill(-X, 0) failing with ESRCH
-  // means no member (not even an unreaped zombie) is left in the group: no
-  // /proc walk decides whether the tree is quiescent.
+  // The anchor first leaves the host's session, group and terminal (job
+  // control aimed at the host, `kill -9 -<host pgid>` or a hang-up, does not
+  // reach it; the host's death does, as EOF on the control channel). The
+  // tree gets a process group X of its own that the anchor is NOT in:
+  // kill(-X, sig) reaches exactly the in-group members, atomically (on Linux
+  // a child being forked too), and kill(-X, 0) failing with ESRCH means no
+  // member, not even a zombie, is left in the group: no walk decides it.
   // X is pinned for the tree's life by a child of the anchor, the pin: it
   // creates X (X = its pid), the command joins X before exec, then the pin
   // leaves X and is killed, and stays an unreaped zombie until QUIET. Its
@@ -386,6 +382,7 @@ class ProcessGroupTier : public Tier {
       }
     } else if (!group_termed_) {
       group_termed_ = true;
+      group_signal_at_ = t;
       int rc = kill(static_cast<pid_t>(-group_), host_.polite_signal()) == 0 ? 0 : -errno;
       kill(static_cast<pid_t>(-group_), SIGCONT);
       trace("signal %d to group %lld: %d", host_.polite_signal(), static_cast<long long>(group_), rc);
@@ -398,9 +395,10 @@ class ProcessGroupTier : public Tier {
     if (!swept_terminating_ || (forcing && !swept_forcing_) || (!forcing && t - last_sweep_ >= kGroupTermSweepMs)) {
       swept_terminating_ = true;
       swept_forcing_ = swept_forcing_ || forcing;
-      // (Signalled as the walk finds it: by the end of the walk a process
-      // that forks and exits every few milliseconds is another pid.)
-      for (auto& m : sweep([&](Member& m) { host_.signal_one(m); })) {
+      // Signalled after the walk: a daemon that ends itself when one of its
+      // own does (tmux, its last pane gone) is then found first, and reported.
+      for (auto& m : sweep()) {
+        host_.signal_one(m);
         int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
         if (pgid >= 0 && (pgid != group_ || forcing)) outside.push_back(m);
       }
@@ -409,6 +407,14 @@ class ProcessGroupTier : public Tier {
     if (host_.termination().stuck_due(t) && (cordon::group_live_members(group_) != 0 || !outside.empty())) {
       host_.report_stuck(members());
     }
+  }
+
+  // Group members' deaths do not wake the anchor: after the group's signal it
+  // looks again in 5 ms, then every quarter of the time since, up to its pace.
+  int terminate_wait_ms(int64_t now) const override {
+    int pace = host_.termination().wait_ms(now, 10, 100);
+    if (group_signal_at_ == 0) return pace;
+    return static_cast<int>(std::min<int64_t>(pace, std::max<int64_t>(5, (now - group_signal_at_) / 4)));
   }
 
   // Who holds the pipes is a walk of every process in this tier: prompt at
@@ -553,14 +559,7 @@ class ProcessGroupTier : public Tier {
       return true;
     });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
-    for (bool more = true; more;) {  // (claiming one adds its id: its children next)
-      more = false;
-      for (auto& p : unclaimed) {
-        if (p.pid == 0 || !lineage_.parent_known(p)) continue;
-        if (cordon::same_process_alive(p.pid, p.start_time)) { claim(p); more = true; }
-        p.pid = 0;  // (decided)
-      }
-    }
+    lineage_.settle(unclaimed, claim);
     readings_.forget_gone(walk);
     if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), seen);
     if (walk.withheld_new > 0) {
@@ -761,6 +760,7 @@ class ProcessGroupTier : public Tier {
   pid_t root_ = -1;
   int go_[2] = {-1, -1};
   bool group_termed_ = false;
+  int64_t group_signal_at_ = 0;  // when group_termed_ was set
   bool group_killed_ = false;  // the group has had a SIGKILL
   std::set<std::pair<int64_t, uint64_t>> reported_outside_;
   // In-group members known to have had the polite signal (the group's, or

@@ -95,5 +95,19 @@ void Lineage::add(uint64_t id) {
   }
 }
 
+void Lineage::settle(std::vector<Member>& unclaimed, const std::function<void(const Member&)>& claim) {
+  for (bool more = true; more;) {
+    more = false;
+    for (auto& p : unclaimed) {
+      if (p.pid == 0 || !parent_known(p)) continue;
+      if (cordon::same_process_alive(p.pid, p.start_time)) {
+        claim(p);
+        more = true;
+      }
+      p.pid = 0;  // (decided)
+    }
+  }
+}
+
 }  // namespace anchor
 }  // namespace cordon

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -111,6 +112,10 @@ class Lineage {
   bool parent_known(const Member& p) const {
     return p.parent_unique_id != 0 && (seeds_.count(p.parent_unique_id) != 0 || ids_.count(p.parent_unique_id) != 0);
   }
+  // A walk that goes newest first reads a child before its parent: each of
+  // `unclaimed` whose parent is known by now (and still alive) goes to
+  // `claim`, which remembers it (add), and so on while any is claimed.
+  void settle(std::vector<Member>& unclaimed, const std::function<void(const Member&)>& claim);
 
  private:
   std::set<uint64_t> seeds_;
