@@ -225,7 +225,12 @@ function markerOf(pid: number): string | undefined {
   }
 }
 
-const reuseWhy = !catchesMarked ? notCaught : process.platform !== 'linux' ? 'reads /proc' : (missing('setsid -f') ?? '');
+const reuseWhy =
+  caps.guarantees.catchesEscapees !== 'marked'
+    ? `the ${caps.tier} tier has no marker (catchesEscapees ${JSON.stringify(caps.guarantees.catchesEscapees)})`
+    : process.platform !== 'linux'
+      ? 'reads /proc'
+      : '';
 
 describe('C2: a marked process on the recycled pid of a process older than the tree', () => {
   // A process started before the tree (the anchor's first snapshot reads it
