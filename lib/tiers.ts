@@ -249,7 +249,7 @@ export const TIERS = [
       holdsHostileMembers: false,
     }),
     notes: () => [
-      'Each tree runs in its own Job Object with kill-on-close and no breakaway: the command is created suspended and assigned before it runs; every descendant (detached or not) stays in the job.',
+      'Each tree runs in its own Job Object with kill-on-close and no breakaway: the command is created suspended and assigned before it runs; every descendant (detached or not) stays in the job. Processes a broker starts on a member\'s behalf are not its descendants and are not in the job: WMI (Win32_Process.Create), the task scheduler, services, out-of-process COM servers, WSL and Docker workloads, and one created with PROC_THREAD_ATTRIBUTE_PARENT_PROCESS naming an outside parent.',
       'Identity is held by handles (the job, the root process), never by a pid number.',
       "The polite stop is CTRL_BREAK_EVENT to the root's console process group (members that left the console or the group are reached only by the forced TerminateJobObject); without a shared console the forced stop follows at once.",
       "When the host exits, Node's own kill-on-close job ends the anchor with it, so the tree is ended at once (no grace).",

@@ -369,7 +369,11 @@ class Anchor : public EndpointHost {
       return false;
     }
     SetConsoleCtrlHandler(on_console_event, TRUE);
-    return GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_.pid) != 0;
+    bool sent = GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_.pid) != 0;
+    // Detached again at once: an anchor attached to the root's console would
+    // keep its console host (a job member) alive until the forced stop.
+    FreeConsole();
+    return sent;
   }
 
   void step_terminate() {

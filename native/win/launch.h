@@ -25,7 +25,7 @@
 // first with ERR_CORDON_UNSAFE_BATCH_ARG). Names Win32 rewrites (a trailing
 // dot or space, ::$DATA) are refused here too (lib/resolve.ts normalises them).
 // Shell mode (--cmd-shell, the `shell` option): the one argument is a line the
-// system's cmd.exe runs verbatim as `cmd.exe /d /s /c "<line>"`. Any other
+// system's cmd.exe runs verbatim as `cmd.exe /d /v:OFF /s /c "<line>"`. Any other
 // command's arguments are quoted as libuv (Node's child_process) quotes them.
 //
 // A leased tree's root gets CREATE_NO_WINDOW (its own hidden console: the

@@ -12,7 +12,8 @@ import { alive, anchorExe, anchorReport, cordon, existsSync, join, pkgDir, readP
 // CORDON_TEST_HOOKS) makes AssignProcessToJobObject's failure path run with
 // the command created suspended, as a host inside a job that forbids nesting
 // would see it. CORDON_WIN_TEST_HOOKS=1 says the anchor under test is such a
-// build (.ci/windows.sh, the GitHub windows job); a release build ignores the
+// build (.ci/windows.sh builds one; the GitHub windows job tests the release
+// build, where these tests skip, saying so); a release build ignores the
 // variable, which is the next test's point.
 const failEnv = () => ({ ...process.env, CORDON_TEST_FAIL_ASSIGN: '1' });
 const testBuild = process.env.CORDON_WIN_TEST_HOOKS === '1';
