@@ -98,7 +98,8 @@ bool read_kinfo(int64_t pid, bool include_zombies, Info& out) {
 }
 
 // The one interface here that the SDK's <sys/proc_info.h> leaves out (its
-// PRIVATE part; XNU's bsd/sys/proc_info.h, unchanged since macOS 10.7): the
+// PRIVATE part, as XNU's bsd/sys/proc_info.h defines it: read in xnu-7195,
+// macOS 11): the
 // BSD info with the process's unique ids, PROC_PIDT_BSDINFOWITHUNIQID, which
 // proc_pidinfo answers like PROC_PIDTBSDINFO (the same permission check, the
 // same zombie rule) with struct proc_uniqidentifierinfo after it. The kernel
