@@ -30,6 +30,11 @@ export class PidMissedError extends Error {
   override name = 'PidMissedError';
 }
 
+/** A miss where no live process had the pid, yet no fork of ours got it (see viaNsLastPid). */
+class PidNotGivenError extends PidMissedError {
+  override name = 'PidNotGivenError';
+}
+
 /**
  * This machine cannot put a process on the target within the bound (no
  * writable ns_last_pid, and cycling through the pids would take more forks
@@ -199,7 +204,7 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, deadline: nu
     if (verdict === 'UNAVAILABLE') return 'unavailable';
     // Another process forked in between and took the target: try again.
   }
-  throw new PidMissedError(`in ${TRIES} tries another process forked each time between setting the pid counter to ${target - 1} and our fork`);
+  throw new PidNotGivenError(`in ${TRIES} tries another process forked each time between setting the pid counter to ${target - 1} and our fork`);
 }
 
 // ---- cycling --------------------------------------------------------------
@@ -382,12 +387,17 @@ export async function occupyFreedPid<S>(options: {
   const misses: string[] = [];
   // Attempts whose pid stayed a group or session id of zombies nobody reaped.
   let heldByZombies = 0;
+  // Attempts whose pid no fork of ours got while no live process had it (the
+  // pid counter set, and 50 forks another pid each): what a pid held as the
+  // id of zombies looks like, also when init reaps them just before the look.
+  let notGiven = 0;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1 && deadline - Date.now() < 2000) {
-      if (heldByZombies === attempt - 1) {
+      const tried = attempt - 1;
+      if (heldByZombies === tried || (heldByZombies * 2 >= tried && notGiven === tried)) {
         throw new PidOutOfReachError(
-          `in ${attempt - 1} attempts each freed pid stayed the session or group id of unreaped zombies (members ended after their anchor was lost, ` +
-            `orphaned to an init that had not reaped them): the kernel hands such a pid to no new process, so none could be put on it here`,
+          `in ${tried} attempts no freed pid could be given to a new process; in ${heldByZombies} of them it was seen as the session or group id of unreaped zombies (members ended after their anchor was lost, ` +
+            `orphaned to an init that had not reaped them), and the kernel hands such a pid to no new process: none could be put on it here`,
         );
       }
       throw new Error(
@@ -406,6 +416,7 @@ export async function occupyFreedPid<S>(options: {
       if (!(err instanceof PidMissedError)) throw err;
       const holders = idHolders(target).filter((h) => h.endsWith('(Z)'));
       if (holders.length > 0) heldByZombies++;
+      if (err instanceof PidNotGivenError) notGiven++;
       misses.push(`  ${attempt}: ${err.message}${holders.length > 0 ? ` (pid ${target} is the group or session id of zombies: ${holders.join(', ')})` : ''}`);
     }
   }
