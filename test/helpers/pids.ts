@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { capture } from './fixtures.js';
-import { cmdline, killPids, readStat, sameAlive, sleep } from './procs.js';
+import { cmdline, readStat, sameAlive, sleep } from './procs.js';
 
 const NS_LAST_PID = '/proc/sys/kernel/ns_last_pid';
 
@@ -63,9 +63,17 @@ function occupant(shell: ChildProcess, pid: number, start: string, how: Occupant
     helpers: [shell.pid!],
     how,
     async end() {
-      if (sameAlive(pid, start)) killPids([pid]);
+      // (Its pid is a recycled one on purpose: the test may know it as the
+      // process that had it before, which killPids would spare.)
+      if (sameAlive(pid, start)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone meanwhile
+        }
+      }
       await Promise.race([exitOf(shell), sleep(1000)]);
-      killPids([shell.pid!]);
+      shell.kill('SIGKILL'); // (a no-op once Node has reaped it: never a recycled pid)
       await exitOf(shell);
     },
   };
@@ -190,7 +198,7 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, deadline: nu
     try {
       await out.until(said, Math.max(1000, deadline - Date.now()));
     } catch (err) {
-      killPids([shell.pid!]);
+      shell.kill('SIGKILL');
       await exitOf(shell);
       throw err;
     }
@@ -198,7 +206,7 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, deadline: nu
     if (verdict.startsWith('PID occupant')) {
       const st = readStat(target);
       if (st) return occupant(shell, target, st.start, 'ns_last_pid');
-      killPids([shell.pid!]); // the occupant ended already: try again
+      shell.kill('SIGKILL'); // the occupant ended already: try again
     }
     await exitOf(shell);
     if (verdict === 'UNAVAILABLE') return 'unavailable';
@@ -271,7 +279,7 @@ async function viaCycling(target: number, env: NodeJS.ProcessEnv, deadline: numb
   const shell = spawnChild('sh', ['-c', CYCLE, 'cycle', String(target), String(bound), ...command], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const out = capture(shell.stdout);
   const end = async (): Promise<void> => {
-    killPids([shell.pid!]);
+    shell.kill('SIGKILL');
     await exitOf(shell);
   };
   // Waits for the shell's verdict; gives up early when even the fastest fork
@@ -408,8 +416,10 @@ export async function occupyFreedPid<S>(options: {
     const { scenario, target } = await options.setup();
     try {
       const occ = await occupyPid(target, options.env, Math.max(1000, deadline - Date.now()), options.command);
-      // Registered after the test's useTag(): runs before its leak check.
-      onTestFinished(() => killPids([occ.pid, ...occ.helpers]));
+      // Registered after the test's useTag(): runs before its leak check. By
+      // identity: the occupant may be gone long since (a test can end it on
+      // purpose), and its pid another test's process by now.
+      onTestFinished(() => occ.end());
       return { scenario, occ, misses };
     } catch (err) {
       await options.teardown(scenario);

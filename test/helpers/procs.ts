@@ -127,8 +127,14 @@ export function killTagged(tag?: string): ProcInfo[] {
   return [...found.values()];
 }
 
+/**
+ * SIGKILLs each pid, but one whose identity the test knows (parsePids,
+ * rememberIdentity) and that is now another process: a pid freed since may
+ * be another test's process by the time a cleanup runs.
+ */
 export function killPids(pids: number[]): void {
   for (const pid of pids) {
+    if (!alive(pid)) continue;
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
