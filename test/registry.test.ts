@@ -20,6 +20,7 @@ import {
   within,
   zombieChildren,
 } from './helpers/procs.js';
+import { renewIdentity } from './helpers/common.mjs';
 import { collect, expectAllAlive, expectAllGone } from './helpers/trees.js';
 import { promised, TIME_SCALE, watchdog } from './helpers/time.js';
 
@@ -188,7 +189,10 @@ describe('C7/C9: many owners', () => {
         const proc = owners[k % 20]!.spawn('sleep', ['300'], { kind: kinds[k % kinds.length], env: t.env });
         return within(proc.started, watchdog(20_000), `tree ${k} to start`, t.tag);
       });
-      roots.push(...(await Promise.all(started)));
+      // Each root's identity as of now: its pid may be one the warm-up's
+      // processes had (freed since, and handed out again on a machine whose
+      // pid counter other tests move), which alive() would take for them.
+      roots.push(...(await Promise.all(started)).map((pid) => renewIdentity(pid)));
     }
     expect(new Set(roots).size).toBe(TREES);
     expect(roots.filter(alive).length).toBe(TREES);
