@@ -18,7 +18,8 @@ import {
   TAG_VAR,
   type Observer,
 } from './helpers/observer.js';
-import { killPids, RUN_VAR, useTag, waitFor, within } from './helpers/procs.js';
+import { killPids, RUN_VAR, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { watchdog } from './helpers/time.js';
 import { missing } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
 
@@ -105,6 +106,10 @@ describe('the process observers', () => {
         if (c.pid !== undefined) killPids([c.pid]);
         await exited(c);
       }
+      // A SIGKILLed process is listed, running, until it has run its exit: on
+      // a loaded machine the tag's leak check after this cleanup saw one
+      // (seen in CI). Wait for what this cleanup killed to be gone.
+      await waitGone(t, watchdog(10_000), 'the tree this test killed to be gone');
     });
 
     const root = spawnChild('sh', ROOT_ARGS, { env: t.env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
