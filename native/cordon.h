@@ -158,10 +158,18 @@ std::string command_line(int64_t pid);
 bool same_process_alive(int64_t pid, uint64_t start_time);
 
 // How many live (not zombie) processes are in process group `group` now, or a
-// negative errno. Linux: one /proc walk, which a process that forks and exits
+// negative errno; with `live`, those members too (identities only). Linux:
+// one /proc walk, which a process that forks and exits
 // faster than the walk reads can outrun; macOS: the kernel's list of the
 // group (proc_listpids PROC_PGRP_ONLY).
-int group_live_members(int64_t group);
+int group_live_members(int64_t group, std::vector<Member>* live = nullptr);
+
+// A descriptor that polls readable once the process `pid` stamped
+// `start_time` has exited (Linux: its pidfd; macOS: a kqueue with its
+// EVFILT_PROC NOTE_EXIT), opened first and checked against the stamp after,
+// so a recycled pid is never watched; -1 when it is gone or cannot be
+// watched. The caller closes it.
+int exit_fd(int64_t pid, uint64_t start_time);
 
 // The current process group of `pid` if it is still that live process (same
 // start time), else -1.
@@ -182,9 +190,9 @@ uint64_t unique_id_of(int64_t pid);
 // Linux, in an anchor (once, at its start): its walks of every process
 // (list_tree, group_live_members, visit_sweepable_processes), whose tree's
 // members are all forked after it, remember the processes they find started
-// before it by their /proc entry and skip them from then on, without opening
-// anything: a walk's cost follows what started since the anchor, not the
-// host. (macOS: its sweeps stop at the anchor's own place in the kernel's
+// before it (and those a sweep finds to be no member: Visit::kNotMember) by
+// their /proc entry and skip them from then on, without opening anything: a
+// walk's cost follows the tree, not the host nor the other trees on it. (macOS: its sweeps stop at the anchor's own place in the kernel's
 // list, newest first; its other walks follow the tree already.)
 void skip_older_processes();
 
@@ -204,9 +212,25 @@ void skip_older_processes();
 // as it is read, before the walk goes on, so the caller can act on it (check
 // it, stop it) while a process that forks and exits every few milliseconds is
 // still the one listed, and the child it forked meanwhile is found by the
-// look again. `visit` returns false to end the walk. Returns the count
+// look again. `visit` says what to do next (Visit). Returns the count
 // visited or a negative errno.
-int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit);
+enum class Visit {
+  kNext,  // go on
+  // Go on: by its own record this process is none of the tree's (its
+  // environment was read, whole, without the tree's token; it is neither in
+  // the tree's group nor known as a member). Linux, in an
+  // anchor (skip_older_processes), once the walk is over, such a process whose
+  // parent is init or is itself skipped (started before the anchor, or no
+  // member so found) is skipped by every later walk as those older than the
+  // anchor are. A member's parent is a member, or init or an older subreaper
+  // once its own is gone: then, without the token, it was findable only by
+  // the caller's own record of it, which made it no kNotMember. No other
+  // process can join the tree's group (only members are in the anchor's
+  // session). Elsewhere the same as kNext.
+  kNotMember,
+  kStop,  // end the walk
+};
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit);
 // The same, collected.
 int list_user_processes(uint64_t since, std::vector<Member>& out);
 

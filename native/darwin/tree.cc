@@ -587,17 +587,37 @@ bool holds_output(int64_t pid, uint64_t start_time, const std::vector<FileId>& w
   return same_process_alive(pid, start_time) && holds_any(pid, resolve(watched));
 }
 
-int group_live_members(int64_t group) {
+int group_live_members(int64_t group, std::vector<Member>* live) {
   if (group <= 0 || group > INT_MAX) return -EINVAL;
+  if (live) live->clear();
   std::vector<int> pids;
   int e = list_pids(PROC_PGRP_ONLY, static_cast<uint32_t>(group), pids);
   if (e != 0) return -e;
   int n = 0;
   for (int pid : pids) {
     Info in;
-    if (pid > 0 && read_info(pid, false, in) && in.pgid == group) n++;  // zombies are not read
+    if (pid <= 0 || !read_info(pid, false, in) || in.pgid != group) continue;  // zombies are not read
+    n++;
+    if (live) live->push_back(identity(in));
   }
   return n;
+}
+
+// NOTE_EXIT fires when the process exits, whoever its parent; registered
+// first and the stamp checked after, so a recycled pid is never watched.
+int exit_fd(int64_t pid, uint64_t start_time) {
+  if (pid <= 0 || pid > INT_MAX) return -1;
+  int kq = kqueue();
+  if (kq < 0) return -1;
+  struct kevent ev;
+  EV_SET(&ev, static_cast<uintptr_t>(pid), EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, nullptr);
+  Info in;
+  if (fcntl(kq, F_SETFD, FD_CLOEXEC) != 0 || kevent(kq, &ev, 1, nullptr, 0, nullptr) != 0 ||
+      !read_info(static_cast<int>(pid), false, in) || in.start != start_time) {
+    close(kq);
+    return -1;
+  }
+  return kq;
 }
 
 int64_t current_pgid(int64_t pid, uint64_t start_time) {
@@ -659,7 +679,7 @@ uint64_t unique_id_of(int64_t pid) {
 // there, never reading a process older than the tree. Then the listing again:
 // what was forked while the walk ran is at its head, before the entries
 // already visited (a few rounds, while each finds something new).
-int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit) {
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit) {
   std::vector<int> pids;
   uid_t uid = geteuid();
   const int64_t self = getpid();
@@ -684,7 +704,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
       }
       fresh++;
       n++;
-      if (!(go_on = visit(identity(in)))) break;
+      if (!(go_on = visit(identity(in)) != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
     if (fresh == 0) break;  // nothing was forked since the last listing
   }
@@ -695,7 +715,7 @@ int list_user_processes(uint64_t since, std::vector<Member>& out) {
   out.clear();
   return visit_sweepable_processes(since, [&](const Member& m) {
     out.push_back(m);
-    return true;
+    return Visit::kNext;
   });
 }
 

@@ -33,8 +33,9 @@ using internal::to_member;
 namespace internal {
 namespace {
 
-// The processes the anchor's walks found started before it, by pid: the
-// inode of their /proc entry then.
+// The processes the anchor's walks skip, by pid: the inode of their /proc
+// entry when they were found started before the anchor, or no member
+// (Visit::kNotMember).
 struct Older {
   bool on = false;
   uint64_t anchor_start = 0;
@@ -46,7 +47,45 @@ Older& older() {
   return o;
 }
 
+// The inode of /proc/<pid>'s entry now, or 0.
+uint64_t entry_ino(int dir, int64_t pid) {
+  char name[24];
+  snprintf(name, sizeof name, "%lld", static_cast<long long>(pid));
+  struct stat sb;
+  return fstatat(dir, name, &sb, 0) == 0 ? static_cast<uint64_t>(sb.st_ino) : 0;
+}
+
 }  // namespace
+
+bool skipped(int64_t pid, uint64_t ino) {
+  const Older& o = older();
+  if (!o.on || ino <= 1) return false;
+  auto known = o.ino.find(pid);
+  return known != o.ino.end() && known->second == ino;
+}
+
+void skip_if_outside(int dir, std::vector<NotMember>& found) {
+  Older& o = older();
+  if (!o.on) return;
+  // Parents first where they are among the found ones (each pass settles
+  // those whose parent the last one did), a few passes at most.
+  for (int pass = 0; pass < 8 && !found.empty(); pass++) {
+    size_t before = found.size();
+    for (auto it = found.begin(); it != found.end();) {
+      // The parent now, by its entry: the same process the walk saw as the
+      // parent (a pid is one process's at a time; one recycled since has
+      // another entry, and is not skipped).
+      bool outside = it->ppid <= 1 || skipped(it->ppid, entry_ino(dir, it->ppid));
+      if (!outside) {
+        ++it;
+        continue;
+      }
+      o.ino[it->pid] = it->ino;
+      it = found.erase(it);
+    }
+    if (found.size() == before) break;
+  }
+}
 
 void young_entries(DIR* d, int64_t self, std::vector<ProcEntry>& out, bool skip_older) {
   out.clear();
@@ -300,40 +339,48 @@ constexpr int64_t kFreshProbes = 4096;
 //      while the cursor moves (bounded); a gap too wide to probe, or no
 //      cursor to read, is read from the directory again (a few times at most).
 // A process is visited once per walk.
-int visit_sweepable_processes(uint64_t since, const std::function<bool(const Member&)>& visit) {
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit) {
   DIR* d = opendir("/proc");
   if (!d) return -errno;
   uid_t uid = geteuid();
   bool everyone = uid == 0;
+  bool anchor = internal::older().on;
   int64_t self = getpid();
   static const std::vector<FileId> kNone;
   int n = 0;
   bool go_on = true;
   std::unordered_set<int64_t> visited;
+  std::vector<internal::NotMember> not_members;
   // A pid counts as visited once a process was seen on it: the cursor names
   // a pid as soon as a fork allocates it, before the child is in /proc, and
   // such a pid probed too early must still be read when the listing has it.
-  // `ino`: the pid's /proc entry as the directory listed it (0: probed by pid).
+  // `ino`: the pid's /proc entry as the directory listed it (0: probed by
+  // pid). The entry is known before the stat file is read, so a process
+  // skipped from now on by its entry is the one whose record decided it.
   auto consider = [&](int64_t pid, uint64_t ino) {
     if (pid <= 0 || pid == self || visited.count(pid)) return;
     // The entry's owner is the process's effective uid (root's for a
     // non-dumpable one): no file is opened for another user's process,
     // unless the caller is root.
-    if (!everyone) {
+    if (!everyone || (anchor && ino == 0)) {
       char name[24];
       snprintf(name, sizeof name, "%lld", static_cast<long long>(pid));
       struct stat sb;
       if (fstatat(dirfd(d), name, &sb, 0) != 0) return;
       visited.insert(pid);
-      if (sb.st_uid != uid) return;
+      if (!everyone && sb.st_uid != uid) return;
+      if (ino == 0) ino = static_cast<uint64_t>(sb.st_ino);
+      if (internal::skipped(pid, ino)) return;
     }
     Stat st;
     if (!read_stat(pid, st)) return;
     visited.insert(pid);
-    if (ino > 0) internal::note_if_older(ProcEntry{pid, ino}, st);
+    internal::note_if_older(ProcEntry{pid, ino}, st);
     if (st.state == 'Z' || st.state == 'X' || st.start < since) return;
     n++;
-    go_on = visit(to_member(st, kNone, false));
+    Visit next = visit(to_member(st, kNone, false));
+    if (next == Visit::kNotMember && anchor) not_members.push_back({pid, st.ppid, ino});
+    go_on = next != Visit::kStop;
   };
   // Pids handed out after `from` up to the cursor now, newest first; the
   // cursor probed up to, or -1 when there were too many to probe (or no
@@ -372,6 +419,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
     int64_t now = last_pid();
     if (now > 0) cursor = now;
   }
+  internal::skip_if_outside(dirfd(d), not_members);
   closedir(d);
   return n;
 }
@@ -379,7 +427,9 @@ int visit_sweepable_processes(uint64_t since, const std::function<bool(const Mem
 // Lean (the anchor runs it while terminating, on machines that may be
 // loaded): one read of each stat file but those of processes older than the
 // anchor (young_entries: no member of the anchor's group can be one).
-int group_live_members(int64_t group) {
+int group_live_members(int64_t group, std::vector<Member>* live) {
+  static const std::vector<FileId> kNone;
+  if (live) live->clear();
   DIR* d = opendir("/proc");
   if (!d) return -errno;
   std::vector<ProcEntry> entries;
@@ -390,7 +440,9 @@ int group_live_members(int64_t group) {
     Stat st;
     if (!read_stat(e.pid, st)) continue;
     internal::note_if_older(e, st);
-    if (st.pgid == group && st.state != 'Z' && st.state != 'X') n++;
+    if (st.pgid != group || st.state == 'Z' || st.state == 'X') continue;
+    n++;
+    if (live) live->push_back(to_member(st, kNone, false));
   }
   return n;
 }
@@ -399,7 +451,7 @@ int list_user_processes(uint64_t since, std::vector<Member>& out) {
   out.clear();
   return visit_sweepable_processes(since, [&](const Member& m) {
     out.push_back(m);
-    return true;
+    return Visit::kNext;
   });
 }
 

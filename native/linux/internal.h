@@ -83,6 +83,22 @@ void young_entries(DIR* d, int64_t self, std::vector<ProcEntry>& out, bool skip_
 // anchor (skip_older_processes), so young_entries leaves it out from now on.
 void note_if_older(const ProcEntry& entry, const Stat& st);
 
+// Whether the anchor's walks skip the process on `pid` whose /proc entry has
+// inode `ino` (started before the anchor, or no member: Visit::kNotMember).
+bool skipped(int64_t pid, uint64_t ino);
+
+// A process a sweep's visitor called no member (Visit::kNotMember): its pid,
+// its parent then, and its /proc entry, known before its record was read.
+struct NotMember {
+  int64_t pid = 0, ppid = 0;
+  uint64_t ino = 0;
+};
+
+// After a walk: skips from now on each of `found` whose parent is init or a
+// process skipped (one of `found` too), by the parent's entry in the /proc
+// directory `dir` now; `found` keeps the others.
+void skip_if_outside(int dir, std::vector<NotMember>& found);
+
 inline int sys_pidfd_open(int64_t pid) {
   return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
 }

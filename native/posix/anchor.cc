@@ -604,6 +604,7 @@ class Anchor : public anchor::TierHost {
       int event = tier_->event_fd() >= 0 ? static_cast<int>(fds.size()) : -1;
       if (event >= 0) fds.push_back(pollfd{tier_->event_fd(), POLLPRI, 0});
       int watch = add_host_watch(fds);
+      for (int fd : tier_->wake_fds()) fds.push_back(pollfd{fd, POLLIN, 0});  // (only to wake)
       size_t lease_from = fds.size();
       add_lease_pollfds(fds);
       int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), timeout);

@@ -150,6 +150,12 @@ class Tier {
   virtual int event_fd() const { return -1; }
   // It fired: read it (which re-arms it).
   virtual void handle_event() {}
+  // Descriptors that only wake the loop when readable (POLLIN): members'
+  // exits the tier waits on (ExitWatch). Set anew by each quiescent() call.
+  virtual const std::vector<int>& wake_fds() const {
+    static const std::vector<int> kNone;
+    return kNone;
+  }
 
   // The tree is quiescent (or the command never started): let go of what the
   // tier holds (its cgroup, its pin). Idempotent.
@@ -192,6 +198,7 @@ class TierWrapper : public Tier {
   void idle_tick(int64_t now) override { inner_->idle_tick(now); }
   int event_fd() const override { return inner_->event_fd(); }
   void handle_event() override { inner_->handle_event(); }
+  const std::vector<int>& wake_fds() const override { return inner_->wake_fds(); }
   void release() override { inner_->release(); }
 
  protected:

@@ -44,6 +44,7 @@
 #include <map>
 #include <set>
 
+#include "exit_watch.h"
 #include "tier.h"
 #include "tree_marker.h"
 
@@ -55,12 +56,10 @@ using protocol::trace;
 namespace {
 
 constexpr int kGroupSnapshotMs = 1000;
-// A snapshot is a walk of every process on the host (no /proc children list
-// here, no other way to find who left the group): past the tree's first
-// seconds, while snapshots find nothing outside the tree's group, they back
-// off to this, so that many idle trees on a host with thousands of processes
-// do not spend its CPU walking /proc (200 trees x 4,000 processes took both
-// cores at 1 s each, before the walks skipped what is older than the anchor).
+// A snapshot walks every process (only that finds who left the group): past
+// the tree's first seconds, while snapshots find nothing outside its group,
+// they back off to this (200 idle trees x 4,000 processes took both cores
+// at 1 s each, before the walks skipped what is older than the anchor).
 constexpr int kGroupSnapshotMaxMs = 8000;
 // ...but not in a tree's first seconds, when daemons usually start.
 constexpr int kGroupSnapshotSteadyAfterMs = 5000;
@@ -71,12 +70,10 @@ constexpr int kGroupTermWalkMs = 250;
 // environment of what started since the anchor: the costliest walk here).
 constexpr int kGroupTermSweepMs = 1000;
 // The forced stop's walks (freeze_outside) in one round of the loop: at most
-// this long, then what they stopped is killed and the next round (10 ms
-// later) goes on. The anchor does nothing else meanwhile; a walk of a few
-// thousand processes takes tens of ms on a loaded 2-core machine.
+// this long (the anchor does nothing else meanwhile), then what they stopped
+// is killed and the next round (10 ms later) goes on.
 constexpr int kFreezeMs = 1000;
-// Walks that must find no marked member before the tree is quiescent, once
-// a sweep has found one outside the group.
+// Walks that must find no marked member for quiescence, once one was found outside the group.
 constexpr int kQuietWalks = 3;
 
 class ProcessGroupTier : public Tier {
@@ -409,8 +406,9 @@ class ProcessGroupTier : public Tier {
     }
   }
 
-  // Group members' deaths do not wake the anchor: after the group's signal it
-  // looks again in 5 ms, then every quarter of the time since, up to its pace.
+  // Group members' deaths wake the anchor only where watched (exits_): after
+  // the group's signal it looks again in 5 ms, then every quarter of the
+  // time since, up to its pace.
   int terminate_wait_ms(int64_t now) const override {
     int pace = host_.termination().wait_ms(now, 10, 100);
     if (group_signal_at_ == 0) return pace;
@@ -422,6 +420,7 @@ class ProcessGroupTier : public Tier {
   int held_output_wait_ms(int64_t since_root_exit) const override { return since_root_exit > 2000 ? 500 : 50; }
 
   int idle_wait_ms(bool) const override { return snapshot_every_; }
+  const std::vector<int>& wake_fds() const override { return exits_.fds(); }
 
   void idle_tick(int64_t now) override {
     if (now - last_snapshot_ < snapshot_every_) return;
@@ -488,22 +487,22 @@ class ProcessGroupTier : public Tier {
   }
 
   // No live process is left in the tree's process group. The kernel's answer
-  // (group_empty) also counts zombies, and members orphaned to init stay
-  // zombies until init reaps them (seconds, on some systems). So, while
-  // terminating: once a walk finds no live member (or the grace is over),
-  // the group gets SIGKILL (a no-op for zombies); right after it no member
-  // can fork (the group signal reaches a child being forked too), so the walk
-  // that follows cannot be outrun by a pid hopper: it is the answer.
-  // Outside termination (kept leftovers are never escalated) only the
-  // kernel's answer counts.
+  // (group_empty) counts zombies too, which init may take seconds to reap.
+  // So, terminating: once a walk finds no live member (or the grace is
+  // over), the group gets SIGKILL, after which no member can fork (it
+  // reaches a child being forked too): the next walk cannot be outrun by a
+  // pid hopper, it is the answer. Outside termination (kept leftovers are
+  // never escalated) only the kernel's answer counts. The live members a
+  // walk sees wake the loop when they exit (exits_).
   bool group_quiescent() {
+    exits_.clear();
     if (group_empty()) return true;
     if (!host_.termination().active() || !(group_termed_ || group_killed_)) return false;
-    // In the grace: members the walk sees keep their grace.
-    if (!group_killed_ && cordon::group_live_members(group_) != 0) return false;
-    kill_group();
-    trace("group %lld: SIGKILL, then a walk decides", static_cast<long long>(group_));
-    return group_killed_ && cordon::group_live_members(group_) == 0;
+    std::vector<Member> live;  // (in the grace, they keep it)
+    if (!group_killed_ && cordon::group_live_members(group_, &live) == 0) kill_group();
+    if (group_killed_ && cordon::group_live_members(group_, &live) == 0) return true;
+    exits_.set(live);
+    return false;
   }
 
   // macOS answers EPERM for a group in which only zombies are left (Linux:
@@ -544,19 +543,19 @@ class ProcessGroupTier : public Tier {
       seen++;
       // In the group: the group's signal reaches it (and it is ours anyway).
       // Kept aside: it may leave the group before a walk sees it there.
-      if (listed.pid == pin_) return true;
+      if (listed.pid == pin_) return Visit::kNext;
       if (listed.pgid == group_) {
         in_group_at_sweep_.push_back(listed);
-        return true;
+        return Visit::kNext;
       }
       auto known = remembered_.find(listed.pid);
-      if (known != remembered_.end() && known->second.start_time == listed.start_time) return true;
+      if (known != remembered_.end() && known->second.start_time == listed.start_time) return Visit::kNext;
       if (!lineage_.parent_known(listed) && !readings_.marked(listed, walk)) {
         if (listed.parent_unique_id != 0) unclaimed.push_back(listed);
-        return true;
+        return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
       }
       claim(listed);
-      return true;
+      return Visit::kNext;
     });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
     lineage_.settle(unclaimed, claim);
@@ -604,12 +603,12 @@ class ProcessGroupTier : public Tier {
       walk = MarkerReadings::Walk();
       readings_.mid_exec.clear();
       cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
-        if (listed.pid == pin_ || listed.pgid == group_) return true;  // the group had its SIGKILL
+        if (listed.pid == pin_ || listed.pgid == group_) return Visit::kNext;  // the group had its SIGKILL
         auto known = remembered_.find(listed.pid);
         auto parent = frozen.find(listed.ppid);
         bool member = (known != remembered_.end() && known->second.start_time == listed.start_time) ||
                       parent != frozen.end() || lineage_.parent_known(listed) || readings_.marked(listed, walk);
-        if (!member) return true;
+        if (!member) return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
         if (stop(listed)) {
           found = true;
           found_outside_ = true;
@@ -617,7 +616,7 @@ class ProcessGroupTier : public Tier {
           p.from_snapshot = true;
           remember(p);  // (after the stop: its command line is read while it holds still)
         }
-        return now_ms() < until;
+        return now_ms() < until ? Visit::kNext : Visit::kStop;
       });
       readings_.keep(walk);
       calm = !found;
@@ -762,6 +761,7 @@ class ProcessGroupTier : public Tier {
   bool group_termed_ = false;
   int64_t group_signal_at_ = 0;  // when group_termed_ was set
   bool group_killed_ = false;  // the group has had a SIGKILL
+  ExitWatch exits_;  // set by group_quiescent(), which quiescent() calls first each round
   std::set<std::pair<int64_t, uint64_t>> reported_outside_;
   // In-group members known to have had the polite signal (the group's, or
   // their own if forked after it). Apart from the anchor's record of

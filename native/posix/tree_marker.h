@@ -73,6 +73,11 @@ class MarkerReadings {
 
   // Whether `p` (not in the group, not known) carries the token.
   bool marked(const Member& p, Walk& walk);
+  // After marked(): `p`'s environment was read whole without the token, and
+  // no parent id of it is left to decide (Visit::kNotMember).
+  static bool no_member(const Member& p, const Walk& walk) {
+    return p.parent_unique_id == 0 && walk.unmarked.count({p.pid, p.start_time}) != 0;
+  }
   // After a sweep: what it saw is what is known (forgets the processes that are gone).
   void forget_gone(Walk& walk);
   // After a walk that may have stopped early (the forced stop's): added to what is known.
