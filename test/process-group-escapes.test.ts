@@ -11,9 +11,10 @@
 // other-user sleeper's printed pid is gone, and the result names it.
 // The hopper is also stopped where no call of the host's awaits the end:
 // the host SIGKILLed, a lease run out, an owner released.
-//   - a marked process on the recycled pid of a process older than the tree:
-//     the anchor's walks skip the processes older than it by their /proc
-//     entry once read, so a new process on such a pid must be read again.
+//   - a marked process on the recycled pid of a process older than the tree,
+//     or of one a sweep found to be no member: the anchor's walks skip both
+//     by their /proc entry once read, so a new process on such a pid must be
+//     read again.
 import { spawn as spawnChild, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -295,5 +296,67 @@ describe('C2: a marked process on the recycled pid of a process older than the t
     const result = await within(scenario.proc.result, watchdog(5000), 'the result', t.tag);
     expect(sameAlive(occ.pid, occ.start), `the marked process on the old pid ${occ.pid}`).toBe(false);
     expect(result.leftGroup.map((l) => l.pid), JSON.stringify(result.leftGroup)).toContain(occ.pid);
+  }, watchdog(90_000));
+});
+
+describe('C2: a marked process on the recycled pid of a process a sweep found to be no member', () => {
+  // A process started after the tree without its marker, read by the sweep
+  // at the root's exit (its environment whole, without the token; its parent,
+  // this test's process, older than the anchor): the anchor's walks skip it
+  // from then on by its /proc entry. Then it is killed and its pid given to
+  // a process that carries the tree's marker, which the tier must find. The
+  // tree lives on after its root: a sleeper kept in its group.
+  itWhere(reuseWhy === '', 'is found by the sweep, ended and named', reuseWhy, async (ctx) => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-reuse-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const tokenFile = join(dir, 'token');
+    let setup: { scenario: { proc: ContainedProcess; leavers: number[] }; occ: { pid: number; start: string } };
+    try {
+      setup = await occupyFreedPid({
+        setup: async () => {
+          const proc = spawn('sh', ['-c', 'sleep 300 & echo "PID root $$"; read go; exit 0'], { env: t.env, leftovers: 'keep', stdio: ['pipe', 'pipe', 'ignore'] });
+          proc.result.catch(() => undefined);
+          // (The result is settled once the leftovers are kept: what the tier finds later, it says in events.)
+          const leavers: number[] = [];
+          proc.on('leftGroup', (l) => leavers.push(l.pid));
+          onTestFinished(() => within(proc.kill(), watchdog(10_000), 'kill() of the tree', t.tag).then(() => undefined));
+          const out = capture(proc.stdout);
+          await out.until(/^PID root \d+$/m, watchdog(10_000));
+          const token = markerOf(out.pids().root!);
+          expect(token, 'CORDON_TREE of the root').toBeTruthy();
+          writeFileSync(tokenFile, token!);
+          const other = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
+          onTestFinished(() => {
+            if (other.exitCode === null && other.signalCode === null) other.kill('SIGKILL');
+          });
+          await new Promise((resolve, reject) => other.once('spawn', resolve).once('error', reject));
+          // The 'leftovers' event comes once the anchor's root-exit sweep is over.
+          const swept = new Promise((resolve) => proc.once('leftovers', resolve));
+          proc.stdin!.end('go\n');
+          await within(swept, watchdog(10_000), "the root's exit and its sweep", t.tag);
+          other.kill('SIGKILL');
+          await new Promise((resolve) => (other.exitCode !== null || other.signalCode !== null ? resolve(undefined) : other.once('exit', resolve)));
+          return { scenario: { proc, leavers }, target: other.pid! };
+        },
+        teardown: (s) => within(s.proc.kill(), watchdog(10_000), 'kill() of a tree whose freed pid another process took', t.tag).then(() => undefined),
+        env: t.env,
+        command: ['sh', '-c', `CORDON_TREE=$(cat '${tokenFile}') exec sleep 300`],
+        timeout: watchdog(40_000),
+      });
+    } catch (err) {
+      if (!(err instanceof PidOutOfReachError)) throw err;
+      console.log(`skipped: ${err.message}`);
+      ctx.skip(err.message);
+      return;
+    }
+    const { scenario, occ } = setup;
+    await waitFor(() => markerOf(occ.pid) !== undefined, { timeout: watchdog(5000), what: `the occupant ${occ.pid} to carry the marker`, watch: [occ.pid] });
+    // (Behind the newest 64 pids, which a walk probes one by one first.)
+    const forks = spawnSync('sh', ['-c', 'i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done'], { stdio: 'ignore', timeout: watchdog(30_000) });
+    expect(forks.status, 'the 100 forks').toBe(0);
+    await within(scenario.proc.terminate(), watchdog(15_000), 'terminate()', t.tag);
+    expect(sameAlive(occ.pid, occ.start), `the marked process on the old pid ${occ.pid}`).toBe(false);
+    expect(scenario.leavers, "the tree's leftGroup events").toContain(occ.pid);
   }, watchdog(90_000));
 });
