@@ -208,7 +208,7 @@ export function buildResult(input: ResultInput): ContainedResult {
       peakProcesses: input.usage?.processesPeak ?? null,
     },
     waitDelayExceeded: input.waitDelayExceeded,
-    leftovers: input.leftovers,
+    leftovers: input.leftovers.map((l) => ({ ...l })),  // (a kept tree's settled result does not change when it is ended later)
     leftoversKept: input.kept,
     coverage: input.coverage,
     leftGroup: [...input.leavers],

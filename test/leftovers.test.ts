@@ -76,6 +76,27 @@ describe('leftovers policy (C5)', () => {
     expect(alive(s)).toBe(false);
   });
 
+  it("a kept tree's settled result stays as it settled when the tree is ended later, its leftover running another program by then", async () => {
+    const t = useTag();
+    const script = `sh -c 'sleep 0.5; exec sleep 302' >/dev/null 2>&1 & s=$!; while [ "$(readlink /proc/$s/fd/2)" != /dev/null ]; do :; done; echo "PID s $s"; exit 0`;
+    const { proc, pids, result } = await collectResult(spawn('sh', ['-c', script], { env: t.env, leftovers: 'keep' }), t.tag, { ready: /^PID s \d+$/m });
+    const s = pids.s!;
+    expectLeftover(result, s, { kept: true });
+    const settled = JSON.stringify(result);
+    const cmdline = () => {
+      try {
+        return readFileSync(`/proc/${s}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      } catch {
+        return '';
+      }
+    };
+    await waitFor(() => cmdline() === 'sleep 302', { timeout: watchdog(5000), what: `leftover ${s} to exec sleep 302`, watch: t.tag });
+    // Ending it now is reported by the anchor (named as it is), but not into the result the caller already has.
+    await within(proc.terminate({ grace: 2000 }), watchdog(5000), 'terminate() of the kept tree', t.tag);
+    expect(alive(s)).toBe(false);
+    expect(JSON.stringify(result), 'the settled result').toBe(settled);
+  });
+
   it("'kill-on-failure' kills leftovers of a cancelled run, even one that ignores SIGTERM", async () => {
     const t = useTag();
     const ac = new AbortController();
