@@ -59,7 +59,7 @@ uint64_t entry_ino(int dir, int64_t pid) {
 
 bool skipped(int64_t pid, uint64_t ino) {
   const Older& o = older();
-  if (!o.on || ino <= 1) return false;
+  if (!o.on || ino <= 1) return false;  // (1: what the kernel lists when it could not make the entry's inode)
   auto known = o.ino.find(pid);
   return known != o.ino.end() && known->second == ino;
 }
@@ -91,36 +91,22 @@ void young_entries(DIR* d, int64_t self, std::vector<ProcEntry>& out, bool skip_
   out.clear();
   rewinddir(d);
   Older& o = older();
-  if (!skip_older) {
-    // (Forgets nothing: this walk is not the anchor's of its own tree.)
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-      char* end = nullptr;
-      long long pid = strtoll(e->d_name, &end, 10);
-      if (*end || pid == self) continue;
-      out.push_back(ProcEntry{pid, static_cast<uint64_t>(e->d_ino)});
-    }
-    return;
-  }
-  // The older ones listed now: what is not listed any more is forgotten.
-  std::unordered_map<int64_t, uint64_t> still;
+  // (A walk that is not of the anchor's own tree skips and forgets nothing.)
+  bool skipping = skip_older && o.on;
+  std::unordered_map<int64_t, uint64_t> still;  // the skipped ones listed now: the rest are forgotten
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     char* end = nullptr;
     long long pid = strtoll(e->d_name, &end, 10);
     if (*end || pid == self) continue;
     uint64_t ino = static_cast<uint64_t>(e->d_ino);
-    if (o.on) {
-      auto known = o.ino.find(pid);
-      // (1 is what the kernel lists when it could not make the entry's inode.)
-      if (known != o.ino.end() && known->second == ino && ino > 1) {
-        still.emplace(pid, ino);
-        continue;
-      }
+    if (skipping && skipped(pid, ino)) {
+      still.emplace(pid, ino);
+      continue;
     }
     out.push_back(ProcEntry{pid, ino});
   }
-  if (o.on) o.ino.swap(still);
+  if (skipping) o.ino.swap(still);
 }
 
 void note_if_older(const ProcEntry& entry, const Stat& st) {
