@@ -11,6 +11,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { capture, fixture } from './helpers/fixtures.js';
 import { describeProcs, killPids, killTagged, RUN_VAR, TAG_VAR, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { rememberIdentity } from './helpers/common.mjs';
 import { tempDir } from './helpers/registry.js';
 import { missing } from './helpers/requirements.js';
 import { watchdog } from './helpers/time.js';
@@ -40,8 +41,8 @@ async function startBallast(count: number): Promise<number[]> {
   const pids: number[] = [];
   let shell: ChildProcess | undefined;
   onTestFinished(() => {
-    killPids(pids);
-    if (shell?.pid !== undefined) killPids([shell.pid]);
+    killPids(pids); // (each identity kept as printed: one gone and recycled since is not signalled)
+    shell?.kill('SIGKILL');
     killTagged(tag);
   });
   shell = spawnChild('sh', ['-c', `i=0; while [ $i -lt ${count} ]; do sleep 3600 & echo $!; i=$((i+1)); done; echo DONE; wait`], {
@@ -52,7 +53,7 @@ async function startBallast(count: number): Promise<number[]> {
   // Forking a few thousand sleepers takes seconds on an idle two-core
   // machine; one run with load average 20 took more than 60 s.
   await out.until(/^DONE$/m, watchdog(180_000));
-  for (const line of out.text.split('\n')) if (/^\d+$/.test(line)) pids.push(Number(line));
+  for (const line of out.text.split('\n')) if (/^\d+$/.test(line)) pids.push(rememberIdentity(Number(line)));
   expect(pids).toHaveLength(count);
   return pids;
 }

@@ -18,7 +18,7 @@ import {
   TAG_VAR,
   type Observer,
 } from './helpers/observer.js';
-import { killPids, RUN_VAR, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { RUN_VAR, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { watchdog } from './helpers/time.js';
 import { missing } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
@@ -89,7 +89,6 @@ describe('the process observers', () => {
   itWhere(noPs === '', `${observers.map((o) => o.name).join(' and ')} agree on a tree the test started (pids, parents, groups, sessions, tag, start, signals, zombie, a dead pid)`, noPs, async () => {
     const t = useTag();
     const run = process.env[RUN_VAR] ?? '';
-    const decoyPids: number[] = [];
     const children: ChildProcess[] = [];
     let group: number | undefined;
     onTestFinished(async () => {
@@ -101,9 +100,9 @@ describe('the process observers', () => {
           // gone
         }
       }
-      killPids(decoyPids);
+      // (Node's own handle: it never signals a child it has reaped, whose pid may be another's now.)
       for (const c of children) {
-        if (c.pid !== undefined) killPids([c.pid]);
+        c.kill('SIGKILL');
         await exited(c);
       }
       // A SIGKILLed process is listed, running, until it has run its exit: on
@@ -120,7 +119,6 @@ describe('the process observers', () => {
     const longer = spawnChild('sleep', ['300'], { env: untagged({ [TAG_VAR]: `${t.tag}x` }), stdio: 'ignore' });
     const elsewhere = spawnChild('sleep', ['300'], { env: untagged({ [`X${TAG_VAR}`]: t.tag, OTHER: `${TAG_VAR}=${t.tag}` }), stdio: 'ignore' });
     children.push(longer, elsewhere);
-    decoyPids.push(longer.pid!, elsewhere.pid!);
 
     const out = capture(root.stdout);
     await within(out.until(/^READY$[\s\S]*^PID zombie \d+$|^PID zombie \d+$[\s\S]*^READY$/m), 10_000, 'the tree to start', t.tag);
@@ -198,7 +196,7 @@ describe('the process observers', () => {
     await waitFor(() => observers.every((o) => o.hasTag(v, t.tag)), { timeout: 5000, what: `pid ${v} to be seen tagged`, watch: t.tag });
     const vStarts = observers.map((o) => o.stat(v)!.start);
     for (const o of observers) expect(o.tagged({ value: t.tag }).map((p) => p.pid), `${o.name}: the victim, alive`).toContain(v);
-    killPids([v]);
+    victim.kill('SIGKILL');
     await within(exited(victim), 5000, `pid ${v} to exit`, t.tag);
     observers.forEach((o, i) => {
       const st = o.stat(v);

@@ -15,7 +15,7 @@ import { capabilities, spawn } from '../lib/index.js';
 import { daemonTitle, daemons } from './helpers/daemons.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
-import { alive, describeProcs, killPids, readStat, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { alive, describeProcs, readStat, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
 
@@ -192,14 +192,16 @@ describe('process-group tier', () => {
         { CORDON_TREE_OTHER: token },
       ].map((extra) => spawnChild('sleep', ['305'], { env: { ...t.env, ...extra }, stdio: 'ignore', detached: true }));
       const pids = forgers.map((c) => c.pid!);
-      onTestFinished(() => killPids(pids));
+      // (Node's own handles: they never signal a child Node has reaped.)
+      const killForgers = () => forgers.forEach((c) => c.kill('SIGKILL'));
+      onTestFinished(killForgers);
       for (const c of forgers) c.unref();
       await waitFor(() => pids.every((pid) => alive(pid)), { timeout: 5000, what: 'the forgers to run', watch: pids });
       await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate() to resolve', t.tag);
       for (const pid of pids) expect(alive(pid), `forger ${pid}`).toBe(true);
       const result = await within(proc.result, 5000, 'the result', t.tag);
       expect(result.leftGroup).toEqual([]);
-      killPids(pids);
+      killForgers();
       await waitGone(t, 2000);
     });
 
@@ -257,7 +259,7 @@ describe('process-group tier', () => {
         console.log('PID root ' + p.pid);
         setInterval(() => {}, 1000);`;
       const child = spawnChild(process.execPath, ['--input-type=module', '-e', host], { env: t.env, stdio: ['ignore', 'pipe', 'inherit'] });
-      onTestFinished(() => killPids([child.pid!]));
+      onTestFinished(() => void child.kill('SIGKILL'));
       const exited = new Promise((resolve) => child.once('exit', resolve));
       const out = capture(child.stdout);
       await out.until(/^READY$/m, 20_000);
