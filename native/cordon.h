@@ -164,13 +164,6 @@ bool same_process_alive(int64_t pid, uint64_t start_time);
 // group (proc_listpids PROC_PGRP_ONLY).
 int group_live_members(int64_t group, std::vector<Member>* live = nullptr);
 
-// A descriptor that polls readable once the process `pid` stamped
-// `start_time` has exited (Linux: its pidfd; macOS: a kqueue with its
-// EVFILT_PROC NOTE_EXIT), opened first and checked against the stamp after,
-// so a recycled pid is never watched; -1 when it is gone or cannot be
-// watched. The caller closes it.
-int exit_fd(int64_t pid, uint64_t start_time);
-
 // The current process group of `pid` if it is still that live process (same
 // start time), else -1.
 int64_t current_pgid(int64_t pid, uint64_t start_time);

@@ -603,22 +603,6 @@ int group_live_members(int64_t group, std::vector<Member>* live) {
   return n;
 }
 
-// NOTE_EXIT fires when the process exits, whoever its parent; registered
-// first and the stamp checked after, so a recycled pid is never watched.
-int exit_fd(int64_t pid, uint64_t start_time) {
-  if (pid <= 0 || pid > INT_MAX) return -1;
-  int kq = kqueue();
-  if (kq < 0) return -1;
-  struct kevent ev;
-  EV_SET(&ev, static_cast<uintptr_t>(pid), EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, nullptr);
-  Info in;
-  if (fcntl(kq, F_SETFD, FD_CLOEXEC) != 0 || kevent(kq, &ev, 1, nullptr, 0, nullptr) != 0 ||
-      !read_info(static_cast<int>(pid), false, in) || in.start != start_time) {
-    close(kq);
-    return -1;
-  }
-  return kq;
-}
 
 int64_t current_pgid(int64_t pid, uint64_t start_time) {
   Info in;

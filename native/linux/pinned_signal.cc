@@ -3,8 +3,7 @@
 // verified to be the process enumerated (same start time) and still ours,
 // then signalled through the pidfd: if it dies after the check the signal
 // fails with ESRCH. Without them, a member is verified, then signalled by pid
-// (capabilities() reports that fallback as not pid-reuse safe). A pidfd also
-// tells when a member exits (exit_fd).
+// (capabilities() reports that fallback as not pid-reuse safe).
 #include "internal.h"
 
 #include <dirent.h>
@@ -53,17 +52,6 @@ int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
   // capabilities() reports this fallback as not pid-reuse safe.
   if (!still_ours()) return -ESRCH;
   return kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
-}
-
-int exit_fd(int64_t pid, uint64_t start_time) {
-  int fd = internal::sys_pidfd_open(pid);
-  if (fd < 0) return -1;
-  internal::Stat st;
-  if (!internal::read_stat(pid, st) || st.start != start_time || st.state == 'Z' || st.state == 'X') {
-    close(fd);
-    return -1;
-  }
-  return fd;  // (pidfd_open sets close-on-exec)
 }
 
 }  // namespace cordon

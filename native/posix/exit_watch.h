@@ -1,6 +1,7 @@
-// Members whose exit wakes the anchor's loop (cordon::exit_fd: a pidfd on
+// Members whose exit wakes the anchor's loop (cordon::watch_exit: a pidfd on
 // Linux, a kqueue on macOS), where nothing else would: a member that is not
-// the anchor's child sends it no SIGCHLD. A wait that only paces re-walks
+// the anchor's child sends it no SIGCHLD. Each is watched first and its
+// identity checked after, so a recycled pid is never watched. A wait that only paces re-walks
 // (Tier::terminate_wait_ms) ends as soon as one of them is gone.
 #pragma once
 
@@ -28,8 +29,10 @@ class ExitWatch {
     clear();
     for (const Member& m : members) {
       if (fds_.size() >= kMax) break;
-      int fd = cordon::exit_fd(m.pid, m.start_time);
-      if (fd >= 0) fds_.push_back(fd);
+      int fd = cordon::watch_exit(m.pid);
+      if (fd < 0) continue;
+      if (cordon::same_process_alive(m.pid, m.start_time)) fds_.push_back(fd);
+      else close(fd);
     }
   }
 
