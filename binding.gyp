@@ -33,7 +33,7 @@
           "sources": [
             "native/posix/anchor.cc", "native/posix/lease.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
             "native/posix/tier_cgroup.cc", "native/posix/cgroup_limits.cc", "native/posix/tier_process_group.cc",
-            "native/posix/tree_marker.cc", "native/posix/procargs.cc"
+            "native/posix/tree_marker.cc", "native/posix/known_members.cc", "native/posix/procargs.cc"
           ]
         }],
         ["OS=='linux'", {

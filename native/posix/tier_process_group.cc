@@ -45,6 +45,7 @@
 #include <set>
 
 #include "exit_watch.h"
+#include "known_members.h"
 #include "tier.h"
 #include "tree_marker.h"
 
@@ -131,7 +132,7 @@ class ProcessGroupTier : public Tier {
       return -err;
     }
     group_ = pin;
-    lineage_.seed(cordon::unique_id_of(getpid()));  // (macOS: the root's parent at fork)
+    known_.lineage().seed(cordon::unique_id_of(getpid()));  // (macOS: the root's parent at fork)
     if (!marker_.make(since_)) {
       int err = errno;
       release_pin();
@@ -185,7 +186,7 @@ class ProcessGroupTier : public Tier {
   // fails, the command never runs.
   int after_fork(pid_t child, const char*& what) override {
     root_ = child;
-    lineage_.add(cordon::unique_id_of(child));  // (it waits on `go`: alive; its id stays across exec)
+    known_.lineage().add(cordon::unique_id_of(child));  // (it waits on `go`: alive; its id stays across exec)
     close(go_[0]);
     go_[0] = -1;
     int err = 0;
@@ -230,23 +231,15 @@ class ProcessGroupTier : public Tier {
     std::vector<Member> out = Tier::members(commands, holds);
     std::set<int64_t> have;
     for (auto& m : out) have.insert(m.pid);
-    for (auto it = remembered_.begin(); it != remembered_.end();) {
-      if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
-        it = remembered_.erase(it);
-        continue;
-      }
-      if (!have.count(it->first)) {
-        note_if_left(it->second);
-        out.push_back(it->second);
-        out.back().from_snapshot = true;
-        // Out of the walk's sight now (left the group, orphaned): whether it
-        // holds the output is asked of it directly, so a report names it.
-        if (holds) out.back().holds_output = cordon::holds_output(it->second.pid, it->second.start_time, host_.watched());
-      }
-      ++it;
+    for (auto& m : known_.alive()) {
+      if (have.count(m.pid)) continue;
+      out.push_back(m);
+      // Out of the walk's sight now (left the group, orphaned): whether it
+      // holds the output is asked of it directly, so a report names it.
+      if (holds) out.back().holds_output = cordon::holds_output(m.pid, m.start_time, host_.watched());
     }
     for (auto& m : out) {
-      if (!m.from_snapshot) remember(m);
+      if (!m.from_snapshot) known_.remember(m);
     }
     return out;
   }
@@ -269,7 +262,7 @@ class ProcessGroupTier : public Tier {
     // one before quiescence too: a short command's end costs one sweep.
     std::vector<Member> found;
     if (!ending) {
-      bool nothing_left = group_empty() && remembered_alive().empty();
+      bool nothing_left = group_empty() && known_.alive().empty();
       found = sweep([](Member& m) { m.command = cordon::command_line(m.pid); });
       for (auto& m : sweep_mid_exec()) found.push_back(m);
       swept_empty_ = found.empty() && nothing_left;
@@ -305,7 +298,7 @@ class ProcessGroupTier : public Tier {
   // the marker (a daemon started after the last sweep) keeps it from being so.
   // One sweep each time everything else says quiescent: never on a timer.
   bool quiescent() override {
-    if (!group_quiescent() || !remembered_alive().empty()) return false;
+    if (!group_quiescent() || !known_.alive().empty()) return false;
     if (swept_empty_) return true;  // (the root-exit sweep, see leftovers)
     // Where marked members outside the group were ever found, one walk that
     // misses them is no proof (one that forks and exits every few
@@ -329,7 +322,7 @@ class ProcessGroupTier : public Tier {
     // signal, so an in-group member gets the polite signal once.
     auto outside_now = [&]() {
       std::vector<Member> out;
-      for (auto& m : remembered_alive()) {
+      for (auto& m : known_.alive()) {
         int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
         if (pgid >= 0 && (pgid != group_ || forcing)) out.push_back(m);
       }
@@ -425,14 +418,12 @@ class ProcessGroupTier : public Tier {
   void idle_tick(int64_t now) override {
     if (now - last_snapshot_ < snapshot_every_) return;
     // A snapshot looks for descendants of the anchor and members of the
-    // group: with the root gone and the group empty (the kernel's word, no
-    // walk) there can be none; what is outside is known already, or only to
-    // a sweep. No walk while nothing can have happened.
+    // group: with the root gone and the group empty (the kernel's word) there
+    // are none, so no walk; the loop still wakes at this pace, to see kept
+    // members outside the group go (a stat read each).
     if (root_gone() && group_empty()) {
-      // (The loop still wakes at this pace, to see kept members outside the
-      // group go: a stat read each.)
       bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
-      snapshot_every_ = !remembered_alive().empty() || young ? kGroupSnapshotMs
+      snapshot_every_ = !known_.alive().empty() || young ? kGroupSnapshotMs
                                                              : std::min(snapshot_every_ * 2, kGroupSnapshotMaxMs);
       last_snapshot_ = now;
       return;
@@ -535,7 +526,7 @@ class ProcessGroupTier : public Tier {
       Member p = listed;
       p.from_snapshot = true;
       if (on_found) on_found(p);
-      remember(p);
+      known_.remember(p);
       fresh.push_back(p);
       found_outside_ = true;
     };
@@ -548,9 +539,8 @@ class ProcessGroupTier : public Tier {
         in_group_at_sweep_.push_back(listed);
         return Visit::kNext;
       }
-      auto known = remembered_.find(listed.pid);
-      if (known != remembered_.end() && known->second.start_time == listed.start_time) return Visit::kNext;
-      if (!lineage_.parent_known(listed) && !readings_.marked(listed, walk)) {
+      if (known_.knows(listed)) return Visit::kNext;
+      if (!known_.lineage().parent_known(listed) && !readings_.marked(listed, walk)) {
         if (listed.parent_unique_id != 0) unclaimed.push_back(listed);
         return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
       }
@@ -558,7 +548,7 @@ class ProcessGroupTier : public Tier {
       return Visit::kNext;
     });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
-    lineage_.settle(unclaimed, claim);
+    known_.lineage().settle(unclaimed, claim);
     readings_.forget_gone(walk);
     if (!fresh.empty()) trace("sweep: %zu marked member(s) found of %zu processes", fresh.size(), seen);
     if (walk.withheld_new > 0) {
@@ -593,7 +583,7 @@ class ProcessGroupTier : public Tier {
       else trace("freeze: SIGSTOP %lld: %d", static_cast<long long>(m.pid), rc);
       return true;  // (gone meanwhile: a child it forked may not be)
     };
-    for (auto& m : remembered_alive()) stop(m);
+    for (auto& m : known_.alive()) stop(m);
     bool calm = false;
     int walks = 0;
     MarkerReadings::Walk walk;
@@ -604,17 +594,15 @@ class ProcessGroupTier : public Tier {
       readings_.mid_exec.clear();
       cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
         if (listed.pid == pin_ || listed.pgid == group_) return Visit::kNext;  // the group had its SIGKILL
-        auto known = remembered_.find(listed.pid);
-        auto parent = frozen.find(listed.ppid);
-        bool member = (known != remembered_.end() && known->second.start_time == listed.start_time) ||
-                      parent != frozen.end() || lineage_.parent_known(listed) || readings_.marked(listed, walk);
+        bool member = known_.knows(listed) || frozen.count(listed.ppid) != 0 || known_.lineage().parent_known(listed) ||
+                      readings_.marked(listed, walk);
         if (!member) return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
         if (stop(listed)) {
           found = true;
           found_outside_ = true;
           Member p = listed;
           p.from_snapshot = true;
-          remember(p);  // (after the stop: its command line is read while it holds still)
+          known_.remember(p);  // (after the stop: its command line is read while it holds still)
         }
         return now_ms() < until ? Visit::kNext : Visit::kStop;
       });
@@ -642,9 +630,9 @@ class ProcessGroupTier : public Tier {
       if (listed.count(p.pid)) continue;
       int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
       if (pgid < 0 || pgid == group_) continue;
-      if (!lineage_.parent_known(p) && (cordon::read_environment(p.pid, p.start_time, env) != 0 || !marker_.carried_by(env))) continue;
+      if (!known_.lineage().parent_known(p) && (cordon::read_environment(p.pid, p.start_time, env) != 0 || !marker_.carried_by(env))) continue;
       p.pgid = pgid;
-      remember(p);
+      known_.remember(p);
       p.from_snapshot = true;
       p.holds_output = cordon::holds_output(p.pid, p.start_time, host_.watched());
       trace("sweep: %lld left the group after the sweep", static_cast<long long>(p.pid));
@@ -673,7 +661,7 @@ class ProcessGroupTier : public Tier {
           // (Its group now: it may have left the tree's since the sweep read it.)
           int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
           if (pgid >= 0) p.pgid = pgid;
-          remember(p);
+          known_.remember(p);
           fresh.push_back(p);
           fresh.back().from_snapshot = true;
         } else {
@@ -703,54 +691,12 @@ class ProcessGroupTier : public Tier {
       if (hz > 0 && clock_gettime(CLOCK_BOOTTIME, &now) == 0) {
         signalled_before_ = static_cast<uint64_t>(now.tv_sec) * static_cast<uint64_t>(hz) +
                             static_cast<uint64_t>(now.tv_nsec) / (1000000000ull / static_cast<uint64_t>(hz));
-        for (auto& m : out) remember(m);
+        for (auto& m : out) known_.remember(m);
         return out;
       }
     }
 #endif
     return members();
-  }
-
-  // A member seen (by a snapshot or a sweep), checked by identity from now on.
-  void remember(const Member& m) {
-    remembered_[m.pid] = m;
-    lineage_.add(m.unique_id);
-    // Seen outside the tree's group (setsid, setpgid): the group signal
-    // misses it, only the snapshot or the marker knows it. The host reports it.
-    if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {
-      std::string cmd = m.command.empty() ? cordon::command_line(m.pid) : m.command;
-      host_.send(protocol::left_group(m.pid, cmd));
-    }
-  }
-
-  // Members a snapshot or a sweep saw that are still that same process (no /proc walk).
-  std::vector<Member> remembered_alive() {
-    std::vector<Member> out;
-    for (auto it = remembered_.begin(); it != remembered_.end();) {
-      if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {
-        it = remembered_.erase(it);
-        continue;
-      }
-      note_if_left(it->second);
-      out.push_back(it->second);
-      out.back().from_snapshot = true;
-      ++it;
-    }
-    return out;
-  }
-
-  // A member remembered while it was in the group may leave it later, once
-  // orphaned and out of every walk's sight (a daemon a snapshot saw between
-  // its fork and its setsid): its current group, read by identity, is checked
-  // each time it is looked at, so the host hears of it (LEFTGROUP) as of any
-  // member seen outside.
-  void note_if_left(Member& m) {
-    if (m.pgid != group_ || reported_outside_.count({m.pid, m.start_time})) return;
-    int64_t pgid = cordon::current_pgid(m.pid, m.start_time);
-    if (pgid < 0 || pgid == group_) return;
-    m.pgid = pgid;
-    Member copy = m;
-    remember(copy);
   }
 
   int64_t group_ = 0;      // the tree's group (the pin's pid)
@@ -762,7 +708,6 @@ class ProcessGroupTier : public Tier {
   int64_t group_signal_at_ = 0;  // when group_termed_ was set
   bool group_killed_ = false;  // the group has had a SIGKILL
   ExitWatch exits_;  // set by group_quiescent(), which quiescent() calls first each round
-  std::set<std::pair<int64_t, uint64_t>> reported_outside_;
   // In-group members known to have had the polite signal (the group's, or
   // their own if forked after it). Apart from the anchor's record of
   // signalled members, which is for members outside the group: one that
@@ -774,14 +719,13 @@ class ProcessGroupTier : public Tier {
   // Linux, with a descendants-only walk before the group signal: members of
   // the group started before this (clock ticks since boot) had its signal.
   uint64_t signalled_before_ = 0;
-  std::map<int64_t, Member> remembered_;
+  KnownMembers known_{host_, group_};  // members seen, by identity (known_members.h)
   int snapshot_every_ = kGroupSnapshotMs;  // the snapshot interval
   int64_t started_at_ = now_ms();
   int64_t last_snapshot_ = 0;
   int64_t last_term_walk_ = 0;
   TreeMarker marker_;              // this tree's token (tree_marker.h)
   MarkerReadings readings_{marker_};  // what the sweeps read of each process (tree_marker.h)
-  Lineage lineage_;  // macOS: the ids of the anchor and the members seen (tree_marker.h)
   std::string marker_entry_;  // CORDON_TREE=..., what the command gets
   uint64_t since_ = 0;        // the anchor's start: members started after it
   int64_t last_sweep_ = 0;
