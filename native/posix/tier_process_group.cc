@@ -12,8 +12,8 @@
 // anchor, so a member started as another user, by the uid option or runuser,
 // is seen) for it (their environment as they were started:
 // /proc/<pid>/environ, kern.procargs2) when it matters: before the polite
-// signal, in the grace, at the forced stop, when the root exits, and before it
-// declares the tree quiescent. A sweep checks each process as the walk reads
+// signal, in the grace, at the forced stop, when the root exits, before it
+// declares the tree quiescent, and on Linux before each snapshot. A sweep checks each process as the walk reads
 // it, newest first, so a member that forks and exits every few milliseconds
 // is found alive; the forced stop is freeze first (freeze_outside), so such a
 // member is stopped, not chased. The exact token must be there, so a process
@@ -430,6 +430,12 @@ class ProcessGroupTier : public Tier {
     }
     // Refresh the snapshot so setsid'd members stay known: every second
     // while the tree has members outside its group, backing off while not.
+    // Linux: a sweep first, which finds marked members outside the group
+    // early, and what it finds no member (another tree's processes) every
+    // later walk skips, this snapshot's and the stop's.
+#ifdef __linux__
+    sweep();
+#endif
     bool outside = false;
     for (auto& m : members()) outside = outside || m.pgid != group_;
     bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
