@@ -113,9 +113,56 @@ for f in build/Release/cordon.node build/Release/cordon-anchor; do
     if (b.readUInt32BE(0) !== 0x7f454c46 || b.readUInt16LE(18) !== 183) { console.error(process.argv[1] + ": not an aarch64 ELF"); process.exit(1); }' "$f"
 done
 node -e "console.log('  probe() =', JSON.stringify(require('node-gyp-build')('.').probe()))"
+# vitest under qemu-user once hung before it had loaded its config: every
+# thread in a futex wait, no worker started, nothing printed for 15 minutes
+# (an emulator deadlock; no test had run). So a run that has not printed the
+# suite's first line ("process observer: ...") within START_S seconds is
+# ended (its own process group) and tried once more, saying so; a run past
+# LANE_S seconds in all is ended, and fails the lane.
+START_S=${CORDON_ARM64_START_S:-300}
+LANE_S=${CORDON_ARM64_LANE_S:-1500}
+LANE_T0=$(date +%s)
+# Runs vitest once; returns its exit code, 125 when it never started, 124 past LANE_S.
+run_vitest() {
+  local out="$WORK/vitest-$1.out" rcfile="$WORK/vitest-$1.rc" pidfile="$WORK/vitest-$1.pid" shown=0 size t0 started=false
+  t0=$(date +%s)
+  : >"$out"
+  (
+    code=0
+    sh -c 'echo $$ >"$0"; exec setsid "$@"' "$pidfile" npx vitest run --project process-group --project tier-independent \
+      --exclude test/build-backends.test.ts --reporter=default --reporter=json --outputFile="$REPORT" >"$out" 2>&1 || code=$?
+    echo "$code" >"$rcfile"
+  ) &
+  while [[ ! -s $rcfile ]]; do
+    sleep 2
+    size=$(stat -c %s "$out")
+    if ((size > shown)); then
+      tail -c +$((shown + 1)) "$out" | head -c $((size - shown))
+      shown=$size
+    fi
+    $started || ! grep -q '^process observer:' "$out" || started=true
+    local why=
+    $started || (($(date +%s) - t0 <= START_S)) || why="printed nothing of the suite within ${START_S}s"
+    (($(date +%s) - LANE_T0 <= LANE_S)) || why="ran past ${LANE_S}s"
+    if [[ -n $why ]]; then
+      stamp "vitest $why: ending its process group"
+      kill -KILL -- "-$(cat "$pidfile")" 2>/dev/null || true
+      wait
+      $started && return 124
+      return 125
+    fi
+  done
+  wait
+  tail -c +$((shown + 1)) "$out"
+  return "$(cat "$rcfile")"
+}
 stamp "vitest: the process-group project and the tier-independent files"
 rc=0
-npx vitest run --project process-group --project tier-independent --exclude test/build-backends.test.ts \
-  --reporter=default --reporter=json --outputFile="$REPORT" || rc=$?
+run_vitest 1 || rc=$?
+if ((rc == 125)); then
+  stamp "vitest again: the first run never started (see above)"
+  rc=0
+  run_vitest 2 || rc=$?
+fi
 stamp "done"
 exit "$rc"
