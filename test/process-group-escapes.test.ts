@@ -15,7 +15,7 @@
 //     or of one a sweep found to be no member: the anchor's walks skip both
 //     by their /proc entry once read, so a new process on such a pid must be
 //     read again.
-import { spawn as spawnChild, spawnSync } from 'node:child_process';
+import { spawn as spawnChild, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +35,7 @@ const catchesMarked = caps.guarantees.catchesEscapees !== 'never';
 const notCaught = `the ${caps.tier} tier does not catch escapees`;
 // The hopper and the bystanders are perl.
 const hopperWhy = !catchesMarked ? notCaught : (missing('perl') ?? '');
+const noSetsidF = missing('setsid -f') ?? '';
 
 // The setsid hopper. Its own off switch, so that a hopper the product fails
 // to stop cannot burn the CPU for the rest of the run: every generation ends
@@ -233,69 +234,97 @@ const reuseWhy =
       ? 'reads /proc'
       : '';
 
+/** A tree and the pid of a process it skips by its /proc entry, now killed and reaped. */
+type Skipped = { proc: ContainedProcess; leavers: number[]; target: number };
+
+// The tree's marker is written to `tokenFile` by `scenario`, which makes the
+// tree (its leftGroup events collected) and a process the anchor's walks skip,
+// then frees that process's pid. A process that carries the marker takes the
+// pid (helpers/pids.ts; where another process takes it first, the scenario
+// starts over). The tier must find it, end it and name it: the anchor knows
+// the skipped process by its /proc entry, not by its pid.
+async function markedOnSkippedPid(t: Tagged, ctx: { skip: (why: string) => void }, scenario: (tokenFile: string) => Promise<Skipped>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'cordon-reuse-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const tokenFile = join(dir, 'token');
+  let setup: { scenario: Skipped; occ: { pid: number; start: string } };
+  try {
+    setup = await occupyFreedPid({
+      setup: async () => {
+        const s = await scenario(tokenFile);
+        return { scenario: s, target: s.target };
+      },
+      teardown: (s) => within(s.proc.kill(), watchdog(10_000), 'kill() of a tree whose freed pid another process took', t.tag).then(() => undefined),
+      env: t.env,
+      // The occupant takes the marker (exec keeps the pid) and stays out of the tree's group.
+      command: ['sh', '-c', `CORDON_TREE=$(cat '${tokenFile}') exec sleep 300`],
+      timeout: watchdog(40_000),
+    });
+  } catch (err) {
+    if (!(err instanceof PidOutOfReachError)) throw err;
+    console.log(`skipped: ${err.message}`);
+    ctx.skip(err.message);
+    return;
+  }
+  const { scenario: tree, occ } = setup;
+  await waitFor(() => markerOf(occ.pid) !== undefined, { timeout: watchdog(5000), what: `the occupant ${occ.pid} to carry the marker`, watch: [occ.pid] });
+  // A walk first probes the newest pids one by one (the last 64 handed out):
+  // 100 forks put the occupant behind them, where the walk goes by the
+  // directory's listing, which is what skips by entry.
+  const forks = spawnSync('sh', ['-c', 'i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done'], { stdio: 'ignore', timeout: watchdog(30_000) });
+  expect(forks.status, 'the 100 forks').toBe(0);
+  await within(tree.proc.terminate(), watchdog(15_000), 'terminate()', t.tag);
+  expect(sameAlive(occ.pid, occ.start), `the marked process on the old pid ${occ.pid}`).toBe(false);
+  expect(tree.leavers, "the tree's leftGroup events").toContain(occ.pid);
+}
+
+/** A tree of `command` (the root prints "PID root"), killed when the test ends; its marker written to `tokenFile`. */
+async function markedTree(t: Tagged, tokenFile: string, command: string, opts: { leftovers?: 'keep'; stdin?: 'pipe' } = {}) {
+  const proc = spawn('sh', ['-c', command], { env: t.env, ...(opts.leftovers ? { leftovers: opts.leftovers } : {}), stdio: [opts.stdin ?? 'ignore', 'pipe', 'ignore'] });
+  proc.result.catch(() => undefined);
+  // (A kept tree's result is settled early: what the tier finds later, it says in events.)
+  const leavers: number[] = [];
+  proc.on('leftGroup', (l) => leavers.push(l.pid));
+  onTestFinished(() => within(proc.kill(), watchdog(10_000), 'kill() of the tree', t.tag).then(() => undefined));
+  const out = capture(proc.stdout);
+  await out.until(/^PID root \d+$/m, watchdog(10_000));
+  const writeToken = () => {
+    const token = markerOf(out.pids().root!);
+    expect(token, 'CORDON_TREE of the root').toBeTruthy();
+    writeFileSync(tokenFile, token!);
+  };
+  return { proc, leavers, writeToken };
+}
+
+/** A sleep of the test's own, killed when the test ends; resolves once it runs. */
+async function sleeper(t: Tagged): Promise<{ child: ChildProcess; end: () => Promise<void> }> {
+  const child = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
+  onTestFinished(() => void child.kill('SIGKILL')); // (Node's handle: never a reaped, recycled pid)
+  await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+  const end = async () => {
+    child.kill('SIGKILL');
+    await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(undefined) : child.once('exit', resolve)));
+  };
+  return { child, end };
+}
+
 describe('C2: a marked process on the recycled pid of a process older than the tree', () => {
-  // A process started before the tree (the anchor's first snapshot reads it
-  // and finds it older: its walks skip it from then on), then killed, and its
-  // pid given to a process that carries the tree's marker (an unrelated shell
-  // started by the test, which the tier counts as a member: the marker's
-  // secret is the tree's). The tier must find it: the anchor knows the old
-  // process by its /proc entry, not by its pid. Where another process takes
-  // the freed pid first, the scenario starts over (helpers/pids.ts).
+  // A process started before the tree: the anchor's first snapshot reads it
+  // and finds it older, and its walks skip it from then on.
   itWhere(reuseWhy === '', 'is found by the sweep, ended and named', reuseWhy, async (ctx) => {
     const t = useTag();
-    const dir = mkdtempSync(join(tmpdir(), 'cordon-reuse-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const tokenFile = join(dir, 'token');
-    let setup: { scenario: { proc: ContainedProcess; root: number }; occ: { pid: number; start: string } };
-    try {
-      setup = await occupyFreedPid({
-        setup: async () => {
-          const old = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
-          onTestFinished(() => {
-            if (old.exitCode === null && old.signalCode === null) old.kill('SIGKILL');
-          });
-          await new Promise((resolve, reject) => old.once('spawn', resolve).once('error', reject));
-          // Start times count clock ticks (10 ms here): older by a few.
-          await sleep(50);
-          const proc = spawn('sh', ['-c', 'echo "PID root $$"; exec sleep 300'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
-          proc.result.catch(() => undefined);
-          onTestFinished(() => within(proc.kill(), watchdog(10_000), 'kill() of the tree', t.tag).then(() => undefined));
-          const out = capture(proc.stdout);
-          await out.until(/^PID root \d+$/m, watchdog(10_000));
-          const root = out.pids().root!;
-          // The anchor's snapshots walk every process in the tree's first
-          // seconds (the first one within a second): it has read the old one.
-          await sleep(1500);
-          const token = markerOf(root);
-          expect(token, `CORDON_TREE of the root ${root}`).toBeTruthy();
-          writeFileSync(tokenFile, token!);
-          old.kill('SIGKILL');
-          await new Promise((resolve) => (old.exitCode !== null || old.signalCode !== null ? resolve(undefined) : old.once('exit', resolve)));
-          return { scenario: { proc, root }, target: old.pid! };
-        },
-        teardown: (s) => within(s.proc.kill(), watchdog(10_000), 'kill() of a tree whose freed pid another process took', t.tag).then(() => undefined),
-        env: t.env,
-        // The occupant takes the marker (exec keeps the pid) and stays out of the tree's group.
-        command: ['sh', '-c', `CORDON_TREE=$(cat '${tokenFile}') exec sleep 300`],
-        timeout: watchdog(40_000),
-      });
-    } catch (err) {
-      if (!(err instanceof PidOutOfReachError)) throw err;
-      console.log(`skipped: ${err.message}`);
-      ctx.skip(err.message);
-      return;
-    }
-    const { scenario, occ } = setup;
-    await waitFor(() => markerOf(occ.pid) !== undefined, { timeout: watchdog(5000), what: `the occupant ${occ.pid} to carry the marker`, watch: [occ.pid] });
-    // A walk first probes the newest pids one by one (the last 64 handed out),
-    // reading each: 100 forks put the occupant behind them, where the walk
-    // goes by the directory's listing, which is what skips older processes.
-    const forks = spawnSync('sh', ['-c', 'i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done'], { stdio: 'ignore', timeout: watchdog(30_000) });
-    expect(forks.status, 'the 100 forks').toBe(0);
-    await within(scenario.proc.terminate(), watchdog(15_000), 'terminate()', t.tag);
-    const result = await within(scenario.proc.result, watchdog(5000), 'the result', t.tag);
-    expect(sameAlive(occ.pid, occ.start), `the marked process on the old pid ${occ.pid}`).toBe(false);
-    expect(result.leftGroup.map((l) => l.pid), JSON.stringify(result.leftGroup)).toContain(occ.pid);
+    await markedOnSkippedPid(t, ctx, async (tokenFile) => {
+      const old = await sleeper(t);
+      // Start times count clock ticks (10 ms here): older by a few.
+      await sleep(50);
+      const tree = await markedTree(t, tokenFile, 'echo "PID root $$"; exec sleep 300');
+      // The anchor's snapshots walk every process in the tree's first
+      // seconds (the first one within a second): it has read the old one.
+      await sleep(1500);
+      tree.writeToken();
+      await old.end();
+      return { proc: tree.proc, leavers: tree.leavers, target: old.child.pid! };
+    });
   }, watchdog(90_000));
 });
 
@@ -303,60 +332,43 @@ describe('C2: a marked process on the recycled pid of a process a sweep found to
   // A process started after the tree without its marker, read by the sweep
   // at the root's exit (its environment whole, without the token; its parent,
   // this test's process, older than the anchor): the anchor's walks skip it
-  // from then on by its /proc entry. Then it is killed and its pid given to
-  // a process that carries the tree's marker, which the tier must find. The
-  // tree lives on after its root: a sleeper kept in its group.
+  // from then on. The tree lives on after its root: a sleeper kept in its group.
   itWhere(reuseWhy === '', 'is found by the sweep, ended and named', reuseWhy, async (ctx) => {
     const t = useTag();
-    const dir = mkdtempSync(join(tmpdir(), 'cordon-reuse-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const tokenFile = join(dir, 'token');
-    let setup: { scenario: { proc: ContainedProcess; leavers: number[] }; occ: { pid: number; start: string } };
-    try {
-      setup = await occupyFreedPid({
-        setup: async () => {
-          const proc = spawn('sh', ['-c', 'sleep 300 & echo "PID root $$"; read go; exit 0'], { env: t.env, leftovers: 'keep', stdio: ['pipe', 'pipe', 'ignore'] });
-          proc.result.catch(() => undefined);
-          // (The result is settled once the leftovers are kept: what the tier finds later, it says in events.)
-          const leavers: number[] = [];
-          proc.on('leftGroup', (l) => leavers.push(l.pid));
-          onTestFinished(() => within(proc.kill(), watchdog(10_000), 'kill() of the tree', t.tag).then(() => undefined));
-          const out = capture(proc.stdout);
-          await out.until(/^PID root \d+$/m, watchdog(10_000));
-          const token = markerOf(out.pids().root!);
-          expect(token, 'CORDON_TREE of the root').toBeTruthy();
-          writeFileSync(tokenFile, token!);
-          const other = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
-          onTestFinished(() => {
-            if (other.exitCode === null && other.signalCode === null) other.kill('SIGKILL');
-          });
-          await new Promise((resolve, reject) => other.once('spawn', resolve).once('error', reject));
-          // The 'leftovers' event comes once the anchor's root-exit sweep is over.
-          const swept = new Promise((resolve) => proc.once('leftovers', resolve));
-          proc.stdin!.end('go\n');
-          await within(swept, watchdog(10_000), "the root's exit and its sweep", t.tag);
-          other.kill('SIGKILL');
-          await new Promise((resolve) => (other.exitCode !== null || other.signalCode !== null ? resolve(undefined) : other.once('exit', resolve)));
-          return { scenario: { proc, leavers }, target: other.pid! };
-        },
-        teardown: (s) => within(s.proc.kill(), watchdog(10_000), 'kill() of a tree whose freed pid another process took', t.tag).then(() => undefined),
-        env: t.env,
-        command: ['sh', '-c', `CORDON_TREE=$(cat '${tokenFile}') exec sleep 300`],
-        timeout: watchdog(40_000),
-      });
-    } catch (err) {
-      if (!(err instanceof PidOutOfReachError)) throw err;
-      console.log(`skipped: ${err.message}`);
-      ctx.skip(err.message);
-      return;
-    }
-    const { scenario, occ } = setup;
-    await waitFor(() => markerOf(occ.pid) !== undefined, { timeout: watchdog(5000), what: `the occupant ${occ.pid} to carry the marker`, watch: [occ.pid] });
-    // (Behind the newest 64 pids, which a walk probes one by one first.)
-    const forks = spawnSync('sh', ['-c', 'i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done'], { stdio: 'ignore', timeout: watchdog(30_000) });
-    expect(forks.status, 'the 100 forks').toBe(0);
-    await within(scenario.proc.terminate(), watchdog(15_000), 'terminate()', t.tag);
-    expect(sameAlive(occ.pid, occ.start), `the marked process on the old pid ${occ.pid}`).toBe(false);
-    expect(scenario.leavers, "the tree's leftGroup events").toContain(occ.pid);
+    await markedOnSkippedPid(t, ctx, async (tokenFile) => {
+      const tree = await markedTree(t, tokenFile, 'sleep 300 & echo "PID root $$"; read go; exit 0', { leftovers: 'keep', stdin: 'pipe' });
+      tree.writeToken();
+      const other = await sleeper(t);
+      // The 'leftovers' event comes once the anchor's root-exit sweep is over.
+      const swept = new Promise((resolve) => tree.proc.once('leftovers', resolve));
+      tree.proc.stdin!.end('go\n');
+      await within(swept, watchdog(10_000), "the root's exit and its sweep", t.tag);
+      await other.end();
+      return { proc: tree.proc, leavers: tree.leavers, target: other.child.pid! };
+    });
   }, watchdog(90_000));
+});
+
+describe('C3: a marked member outside the group, while the tree runs', () => {
+  // Linux: a sweep precedes each snapshot (every second in a tree's first
+  // seconds), so an escapee that keeps the marker is named while the tree
+  // runs, not only when it is stopped. A setsid -f child is orphaned at once:
+  // no snapshot sees it as a descendant.
+  itWhere(reuseWhy === '' && noSetsidF === '', 'is named by a leftGroup event before any stop, then ended with the tree', reuseWhy || noSetsidF, async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'setsid -f sh -c \'echo "PID s $$"; exec sleep 307\'; exec sleep 300'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
+    proc.result.catch(() => undefined);
+    onTestFinished(() => within(proc.kill(), watchdog(10_000), 'kill() of the tree', t.tag).then(() => undefined));
+    const leavers: number[] = [];
+    proc.on('leftGroup', (l) => leavers.push(l.pid));
+    const out = capture(proc.stdout);
+    await out.until(/^PID s \d+$/m, watchdog(10_000));
+    const s = out.pids().s!;
+    // A sweep comes every second in the tree's first 5 s, then at 2 s; the
+    // rest of the 10 s is for a loaded machine.
+    await waitFor(() => leavers.includes(s), { timeout: watchdog(10_000), what: `a leftGroup event naming ${s}`, watch: t.tag });
+    expect(proc.rootExited, 'the root still runs').toBe(false);
+    await within(proc.terminate(), watchdog(15_000), 'terminate()', t.tag);
+    await waitGone(t, watchdog(5000), 'the tree and its escapee to be gone');
+  });
 });
