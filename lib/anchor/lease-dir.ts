@@ -36,21 +36,26 @@ export function posixLeaseDir(): string {
 }
 
 /**
- * Windows: %LOCALAPPDATA%\cordon\leases (the records only; the endpoints are
- * named pipes). The last level is made with a DACL that admits this user
- * alone (the addon's makePrivateDir); an existing one that is not a plain
- * directory (a link, a file) is refused.
+ * Windows: %LOCALAPPDATA%\cordon\<name>, its last level made with a DACL that
+ * admits this user alone (the addon's makePrivateDir; what is made inside
+ * inherits it); an existing one that is not a plain directory (a link, a
+ * file) is refused: `refuse` builds the error, with why.
  */
-export function windowsLeaseDir(): string {
+export function windowsPrivateDir(name: string, refuse: (dir: string, why: string) => Error): string {
   const base = process.env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local');
-  const dir = join(base, 'cordon', 'leases');
+  const dir = join(base, 'cordon', name);
   mkdirSync(join(base, 'cordon'), { recursive: true });
   try {
     windowsBinding().makePrivateDir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw leaseDirUnsafe(dir, `cannot be made (${(err as NodeJS.ErrnoException).code})`);
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw refuse(dir, `cannot be made (${(err as NodeJS.ErrnoException).code})`);
   }
   const st = lstatSync(dir);
-  if (st.isSymbolicLink() || !st.isDirectory()) throw leaseDirUnsafe(dir, 'is not a directory');
+  if (st.isSymbolicLink() || !st.isDirectory()) throw refuse(dir, 'is not a directory');
   return dir;
+}
+
+/** Windows: %LOCALAPPDATA%\cordon\leases (the records only; the endpoints are named pipes). */
+export function windowsLeaseDir(): string {
+  return windowsPrivateDir('leases', leaseDirUnsafe);
 }

@@ -22,6 +22,7 @@ import { debug } from '../debug.js';
 import { windowsBinding } from '../native.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorSpawn } from './channel.js';
 import { encodeCommand } from './protocol.js';
+import { forgetAnchorImage, leasedAnchorImage } from './windows-image.js';
 
 /**
  * How many times a start that failed with UNKNOWN is made. CreateProcess
@@ -40,6 +41,22 @@ function startAnchor(spawn: () => ChildProcess): ChildProcess {
       if ((err as NodeJS.ErrnoException).code !== 'UNKNOWN' || attempt >= ANCHOR_START_TRIES) throw err;
       debug('the anchor could not be started (UNKNOWN, attempt %d): trying again', attempt);
     }
+  }
+}
+
+/**
+ * Starts a leased anchor's copy; one removed meanwhile (another version's
+ * host cleaning up copies no process ran, between the check and the start) is
+ * forgotten and the package's own anchor started instead.
+ */
+function startCopy(image: string, copy: () => ChildProcess, own: () => ChildProcess): ChildProcess {
+  try {
+    return copy();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    debug('the anchor copy %s is gone: starting the package\'s', image);
+    forgetAnchorImage(image);
+    return own();
   }
 }
 
@@ -64,16 +81,21 @@ export class WindowsAnchorChannel extends AnchorChannel {
       // cannot be removed on Windows, and the anchor must not hold the
       // command's (a caller removing it right after the result, or while a
       // command that changed directory runs).
-      this.child = startAnchor(() =>
-        spawnChild(spec.path, [...own, ...spec.args], {
-          cwd: dirname(spec.path),
-          env: spec.env,
-          stdio: [...spec.stdio, 'overlapped', 'overlapped'],
-          windowsHide: true,
-          // Leased: out of Node's kill-on-close job, so the anchor outlives the host.
-          detached: spec.lease !== undefined,
-        }),
-      );
+      // A leased one outlives the host: it runs from a copy of its own
+      // (./windows-image.ts), so the package can be replaced meanwhile.
+      const start = (image: string) =>
+        startAnchor(() =>
+          spawnChild(image, [...own, ...spec.args], {
+            cwd: dirname(image),
+            env: spec.env,
+            stdio: [...spec.stdio, 'overlapped', 'overlapped'],
+            windowsHide: true,
+            // Leased: out of Node's kill-on-close job, so the anchor outlives the host.
+            detached: spec.lease !== undefined,
+          }),
+        );
+      const image = spec.lease === undefined ? spec.path : leasedAnchorImage(spec.path);
+      this.child = image === spec.path ? start(image) : startCopy(image, () => start(image), () => start(spec.path));
     } catch (cause) {
       this.closeJob();
       throw spawnFailure(cause, spec.path);

@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { alive, assertUserOnlyDacl, fixtures, hardKill, join, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
 const distAnchor = (name) => import(pathToFileURL(join(pkgDir, 'dist', 'anchor', name)).href);
@@ -189,6 +190,32 @@ test('lease: a host that exits normally (its exit hook runs) leaves a leased tre
   assert.equal(code, 0);
   await sleep(1500);
   assert.deepEqual(all.filter((p) => !alive(p)), [], 'nothing of the tree ended with the host');
+  const a = await within(adopt(h), 10000, 'the adoption', all);
+  await endThroughAdopter(a, all);
+});
+
+test('lease: a leased anchor runs from a copy of its own: the package it came from can be removed while its tree lives', async (ctx) => {
+  // Windows removes neither a running program's file nor a process's working
+  // directory: an anchor run from node_modules would make npm ci or an
+  // upgrade fail for as long as the leased tree lives.
+  const t = track(ctx);
+  const pkg = mkdtempSync(join(tmpdir(), 'cordon-pkg-'));
+  ctx.after(() => rmSync(pkg, { recursive: true, force: true }));
+  for (const part of ['dist', 'package.json', join('build', 'Release'), join('node_modules', 'node-gyp-build')]) {
+    cpSync(join(pkgDir, part), join(pkg, part), { recursive: true });
+  }
+  const h = await leasedTree(t, 60000, ['--detached', '2'], { CORDON_PKG: pkg });
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  let removed;
+  try {
+    rmSync(pkg, { recursive: true });
+    removed = 'removed';
+  } catch (err) {
+    removed = `${err.code}: ${err.message}`;
+  }
+  assert.equal(removed, 'removed', 'the package a leased tree came from is removed while the tree lives');
+  assert.ok(all.every(alive), 'the tree runs on');
   const a = await within(adopt(h), 10000, 'the adoption', all);
   await endThroughAdopter(a, all);
 });
