@@ -19,7 +19,7 @@ import { AdoptedAnchorChannel, type AdoptedAnchor } from './anchor/adopted.js';
 import type { AnchorChannel, AnchorHandlers, AnchorSpawn } from './anchor/channel.js';
 import { PosixAnchorChannel } from './anchor/posix.js';
 import { posixAdopt, posixLeaseInfo } from './anchor/posix-endpoint.js';
-import { WindowsAnchorChannel } from './anchor/windows.js';
+import { checkWindowsLease, WindowsAnchorChannel } from './anchor/windows.js';
 import { adoptWindowsTree, leaseEndpoint, leaseInfo } from './anchor/windows-endpoint.js';
 import { posixLeaseDir, windowsLeaseDir } from './anchor/lease-dir.js';
 
@@ -40,6 +40,8 @@ interface AnchorPlatform {
   start(spec: AnchorSpawn, on: AnchorHandlers): AnchorChannel;
   /** The per-user directory of lease records (and, POSIX, endpoints): made private, or a typed error. */
   leaseDir(): string;
+  /** Throws a typed error where a leased anchor could not outlive this process (Windows: its Job Object). */
+  checkLease(): void;
   /** A leased tree's endpoint, derived from the directory and the tree's id (never read from a record). */
   endpoint(dir: string, id: string): string;
   /** INFO, bounded by `timeoutMs`. */
@@ -51,6 +53,7 @@ interface AnchorPlatform {
 const posix: AnchorPlatform = {
   start: (spec, on) => new PosixAnchorChannel(spec, on),
   leaseDir: posixLeaseDir,
+  checkLease: () => undefined,
   endpoint: (dir, id) => join(dir, `${id}.sock`),
   leaseInfo: posixLeaseInfo,
   adopt: posixAdopt,
@@ -59,6 +62,7 @@ const posix: AnchorPlatform = {
 const windows: AnchorPlatform = {
   start: (spec, on) => new WindowsAnchorChannel(spec, on),
   leaseDir: windowsLeaseDir,
+  checkLease: checkWindowsLease,
   endpoint: (_dir, id) => leaseEndpoint(id),
   leaseInfo,
   adopt: adoptWindowsTree,

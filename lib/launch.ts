@@ -148,6 +148,8 @@ export function launchTree(command: string, args: readonly string[] | undefined,
   const checked = validateCommand(command, args);
   const opts = normalizeOptions(options);
   if (opts.signal?.aborted) throw alreadyAborted(opts.signal.reason);
+  // (Before a leased tree's log is made: a lease this host cannot keep runs nothing.)
+  if (opts.lease !== undefined) anchors.checkLease();
   const token = opts.lease === undefined ? undefined : (context?.token ?? newToken());
   // A log cordon names: `log: true` under an owner, or a leased tree's (it
   // always has a log: what it writes while no host is attached goes there).

@@ -103,6 +103,8 @@ export interface WindowsBinding extends CommonBinding {
   jobClose(handle: number): void;
   /** Creates a directory whose DACL admits this user alone (protected, inherited inside); throws EEXIST if it exists. */
   makePrivateDir(path: string): void;
+  /** The Job Object this process runs in: `limitFlags` its LimitFlags (the immediate job's), null where they could not be read. */
+  ownJob(): { inJob: boolean; limitFlags: number | null };
 }
 
 /** The raw binding: which one is loaded is the platform's (`os` tells them apart). */

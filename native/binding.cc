@@ -343,6 +343,20 @@ Napi::Value MakePrivateDir(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// ownJob() -> { inJob, limitFlags }: the Job Object this process runs in
+// (limitFlags: its LimitFlags; null when they could not be read).
+Napi::Value OwnJob(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  bool in_job = false, read = false;
+  uint32_t flags = 0;
+  int rc = cordon::own_job(in_job, read, flags);
+  if (rc < 0) return Fail(env, rc, "IsProcessInJob");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("inJob", Napi::Boolean::New(env, in_job));
+  out.Set("limitFlags", read ? Napi::Value(Napi::Number::New(env, flags)) : env.Null());
+  return out;
+}
+
 Napi::Value JobClose(const Napi::CallbackInfo& info) {
   if (!NumberArgs(info, 1, "jobClose(handle) takes a number")) return info.Env().Undefined();
   int rc = cordon::job_close(HandleArg(info, 0));
@@ -370,6 +384,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("jobActive", Napi::Function::New(env, JobActive, "jobActive"));
   exports.Set("jobClose", Napi::Function::New(env, JobClose, "jobClose"));
   exports.Set("makePrivateDir", Napi::Function::New(env, MakePrivateDir, "makePrivateDir"));
+  exports.Set("ownJob", Napi::Function::New(env, OwnJob, "ownJob"));
 #endif
   return exports;
 }

@@ -316,6 +316,11 @@ int job_close(uint64_t handle);
 // with a protected DACL of one ACE, the calling user's (inherited by what is
 // made in it). A negative errno (EEXIST: it exists already) on failure.
 int make_private_dir(const std::string& path_utf8);
+// The Job Object this process runs in, if any (a service wrapper's, a CI
+// agent's): `in_job`; and, when its limits could be read, `limit_flags`
+// (JOBOBJECT_BASIC_LIMIT_INFORMATION.LimitFlags of the immediate job) with
+// `limits_read` set. A negative errno when even membership cannot be told.
+int own_job(bool& in_job, bool& limits_read, uint32_t& limit_flags);
 
 }  // namespace cordon
 

@@ -17,6 +17,21 @@ export function leaseDirUnsafe(dir: string, why: string): CordonError {
   return new CordonError(`The lease directory ${dir} ${why}; ${what}`, { code: 'ERR_CORDON_LEASE_DIR', path: dir, stage: 'input' });
 }
 
+/**
+ * Windows: this process runs in a Job Object that ends its members when it
+ * closes and lets none break away (a service wrapper's, a CI agent's), so a
+ * leased tree's anchor would end with it: the lease could not be kept.
+ */
+export function leaseJobBound(flags: number): CordonError {
+  return new CordonError(
+    `A lease cannot outlive this process: it runs in a Job Object that kills its members when it closes and lets none break away ` +
+      `(LimitFlags 0x${flags.toString(16)}: JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE without JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK), ` +
+      `as service wrappers and CI agents make them; a leased tree's anchor would end with it. Run the host outside that job, ` +
+      `have its owner allow silent breakaway, or spawn without \`lease\`. Nothing ran.`,
+    { code: 'ERR_CORDON_LEASE_JOB', stage: 'input' },
+  );
+}
+
 /** adopt(): the leased anchor refused tree `id` (`why` as its DENIED reason). */
 export function adoptDenied(id: string, why: string, cause?: unknown): CordonError {
   const reason =

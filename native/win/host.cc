@@ -170,6 +170,23 @@ int make_private_dir(const std::string& path) {
   return 0;
 }
 
+int own_job(bool& in_job, bool& limits_read, uint32_t& limit_flags) {
+  in_job = limits_read = false;
+  limit_flags = 0;
+  BOOL in = FALSE;
+  if (!IsProcessInJob(GetCurrentProcess(), nullptr, &in)) return -win::errno_from(GetLastError());
+  in_job = in != FALSE;
+  if (!in_job) return 0;
+  // NULL: the job of the calling process (the immediate one, when nested).
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION info;
+  ZeroMemory(&info, sizeof info);
+  if (QueryInformationJobObject(nullptr, JobObjectExtendedLimitInformation, &info, sizeof info, nullptr)) {
+    limits_read = true;
+    limit_flags = info.BasicLimitInformation.LimitFlags;
+  }
+  return 0;
+}
+
 int count_open_fds() {
   DWORD count = 0;
   if (!GetProcessHandleCount(GetCurrentProcess(), &count)) return -win::errno_from(GetLastError());

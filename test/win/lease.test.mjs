@@ -13,7 +13,9 @@ import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { alive, assertUserOnlyDacl, fixtures, hardKill, join, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
+import { alive, assertUserOnlyDacl, fixtures, hardKill, join, nativeFixture, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, underWine, waitFor, waitGone, within } from './helpers.mjs';
+
+const { exe: inJobExe, skip: noInJob } = nativeFixture('in-job');
 
 const distAnchor = (name) => import(pathToFileURL(join(pkgDir, 'dist', 'anchor', name)).href);
 const { WindowsAnchorChannel } = await distAnchor('windows.js');
@@ -218,6 +220,48 @@ test('lease: a leased anchor runs from a copy of its own: the package it came fr
   assert.ok(all.every(alive), 'the tree runs on');
   const a = await within(adopt(h), 10000, 'the adoption', all);
   await endThroughAdopter(a, all);
+});
+
+/** Runs fixtures/job-lease-host.mjs inside a job of `flags` (in-job.exe); its lines once it exited. */
+async function hostInJob(t, flags) {
+  const host = spawnChild(inJobExe, [flags.toString(16), process.execPath, join(fixtures, 'job-lease-host.mjs')], {
+    env: { ...process.env, CORDON_PKG: pkgDir },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.add(host.pid);
+  let out = '';
+  host.stdout.on('data', (d) => {
+    out += d;
+    for (const m of out.matchAll(/^PID \S+ (\d+)\r?$/gm)) t.add(Number(m[1]));
+  });
+  const code = await within(new Promise((resolve) => host.on('exit', resolve)), 30000, 'the host in its job to finish', [host.pid, ...t.pids]);
+  const job = JSON.parse(/^JOB (.+)$/m.exec(out)?.[1] ?? 'null');
+  return { code, out, job };
+}
+
+test('lease: a host in a Job Object that kills its members on close and lets none break away gets ERR_CORDON_LEASE_JOB; with silent breakaway the lease is kept', { skip: noInJob }, async (ctx) => {
+  const KILL_ON_CLOSE = 0x2000;
+  const SILENT_BREAKAWAY = 0x1000;
+  const t = track(ctx);
+  const bound = await hostInJob(t, KILL_ON_CLOSE);
+  ctx.diagnostic(`in a kill-on-close job: ${bound.out.trim().replace(/\r?\n/g, ' | ')}`);
+  assert.equal(bound.code, 0, bound.out);
+  assert.equal(bound.job?.inJob, true, 'the host sees that it runs in a job');
+  if (bound.job.limitFlags === 0 && underWine) {
+    // Wine answers QueryInformationJobObject(JobObjectExtendedLimitInformation)
+    // with no limits whatever was set: nothing is known against the lease.
+    ctx.diagnostic('Wine reads back no limits of the job: the refusal is observed on Windows only (the GitHub windows job)');
+    assert.match(bound.out, /^ENDED\r?$/m, 'limits that read as none do not refuse a lease');
+  } else {
+    assert.equal(bound.job.limitFlags & KILL_ON_CLOSE, KILL_ON_CLOSE, 'the limits read back');
+    assert.match(bound.out, /^REFUSED ERR_CORDON_LEASE_JOB\r?$/m, 'nothing ran, with a typed error');
+    assert.doesNotMatch(bound.out, /^PID /m);
+  }
+  const free = await hostInJob(t, KILL_ON_CLOSE | SILENT_BREAKAWAY);
+  ctx.diagnostic(`in a job with silent breakaway: ${free.out.trim().replace(/\r?\n/g, ' | ')}`);
+  assert.equal(free.code, 0, free.out);
+  assert.equal(free.job?.inJob, true);
+  assert.match(free.out, /^ENDED\r?$/m, 'the leased tree ran and was ended');
 });
 
 test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
