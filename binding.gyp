@@ -52,7 +52,7 @@
             "native/win/lease.cc", "native/win/relay.cc", "native/win/released.cc", "native/win/job_object.cc"
           ],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
-          "libraries": ["shell32.lib", "advapi32.lib"],
+          "libraries": ["shell32.lib", "advapi32.lib", "user32.lib"],
           "msvs_settings": {"VCCLCompilerTool": {"AdditionalOptions": ["/std:c++17"]}}
         }]
       ]

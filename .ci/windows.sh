@@ -87,7 +87,7 @@ mkdir -p build-win/test
 for src in test/win/fixtures/*.cc; do
   fixture=$(basename "$src" .cc)
   "${CORDON_MINGW_CXX:-x86_64-w64-mingw32-g++-posix}" -std=c++17 -O2 -Wall -municode -DUNICODE -D_UNICODE \
-    -D_WIN32_WINNT=0x0A00 -static -o "build-win/test/$fixture.exe" "$src" -lntdll
+    -D_WIN32_WINNT=0x0A00 -static -o "build-win/test/$fixture.exe" "$src" -lntdll -luser32
 done
 npx tsc -p tsconfig.json
 
@@ -109,6 +109,12 @@ if [[ ! -f $WINEPREFIX/system.reg ]]; then
   stamp "creating the Wine prefix"
   wineboot --init >/dev/null 2>&1
   wine winecfg /v win10 >/dev/null 2>&1
+  wineserver -w
+fi
+# Wine's null display driver: windows exist (a tree member's window gets
+# WM_CLOSE, test/win/graceful.test.mjs) with no X display on this machine.
+if ! grep -qs '"Graphics"="null"' "$WINEPREFIX/user.reg"; then
+  wine reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f >/dev/null 2>&1
   wineserver -w
 fi
 

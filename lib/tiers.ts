@@ -251,7 +251,7 @@ export const TIERS = [
     notes: () => [
       'Each tree runs in its own Job Object with kill-on-close and no breakaway: the command is created suspended and assigned before it runs; every descendant (detached or not) stays in the job. Processes a broker starts on a member\'s behalf are not its descendants and are not in the job: WMI (Win32_Process.Create), the task scheduler, services, out-of-process COM servers, WSL and Docker workloads, and one created with PROC_THREAD_ATTRIBUTE_PARENT_PROCESS naming an outside parent.',
       'Identity is held by handles (the job, the root process), never by a pid number.',
-      "The polite stop is CTRL_BREAK_EVENT to the root's console process group (members that left the console or the group are reached only by the forced TerminateJobObject); without a shared console the forced stop follows at once.",
+      "The polite stop is CTRL_BREAK_EVENT to the root's console process group and WM_CLOSE to every top-level window of the job's members (a program with windows gets no CTRL_BREAK); console members that left the console or the group and have no window are reached only by the forced TerminateJobObject. Where neither reaches anyone (no shared console, no window) the forced stop follows at once.",
       "When the host exits, Node's own kill-on-close job ends the anchor with it, so the tree is ended at once (no grace).",
       'Windows has no zombies: there are no orphans to reap (reapsOrphans holds trivially).',
       "Whether anyone still holds the captured output is read from the pipe's handle count; which member holds it is not determined (leftovers report heldOutput false).",
@@ -267,8 +267,8 @@ export const TIERS = [
       result.guarantees.gracefulStop = false;
       result.notes.push(
         probe.wine
-          ? 'Under Wine, GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) is not implemented: terminate() is the forced TerminateJobObject at once.'
-          : 'CTRL_BREAK_EVENT cannot be delivered here: terminate() is the forced TerminateJobObject at once.',
+          ? 'Under Wine, GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) is not implemented: terminate() is the forced TerminateJobObject at once, unless a member has a window (WM_CLOSE, then the grace).'
+          : 'CTRL_BREAK_EVENT cannot be delivered here: terminate() is the forced TerminateJobObject at once, unless a member has a window (WM_CLOSE, then the grace).',
       );
     },
     membersByGroup: false,

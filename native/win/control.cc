@@ -11,12 +11,14 @@
 //
 // Nothing is ever signalled by pid: TERM sends CTRL_BREAK_EVENT to the root's
 // console process group (its id is the root's pid, pinned by our open root
-// handle), waits up to the grace for the job to empty, then TerminateJobObject
-// (repeated every second; STUCK once that has gone on for
-// protocol::kStuckReportMs with members left). Where GenerateConsoleCtrlEvent fails (no
-// shared console; Wine 8 does not implement it), no polite signal reached
-// anyone, so the forced stop follows at once instead of waiting out a grace
-// nobody was told about. A leased tree's anchor runs detached, with no
+// handle) and WM_CLOSE to the top-level windows of the job's members (each
+// member checked in the job through a handle, job.h), waits up to the grace
+// for the job to empty, then TerminateJobObject (repeated every second; STUCK
+// once that has gone on for protocol::kStuckReportMs with members left).
+// Where GenerateConsoleCtrlEvent fails (no shared console; Wine 8 does not
+// implement it) and no member has a window, no polite signal reached anyone,
+// so the forced stop follows at once instead of waiting out a grace nobody
+// was told about. A leased tree's anchor runs detached, with no
 // console: CTRL_BREAK reaches its root by attaching to the root's console
 // (not tried under Wine, which has no GenerateConsoleCtrlEvent).
 //
@@ -344,11 +346,18 @@ class Anchor : public EndpointHost {
     if (teardown_.schedule.start(grace_ms, now_ms()) && grace_ms > 0) {
       // The root leads its own console process group (CREATE_NEW_PROCESS_GROUP);
       // its id stays pinned by our root handle even after the root exited.
-      if (ctrl_break()) {
+      // And WM_CLOSE to the members' windows: a program with windows gets
+      // no CTRL_BREAK (and one without a console has none to get it on).
+      bool broke = ctrl_break();
+      DWORD err = GetLastError();
+      int closed = job_.close_windows();
+      if (broke) {
         teardown_.break_sent = true;
-      } else {
-        trace("CTRL_BREAK not delivered (error %lu): forced stop now", GetLastError());
+      } else if (closed == 0) {
+        trace("CTRL_BREAK not delivered (error %lu) and no window to close: forced stop now", err);
         teardown_.schedule.force_now(now_ms());
+      } else {
+        trace("CTRL_BREAK not delivered (error %lu): the grace is for the %d window(s) told to close", err, closed);
       }
     }
   }

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <cwchar>
+#include <map>
+#include <set>
 
 namespace cordon {
 namespace anchor {
@@ -25,6 +27,58 @@ bool Job::test_refuses_processes() const {
 #else
   return false;
 #endif
+}
+
+namespace {
+
+struct WindowWalk {
+  std::set<DWORD> pids;                      // the job's members as listed
+  std::map<DWORD, std::vector<HWND>> found;  // their top-level windows
+};
+
+BOOL CALLBACK on_window(HWND window, LPARAM param) {
+  auto* walk = reinterpret_cast<WindowWalk*>(param);
+  DWORD pid = 0;
+  GetWindowThreadProcessId(window, &pid);
+  if (!walk->pids.count(pid) || GetWindow(window, GW_OWNER) != nullptr) return TRUE;
+  wchar_t cls[32];
+  int n = GetClassNameW(window, cls, 32);
+  if (n > 0 && (wcscmp(cls, L"IME") == 0 || wcscmp(cls, L"MSCTFIME UI") == 0)) return TRUE;
+  walk->found[pid].push_back(window);
+  return TRUE;
+}
+
+}  // namespace
+
+int Job::close_windows() const {
+  if (!job_) return 0;
+  WindowWalk walk;
+  std::vector<DWORD> pids;
+  if (win::job_pids(job_, pids) < 0) return 0;
+  walk.pids.insert(pids.begin(), pids.end());
+  EnumWindows(on_window, reinterpret_cast<LPARAM>(&walk));
+  int posted = 0;
+  for (auto& entry : walk.found) {
+    // The handle pins the process: in the job now, it is a member, not one
+    // that took over a recycled pid (IsProcessInJob needs
+    // PROCESS_QUERY_INFORMATION under Wine, as in win::list_job).
+    HANDLE h = OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, entry.first);
+    if (!h) h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, entry.first);
+    if (!h) continue;
+    BOOL in_job = FALSE;
+    if (IsProcessInJob(h, job_, &in_job) && in_job && WaitForSingleObject(h, 0) == WAIT_TIMEOUT) {
+      for (HWND window : entry.second) {
+        // (A window of another thread of the same process, made since, is
+        // still that member's; one destroyed since fails the post.)
+        DWORD owner = 0;
+        GetWindowThreadProcessId(window, &owner);
+        if (owner == entry.first && PostMessageW(window, WM_CLOSE, 0, 0)) posted++;
+      }
+    }
+    CloseHandle(h);
+  }
+  protocol::trace("WM_CLOSE posted to %d window(s) of %zu member(s) with windows", posted, walk.found.size());
+  return posted;
 }
 
 void Job::receive(const std::string& value) {

@@ -92,6 +92,12 @@ class Job {
   void list(std::vector<Member>& out) const;
   // TerminateJobObject with kKilledCode.
   void terminate() const;
+  // The polite stop for programs with windows (CTRL_BREAK reaches console
+  // programs only): WM_CLOSE posted to every top-level window of the job's
+  // members (not owned windows, not input-method ones). Each window's process
+  // is opened and checked to be in the job while its windows are posted to,
+  // so a recycled pid is never reached. How many windows were posted to.
+  int close_windows() const;
 
   // The LIMITS line: what the OS accepted on the job ("none" without one).
   std::string limits_report() const;

@@ -5,7 +5,11 @@
 // is the forced stop at once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cordon, existsSync, join, startTree, track, underWine, waitGone, within } from './helpers.mjs';
+import { readFileSync } from 'node:fs';
+import { onLines } from '../helpers/common.mjs';
+import { cordon, existsSync, join, nativeFixture, parsePids, startTree, track, underWine, waitGone, within } from './helpers.mjs';
+
+const { exe: windowApp, skip: noWindowApp } = nativeFixture('window-app');
 
 test('terminate() delivers CTRL_BREAK and the root gets its grace', { skip: underWine && 'Wine 8 does not implement GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT): the graceful stop cannot be tested here' }, async (ctx) => {
   const t = track(ctx);
@@ -32,6 +36,35 @@ test('where there is no graceful stop (Wine), terminate() is the forced stop at 
   assert.equal(existsSync(file), false, 'no SIGBREAK handler ran');
   const result = await within(proc.result, 5000, 'result');
   assert.equal(result.signal, 'SIGKILL');
+});
+
+test('terminate() tells members with windows to close (WM_CLOSE), which CTRL_BREAK never reaches, and they get the grace', { skip: noWindowApp }, async (ctx) => {
+  // window-app.exe ignores every console event: only WM_CLOSE ends it
+  // politely. The root and its child each have a top-level window.
+  const t = track(ctx);
+  const file = join(t.tmp(), 'closed');
+  const proc = t.proc(cordon.spawn(windowApp, [file, '--child'], { stdio: ['ignore', 'pipe', 'ignore'] }));
+  const pids = {};
+  await within(
+    new Promise((resolve) => {
+      onLines(proc.stdout, (line) => {
+        Object.assign(pids, parsePids(line, t.add));
+        if (pids.root && pids.child) resolve();
+      });
+    }),
+    30000,
+    'the root and its child to show their windows',
+  );
+  const t0 = Date.now();
+  // (A 60 s grace, bounded at 30 s: waited out, or a forced stop, fails.)
+  await within(proc.terminate({ grace: 60000 }), 30000, 'terminate() to end the tree by WM_CLOSE, within its grace', [pids.root, pids.child]);
+  ctx.diagnostic(`terminate() took ${Date.now() - t0} ms`);
+  await waitGone([pids.root, pids.child], 5000);
+  const closed = readFileSync(file, 'utf8').trim().split(/\r?\n/).map(Number).sort();
+  assert.deepEqual(closed, [pids.root, pids.child].sort(), 'both got WM_CLOSE and ran their handler');
+  const result = await within(proc.result, 5000, 'result');
+  assert.equal(result.exitCode, 3, 'the root exited by its own WM_CLOSE handler');
+  assert.equal(result.signal, null);
 });
 
 test('capabilities() says whether the graceful stop is available', () => {
