@@ -211,7 +211,8 @@ test('lease: a leased anchor runs from a copy of its own: the package it came fr
   await killHost(ctx, h);
   let removed;
   try {
-    rmSync(pkg, { recursive: true });
+    // (Retried a moment: an antivirus may hold a file it just scanned.)
+    rmSync(pkg, { recursive: true, maxRetries: 10, retryDelay: 200 });
     removed = 'removed';
   } catch (err) {
     removed = `${err.code}: ${err.message}`;
