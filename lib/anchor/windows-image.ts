@@ -70,12 +70,13 @@ export function leasedAnchorImage(path: string): string {
   }
 }
 
-/** Forgets a copy found gone: the next leased tree makes or checks it again. */
-export function forgetAnchorImage(image: string): void {
-  for (const [path, copy] of copies) if (copy === image) copies.delete(path);
-}
-
-/** Removes the copies of other anchors that no process runs (Windows refuses to remove those). */
+/**
+ * Removes the copies of other anchors that no process runs (Windows refuses
+ * to remove those). A host of another version checks its copy is there right
+ * before it starts it (leasedAnchorImage: made again if gone); one removed in
+ * the moment between that check and the start fails that start with ENOENT
+ * (a typed launch failure: nothing ran).
+ */
 function removeOtherVersions(anchors: string, keep: string): void {
   for (const name of readdirSync(anchors)) {
     if (name === keep) continue;

@@ -23,7 +23,7 @@ import { leaseJobBound } from '../errors.js';
 import { windowsBinding } from '../native.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorSpawn } from './channel.js';
 import { encodeCommand } from './protocol.js';
-import { forgetAnchorImage, leasedAnchorImage } from './windows-image.js';
+import { leasedAnchorImage } from './windows-image.js';
 
 /**
  * How many times a start that failed with UNKNOWN is made. CreateProcess
@@ -42,22 +42,6 @@ function startAnchor(spawn: () => ChildProcess): ChildProcess {
       if ((err as NodeJS.ErrnoException).code !== 'UNKNOWN' || attempt >= ANCHOR_START_TRIES) throw err;
       debug('the anchor could not be started (UNKNOWN, attempt %d): trying again', attempt);
     }
-  }
-}
-
-/**
- * Starts a leased anchor's copy; one removed meanwhile (another version's
- * host cleaning up copies no process ran, between the check and the start) is
- * forgotten and the package's own anchor started instead.
- */
-function startCopy(image: string, copy: () => ChildProcess, own: () => ChildProcess): ChildProcess {
-  try {
-    return copy();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    debug('the anchor copy %s is gone: starting the package\'s', image);
-    forgetAnchorImage(image);
-    return own();
   }
 }
 
@@ -124,7 +108,7 @@ export class WindowsAnchorChannel extends AnchorChannel {
           }),
         );
       const image = spec.lease === undefined ? spec.path : leasedAnchorImage(spec.path);
-      this.child = image === spec.path ? start(image) : startCopy(image, () => start(image), () => start(spec.path));
+      this.child = start(image);
     } catch (cause) {
       this.closeJob();
       throw spawnFailure(cause, spec.path);
