@@ -31,7 +31,7 @@
       "conditions": [
         ["OS=='linux' or OS=='mac'", {
           "sources": [
-            "native/posix/anchor.cc", "native/posix/lease.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
+            "native/posix/anchor.cc", "native/posix/command_child.cc", "native/posix/pty_relay.cc", "native/posix/lease.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
             "native/posix/tier_cgroup.cc", "native/posix/cgroup_limits.cc", "native/posix/tier_process_group.cc",
             "native/posix/tree_marker.cc", "native/posix/known_members.cc", "native/posix/procargs.cc"
           ]

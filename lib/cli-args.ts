@@ -19,6 +19,7 @@ const RUN_FLAGS = {
   tier: { type: 'string' },
   log: { type: 'string' },
   lease: { type: 'string' },
+  pty: { type: 'boolean' },
   'best-effort': { type: 'boolean' },
   memory: { type: 'string' },
   'max-processes': { type: 'string' },
@@ -31,6 +32,8 @@ const RUN_FLAGS = {
 export interface RunArgs {
   options: SpawnOptions;
   report: boolean;
+  /** --pty (run only): the command on a terminal of its own, the user's attached to it. */
+  pty: boolean;
   /** --json <file>: the report as JSON there ('-': one line on stderr). */
   json: string | undefined;
   /** --help was given: print the usage, run nothing. */
@@ -111,10 +114,11 @@ export function parseRunArgs(argv: string[], what: 'run' | 'leaks'): RunArgs {
       throw new UsageError((err as Error).message);
     }
   }
+  if (values.pty && what === 'leaks') throw new UsageError('leaks captures the output through pipes: --pty does not apply');
   const help = values.help === true;
   const command = argv[commandAt];
   if (command === undefined && !help) throw new UsageError(`${what} needs a command`);
-  return { options, report: values.report === true, json: values.json, help, command: command ?? '', args: argv.slice(commandAt + 1) };
+  return { options, report: values.report === true, pty: values.pty === true, json: values.json, help, command: command ?? '', args: argv.slice(commandAt + 1) };
 }
 
 /** `cordon ps [--json]`. */

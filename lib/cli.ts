@@ -18,6 +18,7 @@ import { spawn, type ContainedProcess, type SpawnOptions } from './process.js';
 import type { ContainedResult } from './result.js';
 import { signalNumber } from './signals.js';
 import { Registry } from './registry.js';
+import { attachTerminal, terminalLikeUsers } from './cli-terminal.js';
 import { parseAdoptArgs, parsePsArgs, parseRunArgs, UsageError } from './cli-args.js';
 import { leftGroupLines, partialView, printReport, unseen, writeJsonReport } from './cli-report.js';
 
@@ -41,6 +42,8 @@ Options for run:
   --max-processes <n>    the most processes the tree may have at once (cgroup tier)
   --cpu <cores>          CPU limit in cores: 0.5 is half of one core (cgroup tier)
   --log <file>           also append stdout and stderr to this file
+  --pty                  run the command on a terminal of its own, with this terminal attached
+                         (raw mode: Ctrl-C goes to the command; the window's size follows)
   --lease <d>            the tree outlives this CLI (killed, or its terminal hung up: SIGHUP) for
                          this long (adopt it with cordon adopt; its id and token are printed on
                          stderr); then it is terminated. Ctrl-C and SIGTERM still end it
@@ -143,10 +146,15 @@ function startContained(command: string, args: string[], options: SpawnOptions):
 }
 
 async function runCommand(argv: string[]): Promise<number> {
-  const { options, report, json, help, command, args } = parseRunArgs(argv, 'run');
+  const { options, report, pty, json, help, command, args } = parseRunArgs(argv, 'run');
   if (help) return printUsage();
+  if (pty) {
+    delete options.stdio; // (the terminal is the stdio)
+    options.pty = terminalLikeUsers();
+  }
   const proc = startContained(command, args, options);
   if (typeof proc === 'number') return proc;
+  const detach = pty ? attachTerminal(proc) : () => {};
   if (proc.lease !== undefined) {
     void proc.started.then(
       () => process.stderr.write(`cordon: leased for ${formatDuration(proc.lease!)}: cordon adopt ${proc.leaseId} --token ${proc.adoptionToken} (log: ${proc.logPath})\n`),
@@ -154,7 +162,7 @@ async function runCommand(argv: string[]): Promise<number> {
     );
   }
   try {
-    const result = await proc.result;
+    const result = await proc.result.finally(detach);
     if (report) printReport(result);
     const status = exitStatus(result);
     if (json !== undefined) writeJsonReport(json, result, status);

@@ -93,9 +93,11 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
   const { opts, tier, lease } = input;
   // What the anchor (and so the command) gets on fds 0-2.
   const stdio: StdioOption[] = opts.stdio.map((s, i) => (i > 0 && input.log ? 'pipe' : s));
+  // Who holds the output pipes tells the anchor when output is over; with a
+  // terminal the pipes are the anchor's alone and the terminal says it.
   const watch: string[] = [];
-  if (stdio[1] === 'pipe') watch.push('--watch-fd', '1');
-  if (stdio[2] === 'pipe') watch.push('--watch-fd', '2');
+  if (stdio[1] === 'pipe' && !opts.pty) watch.push('--watch-fd', '1');
+  if (stdio[2] === 'pipe' && !opts.pty) watch.push('--watch-fd', '2');
   const args = [
     // The anchor enters the command's working directory itself.
     '--cwd', opts.cwd,
@@ -119,6 +121,8 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     ...(opts.tier === undefined && tierSpec(tier)?.fallsBackTo !== undefined && !hasLimits(input.limits) ? ['--fallback'] : []),
     // A leased tree: the lease and the host's part of its id (the token goes on the control channel).
     ...(lease ? ['--lease', String(lease.ms), '--lease-id', lease.id] : []),
+    // A terminal: the anchor opens it, the command's stdio is its slave.
+    ...(opts.pty ? ['--pty', String(opts.pty.cols), String(opts.pty.rows)] : []),
     ...(input.trace ? ['--trace', input.trace] : []),
     '--',
     input.path,

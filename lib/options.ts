@@ -10,10 +10,11 @@ import { shellOption, type ShellSpec } from './shell.js';
 import { killSignalOption, stopOption } from './stopping.js';
 import { isOwned, streamFd } from './streams.js';
 import { credentialOption } from './credentials.js';
-import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, unknownOption } from './errors.js';
+import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, terminalConflict, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { leaseOption } from './lease.js';
+import { terminalEnv, terminalOption, type Terminal, type TerminalOption } from './terminal.js';
 
 export type { Tier } from './tiers.js';
 export type LeftoversPolicy = 'kill' | 'kill-on-failure' | 'keep';
@@ -67,6 +68,15 @@ export interface SpawnOptionsBase {
    * it, host death ends the tree (C8).
    */
   lease?: Duration;
+  /**
+   * POSIX: run the command on a terminal of its own (a pseudo-terminal its
+   * anchor opens): it leads a new session with the terminal as its
+   * controlling terminal; stdin is the terminal's input, stdout its output
+   * (stderr too: proc.stderr is null); proc.resize() sets the window size.
+   * `true` is 80x24 with TERM=xterm-256color (unless `env` sets TERM). Not
+   * with `stdio` or `lease`; not on Windows (capabilities().terminal).
+   */
+  pty?: boolean | TerminalOption;
 
   /** Lay `env` over process.env (default true); false: `env` is the whole environment. */
   extendEnv?: boolean;
@@ -104,6 +114,8 @@ export interface NormalizedOptions {
   limits: Limits | undefined;
   /** The lease in ms, or undefined. */
   lease: number | undefined;
+  /** The terminal (`pty`), or undefined. */
+  pty: Terminal | undefined;
   /** The shell to run the command string with (shell mode), if any. */
   shell: ShellSpec | undefined;
   killSignal: NodeJS.Signals;
@@ -116,7 +128,7 @@ export interface NormalizedOptions {
 export const SPAWN_OPTION_NAMES: ReadonlySet<string> = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
-  'limits', 'lease',
+  'limits', 'lease', 'pty',
   'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
 ]);
 
@@ -263,6 +275,16 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (o.argv0 !== undefined && typeof o.argv0 !== 'string') throw invalidArg('argv0', o.argv0, 'a string', 'ERR_INVALID_ARG_TYPE');
   if (typeof o.argv0 === 'string') noNul('argv0', o.argv0);
 
+  // A terminal is the command's stdio: stdin and stdout the host's pipes to
+  // it (relayed by the anchor), stderr the terminal too (none for the host).
+  const pty = terminalOption(o.pty);
+  if (pty) {
+    if (o.stdio !== undefined) throw terminalConflict('stdio');
+    if (o.lease !== undefined) throw terminalConflict('lease');
+    stdio = ['pipe', 'pipe', 'ignore'];
+    env = terminalEnv(env, o.env as NodeJS.ProcessEnv | undefined, pty);
+  }
+
   // The tiers this platform's anchor implements (availability on this host is capabilities()' business).
   const selectable = selectableTiers();
   let tier = oneOf<Tier>('tier', o.tier, selectable, undefined);
@@ -284,6 +306,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     argv0: o.argv0 as string | undefined,
     limits: parseLimits('limits', o.limits),
     lease: leaseOption(o.lease),
+    pty,
     shell: shellOption(o.shell),
     killSignal: killSignalOption(o.killSignal),
     stop: stopOption<StopHook>(o.stop),

@@ -22,7 +22,8 @@ import { TreeOutput } from './output.js';
 import type { ContainedResult, GroupLeaver, Leftover, MemberInfo } from './result.js';
 import { Settlement } from './settlement.js';
 import { PoliteStop } from './stopping.js';
-import { markOwned } from './streams.js';
+import { markOwned, pipeline } from './streams.js';
+import { windowDimension, type TerminalOption } from './terminal.js';
 import { tierSpec, type Tier } from './tiers.js';
 import type { AnchoredTree } from './tree.js';
 
@@ -65,13 +66,20 @@ export interface ProcessStreams {
 type StdioAt<S, I extends 0 | 1 | 2> = S extends readonly unknown[] ? S[I] : S;
 type StreamAt<S, I extends 0 | 1 | 2, T> = [StdioAt<S, I>] extends ['pipe' | undefined] ? T : [StdioAt<S, I>] extends [Exclude<StdioOption, 'pipe'>] ? null : T | null;
 
+/** With `pty`: the terminal's input and output; no stderr (it is the terminal too). */
+type TerminalStreams<P> = [P] extends [false | undefined]
+  ? { stdin: Writable; stdout: Readable; stderr: Readable }
+  : [P] extends [true | TerminalOption]
+    ? { stdin: Writable; stdout: Readable; stderr: null }
+    : { stdin: Writable; stdout: Readable; stderr: Readable | null };
+
 /**
  * The streams `spawn()` gives for these options: each a stream where its
  * stdio entry is 'pipe' (the default), null where it is 'ignore', 'inherit',
  * a descriptor or a stream of the host's; either where the option is known
  * only at run time.
  */
-export type StreamsFor<O> = 'stdio' extends keyof O
+export type StreamsFor<O> = 'pty' extends keyof O ? TerminalStreams<O['pty' & keyof O]> : 'stdio' extends keyof O
   ? { stdin: StreamAt<O['stdio' & keyof O], 0, Writable>; stdout: StreamAt<O['stdio' & keyof O], 1, Readable>; stderr: StreamAt<O['stdio' & keyof O], 2, Readable> }
   : { stdin: Writable; stdout: Readable; stderr: Readable };
 
@@ -299,6 +307,12 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
     return this.facts.quiescent;
   }
 
+  /** A terminal's window size (spawned with `pty`): the kernel tells its foreground job (SIGWINCH). */
+  resize(cols: number, rows: number): void {
+    if (!this.opts.pty) throw errors.notTerminal();
+    this.anchor.resize(windowDimension('cols', cols), windowDimension('rows', rows));
+  }
+
   /** The immediate forced kill of every member; resolves at quiescence. */
   kill(): Promise<void> {
     return this.terminate({ grace: 0 });
@@ -347,17 +361,7 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
     if (target === this) throw errors.invalidArg('target', 'itself', 'another process');
     const from = (options ?? {}).from ?? 'stdout';
     if (from !== 'stdout' && from !== 'stderr') throw errors.invalidArg('from', from, "'stdout' or 'stderr'");
-    const source = this[from];
-    if (!source) throw errors.notPiped(from, 'pipe()');
-    const sink = target.stdin;
-    if (!sink) throw errors.notPiped('stdin', `pipe() into ${target.command}`);
-    source.pipe(sink);
-    const stop = () => {
-      // The reader is gone: close this output, as a shell pipeline would.
-      if (!source.readableEnded && !source.destroyed) source.destroy();
-    };
-    sink.once('close', stop);
-    sink.once('error', stop);
+    pipeline(this[from], from, target.stdin, target.command);
     return target;
   }
 

@@ -104,9 +104,11 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
   if (encoding !== 'buffer' && (typeof encoding !== 'string' || !Buffer.isEncoding(encoding))) {
     throw errors.invalidArg('encoding', encoding, "'buffer' or a text encoding Buffer knows ('utf8', 'latin1', …)", 'ERR_INVALID_ARG_VALUE');
   }
+  // With a terminal its input and output are the stdio (input is typed into it).
+  if (spawnOptions.pty && (options ?? {}).stderr !== undefined) throw errors.terminalConflict('stderr');
   const proc = spawn(command, args, {
     ...spawnOptions,
-    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', stderr],
+    ...(spawnOptions.pty ? {} : { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', stderr] as const }),
   });
   let overflow = false;
   const onOverflow = () => {
@@ -118,7 +120,8 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
   const out = collect(proc.stdout, maxBuffer, onOverflow, both);
   const err = collect(proc.stderr, maxBuffer, onOverflow, both);
   const withAll = <T extends object>(target: T): T => (both ? Object.assign(target, { all: decode(Buffer.concat(both)) }) : target);
-  if (input !== undefined) proc.stdin?.end(input);
+  if (input !== undefined && spawnOptions.pty) proc.stdin?.write(input);  // (a terminal's input has no end)
+  else if (input !== undefined) proc.stdin?.end(input);
 
   let result: ContainedResult;
   try {

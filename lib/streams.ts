@@ -3,7 +3,8 @@
 // spawn() would accept one as another command's stdio, but cordon's own
 // reader drains it first and the other command gets nothing: spawn() refuses
 // them with a typed error, and `a.pipe(b)` copies between two trees instead.
-import type { Stream } from 'node:stream';
+import type { Readable, Stream, Writable } from 'node:stream';
+import { notPiped } from './errors.js';
 
 const owned = new WeakSet<Stream>();
 
@@ -20,4 +21,20 @@ export function streamFd(stream: Stream): number | undefined {
   const s = stream as Stream & { fd?: unknown; _handle?: { fd?: unknown } | null };
   const fd = typeof s.fd === 'number' ? s.fd : s._handle?.fd;
   return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+}
+
+/**
+ * One tree's output into another's stdin, as a shell pipeline: the sink ends
+ * with the source; once the sink is gone (its reader exited), the source is
+ * closed, so its writer gets EPIPE or SIGPIPE as in a shell.
+ */
+export function pipeline(source: Readable | null, from: 'stdout' | 'stderr', sink: Writable | null, sinkCommand: string): void {
+  if (!source) throw notPiped(from, 'pipe()');
+  if (!sink) throw notPiped('stdin', `pipe() into ${sinkCommand}`);
+  source.pipe(sink);
+  const stop = () => {
+    if (!source.readableEnded && !source.destroyed) source.destroy();
+  };
+  sink.once('close', stop);
+  sink.once('error', stop);
 }

@@ -61,6 +61,12 @@ export interface Guarantees {
    */
   cgroupNamespace: boolean;
   /**
+   * The `pty` option: the command runs on a pseudo-terminal of its own that
+   * its anchor opens and relays, with every other guarantee of the tier
+   * unchanged (lib/terminal.ts). Where false, spawn() refuses the option.
+   */
+  terminal: boolean;
+  /**
    * A member running with the host's privileges cannot leave the tree or stop
    * its anchor. Never given: cordon is not a sandbox (docs/contract.md).
    */
@@ -147,6 +153,7 @@ export const TIERS = [
       reapsOrphans: true,
       limits: limitSupport.memory !== null && limitSupport.processes !== null && limitSupport.cpu !== null,
       cgroupNamespace: capSysAdmin,
+      terminal: true,
       holdsHostileMembers: false,
     }),
     notes: ({ pidfd, capSysAdmin, limitSupport }) => [
@@ -180,6 +187,7 @@ export const TIERS = [
       reapsOrphans: true,
       limits: false,
       cgroupNamespace: false,
+      terminal: true,
       holdsHostileMembers: false,
     }),
     notes: ({ pidfd }) => [
@@ -207,6 +215,7 @@ export const TIERS = [
       reapsOrphans: false,
       limits: false,
       cgroupNamespace: false,
+      terminal: true,
       holdsHostileMembers: false,
     }),
     notes: ({ platform, pidfd }) => [
@@ -214,9 +223,10 @@ export const TIERS = [
       "The tree runs in a process group of its own, which the anchor is not in (the anchor is in a session of its own) and which the anchor's unreaped pin child keeps from being recycled: termination signals the whole group at once, and quiescence of the group is the kernel's word, not a scan's.",
       "Every member inherits the tree's marker in its environment (CORDON_TREE, with a per-tree 128-bit secret): a member that leaves the process group (setsid, double fork, daemons such as tmux or a detached node child) is found by the anchor's sweep of this user's processes (every user's when the anchor runs as root) for it, when the tree is terminated (with the polite signal, in the grace, at the forced stop), when the root exits, and before the tree is declared quiescent; each is verified by pid and start time right before every signal. The forced stop is freeze first: what a walk finds outside the group is stopped as it is found, and killed once a walk finds nothing new, so a member that forks and setsid()s every few milliseconds is not chased.",
       platform === 'darwin'
-        ? "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or runs a cs_restricted program (such as Apple's system binaries that SIP protects, /bin/sh or /bin/sleep: macOS withholds its environment from every other process, root's too, per XNU's source); one a snapshot saw while still a descendant is caught all the same, and so is one forked by a process the anchor knew as a member (the kernel keeps a process's parent's unique id across setsid and reparenting), and third-party programs are read like the user's others. So results say coverage: 'partial' and list in leftGroup the members found outside the group."
-        : "What the marker cannot catch: a member that starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or makes itself non-dumpable (ssh-agent, gpg-agent: its environment is unreadable without CAP_SYS_PTRACE); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group.",
+        ? "Every process of the tree's session (the anchor's: no process can join it) is a member to the sweeps too, so one that leaves the group but not the session (setpgid, as a shell's job control moves each job) is caught whatever its environment. What neither catches: a member that leaves the session (setsid) and starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or runs a cs_restricted program (such as Apple's system binaries that SIP protects, /bin/sh or /bin/sleep: macOS withholds its environment from every other process, root's too, per XNU's source); one a snapshot saw while still a descendant is caught all the same, and so is one forked by a process the anchor knew as a member (the kernel keeps a process's parent's unique id across setsid and reparenting), and third-party programs are read like the user's others. So results say coverage: 'partial' and list in leftGroup the members found outside the group."
+        : "Every process of the tree's session (the anchor's: no process can join it) is a member to the sweeps too, so one that leaves the group but not the session (setpgid, as a shell's job control moves each job) is caught whatever its environment. What neither catches: a member that leaves the session (setsid) and starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or makes itself non-dumpable (ssh-agent, gpg-agent: its environment is unreadable without CAP_SYS_PTRACE); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group.",
       'Orphans are reparented to init, not to the anchor: init reaps them.',
+      "With a terminal (pty) the anchor leads the tree's session and holds the terminal as its controlling terminal, with the tree's group in the foreground, so the command stays in the tree's pinned group; a shell's job control moves jobs (and the shell) into groups of their own, which the tier then knows from its snapshots and the marker as it knows any member outside the group.",
       ...(pidfd
         ? []
         : [
@@ -227,7 +237,7 @@ export const TIERS = [
     ],
     membersByGroup: true,
     limits: 'none',
-    partialView: { seenIn: 'in the process group', unseen: 'this tier cannot see processes that left it with a scrubbed (env -i) or unreadable environment' },
+    partialView: { seenIn: 'in the process group', unseen: 'this tier cannot see processes that left its session with a scrubbed (env -i) or unreadable environment' },
   },
   {
     name: 'job-object',
@@ -246,6 +256,7 @@ export const TIERS = [
       reapsOrphans: true,
       limits: false,
       cgroupNamespace: false,
+      terminal: false, // no pseudo console yet: spawn() refuses pty
       holdsHostileMembers: false,
     }),
     notes: () => [
@@ -292,6 +303,7 @@ export const TIERS = [
       reapsOrphans: true,
       limits: false,
       cgroupNamespace: false,
+      terminal: false,
       holdsHostileMembers: false,
     }),
     notes: () => [

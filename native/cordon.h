@@ -19,6 +19,7 @@ struct Member {
   int64_t pid = 0;
   int64_t ppid = 0;
   int64_t pgid = 0;
+  int64_t sid = 0;          // its session (Linux; 0 where the listing does not read it: macOS, see session_of)
   uint64_t start_time = 0;  // clock ticks since boot (Linux), or a platform stamp
   char state = '?';         // 'R', 'S', 'D', 'Z', 'T' ... as the OS reports it
   bool holds_output = false;  // holds the write end of the captured stdout/stderr
@@ -167,6 +168,10 @@ int group_live_members(int64_t group, std::vector<Member>* live = nullptr);
 // The current process group of `pid` if it is still that live process (same
 // start time), else -1.
 int64_t current_pgid(int64_t pid, uint64_t start_time);
+// The session of `pid` if it is still that live process (same start time),
+// else -1 (Linux: /proc/<pid>/stat; macOS: getsid(), checked before and after
+// against the start time).
+int64_t session_of(int64_t pid, uint64_t start_time);
 
 // The process-group tier's tree marker (native/posix/tier_process_group.cc):
 // `n` bytes from the kernel's random source (Linux getrandom(2), falling back

@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "DONE", "ADOPT", "INFO", "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "DONE", "RESIZE", "ADOPT", "INFO", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -246,6 +246,15 @@ Command parse_command(const std::string& line, int teardown_grace_ms, bool expec
     c.verb = Verb::kInfo;
   } else if (line == "DONE") {
     c.verb = Verb::kDone;
+  } else if (line.rfind("RESIZE ", 0) == 0) {
+    size_t sp = line.find(' ', 7);
+    std::string cols = sp == std::string::npos ? std::string() : line.substr(7, sp - 7);
+    std::string rows = sp == std::string::npos ? std::string() : line.substr(sp + 1);
+    if (parse_window(cols.c_str(), c.cols) && parse_window(rows.c_str(), c.rows)) {
+      c.verb = Verb::kResize;
+    } else {
+      trace("malformed RESIZE line ignored");
+    }
   } else {
     trace("unknown control line ignored: \"%s\"", line.c_str());
   }

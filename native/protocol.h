@@ -46,6 +46,8 @@
 //   LEASE <ms> <token>              --lease: the first line (Windows: after JOB). The token (32 hex
 //                                   chars) an adopter must present; <ms> the lease. Only the first
 //                                   LEASE counts.
+//   RESIZE <cols> <rows>            --pty: the terminal's window size (1..65535 each; the kernel
+//                                   sends SIGWINCH to its foreground process group)
 //   DONE                            a leased tree's host has read QUIET: it has the result, and the
 //                                   anchor exits. Until DONE a quiescent leased anchor holds the
 //                                   result: EOF before it (the host died with the result unread)
@@ -119,6 +121,7 @@ enum class Verb {
   kJob,
   kLease,
   kDone,
+  kResize,
   // adopter -> anchor (the endpoint)
   kAdopt,
   kInfo,
@@ -180,8 +183,9 @@ class LineReader {
 };
 
 struct Command {
-  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kDone, kAdopt, kInfo or kUnknown
+  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kDone, kResize, kAdopt, kInfo or kUnknown
   int grace_ms = 0;            // kTerm, kKill: the grace to terminate with; kLease: the lease
+  int cols = 0, rows = 0;      // kResize: the window size
   std::string arg;             // kJob: the handle value as the host wrote it; kLease, kAdopt: the token
 };
 
@@ -247,7 +251,7 @@ class Termination {
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
 //                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
 //                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--watch-fd N]... [--cwd DIR] [--trace FILE]
-//                 [--lease MS --lease-id ID [--lease-dir DIR]]
+//                 [--lease MS --lease-id ID [--lease-dir DIR]] [--pty COLS ROWS]
 //                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
@@ -262,6 +266,8 @@ enum Extra : unsigned {
   kLeaseDirOption = 256,   // --lease-dir DIR (POSIX): where the endpoint is made; fds 4, 5, 6 are
                            // the command's stdout and stderr read ends and the log (O_APPEND)
   kLogOption = 512,        // --log PATH (Windows, leased): see "Leases: Windows" below
+  kPtyOption = 1024,       // --pty COLS ROWS (POSIX): the command's stdio is a new terminal's slave,
+                           // which the anchor relays: fd 0 (input) to it, its output to fd 1
 };
 
 template <typename Char>
@@ -288,6 +294,8 @@ struct Options {
   std::string lease_id;        // --lease-id: 16 lowercase hex digits, names the endpoint
   String lease_dir;            // --lease-dir (POSIX)
   String log;                  // --log (Windows): the tree's log file
+  int pty_cols = 0;            // --pty: the terminal's size (0: no terminal)
+  int pty_rows = 0;
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
   std::vector<String> argv;
@@ -321,6 +329,15 @@ template <typename Char>
 bool parse_uint31(const Char* s, int& out) {
   long long v = 0;
   if (!parse_digits(s, 2147483647LL, v)) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+// A terminal's columns or rows: 1 to 65535 (a struct winsize field).
+template <typename Char>
+bool parse_window(const Char* s, int& out) {
+  long long v = 0;
+  if (!parse_digits(s, 65535LL, v) || v == 0) return false;
   out = static_cast<int>(v);
   return true;
 }
@@ -403,6 +420,11 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       o.lease_dir = argv[++i];
     } else if (detail::is(a, "--log") && has_value && (extra & kLogOption)) {
       o.log = argv[++i];
+    } else if (detail::is(a, "--pty") && i + 2 < argc && (extra & kPtyOption)) {
+      if (!parse_window(argv[i + 1], o.pty_cols) || !parse_window(argv[i + 2], o.pty_rows)) {
+        usage("--pty takes a number of columns and of rows, 1 to 65535 each");
+      }
+      i += 2;
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {

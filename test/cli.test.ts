@@ -182,6 +182,49 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  itWhere(noPython === '', 'run --pty attaches the terminal it runs in: raw keys (Ctrl-C reaches the command, not cordon), the window size, the exit status', noPython, async () => {
+    // cordon run --pty in a real terminal (test/helpers/terminal.py): the
+    // contained bash has a terminal of its own; what the test types into the
+    // outer terminal reaches it through cordon's raw mode, and a resize of
+    // the outer window is forwarded (stty size inside sees it).
+    const t = useTag();
+    const term = spawnChild('python3', [join(repoRoot, 'test', 'helpers', 'terminal.py'), '--', process.execPath, CLI, 'run', '--pty', '--', 'bash', '--norc', '--noprofile', '-i'], {
+      env: t.env,
+      cwd: repoRoot,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<{ code: number | null }>((resolve) => term.once('exit', (code) => resolve({ code })));
+    const screen = capture(term.stdout);
+    const type = (line: string) => term.stdin!.write(`TYPE ${line}\n`);
+    // (typed at once: the terminals keep it until bash reads it)
+    type('stty size; echo "A-$((6*7))"');
+    await screen.until(/^A-42\r/m, watchdog(15_000));
+    expect(screen.text, 'the outer terminal has no size: the default').toMatch(/^24 80\r/m);
+    term.stdin!.write('SIZE 100 30\n');
+    // (the resize travels: outer terminal, cordon's SIGWINCH, RESIZE, the inner terminal)
+    await waitFor(
+      async () => {
+        type('stty size');
+        await new Promise((r) => setTimeout(r, 100));
+        return /^30 100\r/m.test(screen.text);
+      },
+      { timeout: watchdog(10_000), what: 'stty size to show the new window size', watch: t.tag },
+    );
+    type(`sh -c 'echo "PID f $$"; exec sleep 300'`);
+    await screen.until(/^PID f \d+\r/m);
+    const f = Number(/^PID f (\d+)\r/m.exec(screen.text)![1]);
+    term.stdin!.write('INTR\n');
+    await waitFor(() => !alive(f), { timeout: watchdog(5000), what: 'Ctrl-C to end the contained foreground job', watch: f });
+    type('echo "rc=$?"');
+    await screen.until(/^rc=130\r/m);
+    expect(screen.text, 'cordon itself was not interrupted').not.toMatch(/PTY-EXIT/);
+    type('exit 5');
+    await screen.until(/PTY-EXIT \d+/, watchdog(10_000));
+    expect(screen.text).toMatch(/PTY-EXIT 5/);
+    await within(exited, watchdog(10_000), 'the terminal helper to exit', t.tag);
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+
   it('--report names the leftovers it terminated; --json - says the same as one JSON line on stderr', async () => {
     const t = useTag();
     const run = cli(['run', '--report', '--json', '-', '--', fixture('leaky.sh')], t.env);
@@ -252,7 +295,7 @@ describe('cordon leaks', () => {
     expect(leaks.err.text).toContain(
       caps.guarantees.catchesEscapees === 'always'
         ? 'cordon: no leaks: nothing outlived the command'
-        : 'cordon: no leaks seen in the process group; this tier cannot see processes that left it with a scrubbed (env -i) or unreadable environment',
+        : 'cordon: no leaks seen in the process group; this tier cannot see processes that left its session with a scrubbed (env -i) or unreadable environment',
     );
     expect(leaks.err.text).not.toContain('leaked');
     expect(describeProcs(t.procs())).toBe('(none)');

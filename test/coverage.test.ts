@@ -92,7 +92,7 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
     if (!complete) {
       // What the tier cannot see (a scrubbed environment) is said, caught or not.
       expect(run.err.text).not.toContain('no leftovers: the tree ended with its root');
-      expect(run.err.text).toContain('cordon: coverage is partial: this tier cannot see processes that left it with a scrubbed (env -i) or unreadable environment');
+      expect(run.err.text).toContain('cordon: coverage is partial: this tier cannot see processes that left its session with a scrubbed (env -i) or unreadable environment');
     }
 
     // The API says the same.
@@ -128,7 +128,7 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
     const s2 = run.out.pids().s!;
     expect(run.err.text).toContain("were seen leaving the tree's process group");
     expect(run.err.text).toMatch(new RegExp(`^cordon: {3}pid ${s2}: (setsid )?sleep 300$`, 'm'));
-    expect(run.err.text).toContain('cordon: coverage is partial: this tier cannot see processes that left it with a scrubbed (env -i) or unreadable environment');
+    expect(run.err.text).toContain('cordon: coverage is partial: this tier cannot see processes that left its session with a scrubbed (env -i) or unreadable environment');
     await waitGone(t, 2000);
   });
 });

@@ -11,6 +11,7 @@ import { ensureDist, startHost } from './helpers/host.js';
 import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
 import { alive, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { caps, itWhere, orphanedEscapee, tier } from './helpers/tier.js';
+import { has, missing } from './helpers/requirements.js';
 import { promised, watchdog } from './helpers/time.js';
 import { collect, expectNamedGone } from './helpers/trees.js';
 
@@ -93,6 +94,30 @@ describe('escapees', () => {
       expect(caps.guarantees.catchesEscapees).not.toBe('always');
       expect(result.coverage).toBe('partial');
     }
+  });
+
+  // One that leaves the tree's process group without leaving its session
+  // (setpgid, as a shell's job control moves every job) and scrubs its
+  // environment: every tier catches it, the process-group tier by the
+  // session, which the anchor leads and no process can join.
+  const SETPGID = `(env -i python3 -c "import os; os.setpgid(0, 0); os.execve('/bin/sleep', ['sleep', '308'], {})" </dev/null >/dev/null 2>&1 & echo "PID s $!")`;
+  itWhere(has('python3'), 'an orphaned escapee that left the process group but not the session, its environment scrubbed: terminate() ends it in every tier', missing('python3') ?? '', async () => {
+    const t = useTag();
+    // (after the anchor's first snapshot, which could see it still parented)
+    const proc = spawn('sh', ['-c', `sleep 0.3; ${SETPGID}; echo READY; exec sleep 300`], { env: t.env });
+    const out = capture(proc.stdout);
+    await out.until(/^READY$/m);
+    const s = out.pids().s!;
+    expect(s, 'the escapee printed its pid').toBeTypeOf('number');
+    onTestFinished(() => {
+      if (alive(s)) process.kill(s, 'SIGKILL');
+    });
+    await waitFor(() => !alive(s) || readFileSync(`/proc/${s}/cmdline`, 'utf8') === 'sleep\x00308\x00', { timeout: watchdog(10_000), what: 'the escapee to exec sleep 308', watch: [s] });
+    expect(alive(s), 'the escapee runs').toBe(true);
+    expect(readFileSync(`/proc/${s}/environ`, 'utf8'), 'it scrubbed its environment').toBe('');
+    await within(proc.terminate({ grace: 2000 }), watchdog(15_000), 'terminate() to resolve', [t.tag, s]);
+    expect(alive(s), 'the escapee is gone once terminate() resolved').toBe(false);
+    await waitGone(t, 2000);
   });
 
   // Every other way a tree ends reaches the scrubbed escapee too, where the

@@ -82,6 +82,7 @@ describe('anchor protocol: commands from the host', () => {
     expect(encodeCommand({ type: 'term', graceMs: 3000 })).toBe('TERM 3000\n');
     expect(encodeCommand({ type: 'term', graceMs: 0 })).toBe('TERM 0\n');
     expect(encodeCommand({ type: 'kill' })).toBe('KILL\n');
+    expect(encodeCommand({ type: 'resize', cols: 120, rows: 40 })).toBe('RESIZE 120 40\n');
     expect(encodeCommand({ type: 'job', handle: 1234 })).toBe('JOB 1234\n');
   });
 });

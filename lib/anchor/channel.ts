@@ -142,6 +142,11 @@ export abstract class AnchorChannel {
     this.keepRunning(graceMs);
   }
 
+  /** A terminal's window size (the anchor of a tree spawned with a pty). */
+  resize(cols: number, rows: number): void {
+    this.send(encodeCommand({ type: 'resize', cols, rows }));
+  }
+
   /** For the host's 'exit' listener: no event loop left, so it acts synchronously. */
   abstract terminateSync(): void;
 

@@ -85,7 +85,9 @@ export type HostCommand =
   /** A leased tree: the lease and the adoption token (the first line; Windows: after JOB). */
   | { type: 'lease'; ms: number; token: string }
   /** A leased tree: the host has read QUIET (it has the result); the anchor may exit. */
-  | { type: 'done' };
+  | { type: 'done' }
+  /** A tree with a terminal (--pty): its window size. */
+  | { type: 'resize'; cols: number; rows: number };
 
 /** The anchors escape a command line's (and a log path's) backslash, LF and CR (`\\`, `\n`, `\r`). */
 function unescape(s: string): string {
@@ -189,6 +191,8 @@ export function encodeCommand(command: HostCommand): string {
       return `LEASE ${command.ms} ${command.token}\n`;
     case 'done':
       return 'DONE\n';
+    case 'resize':
+      return `RESIZE ${command.cols} ${command.rows}\n`;
   }
 }
 

@@ -124,3 +124,32 @@ export function durationTooLong(flag: string, text: string, maxMs: number): Cord
     stage: 'input',
   });
 }
+
+/** The option "pty" on Windows, where cordon has no pseudo console yet. */
+export function terminalUnsupported(): CordonError {
+  return new CordonError(
+    'The option "pty" is not supported on Windows yet (capabilities().terminal is false there): cordon does not create a pseudo console. Nothing ran. ' +
+      'Run the command with pipes (the default stdio) instead.',
+    { code: 'ERR_CORDON_UNSUPPORTED', stage: 'input' },
+  );
+}
+
+/** An option that cannot go with "pty": stdio or run()'s stderr (the terminal is the stdio) or lease (a terminal is not kept for an adopter yet). */
+export function terminalConflict(option: 'stdio' | 'stderr' | 'lease'): CordonError {
+  const why =
+    option === 'lease'
+      ? 'a leased tree does not keep its terminal for an adopter yet'
+      : 'the terminal is the command\'s stdin, stdout and stderr (proc.stdin and proc.stdout; proc.stderr is null)';
+  return new CordonError(`The option "${option}" cannot be given with "pty": ${why}. Leave one of them out; nothing ran.`, {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
+/** resize() on a process without a terminal. */
+export function notTerminal(): CordonError {
+  return new CordonError('resize() needs a terminal: spawn the command with the option pty: true (or { cols, rows }).', {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}

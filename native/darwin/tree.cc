@@ -610,6 +610,14 @@ int64_t current_pgid(int64_t pid, uint64_t start_time) {
   return in.pgid;
 }
 
+int64_t session_of(int64_t pid, uint64_t start_time) {
+  Info before, after;
+  if (!read_info(pid, false, before) || before.start != start_time) return -1;
+  pid_t sid = getsid(static_cast<pid_t>(pid));
+  if (sid < 0 || !read_info(pid, false, after) || after.start != start_time) return -1;
+  return sid;
+}
+
 // macOS has no pidfd (use_pidfd is ignored): the member is verified, then
 // signalled by pid. Residual race: between the verification below and kill()
 // the process can exit, be reaped by its parent, and its pid be handed to a

@@ -28,7 +28,7 @@ namespace internal {
 // The fields of /proc/<pid>/stat the contract uses. `start` is the process's
 // start time in clock ticks since boot: with `pid`, its identity.
 struct Stat {
-  int64_t pid = 0, ppid = 0, pgid = 0;
+  int64_t pid = 0, ppid = 0, pgid = 0, sid = 0;
   uint64_t start = 0;
   int64_t threads = 0;
   char state = '?';

@@ -71,6 +71,7 @@ bool read_stat(int64_t pid, Stat& st) {
     field++;
     if (field == 4) st.ppid = strtoll(q, nullptr, 10);
     else if (field == 5) st.pgid = strtoll(q, nullptr, 10);
+    else if (field == 6) st.sid = strtoll(q, nullptr, 10);
     else if (field == 20) st.threads = strtoll(q, nullptr, 10);
     else if (field == 22) st.start = strtoull(q, nullptr, 10);
   }
@@ -203,6 +204,7 @@ Member to_member(const Stat& st, const std::vector<FileId>& watched, bool comman
   m.pid = st.pid;
   m.ppid = st.ppid;
   m.pgid = st.pgid;
+  m.sid = st.sid;
   m.start_time = st.start;
   m.state = st.state;
   if (commands) m.command = read_cmdline(st.pid);
@@ -233,6 +235,12 @@ int64_t current_pgid(int64_t pid, uint64_t start_time) {
   Stat st;
   if (!read_stat(pid, st) || st.start != start_time || st.state == 'Z' || st.state == 'X') return -1;
   return st.pgid;
+}
+
+int64_t session_of(int64_t pid, uint64_t start_time) {
+  Stat st;
+  if (!read_stat(pid, st) || st.start != start_time || st.state == 'Z' || st.state == 'X') return -1;
+  return st.sid;
 }
 
 uint64_t start_time_of(int64_t pid) {

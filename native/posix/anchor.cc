@@ -13,6 +13,10 @@
 // What differs between the containment tiers (cgroup, subreaper,
 // process-group) is a strategy each, behind one interface: tier.h.
 //
+// With --pty (pty_relay.h) the command's stdio is a terminal the anchor
+// opens before the fork and relays: the host's fd 0 into it, its output to
+// the host's fd 1.
+//
 // Under a lease (--lease, lease.h) the host's EOF starts the lease clock
 // instead: the tree runs on, its output drained into the log, until a new
 // host adopts it through the endpoint or the clock runs out (then the
@@ -23,12 +27,13 @@
 // signal to the host's group cannot end it with the host.
 #include "../cordon.h"
 #include "../protocol.h"
+#include "command_child.h"
 #include "lease.h"
+#include "pty_relay.h"
 #include "tier.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -36,9 +41,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/syscall.h>
-#endif
 
 #include <cstdio>
 #include <cstring>
@@ -47,8 +49,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 namespace {
 
@@ -76,24 +76,6 @@ void on_signal(int sig) {
 // the host to decide on, never a reason to lose the tree's identity.
 const int kIgnored[] = {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
 
-// In the command's child, before exec: every disposition back to its
-// default. Handled signals reset themselves at exec; ignored ones would not.
-// The host starts the anchor with glibc's posix_spawn, which leaves glibc's
-// own internal signals (SIGCANCEL, SIGSETXID: 32 and 33) ignored, and glibc's
-// sigaction() refuses to touch those: the raw system call resets them (an
-// all-zero kernel sigaction is SIG_DFL, whatever the architecture's layout).
-void default_dispositions() {
-  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
-#ifdef __linux__
-  unsigned char zeros[64] = {};
-  for (int sig = 32; sig < 35; sig++) {
-    if (syscall(SYS_rt_sigaction, sig, zeros, nullptr, 8) != 0 && errno == EINVAL) {
-      syscall(SYS_rt_sigaction, sig, zeros, nullptr, 16);  // a wider sigset_t (MIPS)
-    }
-  }
-#endif
-}
-
 using Options = protocol::Options<char>;
 
 [[noreturn]] void usage(const char* why) {
@@ -101,7 +83,7 @@ using Options = protocol::Options<char>;
                         "cordon-anchor [--tier " + anchor::tier_names() +
                             "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
                             "[--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
-                            "[--lease MS --lease-id ID --lease-dir DIR] "
+                            "[--lease MS --lease-id ID --lease-dir DIR] [--pty COLS ROWS] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -119,12 +101,13 @@ Options parse(int argc, char** argv) {
   protocol::parse_options(argc, argv,
                           protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions |
                               protocol::kPoliteSignalOption | protocol::kCredentialsOption | protocol::kLeaseOptions |
-                              protocol::kLeaseDirOption,
+                              protocol::kLeaseDirOption | protocol::kPtyOption,
                           o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
   if ((o.lease_ms > 0) != !o.lease_dir.empty() || (o.lease_ms > 0) != !o.lease_id.empty()) {
     usage("--lease, --lease-id and --lease-dir go together");
   }
+  if (o.pty_cols > 0 && o.lease_ms > 0) usage("--pty and --lease do not go together");
   // A polite signal must be one that asks: never one that cannot be caught
   // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
   if (o.polite_signal == 0) o.polite_signal = SIGTERM;
@@ -165,11 +148,16 @@ class Anchor : public anchor::TierHost {
       return 0;
     }
     if (!contain()) return 0;
+    if (opts_.pty_cols > 0 && !open_terminal()) {
+      tier_->release();
+      return 0;
+    }
     watch_output();
     if (!launch()) {
       tier_->release();
       return 0;
     }
+    if (relay_.active()) relay_.start();  // (takes fds 0 and 1 first)
     release_stdio();
     if (tier_->group() > 0) send(protocol::group(tier_->group()));
     std::string limits = tier_->limits_report();
@@ -248,6 +236,17 @@ class Anchor : public anchor::TierHost {
     return false;
   }
 
+  // --pty: the terminal, before the command exists. Where the anchor leads
+  // the tree's session (the process-group tier) it is the anchor's
+  // controlling terminal, with the tree's group in the foreground.
+  bool open_terminal() {
+    int rc = relay_.open(opts_.pty_cols, opts_.pty_rows);
+    if (rc == 0 && tier_->anchor_leads_session()) rc = relay_.control_from_anchor(static_cast<pid_t>(tier_->group()));
+    if (rc == 0) return true;
+    send(protocol::no_contain(-rc, "pty"));
+    return false;
+  }
+
   void watch_output() {
     for (int fd : opts_.watch_fds) {
       struct stat sb;
@@ -289,51 +288,16 @@ class Anchor : public anchor::TierHost {
     }
     pid_t pid = static_cast<pid_t>(forked);
     if (pid == 0) {
-      // [stage, errno]: stage 0 = exec, 1 = the tier's step in the child
-      // (joining the tree's process group), 2 = the privilege drop (--uid/--gid).
-      auto fail = [&](int stage, int e) {
-        int report[2] = {stage, e};
-        ssize_t ignored = write(status_pipe[1], report, sizeof report);
-        (void)ignored;
-        _exit(127);
-      };
-      int err = tier_->child_enter();
-      if (err != 0) fail(1, err);
-      // The command starts with the dispositions and mask a shell would give it.
-      default_dispositions();
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      close(kControlFd);
-      close(g_signal_pipe[0]);
-      close(g_signal_pipe[1]);
-      close(status_pipe[0]);
-      if (protocol::trace_file()) fclose(protocol::trace_file());
-      tier_->child_before_exec();
-      // stdio as a shell would hand it over: blocking. A descriptor the host
-      // passed on ('inherit') may be one Node made non-blocking (its own
-      // stdout on a pipe), and a command writing to it would get EAGAIN.
-      // (child_process clears it the same way, for the same reason.)
-      for (int fd = 0; fd <= 2; fd++) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-      }
-      // Only fds 0-2 reach the command (whatever the host leaked without
-      // close-on-exec included); the close-on-exec status pipe stays until exec.
-      cordon::close_fds_from(3, status_pipe[1]);
-      // --uid/--gid: the command runs as them, the anchor stays what it is
-      // (it must still signal and reap every member). Supplementary groups
-      // are dropped first (as libuv does; an unprivileged anchor cannot,
-      // and then only fails below if it asked for another id).
-      if (opts_.uid >= 0 || opts_.gid >= 0) {
-        int drop_err = 0;
-        if (setgroups(0, nullptr) != 0) errno = 0;
-        if (opts_.gid >= 0 && setgid(static_cast<gid_t>(opts_.gid)) != 0) drop_err = errno;
-        if (drop_err == 0 && opts_.uid >= 0 && setuid(static_cast<uid_t>(opts_.uid)) != 0) drop_err = errno;
-        if (drop_err != 0) fail(2, drop_err);
-      }
-      execve(opts_.path.c_str(), argv.data(), environ);
-      fail(0, errno);
+      anchor::CommandChild child;
+      child.tier = tier_;
+      child.pty = relay_.active() ? &relay_ : nullptr;
+      child.status_fd = status_pipe[1];
+      child.close = {kControlFd, g_signal_pipe[0], g_signal_pipe[1], status_pipe[0]};
+      child.uid = opts_.uid;
+      child.gid = opts_.gid;
+      child.path = opts_.path.c_str();
+      child.argv = argv.data();
+      anchor::exec_command(child);
     }
     close(status_pipe[1]);
     rc = tier_->after_fork(pid, what);
@@ -352,8 +316,9 @@ class Anchor : public anchor::TierHost {
       int st;
       waitpid(pid, &st, 0);
       tier_->abandon_launch();
-      if (report[0] == 1) send(protocol::no_contain(report[1], tier_->name()));
-      else if (report[0] == 2) send(protocol::no_contain(report[1], "setuid"));
+      if (report[0] == anchor::kStageTier) send(protocol::no_contain(report[1], tier_->name()));
+      else if (report[0] == anchor::kStageSetuid) send(protocol::no_contain(report[1], "setuid"));
+      else if (report[0] == anchor::kStageTerminal) send(protocol::no_contain(report[1], "pty"));
       else send(protocol::exec_fail(report[1]));
       return false;
     }
@@ -474,8 +439,9 @@ class Anchor : public anchor::TierHost {
 
   void check_released() {
     if (released_sent_ || !root_exited_) return;
-    bool held = false;
-    if (!watched_.empty()) {
+    // The terminal: the kernel's word (no process has its slave open).
+    bool held = relay_.active() && !relay_.released();
+    if (!relay_.active() && !watched_.empty()) {
       for (auto& m : tier_->members(false, true)) {
         if (m.holds_output) {
           held = true;
@@ -561,6 +527,7 @@ class Anchor : public anchor::TierHost {
       auto c = protocol::parse_command(line, opts_.grace_ms, false);
       if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) start_terminate(c.grace_ms);
       if (c.verb == protocol::Verb::kDone && root_exited_) done_ = true;
+      if (c.verb == protocol::Verb::kResize) relay_.resize(c.cols, c.rows);
       if (c.verb == protocol::Verb::kLease && leased() && token_.empty()) {
         token_ = c.arg;
         trace("lease token set (%d ms)", c.grace_ms);
@@ -571,7 +538,9 @@ class Anchor : public anchor::TierHost {
   void loop() {
     for (;;) {
       bool no_children = reap();
-      if (root_exited_ && no_children && tier_->quiescent()) {
+      // The terminal's output goes to the host before the anchor may exit.
+      bool drained = !relay_.active() || relay_.drained(now_ms());
+      if (root_exited_ && no_children && drained && tier_->quiescent()) {
         trace("quiescent");
         send(tier_->usage_report());  // before the tier lets go of what measures it
         tier_->release();
@@ -597,6 +566,8 @@ class Anchor : public anchor::TierHost {
       }
       if (!term_.active()) tier_->idle_tick(now_ms());
       timeout = lease_wait(timeout);
+      int relay_ms = relay_.wait_ms(now_ms());
+      if (relay_ms >= 0 && (timeout < 0 || relay_ms < timeout)) timeout = relay_ms;
       std::vector<pollfd> fds;
       fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
       int control = control_open_ ? static_cast<int>(fds.size()) : -1;
@@ -605,6 +576,8 @@ class Anchor : public anchor::TierHost {
       if (event >= 0) fds.push_back(pollfd{tier_->event_fd(), POLLPRI, 0});
       int watch = add_host_watch(fds);
       for (int fd : tier_->wake_fds()) fds.push_back(pollfd{fd, POLLIN, 0});  // (only to wake)
+      size_t relay_from = fds.size();
+      relay_.add_pollfds(fds);
       size_t lease_from = fds.size();
       add_lease_pollfds(fds);
       int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), timeout);
@@ -617,6 +590,9 @@ class Anchor : public anchor::TierHost {
       if (control >= 0 && (fds[control].revents & (POLLIN | POLLHUP | POLLERR))) handle_control();
       if (watch >= 0 && fds[watch].revents) host_exited();
       if (event >= 0 && fds[event].revents) tier_->handle_event();
+      if (relay_.active()) {
+        relay_.handle(std::vector<pollfd>(fds.begin() + static_cast<long>(relay_from), fds.begin() + static_cast<long>(lease_from)), now_ms());
+      }
       handle_lease(std::vector<pollfd>(fds.begin() + static_cast<long>(lease_from), fds.end()));
     }
   }
@@ -764,6 +740,7 @@ class Anchor : public anchor::TierHost {
   // while detached, when the clock runs out, every line sent (the replay).
   anchor::Endpoint endpoint_;
   anchor::Drain drain_;
+  anchor::PtyRelay relay_;  // --pty: the terminal
   std::string token_;
   int64_t lease_deadline_ = 0;
   bool lease_over_ = false;

@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "descriptors.h"
 #include "tier.h"
 #include "unix_socket.h"
 
@@ -28,12 +29,7 @@ constexpr size_t kMaxPending = 16;
 
 void cloexec_nonblock(int fd) {
   fcntl(fd, F_SETFD, FD_CLOEXEC);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-bool is_stream(int fd) {
-  struct stat sb;
-  return fstat(fd, &sb) == 0 && (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode));
+  set_nonblocking(fd);
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ class Tier {
   // The tree's process group (GROUP, and what list_tree and signal_member
   // take), or 0.
   virtual int64_t group() const { return 0; }
+  // Whether the anchor leads the session the command runs in (--pty: then
+  // the anchor takes the terminal, and the command does not setsid()).
+  virtual bool anchor_leads_session() const { return false; }
   // The tree's cgroup (READY names it), or empty.
   virtual std::string cgroup_dir() const { return std::string(); }
   // The LIMITS line (and LIMITDIR lines) for the limits in force, once the
@@ -175,6 +178,7 @@ class TierWrapper : public Tier {
   int contain(const char*& what) override { return inner_->contain(what); }
   void allow_fallback(bool allowed) override { inner_->allow_fallback(allowed); }
   int64_t group() const override { return inner_->group(); }
+  bool anchor_leads_session() const override { return inner_->anchor_leads_session(); }
   std::string cgroup_dir() const override { return inner_->cgroup_dir(); }
   std::string limits_report() const override { return inner_->limits_report(); }
   std::string usage_report() const override { return inner_->usage_report(); }

@@ -102,6 +102,13 @@ class ProcessGroupTier : public Tier {
     if (setsid() < 0) {
       trace("setsid: %s", strerror(errno));
       if (getpgrp() != getpid() && setpgid(0, 0) != 0) trace("setpgid: %s", strerror(errno));
+    } else {
+      // The session is the tree's: no process but the anchor, its pin and
+      // the tree can be in it (none joins a session; one can only leave it).
+      // A member that leaves the tree's group but not the session (setpgid:
+      // a shell's job control moves every job, and itself, out) is a member
+      // to the sweeps, as a marked one is, its environment scrubbed or not.
+      session_ = getpid();
     }
     own_group_ = getpgrp();
     pid_t pin = ::fork();
@@ -144,6 +151,12 @@ class ProcessGroupTier : public Tier {
   }
 
   int64_t group() const override { return group_; }
+
+  // With --pty the terminal is the anchor's (contain() made it a session
+  // leader), so the command stays in the tree's group: a session leader could
+  // not join it. (An anchor that could not setsid() cannot take the
+  // terminal: NOCONTAIN pty, nothing runs.)
+  bool anchor_leads_session() const override { return true; }
 
   // The command joins the tree's group, then waits on `go` until the pin has
   // left the group, then execs.
@@ -478,6 +491,12 @@ class ProcessGroupTier : public Tier {
     return info.si_pid != 0;
   }
 
+  // In the tree's session (--pty, session_is_tree), and not the anchor.
+  bool in_session(const Member& m) const {
+    if (session_ <= 0 || m.pid == getpid()) return false;
+    return (m.sid != 0 ? m.sid : cordon::session_of(m.pid, m.start_time)) == session_;
+  }
+
   // No process (live or zombie) is left in the tree's process group.
   bool group_empty() const {
     return group_ <= 0 || (kill(static_cast<pid_t>(-group_), 0) != 0 && errno == ESRCH);
@@ -546,6 +565,10 @@ class ProcessGroupTier : public Tier {
         return Visit::kNext;
       }
       if (known_.knows(listed)) return Visit::kNext;
+      if (in_session(listed)) {
+        claim(listed);
+        return Visit::kNext;
+      }
       if (!known_.lineage().parent_known(listed) && !readings_.marked(listed, walk)) {
         if (listed.parent_unique_id != 0) unclaimed.push_back(listed);
         return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
@@ -706,7 +729,8 @@ class ProcessGroupTier : public Tier {
   }
 
   int64_t group_ = 0;      // the tree's group (the pin's pid)
-  int64_t own_group_ = 0;  // the anchor's own group, which the pin moves to
+  int64_t own_group_ = 0;
+  int64_t session_ = 0;  // the tree's session (the anchor's, when it could setsid()), or 0  // the anchor's own group, which the pin moves to
   pid_t pin_ = -1;         // pins group_'s id until QUIET
   pid_t root_ = -1;
   int go_[2] = {-1, -1};

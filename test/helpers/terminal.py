@@ -3,10 +3,12 @@
 # everything the terminal shows to stdout, and types what the test asks for:
 # a line "INTR" on stdin types the terminal's interrupt character (Ctrl-C), so
 # the kernel's line discipline sends SIGINT to the terminal's foreground
-# process group, as a user's Ctrl-C does. When argv exits it prints
+# process group, as a user's Ctrl-C does; "TYPE <text>" types the text and
+# Enter; "SIZE <cols> <rows>" resizes the terminal's window (the kernel sends
+# its foreground process group SIGWINCH). When argv exits it prints
 # "PTY-EXIT <code>" (or "PTY-SIGNAL <n>") and exits 0.
 #   python3 terminal.py -- argv...
-import os, pty, select, sys, termios
+import fcntl, os, pty, select, struct, sys, termios
 
 argv = sys.argv[sys.argv.index('--') + 1:]
 pid, master = pty.fork()
@@ -36,6 +38,11 @@ while True:
             stdin_open = False
         elif line.strip() == 'INTR':
             os.write(master, intr if isinstance(intr, bytes) else bytes([intr]))
+        elif line.startswith('TYPE '):
+            os.write(master, line[5:].rstrip('\n').encode() + b'\r')
+        elif line.startswith('SIZE '):
+            cols, rows = (int(w) for w in line.split()[1:3])
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack('HHHH', rows, cols, 0, 0))
     if status is None:
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:

@@ -1,0 +1,92 @@
+// The command's side of the anchor's fork: see command_child.h.
+#include "command_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
+
+#include "../protocol.h"
+
+extern char** environ;
+
+namespace cordon {
+namespace anchor {
+
+namespace {
+
+[[noreturn]] void fail(int status_fd, int stage, int err) {
+  int report[2] = {stage, err};
+  ssize_t ignored = write(status_fd, report, sizeof report);
+  (void)ignored;
+  _exit(127);
+}
+
+// Every disposition back to its default. Handled signals reset themselves
+// at exec; ignored ones would not. The host starts the anchor with glibc's
+// posix_spawn, which leaves glibc's own internal signals (SIGCANCEL,
+// SIGSETXID: 32 and 33) ignored, and glibc's sigaction() refuses to touch
+// those: the raw system call resets them (an all-zero kernel sigaction is
+// SIG_DFL, whatever the architecture's layout).
+void default_dispositions() {
+  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+#ifdef __linux__
+  unsigned char zeros[64] = {};
+  for (int sig = 32; sig < 35; sig++) {
+    if (syscall(SYS_rt_sigaction, sig, zeros, nullptr, 8) != 0 && errno == EINVAL) {
+      syscall(SYS_rt_sigaction, sig, zeros, nullptr, 16);  // a wider sigset_t (MIPS)
+    }
+  }
+#endif
+}
+
+}  // namespace
+
+void exec_command(const CommandChild& c) {
+  int err = c.tier->child_enter();
+  if (err != 0) fail(c.status_fd, kStageTier, err);
+  if (c.pty) {
+    err = c.pty->child_enter(!c.tier->anchor_leads_session());
+    if (err != 0) fail(c.status_fd, kStageTerminal, err);
+  }
+  // The command starts with the dispositions and mask a shell would give it.
+  default_dispositions();
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int fd : c.close) close(fd);
+  if (protocol::trace_file()) fclose(protocol::trace_file());
+  c.tier->child_before_exec();
+  // stdio as a shell would hand it over: blocking. A descriptor the host
+  // passed on ('inherit') may be one Node made non-blocking (its own stdout
+  // on a pipe), and a command writing to it would get EAGAIN.
+  // (child_process clears it the same way, for the same reason.)
+  for (int fd = 0; fd <= 2; fd++) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  }
+  // Only fds 0-2 reach the command (whatever the host leaked without
+  // close-on-exec included); the close-on-exec status pipe stays until exec.
+  cordon::close_fds_from(3, c.status_fd);
+  // --uid/--gid: the command runs as them, the anchor stays what it is (it
+  // must still signal and reap every member). Supplementary groups are
+  // dropped first (as libuv does; an unprivileged anchor cannot, and then
+  // only fails below if it asked for another id).
+  if (c.uid >= 0 || c.gid >= 0) {
+    int drop_err = 0;
+    if (setgroups(0, nullptr) != 0) errno = 0;
+    if (c.gid >= 0 && setgid(static_cast<gid_t>(c.gid)) != 0) drop_err = errno;
+    if (drop_err == 0 && c.uid >= 0 && setuid(static_cast<uid_t>(c.uid)) != 0) drop_err = errno;
+    if (drop_err != 0) fail(c.status_fd, kStageSetuid, drop_err);
+  }
+  execve(c.path, c.argv, environ);
+  fail(c.status_fd, kStageExec, errno);
+}
+
+}  // namespace anchor
+}  // namespace cordon

@@ -1,0 +1,39 @@
+// The command's side of the anchor's fork (anchor.cc's launch): what runs in
+// the child between fork and exec. Nothing of the command runs until the
+// tier's steps, the terminal's and the privilege drop have all succeeded;
+// a failed step is written to the status pipe as [stage, errno] and the child
+// exits 127.
+#pragma once
+
+#include <vector>
+
+#include "pty_relay.h"
+#include "tier.h"
+
+namespace cordon {
+namespace anchor {
+
+// The stages a failure is reported at.
+enum ChildStage : int {
+  kStageExec = 0,     // EXECFAIL <errno>
+  kStageTier = 1,     // NOCONTAIN <errno> <tier>: joining the tree's process group
+  kStageSetuid = 2,   // NOCONTAIN <errno> setuid: --uid/--gid
+  kStageTerminal = 3, // NOCONTAIN <errno> pty: the terminal as stdio (and controlling terminal)
+};
+
+struct CommandChild {
+  Tier* tier = nullptr;
+  PtyRelay* pty = nullptr;  // with --pty; its own session unless the anchor leads it
+  int status_fd = -1;       // the write end of the status pipe (close-on-exec)
+  std::vector<int> close;   // the anchor's own descriptors, closed before anything else
+  int uid = -1;
+  int gid = -1;
+  const char* path = nullptr;
+  char** argv = nullptr;
+};
+
+// In the child: never returns.
+[[noreturn]] void exec_command(const CommandChild& c);
+
+}  // namespace anchor
+}  // namespace cordon

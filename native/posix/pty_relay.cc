@@ -1,0 +1,231 @@
+// The anchor's terminal: see pty_relay.h.
+#include "pty_relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "../protocol.h"
+#include "descriptors.h"
+
+namespace cordon {
+namespace anchor {
+
+using protocol::trace;
+
+namespace {
+
+// Each direction's buffer (a pipe's worth: a host that reads nothing holds
+// the tree's output at about what a pipe would).
+constexpr size_t kBufferCap = 65536;
+// Once the terminal is released, how long the host may take nothing of what
+// is left before the anchor drops it (below the host's own wait on a
+// stopping anchor, ANCHOR_WAIT_SLACK_MS).
+constexpr int64_t kStallMs = 5000;
+
+// What one transfer left: more may come later (the descriptor would block, or
+// the buffer is full), or the descriptor is done (its end, or an error: errno).
+enum class Transfer { kLater, kEnd };
+
+// Reads `fd` into `into` up to kBufferCap (`keep` false: what is read is dropped).
+Transfer fill(int fd, std::string& into, bool keep) {
+  char buf[16384];
+  while (into.size() < kBufferCap) {
+    size_t room = kBufferCap - into.size();
+    ssize_t n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
+    if (n > 0 && keep) into.append(buf, static_cast<size_t>(n));
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    if (n < 0 && errno == EAGAIN) return Transfer::kLater;
+    if (n == 0) errno = 0;
+    return Transfer::kEnd;
+  }
+  return Transfer::kLater;
+}
+
+// Writes what `from` holds to `fd`; `progress` is set when anything went.
+Transfer drain(int fd, std::string& from, bool& progress) {
+  while (!from.empty()) {
+    ssize_t n = write(fd, from.data(), from.size());
+    if (n > 0) {
+      from.erase(0, static_cast<size_t>(n));
+      progress = true;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return Transfer::kLater;
+    if (n == 0) errno = EIO;
+    return Transfer::kEnd;
+  }
+  return Transfer::kLater;
+}
+
+}  // namespace
+
+PtyRelay::~PtyRelay() {
+  for (int* fd : {&master_, &slave_, &in_, &out_}) close_fd(*fd);
+}
+
+void PtyRelay::close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+int PtyRelay::open(int cols, int rows) {
+  master_ = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master_ < 0) return -errno;
+  fcntl(master_, F_SETFD, FD_CLOEXEC);
+  if (grantpt(master_) != 0 || unlockpt(master_) != 0) return -errno;
+#ifdef __linux__
+  char name[128];
+  if (ptsname_r(master_, name, sizeof name) != 0) return -errno;
+#else
+  const char* name = ptsname(master_);
+  if (!name) return -errno;
+#endif
+  slave_ = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave_ < 0) return -errno;
+  // A terminal as a terminal emulator opens it: the kernel's defaults (cooked
+  // input, echo, Ctrl-C as SIGINT, output CR-LF), input in UTF-8.
+  struct termios t;
+  if (tcgetattr(slave_, &t) == 0) {
+#ifdef IUTF8
+    t.c_iflag |= IUTF8;
+#endif
+    tcsetattr(slave_, TCSANOW, &t);
+  }
+  resize(cols, rows);
+  set_nonblocking(master_);
+  opened_ = true;
+  trace("terminal %s, %dx%d", name, cols, rows);
+  return 0;
+}
+
+int PtyRelay::control_from_anchor(pid_t group) {
+  if (ioctl(slave_, TIOCSCTTY, 0) != 0) return -errno;
+  if (tcsetpgrp(slave_, group) != 0) return -errno;
+  return 0;
+}
+
+int PtyRelay::child_enter(bool own_session) {
+  if (own_session) {
+    if (setsid() < 0) return errno;
+    if (ioctl(slave_, TIOCSCTTY, 0) != 0) return errno;
+  }
+  for (int fd = 0; fd <= 2; fd++) {
+    if (dup2(slave_, fd) < 0) return errno;
+  }
+  return 0;
+}
+
+void PtyRelay::start() {
+  close_fd(slave_);
+  in_ = fcntl(0, F_DUPFD_CLOEXEC, 3);
+  out_ = fcntl(1, F_DUPFD_CLOEXEC, 3);
+  // The host's pipes are the anchor's alone: non-blocking. A descriptor the
+  // host passed on is left as it is, shared.
+  if (in_ >= 0 && is_stream(in_)) set_nonblocking(in_);
+  if (out_ >= 0 && is_stream(out_)) set_nonblocking(out_);
+}
+
+void PtyRelay::resize(int cols, int rows) {
+  if (master_ < 0) return;
+  struct winsize ws;
+  memset(&ws, 0, sizeof ws);
+  ws.ws_col = static_cast<unsigned short>(cols);
+  ws.ws_row = static_cast<unsigned short>(rows);
+  if (ioctl(master_, TIOCSWINSZ, &ws) != 0) trace("TIOCSWINSZ: %s", strerror(errno));
+}
+
+void PtyRelay::add_pollfds(std::vector<pollfd>& fds) {
+  poll_master_ = poll_in_ = poll_out_ = -1;
+  const size_t base = fds.size();  // (handle() gets only what is added here)
+  short master_events = 0;
+  if (master_ >= 0 && to_host_.size() < kBufferCap) master_events |= POLLIN;
+  if (master_ >= 0 && !to_terminal_.empty()) master_events |= POLLOUT;
+  if (master_events) {
+    poll_master_ = static_cast<int>(fds.size() - base);
+    fds.push_back(pollfd{master_, master_events, 0});
+  }
+  if (in_ >= 0 && master_ >= 0 && to_terminal_.size() < kBufferCap) {
+    poll_in_ = static_cast<int>(fds.size() - base);
+    fds.push_back(pollfd{in_, POLLIN, 0});
+  }
+  if (out_ >= 0 && !to_host_.empty()) {
+    poll_out_ = static_cast<int>(fds.size() - base);
+    fds.push_back(pollfd{out_, POLLOUT, 0});
+  }
+}
+
+void PtyRelay::handle(const std::vector<pollfd>& fds, int64_t now) {
+  auto fired = [&](int i, short mask) {
+    return i >= 0 && static_cast<size_t>(i) < fds.size() && (fds[static_cast<size_t>(i)].revents & mask);
+  };
+  bool was_released = released();
+  if (fired(poll_in_, POLLIN | POLLHUP | POLLERR)) read_input();
+  if (fired(poll_master_, POLLOUT | POLLERR) || !to_terminal_.empty()) write_master();
+  if (fired(poll_master_, POLLIN | POLLHUP | POLLERR)) read_master();
+  if (!was_released && released()) last_progress_ = now;
+  if (!to_host_.empty()) write_output(now);
+}
+
+int PtyRelay::wait_ms(int64_t now) const {
+  if (!released() || out_ < 0 || to_host_.empty()) return -1;
+  int64_t left = last_progress_ + kStallMs - now;
+  return left < 0 ? 0 : static_cast<int>(left);
+}
+
+bool PtyRelay::drained(int64_t now) {
+  if (!released()) return false;
+  if (out_ >= 0 && !to_host_.empty()) {
+    if (now - last_progress_ < kStallMs) return false;
+    trace("terminal output: the host took nothing for %lld ms, %zu bytes dropped", static_cast<long long>(kStallMs),
+          to_host_.size());
+    to_host_.clear();
+  }
+  close_fd(out_);  // the host's EOF
+  close_fd(in_);
+  return true;
+}
+
+void PtyRelay::read_master() {
+  if (master_ < 0 || fill(master_, to_host_, out_ >= 0) == Transfer::kLater) return;
+  // EIO (Linux), or 0: no process has the slave open. Closed, so none opens it again.
+  trace("terminal released (%s)", errno == 0 ? "EOF" : strerror(errno));
+  close_fd(master_);
+  to_terminal_.clear();
+}
+
+void PtyRelay::write_master() {
+  bool progress = false;
+  if (master_ >= 0 && drain(master_, to_terminal_, progress) == Transfer::kEnd) {
+    trace("terminal input dropped: %s", strerror(errno));
+    to_terminal_.clear();
+  }
+  if (master_ < 0) to_terminal_.clear();
+}
+
+// The host's input. Its EOF ends the relay's input only: a terminal has no
+// end of input of its own (Ctrl-D written to it is the line discipline's EOF).
+void PtyRelay::read_input() {
+  if (in_ >= 0 && fill(in_, to_terminal_, true) == Transfer::kEnd) close_fd(in_);
+}
+
+void PtyRelay::write_output(int64_t now) {
+  bool progress = false;
+  // EPIPE: the host closed its end (its wait delay, or it is gone): the
+  // terminal is still drained, into nothing, so no member blocks on it.
+  if (out_ >= 0 && drain(out_, to_host_, progress) == Transfer::kEnd) {
+    trace("terminal output to the host ended: %s", strerror(errno));
+    close_fd(out_);
+  }
+  if (progress) last_progress_ = now;
+  if (out_ < 0) to_host_.clear();
+}
+
+}  // namespace anchor
+}  // namespace cordon

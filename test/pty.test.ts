@@ -1,0 +1,215 @@
+// CONTRACT C13 (with C1, C3, C4, C5, C8, C11): the contained terminal (the
+// `pty` option): real interactive programs on a terminal of their tree's own,
+// observed from outside: what the terminal shows (the tty's name, `stty size`, a REPL's answer), the pids the
+// programs print, and the test's tag in every process they start. Every
+// clause of the contract holds with a terminal: terminate() ends whatever the
+// terminal started (setsid, double fork, nohup, a tmux server), the host's
+// SIGKILL ends it all within 1 s, and a member that keeps the terminal open
+// after the root exits does not hold the result past waitDelay (C4).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { capabilities, run, spawn } from '../lib/index.js';
+import { tierGuarantees } from '../lib/capabilities.js';
+import { terminalOption } from '../lib/terminal.js';
+import { capture } from './helpers/fixtures.js';
+import { ensureDist, startHost } from './helpers/host.js';
+import { alive, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { has, missing } from './helpers/requirements.js';
+import { itWhere, orphanedEscapee, tier } from './helpers/tier.js';
+import { promised, watchdog } from './helpers/time.js';
+
+/** An interactive bash on a terminal: its output so far, and typing into it. */
+function shell(t: Tagged, size = { cols: 100, rows: 30 }) {
+  // No TERM of the host's: the terminal's own default applies.
+  const proc = spawn('bash', ['--norc', '--noprofile', '-i'], { pty: size, env: { ...t.env, PS1: 'PROMPT> ', TERM: undefined } });
+  onTestFinished(() => void proc.kill());
+  const out = capture(proc.stdout);
+  const type = (text: string) => proc.stdin.write(text);
+  // A line the shell answers with `<name>-<n*n>`: the evaluated number is in
+  // the output only once the shell ran it (the echo of what was typed shows
+  // the expression).
+  let n = 0;
+  const answered = async (name: string, command = '') => {
+    n++;
+    type(`${command}${command ? '\n' : ''}echo ${name}-$((${n}*${n}))\n`);
+    await out.until(new RegExp(`${name}-${n * n}\\b`));
+  };
+  return { proc, out, type, answered };
+}
+
+describe(`terminal (pty) in the ${tier} tier`, () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  it('capabilities() claims a terminal in every POSIX tier, none on Windows (no pseudo console yet)', () => {
+    expect(capabilities().guarantees.terminal).toBe(process.platform !== 'win32');
+    expect(tierGuarantees('win32', 'job-object', true).guarantees.terminal).toBe(false);
+    expect(() => terminalOption(true, 'win32')).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
+  });
+
+  it('bad terminal options are typed errors before anything runs', () => {
+    const bad: Array<[unknown, string]> = [
+      [{ pty: { cols: 0 } }, 'ERR_INVALID_ARG_VALUE'],
+      [{ pty: { rows: 65536 } }, 'ERR_INVALID_ARG_VALUE'],
+      [{ pty: { cols: '80' } }, 'ERR_INVALID_ARG_TYPE'],
+      [{ pty: { term: '' } }, 'ERR_INVALID_ARG_VALUE'],
+      [{ pty: { term: 'xterm\0' } }, 'ERR_INVALID_ARG_VALUE'],
+      [{ pty: { colour: true } }, 'ERR_INVALID_ARG_VALUE'],
+      [{ pty: 'yes' }, 'ERR_INVALID_ARG_TYPE'],
+      [{ pty: true, stdio: 'inherit' }, 'ERR_INVALID_ARG_VALUE'],
+      [{ pty: true, lease: '1m' }, 'ERR_INVALID_ARG_VALUE'],
+    ];
+    for (const [options, code] of bad) {
+      expect(() => spawn('sh', ['-c', 'exit 0'], options as never), JSON.stringify(options)).toThrow(expect.objectContaining({ code }));
+    }
+    const piped = spawn('sh', ['-c', 'exit 0']);
+    expect(() => piped.resize(80, 24)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    return piped.result;
+  });
+
+  it('an interactive shell answers on a real tty; stty size follows resize(); the foreground job gets SIGWINCH', async () => {
+    const t = useTag();
+    const sh = shell(t);
+    await sh.answered('FIRST', 'tty; stty size; echo "T=$TERM"');
+    expect(sh.out.text).toMatch(/^\/dev\/pts\/\d+\r$/m);
+    expect(sh.out.text).toMatch(/^30 100\r$/m);
+    expect(sh.out.text).toMatch(/^T=xterm-256color\r$/m);
+    expect(sh.proc.stderr).toBeNull();
+    sh.proc.resize(120, 40);
+    // RESIZE lines the anchor must not take (a size out of 1..65535, a missing
+    // or extra word, a sign): written on the control channel as they are.
+    const channel = (sh.proc as unknown as { anchor: { send(line: string): void } }).anchor;
+    for (const line of ['RESIZE 0 5', 'RESIZE 99999 10', 'RESIZE 80', 'RESIZE 80 24 1', 'RESIZE -1 5', 'RESIZE 1e2 5']) channel.send(`${line}\n`);
+    await sh.answered('SECOND', 'stty size');
+    expect(sh.out.text).toMatch(/^40 120\r$/m);
+    expect(sh.out.text).not.toMatch(/^(5 0|10 99999|24 80|5 -1|5 100)\r$/m);
+    // A foreground job that handles SIGWINCH: the kernel sends it on resize.
+    sh.type(`python3 -c "import signal, time; signal.signal(signal.SIGWINCH, lambda *a: print('WINCH', flush=True)); print('WAITING', flush=True); time.sleep(60)"\n`);
+    await sh.out.until(/^WAITING\r$/m);
+    sh.proc.resize(90, 20);
+    await sh.out.until(/^WINCH\r$/m);
+    sh.type('\x03');
+    await sh.answered('THIRD', 'stty size');
+    expect(sh.out.text).toMatch(/^20 90\r$/m);
+    sh.type('exit 7\n');
+    const result = await within(sh.proc.result, watchdog(10_000), 'the shell to exit', t.tag);
+    expect(result.exitCode).toBe(7);
+    await waitGone(t, 2000);
+  });
+
+  it('Ctrl-C interrupts the foreground job (SIGINT through the line discipline); job control works', async () => {
+    const t = useTag();
+    const sh = shell(t);
+    await sh.answered('UP');
+    sh.type(`sh -c 'echo "PID f $$"; exec sleep 300'\n`);
+    await sh.out.until(/^PID f \d+\r$/m);
+    const f = Number(/^PID f (\d+)\r$/m.exec(sh.out.text)![1]);
+    expect(alive(f)).toBe(true);
+    sh.type('\x03');
+    await waitFor(() => !alive(f), { timeout: watchdog(5000), what: 'Ctrl-C to end the foreground sleep', watch: f });
+    await sh.answered('RC', 'echo "rc=$?"');
+    expect(sh.out.text).toMatch(/^rc=130\r$/m);
+    // A background job, listed by the shell's job control, then brought back and interrupted.
+    await sh.answered('JOBS', 'sleep 301 & jobs');
+    expect(sh.out.text).toMatch(/^\[1\]\+\s+Running\s+sleep 301 &\r$/m);
+    sh.type('fg\n');
+    await sh.out.until(/^sleep 301\r$/m);
+    sh.type('\x03');
+    await sh.answered('AFTER', 'jobs; echo "rc=$?"');
+    expect(t.procs().map((p) => p.command)).not.toContain('sleep 301');
+    sh.type('exit\n');
+    await within(sh.proc.result, watchdog(10_000), 'the shell to exit', t.tag);
+    await waitGone(t, 2000);
+  });
+
+  it('terminate() ends everything the terminal started: a setsid job, a (sleep &) double fork, nohup, a tmux server', async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-pty-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const sh = shell(t);
+    const tmux = has('tmux') ? `\ntmux -S ${dir}/tmux.sock new-session -d 'sleep 313' </dev/null >/dev/null 2>&1` : '';
+    await sh.answered('STARTED', `setsid sleep 310 & (sleep 311 &) ; nohup sleep 312 >/dev/null 2>&1 &${tmux}`);
+    const expected = ['sleep 310', 'sleep 311', 'sleep 312', ...(tmux ? ['sleep 313'] : [])];
+    await waitFor(() => expected.every((c) => t.procs().some((p) => p.command === c)), { timeout: watchdog(10_000), what: `${expected.join(', ')} to run`, watch: t });
+    await within(sh.proc.terminate({ grace: 2000 }), watchdog(15_000), 'terminate() to resolve', t.tag);
+    // Resolved at quiescence: nothing the terminal started is left now.
+    expect(t.procs()).toEqual([]);
+    const result = await within(sh.proc.result, watchdog(5000), 'the result', t.tag);
+    expect(result.signal).not.toBeNull(); // the shell itself was ended by the stop
+  });
+
+  it('a member that keeps the terminal after the root exits does not hold the result past waitDelay (C4); terminate() ends it', async () => {
+    const t = useTag();
+    // Kept (leftovers 'keep'), so it holds the terminal for as long as the
+    // test lets it; it ignores SIGHUP (from its fork on: the root ignores it
+    // first), which the root's exit sends to the terminal's foreground group
+    // where the root leads the terminal's session.
+    const proc = spawn('sh', ['-c', 'trap "" HUP; sleep 320 & echo "PID s $!"; exit 0'], { pty: true, env: t.env, waitDelay: 500, leftovers: 'keep' });
+    const out = capture(proc.stdout);
+    const result = await within(proc.result, watchdog(10_000), 'the result', t.tag);
+    expect(result.exitCode).toBe(0);
+    expect(result.waitDelayExceeded).toBe(true);
+    expect(result.leftoversKept).toBe(true);
+    const s = Number(/^PID s (\d+)\r$/m.exec(out.text)?.[1]);
+    expect(alive(s), 'the kept member still holds the terminal').toBe(true);
+    expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    await within(proc.terminate({ grace: 1000 }), watchdog(10_000), 'terminate() to resolve', t.tag);
+    await waitGone(t, promised(3000));
+  });
+
+  it('output is complete and its end (EIO on the terminal) is no error: 200,000 lines through the terminal', async () => {
+    const t = useTag();
+    const r = await within(run('seq', ['1', '200000'], { pty: true, env: t.env }), watchdog(30_000), 'seq to finish', t.tag);
+    expect(r.exitCode).toBe(0);
+    const lines = r.stdout.split('\r\n');
+    expect(lines.length).toBe(200001);
+    expect(lines[199999]).toBe('200000');
+    expect(r.stderr).toBe('');
+  });
+
+  itWhere(has('python3'), "python3's REPL answers, and Ctrl-D ends it", missing('python3') ?? '', async () => {
+    const t = useTag();
+    const proc = spawn('python3', ['-q'], { pty: true, env: t.env });
+    const out = capture(proc.stdout);
+    await out.until(/>>> /);
+    proc.stdin.write('print(6*7)\n');
+    await out.until(/^42\r$/m);
+    proc.stdin.write('\x04');
+    const result = await within(proc.result, watchdog(10_000), 'python3 to exit', t.tag);
+    expect(result.exitCode).toBe(0);
+  });
+
+  it('a full-screen program (less) draws on the terminal and quits on a key', async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-pty-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'lines.txt');
+    writeFileSync(file, Array.from({ length: 100 }, (_, i) => `line ${i + 1}`).join('\n') + '\n');
+    const proc = spawn('less', [file], { pty: { cols: 40, rows: 10 }, env: { ...t.env, LESS: '', LESSOPEN: undefined, TERM: undefined } });
+    const out = capture(proc.stdout);
+    await out.until(/line 9\b/);
+    expect(out.text, 'the first screen only').not.toMatch(/line 10\b/);
+    expect(out.text, 'escape sequences: it drives the screen').toMatch(/\x1b\[/);
+    proc.stdin.write('G');
+    await out.until(/line 100\b/);
+    proc.stdin.write('q');
+    const result = await within(proc.result, watchdog(10_000), 'less to quit', t.tag);
+    expect(result.exitCode).toBe(0);
+  });
+
+  it('a host SIGKILLed with a terminal tree running: nothing of it is left within 1 s (C8)', async () => {
+    const t = useTag();
+    const host = startHost(['wait', '--trees', 'terminal'], t.env);
+    await host.ready();
+    const pids = host.out.pids();
+    const names = ['terminal.root', 'terminal.s', 'terminal.d'].filter((n) => n === 'terminal.root' || orphanedEscapee(t, pids[n]));
+    for (const name of names) expect(alive(pids[name]!), `${name} before`).toBe(true);
+    host.child.kill('SIGKILL');
+    await within(host.exited, watchdog(10_000), 'the host to end', t.tag);
+    await waitFor(() => names.every((n) => !alive(pids[n]!)), { timeout: promised(1000), what: "the terminal tree to be gone after the host's SIGKILL", watch: [t.tag, ...names.map((n) => pids[n]!)] });
+    await waitGone(t, promised(1000));
+  });
+});
