@@ -2,12 +2,14 @@
 // npm run bench [-- options]
 //
 // One run: cordon vs child_process, detached + kill(-pid), execa and tree-kill
-// on the scenarios of bench/lib/scenarios.mjs, plus the /bin/true overhead.
+// on the scenarios of bench/lib/scenarios.mjs, plus the /bin/true overhead,
+// and (POSIX) cordon's terminal beside node-pty (bench/lib/pty.mjs; node-pty
+// from bench/peers/node-pty, else that half is skipped).
 // Writes bench/results/latest.{md,json,svg} and prints the markdown.
 //
 //   --bound <ms>        how long each trial waits for settle and quiescence (default 10000)
 //   --runs <n>          overhead: sequential runs per library (default 200)
-//   --only <what>       scenarios | overhead | scale | adoption
+//   --only <what>       scenarios | overhead | scale | adoption | pty
 //   --ballast <n>       start n idle unrelated processes (`sleep 100000`) before
 //                       the overhead and the scenarios; ended by pid at the end
 //   --scale-ballast a,b ballast levels of the scale section (default 0,1000,5000;
@@ -19,6 +21,8 @@
 //   --storm-reps <n>    fork storms stopped per method, median (default 5; 0 leaves
 //                       the storm out); without ballast, beside the group kill
 //   --no-scale          leave the scale section out
+//   --pty-runs <n>      pty: start-to-prompt runs per library (default 20)
+//   --no-pty            leave the pty section out
 //   --scenarios a,b     only these scenario ids
 //   --libs a,b          only these libraries (cordon is the first)
 //   --out <dir>         where results go (default bench/results)
@@ -37,6 +41,7 @@ import { execa10, libraries, stopPeers } from './lib/libraries.mjs';
 import { Ballast } from './lib/ballast.mjs';
 import { measureOverhead } from './lib/overhead.mjs';
 import { measureAdoption } from './lib/adoption.mjs';
+import { measurePty } from './lib/pty.mjs';
 import {
   RUN_ID,
   alive,
@@ -69,6 +74,8 @@ function parseArgs(argv) {
     activeWindow: 1000,
     ballast: 0,
     scale: true,
+    pty: true,
+    ptyRuns: 20,
     scaleBallast: [0, 1000, 5000],
     scaleTrees: [1, 50, 200],
     scaleTiers: ['cgroup', 'subreaper'],
@@ -98,6 +105,8 @@ function parseArgs(argv) {
     else if (a === '--scale-reps') o.scaleReps = Number(v());
     else if (a === '--storm-reps') o.stormReps = Number(v());
     else if (a === '--no-scale') o.scale = false;
+    else if (a === '--pty-runs') o.ptyRuns = Number(v());
+    else if (a === '--no-pty') o.pty = false;
     else throw new Error(`unknown argument ${a}`);
   }
   return o;
@@ -278,10 +287,15 @@ async function main() {
     options: { bound: opts.bound, runs: opts.runs, activeWindow: opts.activeWindow },
     loadavgAtStart: loadavg().map((x) => Number(x.toFixed(2))),
     libraries: libs.map((l) => ({ name: l.name, how: l.how })),
-    scenarios: opts.only === 'overhead' || opts.only === 'scale' || opts.only === 'adoption' ? [] : scs.map(({ id, title, detail, trigger }) => ({ id, title, detail, trigger })),
+    scenarios: opts.only !== undefined && opts.only !== 'scenarios' ? [] : scs.map(({ id, title, detail, trigger }) => ({ id, title, detail, trigger })),
     trials: [],
     overhead: undefined,
   };
+  // The terminal first: before any --ballast (its scans are uncached full sweeps).
+  if (((opts.only === undefined && opts.pty) || opts.only === 'pty') && process.platform !== 'win32') {
+    log(`pty: cordon's terminal beside node-pty, ${opts.ptyRuns} prompts, 3 cats, 1 escape run each`);
+    run.pty = await measurePty({ runs: opts.ptyRuns, bound: opts.bound, log: (s) => log(`pty: ${s}`) });
+  }
   if (opts.ballast > 0) {
     const t = performance.now();
     await ballast.grow(opts.ballast);

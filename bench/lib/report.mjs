@@ -1,4 +1,5 @@
 // Markdown and a hand-written SVG chart from one benchmark run's JSON.
+import { ptyMarkdown } from './pty-report.mjs';
 import { scaleRatios, stormRatios } from './scale.mjs';
 
 export function fmtMs(ms) {
@@ -135,6 +136,7 @@ export function markdown(run) {
         `${ad.leftBehind ? ` (${ad.leftBehind} processes left behind)` : ''}.`,
     );
   }
+  if (run.pty) lines.push(...ptyMarkdown(run.pty));
   if (run.scale) lines.push(...scaleMarkdown(run));
   lines.push('');
   return lines.join('\n');
