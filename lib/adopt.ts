@@ -123,6 +123,8 @@ export async function adoptTree(id: string, authorize: (record: LeaseRecord) => 
   const opts = normalizeOptions({ grace });
   opts.cwd = record.cwd;
   opts.log = record.logPath ?? undefined;
+  // A terminal's tree: resize() works, its stdin is the terminal's input (ADOPTED gave a pipe into it).
+  if (record.terminal) opts.pty = { cols: record.terminal.cols, rows: record.terminal.rows, term: undefined };
   let logFd: number | undefined;
   // Where the anchor appends the output to the log itself (Windows), the adopter writing it too would double every line.
   if (opts.log !== undefined && adopted.hostWritesLog) {

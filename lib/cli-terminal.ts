@@ -12,8 +12,12 @@ export function terminalLikeUsers(): TerminalOption {
   return { ...size, ...(process.env.TERM ? { term: process.env.TERM } : {}) };
 }
 
-/** Attaches this process's stdin and stdout to the tree's terminal; returns the detach. */
-export function attachTerminal(proc: ContainedProcess): () => void {
+/**
+ * Attaches this process's stdin and stdout to the tree's terminal; returns the
+ * detach. `sizeNow`: the tree's terminal takes this one's size at once (an
+ * adopted tree's has its first host's).
+ */
+export function attachTerminal(proc: ContainedProcess, sizeNow = false): () => void {
   const input = process.stdin;
   const output = process.stdout;
   const raw = input.isTTY === true;
@@ -32,6 +36,7 @@ export function attachTerminal(proc: ContainedProcess): () => void {
     if (output.columns > 0 && output.rows > 0) proc.resize(output.columns, output.rows);
   };
   if (output.isTTY) output.on('resize', resize);
+  if (output.isTTY && sizeNow) resize();
   return () => {
     restore();
     input.off('data', forward);

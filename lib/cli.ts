@@ -298,12 +298,16 @@ async function adoptCommand(argv: string[]): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  for (const [from, to] of [[proc.stdout, process.stdout], [proc.stderr, process.stderr]] as const) {
-    to.on('error', () => {});
-    from?.pipe(to, { end: false });
+  // A tree with a terminal gets this one attached, as `run --pty` does (raw: Ctrl-C goes to the tree).
+  const detach = proc.terminal ? attachTerminal(proc, true) : () => {};
+  if (!proc.terminal) {
+    for (const [from, to] of [[proc.stdout, process.stdout], [proc.stderr, process.stderr]] as const) {
+      to.on('error', () => {});
+      from?.pipe(to, { end: false });
+    }
   }
   try {
-    const result = await proc.result;
+    const result = await proc.result.finally(detach);
     return interrupts > 0 ? 130 : exitStatus(result);
   } catch (err) {
     const e = err as CordonError;

@@ -241,6 +241,7 @@ function connect(spec: AnchorSpawn, on: AnchorHandlers, leased?: { plan: LeasePl
       started: tree.startedAt,
       lease: leased.plan.ms,
       tier: tree.tier,
+      ...(tree.opts.pty ? { terminal: { cols: tree.opts.pty.cols, rows: tree.opts.pty.rows } } : {}),
     });
     recorded = id;
   } catch (err) {

@@ -34,6 +34,8 @@ export interface LeaseRecord {
   /** The lease in milliseconds. */
   lease: number;
   tier: string;
+  /** A tree with a terminal (pty): its size when spawned. Absent: none (and in records from before terminals). */
+  terminal?: { cols: number; rows: number };
 }
 
 /** The `lease` option: milliseconds, or a string with its unit ('30s', '10m', '1h'). undefined or 0: no lease. */

@@ -74,7 +74,8 @@ export interface SpawnOptionsBase {
    * controlling terminal; stdin is the terminal's input, stdout its output
    * (stderr too: proc.stderr is null); proc.resize() sets the window size.
    * `true` is 80x24 with TERM=xterm-256color (unless `env` sets TERM). Not
-   * with `stdio` or `lease`; not on Windows (capabilities().terminal).
+   * with `stdio`; not on Windows (capabilities().terminal). Leased, the
+   * terminal is kept for an adopter (its input and resize()).
    */
   pty?: boolean | TerminalOption;
 
@@ -280,7 +281,6 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   const pty = terminalOption(o.pty);
   if (pty) {
     if (o.stdio !== undefined) throw terminalConflict('stdio');
-    if (o.lease !== undefined) throw terminalConflict('lease');
     stdio = ['pipe', 'pipe', 'ignore'];
     env = terminalEnv(env, o.env as NodeJS.ProcessEnv | undefined, pty);
   }

@@ -108,7 +108,7 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
   readonly adoptionToken: string | undefined;
   /** A leased tree: its id in registry.adoptable() (`<anchor pid>-<16 hex>`). */
   readonly leaseId: string | undefined;
-  /** This process was adopted (registry.adopt()): its anchor is another host's child; stdin is null. */
+  /** This process was adopted (registry.adopt()): its anchor is another host's child; stdin is null (a terminal's: its input). */
   readonly adopted: boolean;
 
   private readonly opts: NormalizedOptions;
@@ -305,6 +305,11 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
       this.stopping.stop(grace);
     }
     return this.facts.quiescent;
+  }
+
+  /** The tree runs on a terminal (`pty`; an adopted tree: if its first host spawned it so). */
+  get terminal(): boolean {
+    return this.opts.pty !== undefined;
   }
 
   /** A terminal's window size (spawned with `pty`): the kernel tells its foreground job (SIGWINCH). */

@@ -101,7 +101,7 @@ export class Registry extends EventEmitter implements OwnerRegistry {
   /**
    * Adopts a leased tree whose host is gone: a ContainedProcess registered
    * under its owner (terminate, kill, result, members, leftovers, logPath;
-   * stdin is null). It resolves once the anchor's replay has said READY, so
+   * stdin is null, a terminal's tree's: its input). It resolves once the anchor's replay has said READY, so
    * `pid` and `state` are known from the start (the request is bounded by
    * 5 s, the replay's READY by 5 s more). The token: the creating host's
    * proc.adoptionToken, or (default) the one this registry's secret gives

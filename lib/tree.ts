@@ -29,7 +29,7 @@ export interface AnchoredTree {
   lease: { ms: number; token: string | undefined } | undefined;
   /** Epoch milliseconds (an adopted tree: when its first host started it). */
   startedAt: number;
-  /** This host did not start the tree: it adopted it (stdin is null). */
+  /** This host did not start the tree: it adopted it (stdin is null, a terminal's tree's: its input). */
   adopted: boolean;
   /** Starts the anchor, or binds the adopted one; its events go to `on`. Called once. */
   connect(on: AnchorHandlers): ConnectedAnchor;

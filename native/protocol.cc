@@ -140,11 +140,12 @@ std::string denied(const char* why) {
   return end(line);
 }
 
-std::string adopted(const std::string& log_path, bool out, bool err) {
+std::string adopted(const std::string& log_path, bool out, bool err, bool terminal) {
   std::string line = "ADOPTED";
   arg(line, log_path.empty() ? std::string("-") : escape(log_path));
   arg(line, out ? 1 : 0);
   arg(line, err ? 1 : 0);
+  if (terminal) arg(line, std::string("terminal"));
   return end(line);
 }
 

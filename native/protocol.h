@@ -70,7 +70,9 @@
 //                                   notoken, expired), or `ADOPTED <log path, escaped, or ->`
 //                                   (POSIX: with SCM_RIGHTS carrying the read ends of the
 //                                   command's stdout and stderr still open, in that order, as
-//                                   `ADOPTED <log> <stdout 0|1> <stderr 0|1>` says), then every
+//                                   `ADOPTED <log> <stdout 0|1> <stderr 0|1>` says, and with
+//                                   --pty ` terminal` after them and, last, the write end of a
+//                                   new pipe into the terminal: the adopter's input), then every
 //                                   line the anchor sent so far, in order (the replay), after
 //                                   which the connection is the control channel (its EOF: the
 //                                   lease clock starts again from the full lease).
@@ -154,7 +156,9 @@ std::string usage(int64_t cpu_us, int64_t memory_peak, int64_t processes_peak, i
 // The endpoint's answers.
 std::string lease_info(int64_t ms_left, bool root_running);
 std::string denied(const char* why);
-std::string adopted(const std::string& log_path, bool out, bool err);
+// `terminal`: the tree has a terminal (--pty), and the write end of a new pipe
+// into it comes last with the descriptors (POSIX): ` terminal` ends the line.
+std::string adopted(const std::string& log_path, bool out, bool err, bool terminal = false);
 
 // A command line as LEFT and LEFTGROUP carry it: backslash, LF and CR escaped
 // (\\, \n, \r), at most 4000 bytes.

@@ -2,7 +2,7 @@
 // pure, no processes. Each verb as the anchors print it (native/posix/anchor.cc,
 // native/win/control.cc); what the host cannot read is a typed result.
 import { describe, expect, it } from 'vitest';
-import { encodeCommand, parseLine, splitLines } from '../lib/anchor/protocol.js';
+import { encodeCommand, parseAnswer, parseLine, splitLines } from '../lib/anchor/protocol.js';
 
 describe('anchor protocol: lines from the anchor', () => {
   it('reads every verb', () => {
@@ -83,6 +83,9 @@ describe('anchor protocol: commands from the host', () => {
     expect(encodeCommand({ type: 'term', graceMs: 0 })).toBe('TERM 0\n');
     expect(encodeCommand({ type: 'kill' })).toBe('KILL\n');
     expect(encodeCommand({ type: 'resize', cols: 120, rows: 40 })).toBe('RESIZE 120 40\n');
+    // ADOPTED: a terminal's tree says so last (its input's pipe comes with it); an anchor from before terminals does not.
+    expect(parseAnswer('ADOPTED /tmp/a b.log 1 0 terminal')).toEqual({ type: 'adopted', logPath: '/tmp/a b.log', streams: { stdout: true, stderr: false }, terminal: true });
+    expect(parseAnswer('ADOPTED - 1 1')).toEqual({ type: 'adopted', logPath: null, streams: { stdout: true, stderr: true }, terminal: false });
     expect(encodeCommand({ type: 'job', handle: 1234 })).toBe('JOB 1234\n');
   });
 });

@@ -6,18 +6,20 @@
 // terminal started (setsid, double fork, nohup, a tmux server), the host's
 // SIGKILL ends it all within 1 s, and a member that keeps the terminal open
 // after the root exits does not hold the result past waitDelay (C4).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { capabilities, run, spawn } from '../lib/index.js';
+import { capabilities, Registry, run, spawn } from '../lib/index.js';
 import { tierGuarantees } from '../lib/capabilities.js';
 import { terminalOption } from '../lib/terminal.js';
-import { capture } from './helpers/fixtures.js';
+import { spawn as spawnChild } from 'node:child_process';
+import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { has, missing } from './helpers/requirements.js';
 import { itWhere, orphanedEscapee, tier } from './helpers/tier.js';
+import { killHost, spawnLeased, useRuntime } from './helpers/lease.js';
 import { promised, watchdog } from './helpers/time.js';
 
 /** An interactive bash on a terminal: its output so far, and typing into it. */
@@ -60,7 +62,6 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
       [{ pty: { colour: true } }, 'ERR_INVALID_ARG_VALUE'],
       [{ pty: 'yes' }, 'ERR_INVALID_ARG_TYPE'],
       [{ pty: true, stdio: 'inherit' }, 'ERR_INVALID_ARG_VALUE'],
-      [{ pty: true, lease: '1m' }, 'ERR_INVALID_ARG_VALUE'],
     ];
     for (const [options, code] of bad) {
       expect(() => spawn('sh', ['-c', 'exit 0'], options as never), JSON.stringify(options)).toThrow(expect.objectContaining({ code }));
@@ -211,5 +212,73 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await within(host.exited, watchdog(10_000), 'the host to end', t.tag);
     await waitFor(() => names.every((n) => !alive(pids[n]!)), { timeout: promised(1000), what: "the terminal tree to be gone after the host's SIGKILL", watch: [t.tag, ...names.map((n) => pids[n]!)] });
     await waitGone(t, promised(1000));
+  });
+
+  it("a leased tree keeps its terminal when its host dies; the adopter gets it: the output meanwhile in the log, then input, output and resize", async () => {
+    const t = useTag();
+    const { env } = useRuntime(t);
+    const script = 'echo READY; sleep 0.5; echo WHILE-DETACHED; while read line; do echo "GOT $line"; stty size; done';
+    const leased = await spawnLeased({ ...env, LEASE_PTY: '1' }, 60_000, 1000, script);
+    await killHost(leased.host, t);
+    await waitFor(() => readFileSync(leased.log, 'utf8').includes('WHILE-DETACHED'), { timeout: watchdog(10_000), what: 'the detached output in the log', watch: t.tag });
+    // This process adopts it (the test's private lease directory).
+    const saved = process.env.XDG_RUNTIME_DIR;
+    process.env.XDG_RUNTIME_DIR = env.XDG_RUNTIME_DIR;
+    let proc;
+    try {
+      proc = await new Registry().adopt(leased.id, { token: leased.token });
+    } finally {
+      if (saved === undefined) delete process.env.XDG_RUNTIME_DIR;
+      else process.env.XDG_RUNTIME_DIR = saved;
+    }
+    onTestFinished(() => void proc.kill());
+    expect(proc.stdin, 'an adopted terminal takes input').not.toBeNull();
+    expect(proc.stderr).toBeNull();
+    const out = capture(proc.stdout);
+    proc.stdin!.write('hello\n');
+    await out.until(/^GOT hello\r$/m);
+    await out.until(/^30 100\r$/m);
+    proc.resize(120, 40);
+    proc.stdin!.write('again\n');
+    await out.until(/^40 120\r$/m);
+    await within(proc.terminate({ grace: 1000 }), watchdog(10_000), 'terminate() to resolve', t.tag);
+    await waitGone(t, 2000);
+  });
+
+  itWhere(has('python3'), 'cordon adopt of a leased terminal tree attaches the terminal it runs in: typing, its window size, Ctrl-C to the tree', missing('python3') ?? '', async () => {
+    const t = useTag();
+    const { env } = useRuntime(t);
+    const script = 'echo READY; while read line; do echo "GOT $line"; stty size; done';
+    const leased = await spawnLeased({ ...env, LEASE_PTY: '1' }, 60_000, 1000, script);
+    await killHost(leased.host, t);
+    const term = spawnChild('python3', [join(repoRoot, 'test', 'helpers', 'terminal.py'), '--', process.execPath, join(repoRoot, 'dist', 'cli.js'), 'adopt', leased.id, '--token', leased.token], {
+      env,
+      cwd: repoRoot,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    onTestFinished(() => {
+      if (term.exitCode === null && term.signalCode === null) term.kill('SIGKILL');
+    });
+    const exited = new Promise<void>((resolve) => term.once('exit', () => resolve()));
+    const screen = capture(term.stdout);
+    const err = capture(term.stderr);
+    term.stdin!.write('TYPE hello\n');
+    await screen.until(/GOT hello\r/, watchdog(15_000)).catch((e: Error) => {
+      throw new Error(`${e.message}\nstderr: ${err.text}`);
+    });
+    term.stdin!.write('SIZE 90 20\n');
+    await waitFor(
+      async () => {
+        term.stdin!.write('TYPE again\n');
+        await new Promise((r) => setTimeout(r, 100));
+        return /^20 90\r/m.test(screen.text);
+      },
+      { timeout: watchdog(10_000), what: "the adopted terminal to take the outer window's size", watch: t.tag },
+    );
+    term.stdin!.write('INTR\n');
+    await screen.until(/PTY-EXIT \d+/, watchdog(10_000));
+    expect(screen.text, 'the tree took the Ctrl-C (SIGINT): cordon adopt exits with its status').toMatch(/PTY-EXIT 130/);
+    await within(exited, watchdog(10_000), 'the terminal helper to exit', t.tag);
+    await waitGone(t, promised(2000));
   });
 });

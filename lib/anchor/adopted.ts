@@ -7,7 +7,7 @@
 // on every platform: what differs (how the connection was made, how a line is
 // written to it) comes in the AdoptedAnchor the platform's endpoint gave.
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { AnchorChannel, type AnchorHandlers, type AnchorProcess } from './channel.js';
 import type { AnchorEvent } from './protocol.js';
 
@@ -24,6 +24,8 @@ export interface AdoptedAnchor {
   /** The tree's captured output from now on (null: not captured, or its writers were all gone). */
   stdout: Readable | null;
   stderr: Readable | null;
+  /** A tree with a terminal (POSIX): what is typed into it; else null (an adopted tree's stdin is not given). */
+  stdin?: Writable | null;
   /**
    * Whether the adopting host appends the output to the log itself (POSIX:
    * it gets the pipes' read ends), or the anchor does and relays a copy
@@ -41,7 +43,7 @@ export class AdoptedAnchorChannel extends AnchorChannel {
     super(on, exitGrace);
     this.leased = true;
     this.write = adopted.write;
-    this.child = { pid: anchorPid, stdin: null, stdout: adopted.stdout, stderr: adopted.stderr, ref: () => {}, unref: () => {} };
+    this.child = { pid: anchorPid, stdin: adopted.stdin ?? null, stdout: adopted.stdout, stderr: adopted.stderr, ref: () => {}, unref: () => {} };
     this.listen(adopted.socket, adopted.pending);
     adopted.socket.resume();
     this.register();

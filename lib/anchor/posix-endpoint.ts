@@ -51,6 +51,7 @@ export async function posixAdopt(endpoint: string, token: string, timeoutMs: num
   const left = [...fds];
   const stdoutFd = answer.streams.stdout ? (left.shift() ?? -1) : -1;
   const stderrFd = answer.streams.stderr ? (left.shift() ?? -1) : -1;
+  const stdinFd = answer.terminal ? (left.shift() ?? -1) : -1;
   for (const d of left) closeSync(d);
   const socket = new Socket({ fd, readable: true, writable: true });
   return {
@@ -68,6 +69,7 @@ export async function posixAdopt(endpoint: string, token: string, timeoutMs: num
     logPath: answer.logPath,
     stdout: stdoutFd >= 0 ? new Socket({ fd: stdoutFd, readable: true, writable: false }) : null,
     stderr: stderrFd >= 0 ? new Socket({ fd: stderrFd, readable: true, writable: false }) : null,
+    stdin: stdinFd >= 0 ? new Socket({ fd: stdinFd, readable: false, writable: true }) : null,
     hostWritesLog: true,
   };
 }

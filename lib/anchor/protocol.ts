@@ -26,8 +26,9 @@
 // A leased anchor's adoption endpoint takes one request line per connection
 // and answers with one line:
 //   INFO                 -> LEASE <ms left | -1 while a host is attached> <root running 0|1>
-//   ADOPT <token>        -> DENIED <why> | ADOPTED <log path escaped, or -> <stdout 0|1> <stderr 0|1>,
+//   ADOPT <token>        -> DENIED <why> | ADOPTED <log path escaped, or -> <stdout 0|1> <stderr 0|1> [terminal],
 //                           then the replay; the connection is the tree's control channel from then on
+//                           (terminal: the tree has one; POSIX: its input's pipe comes last with the descriptors)
 //   OUTPUT <token> <1|2> -> DENIED <why> | OUTPUT <1|2>, then that stream's bytes (Windows)
 
 /**
@@ -219,7 +220,7 @@ export type EndpointAnswer =
   /** Refused: token, attached, notoken, expired, hello, stream, busy. */
   | { type: 'denied'; why: string }
   /** ADOPT granted: the tree's log (null: none) and which captured streams come with it. */
-  | { type: 'adopted'; logPath: string | null; streams: { stdout: boolean; stderr: boolean } }
+  | { type: 'adopted'; logPath: string | null; streams: { stdout: boolean; stderr: boolean }; terminal: boolean }
   /** OUTPUT granted: that stream follows. */
   | { type: 'output'; fd: 1 | 2 };
 
@@ -245,8 +246,9 @@ export function parseAnswer(line: string): EndpointAnswer | UnreadLine {
   }
   m = /^DENIED (\S+)$/.exec(text);
   if (m) return { type: 'denied', why: m[1]! };
-  m = /^ADOPTED (.+) ([01]) ([01])$/.exec(text);
-  if (m) return { type: 'adopted', logPath: m[1] === '-' ? null : unescape(m[1]!), streams: { stdout: m[2] === '1', stderr: m[3] === '1' } };
+  // (an anchor from before terminals says no ` terminal`; no log path makes one look like it: the line then ends in 0 or 1)
+  m = /^ADOPTED (.+) ([01]) ([01])( terminal)?$/.exec(text);
+  if (m) return { type: 'adopted', logPath: m[1] === '-' ? null : unescape(m[1]!), streams: { stdout: m[2] === '1', stderr: m[3] === '1' }, terminal: m[4] !== undefined };
   m = /^OUTPUT ([12])$/.exec(text);
   if (m) return { type: 'output', fd: m[1] === '1' ? 1 : 2 };
   return /^(LEASE|DENIED|ADOPTED|OUTPUT)\b/.test(text) ? { type: 'malformed', line, reason: 'an endpoint answer with fields it cannot read' } : { type: 'unknown', line };

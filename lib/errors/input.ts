@@ -134,12 +134,9 @@ export function terminalUnsupported(): CordonError {
   );
 }
 
-/** An option that cannot go with "pty": stdio or run()'s stderr (the terminal is the stdio) or lease (a terminal is not kept for an adopter yet). */
-export function terminalConflict(option: 'stdio' | 'stderr' | 'lease'): CordonError {
-  const why =
-    option === 'lease'
-      ? 'a leased tree does not keep its terminal for an adopter yet'
-      : 'the terminal is the command\'s stdin, stdout and stderr (proc.stdin and proc.stdout; proc.stderr is null)';
+/** An option that cannot go with "pty": stdio or run()'s stderr (the terminal is the stdio). */
+export function terminalConflict(option: 'stdio' | 'stderr'): CordonError {
+  const why = 'the terminal is the command\'s stdin, stdout and stderr (proc.stdin and proc.stdout; proc.stderr is null)';
   return new CordonError(`The option "${option}" cannot be given with "pty": ${why}. Leave one of them out; nothing ran.`, {
     code: 'ERR_INVALID_ARG_VALUE',
     stage: 'input',

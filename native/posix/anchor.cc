@@ -107,7 +107,6 @@ Options parse(int argc, char** argv) {
   if ((o.lease_ms > 0) != !o.lease_dir.empty() || (o.lease_ms > 0) != !o.lease_id.empty()) {
     usage("--lease, --lease-id and --lease-dir go together");
   }
-  if (o.pty_cols > 0 && o.lease_ms > 0) usage("--pty and --lease do not go together");
   // A polite signal must be one that asks: never one that cannot be caught
   // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
   if (o.polite_signal == 0) o.polite_signal = SIGTERM;
@@ -669,10 +668,19 @@ class Anchor : public anchor::TierHost {
       return;
     }
     std::string log = log_path();
-    if (!send_line(fd, protocol::adopted(log, drain_.has_stdout(), drain_.has_stderr()), drain_.open_outputs())) {
+    std::vector<int> pass = drain_.open_outputs();
+    // A terminal's input from the adopter: a pipe of its own, the old one
+    // (the gone host's) replaced once the adopter has its end.
+    int input[2] = {-1, -1};
+    if (relay_.active() && !relay_.released() && make_pipe(input)) pass.push_back(input[1]);
+    bool sent = send_line(fd, protocol::adopted(log, drain_.has_stdout(), drain_.has_stderr(), input[1] >= 0), pass);
+    if (input[1] >= 0) close(input[1]);
+    if (!sent) {
+      if (input[0] >= 0) close(input[0]);
       close(fd);
       return;
     }
+    if (input[0] >= 0) relay_.replace_input(input[0]);
     trace("adopted");
     control_fd_ = fd;
     detached_ = false;
@@ -680,6 +688,12 @@ class Anchor : public anchor::TierHost {
     control_open_ = true;
     control_ = protocol::LineReader(false);
     for (auto& l : sent_) write_all(l.data(), l.size());
+  }
+
+  static bool make_pipe(int fds[2]) {
+    if (pipe(fds) != 0) return false;
+    for (int i = 0; i < 2; i++) fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+    return true;
   }
 
   // The log's path as the kernel names the descriptor (Linux), else empty:

@@ -132,6 +132,12 @@ void PtyRelay::start() {
   if (out_ >= 0 && is_stream(out_)) set_nonblocking(out_);
 }
 
+void PtyRelay::replace_input(int fd) {
+  close_fd(in_);
+  in_ = fd;
+  set_nonblocking(in_);
+}
+
 void PtyRelay::resize(int cols, int rows) {
   if (master_ < 0) return;
   struct winsize ws;

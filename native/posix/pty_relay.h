@@ -53,6 +53,9 @@ class PtyRelay {
   // 0 and 1 (the host's input and output) as the relay's ends.
   void start();
 
+  // A new host's input (an adopter's pipe): the old one is closed.
+  void replace_input(int fd);
+
   // A window size, from RESIZE (the kernel tells the foreground group: SIGWINCH).
   void resize(int cols, int rows);
 
