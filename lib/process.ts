@@ -66,12 +66,8 @@ export interface ProcessStreams {
 type StdioAt<S, I extends 0 | 1 | 2> = S extends readonly unknown[] ? S[I] : S;
 type StreamAt<S, I extends 0 | 1 | 2, T> = [StdioAt<S, I>] extends ['pipe' | undefined] ? T : [StdioAt<S, I>] extends [Exclude<StdioOption, 'pipe'>] ? null : T | null;
 
-/** With `pty`: the terminal's input and output; no stderr (it is the terminal too). */
-type TerminalStreams<P> = [P] extends [false | undefined]
-  ? { stdin: Writable; stdout: Readable; stderr: Readable }
-  : [P] extends [true | TerminalOption]
-    ? { stdin: Writable; stdout: Readable; stderr: null }
-    : { stdin: Writable; stdout: Readable; stderr: Readable | null };
+/** The `pty` option as the options' type says it (undefined where it is not among them). */
+type PtyOf<O> = 'pty' extends keyof O ? O['pty' & keyof O] : undefined;
 
 /**
  * The streams `spawn()` gives for these options: each a stream where its
@@ -79,7 +75,9 @@ type TerminalStreams<P> = [P] extends [false | undefined]
  * a descriptor or a stream of the host's; either where the option is known
  * only at run time.
  */
-export type StreamsFor<O> = 'pty' extends keyof O ? TerminalStreams<O['pty' & keyof O]> : 'stdio' extends keyof O
+export type StreamsFor<O> = [PtyOf<O>] extends [true | TerminalOption]
+  ? { stdin: Writable; stdout: Readable; stderr: null } // a terminal: its input and output; stderr is the terminal too
+  : 'stdio' extends keyof O
   ? { stdin: StreamAt<O['stdio' & keyof O], 0, Writable>; stdout: StreamAt<O['stdio' & keyof O], 1, Readable>; stderr: StreamAt<O['stdio' & keyof O], 2, Readable> }
   : { stdin: Writable; stdout: Readable; stderr: Readable };
 

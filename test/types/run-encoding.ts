@@ -82,6 +82,13 @@ export function streams(): void {
   const loose: SpawnOptions = {};
   // @ts-expect-error options known only by their type: the stream may be null
   spawn('cat', [], loose).stdout.resume();
+  // A terminal: its input and output are streams, and there is no stderr.
+  const term = spawn('bash', ['-i'], { pty: { cols: 100, rows: 30 } });
+  term.stdout.resume();
+  term.stdin.write('exit\n');
+  // @ts-expect-error a terminal's tree has no stderr stream
+  term.stderr.resume();
+  spawn('bash', [], { pty: true }).stdout.resume();
   // An owner's spawn follows stdio the same way.
   const owned = new Registry().owner('types').spawn('cat', [], { stdio: ['pipe', 'pipe', 'ignore'], kind: 'command' });
   owned.stdout.resume();
