@@ -171,6 +171,17 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     expect(r.stderr).toBe('');
   });
 
+  it("a host that does not read the terminal's output cannot hold the tree's end: terminate() resolves, the result is no cleanup failure", async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'echo "PID root $$"; seq 1 1000000; exec sleep 300'], { pty: true, env: t.env });
+    proc.stdout.pause(); // (never read: the terminal, the relay and the pipe fill up)
+    await waitFor(() => t.procs().some((p) => p.command === 'sleep 300' || p.command.startsWith('seq')), { timeout: watchdog(10_000), what: 'the tree to run', watch: t.tag });
+    await within(proc.terminate({ grace: 500 }), watchdog(20_000), 'terminate() to resolve with the output unread', t.tag);
+    const result = await within(proc.result, watchdog(10_000), 'the result', t.tag);
+    expect(result.signal).toBe('SIGTERM');
+    await waitGone(t, 2000);
+  });
+
   itWhere(has('python3'), "python3's REPL answers, and Ctrl-D ends it", missing('python3') ?? '', async () => {
     const t = useTag();
     const proc = spawn('python3', ['-q'], { pty: true, env: t.env });

@@ -537,10 +537,11 @@ class Anchor : public anchor::TierHost {
   void loop() {
     for (;;) {
       bool no_children = reap();
-      // The terminal's output goes to the host before the anchor may exit.
-      bool drained = !relay_.active() || relay_.drained(now_ms());
-      if (root_exited_ && no_children && drained && tier_->quiescent()) {
+      if (relay_.active()) relay_.close_when_delivered();
+      if (root_exited_ && no_children && tier_->quiescent()) {
         trace("quiescent");
+        // The terminal's last output goes to the host before QUIET (bounded).
+        if (relay_.active()) relay_.finish();
         send(tier_->usage_report());  // before the tier lets go of what measures it
         tier_->release();
         send(protocol::quiescent());
@@ -565,8 +566,6 @@ class Anchor : public anchor::TierHost {
       }
       if (!term_.active()) tier_->idle_tick(now_ms());
       timeout = lease_wait(timeout);
-      int relay_ms = relay_.wait_ms(now_ms());
-      if (relay_ms >= 0 && (timeout < 0 || relay_ms < timeout)) timeout = relay_ms;
       std::vector<pollfd> fds;
       fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
       int control = control_open_ ? static_cast<int>(fds.size()) : -1;
@@ -590,7 +589,7 @@ class Anchor : public anchor::TierHost {
       if (watch >= 0 && fds[watch].revents) host_exited();
       if (event >= 0 && fds[event].revents) tier_->handle_event();
       if (relay_.active()) {
-        relay_.handle(std::vector<pollfd>(fds.begin() + static_cast<long>(relay_from), fds.begin() + static_cast<long>(lease_from)), now_ms());
+        relay_.handle(std::vector<pollfd>(fds.begin() + static_cast<long>(relay_from), fds.begin() + static_cast<long>(lease_from)));
       }
       handle_lease(std::vector<pollfd>(fds.begin() + static_cast<long>(lease_from), fds.end()));
     }

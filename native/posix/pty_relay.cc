@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -23,10 +24,16 @@ namespace {
 // Each direction's buffer (a pipe's worth: a host that reads nothing holds
 // the tree's output at about what a pipe would).
 constexpr size_t kBufferCap = 65536;
-// Once the terminal is released, how long the host may take nothing of what
-// is left before the anchor drops it (below the host's own wait on a
-// stopping anchor, ANCHOR_WAIT_SLACK_MS).
-constexpr int64_t kStallMs = 5000;
+// Once the tree is quiescent, how long the host may take nothing of the
+// terminal's last output before the anchor drops it (well below the host's
+// own wait on a stopping anchor, ANCHOR_WAIT_SLACK_MS).
+constexpr int64_t kFinishStallMs = 2000;
+
+int64_t monotonic_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
 
 // What one transfer left: more may come later (the descriptor would block, or
 // the buffer is full), or the descriptor is done (its end, or an error: errno).
@@ -167,35 +174,49 @@ void PtyRelay::add_pollfds(std::vector<pollfd>& fds) {
   }
 }
 
-void PtyRelay::handle(const std::vector<pollfd>& fds, int64_t now) {
+void PtyRelay::handle(const std::vector<pollfd>& fds) {
   auto fired = [&](int i, short mask) {
     return i >= 0 && static_cast<size_t>(i) < fds.size() && (fds[static_cast<size_t>(i)].revents & mask);
   };
-  bool was_released = released();
   if (fired(poll_in_, POLLIN | POLLHUP | POLLERR)) read_input();
   if (fired(poll_master_, POLLOUT | POLLERR) || !to_terminal_.empty()) write_master();
   if (fired(poll_master_, POLLIN | POLLHUP | POLLERR)) read_master();
-  if (!was_released && released()) last_progress_ = now;
-  if (!to_host_.empty()) write_output(now);
+  if (!to_host_.empty()) write_output();
 }
 
-int PtyRelay::wait_ms(int64_t now) const {
-  if (!released() || out_ < 0 || to_host_.empty()) return -1;
-  int64_t left = last_progress_ + kStallMs - now;
-  return left < 0 ? 0 : static_cast<int>(left);
-}
-
-bool PtyRelay::drained(int64_t now) {
-  if (!released()) return false;
-  if (out_ >= 0 && !to_host_.empty()) {
-    if (now - last_progress_ < kStallMs) return false;
-    trace("terminal output: the host took nothing for %lld ms, %zu bytes dropped", static_cast<long long>(kStallMs),
-          to_host_.size());
-    to_host_.clear();
-  }
+void PtyRelay::close_when_delivered() {
+  if (!released() || (out_ >= 0 && !to_host_.empty())) return;
   close_fd(out_);  // the host's EOF
   close_fd(in_);
-  return true;
+}
+
+void PtyRelay::finish() {
+  // Input for a terminal no process holds is for no one.
+  close_fd(in_);
+  to_terminal_.clear();
+  int64_t last = monotonic_ms();
+  for (;;) {
+    close_when_delivered();
+    if (out_ < 0) break;
+    std::vector<pollfd> fds;
+    add_pollfds(fds);
+    int64_t left = last + kFinishStallMs - monotonic_ms();
+    if (fds.empty() || left <= 0) {
+      trace("terminal output: the host took nothing for %lld ms after the tree's end, %zu bytes dropped",
+            static_cast<long long>(kFinishStallMs), to_host_.size());
+      break;
+    }
+    size_t had = to_host_.size();
+    bool master_open = master_ >= 0;
+    if (poll(fds.data(), static_cast<nfds_t>(fds.size()), static_cast<int>(left)) < 0 && errno != EINTR) break;
+    auto fired = [&](int i) { return i >= 0 && fds[static_cast<size_t>(i)].revents != 0; };
+    bool took = false;
+    if (fired(poll_master_)) read_master();
+    if (!to_host_.empty()) took = write_output();
+    if (took || to_host_.size() != had || master_open != (master_ >= 0)) last = monotonic_ms();
+  }
+  to_host_.clear();
+  for (int* fd : {&master_, &in_, &out_}) close_fd(*fd);
 }
 
 void PtyRelay::read_master() {
@@ -221,7 +242,7 @@ void PtyRelay::read_input() {
   if (in_ >= 0 && fill(in_, to_terminal_, true) == Transfer::kEnd) close_fd(in_);
 }
 
-void PtyRelay::write_output(int64_t now) {
+bool PtyRelay::write_output() {
   bool progress = false;
   // EPIPE: the host closed its end (its wait delay, or it is gone): the
   // terminal is still drained, into nothing, so no member blocks on it.
@@ -229,8 +250,8 @@ void PtyRelay::write_output(int64_t now) {
     trace("terminal output to the host ended: %s", strerror(errno));
     close_fd(out_);
   }
-  if (progress) last_progress_ = now;
   if (out_ < 0) to_host_.clear();
+  return progress;
 }
 
 }  // namespace anchor

@@ -20,7 +20,12 @@
 // The relay never blocks the anchor: every descriptor is non-blocking (the
 // host's pipes were made for this tree alone), and each direction has a
 // bounded buffer: when one is full the anchor stops reading its source, so a
-// host that does not read holds the tree's output as a pipe would.
+// host that does not read holds the tree's output as a pipe would (it does
+// not hold the tree's end: see finish()).
+//
+// macOS: the master is polled like any descriptor; XNU gives the pty master
+// kqueue filters (ptmx_kqfilter in bsd/kern/tty_ptmx.c), on which its poll()
+// is built (read from XNU's source: nothing here ran on a Mac).
 #pragma once
 
 #include <poll.h>
@@ -62,22 +67,26 @@ class PtyRelay {
   // The poll loop's part: add the descriptors the relay waits on, then handle
   // what `fds` (those it added, in order) say.
   void add_pollfds(std::vector<pollfd>& fds);
-  void handle(const std::vector<pollfd>& fds, int64_t now);
-  // How long the loop may sleep before the relay gives up on a host that
-  // stopped reading (see drained), or -1.
-  int wait_ms(int64_t now) const;
+  void handle(const std::vector<pollfd>& fds);
 
   // No process holds the terminal any more (its output is over).
   bool released() const { return master_ < 0 && opened_; }
-  // Released and its output delivered (or the host closed its end, or took
-  // nothing for kStallMs: what is left is dropped, with a trace).
-  bool drained(int64_t now);
+  // Once released and what it read delivered: closes the host's pipe (its
+  // EOF) at once, whatever the tree still does.
+  void close_when_delivered();
+  // The tree is quiescent (nothing holds the terminal): what the terminal
+  // and the relay still hold goes to the host for as long as it takes any
+  // (what it has not taken kFinishStallMs after its last progress is dropped,
+  // traced, so a host that does not read cannot hold the tree's end), then
+  // everything is closed.
+  void finish();
 
  private:
   void read_master();
   void write_master();
   void read_input();
-  void write_output(int64_t now);
+  // True when the host took anything.
+  bool write_output();
   void close_fd(int& fd);
 
   bool opened_ = false;
@@ -87,7 +96,6 @@ class PtyRelay {
   int out_ = -1;  // the host's output pipe (fd 1)
   std::string to_terminal_;
   std::string to_host_;
-  int64_t last_progress_ = 0;  // when the host last took output, once released
   // Which entries of the last add_pollfds are which (-1: not added).
   int poll_master_ = -1, poll_in_ = -1, poll_out_ = -1;
 };
