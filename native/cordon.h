@@ -172,6 +172,11 @@ int64_t current_pgid(int64_t pid, uint64_t start_time);
 // else -1 (Linux: /proc/<pid>/stat; macOS: getsid(), checked before and after
 // against the start time).
 int64_t session_of(int64_t pid, uint64_t start_time);
+// Whether `pid` names a process (a thread group's leader), not another thread
+// of one. Linux: a walk that probes pids by number also reaches threads'
+// /proc entries, which carry their process's session and environment; macOS
+// lists processes only (always true).
+bool is_thread_group_leader(int64_t pid);
 
 // The process-group tier's tree marker (native/posix/tier_process_group.cc):
 // `n` bytes from the kernel's random source (Linux getrandom(2), falling back

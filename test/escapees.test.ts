@@ -3,7 +3,7 @@
 // resolves only once the whole tree is gone. An escapee that also scrubbed its
 // environment (env -i) carries no test tag: it is watched by the pid it
 // printed (with its start time) and killed by that pid in the test's cleanup.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { Registry, spawn } from '../lib/index.js';
 import { capture, fixture } from './helpers/fixtures.js';
@@ -117,6 +117,34 @@ describe('escapees', () => {
     expect(readFileSync(`/proc/${s}/environ`, 'utf8'), 'it scrubbed its environment').toBe('');
     await within(proc.terminate({ grace: 2000 }), watchdog(15_000), 'terminate() to resolve', [t.tag, s]);
     expect(alive(s), 'the escapee is gone once terminate() resolved').toBe(false);
+    await waitGone(t, 2000);
+  });
+
+  // The same with threads: the anchor's walks probe pids by number, which
+  // reaches threads' /proc entries too (each with its process's session and
+  // environment); a thread is never taken for a member of its own (named in
+  // leftGroup by its thread id; the anchor's own threads, which qemu-user
+  // gives it in the arm64 lane, would hold the stop until STUCK).
+  const THREADED = `(env -i python3 -c "import os, threading, time; os.setpgid(0, 0); [threading.Thread(target=time.sleep, args=(300,), daemon=True).start() for _ in range(4)]; print('PID t', os.getpid(), flush=True); time.sleep(300)" </dev/null &)`;
+  itWhere(has('python3'), 'a threaded escapee that left the process group but not the session, its environment scrubbed: terminate() ends it, no thread taken for a member', missing('python3') ?? '', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', `sleep 0.3; ${THREADED}; exec sleep 300`], { env: t.env });
+    const out = capture(proc.stdout);
+    await out.until(/^PID t \d+$/m);
+    const p = out.pids().t!;
+    onTestFinished(() => {
+      if (alive(p)) process.kill(p, 'SIGKILL');
+    });
+    await waitFor(() => !alive(p) || readdirSync(`/proc/${p}/task`).length >= 5, { timeout: watchdog(10_000), what: 'the escapee to start its threads', watch: [p] });
+    expect(alive(p), 'the escapee runs').toBe(true);
+    const threads = readdirSync(`/proc/${p}/task`).map(Number).filter((tid) => tid !== p);
+    const named: number[] = [];
+    proc.on('leftGroup', (l) => named.push(l.pid));
+    await within(proc.terminate({ grace: 2000 }), watchdog(15_000), 'terminate() to resolve', [t.tag, p]);
+    expect(alive(p), 'the escapee is gone once terminate() resolved').toBe(false);
+    const result = await within(proc.result, watchdog(5000), 'the result', [t.tag, p]);
+    expect(result.signal).toBe('SIGTERM');
+    expect([...named, ...result.leftGroup.map((l) => l.pid)].filter((pid) => threads.includes(pid)), 'no thread named as a member').toEqual([]);
     await waitGone(t, 2000);
   });
 

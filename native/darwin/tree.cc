@@ -618,6 +618,8 @@ int64_t session_of(int64_t pid, uint64_t start_time) {
   return sid;
 }
 
+bool is_thread_group_leader(int64_t) { return true; }  // (libproc lists processes only)
+
 // macOS has no pidfd (use_pidfd is ignored): the member is verified, then
 // signalled by pid. Residual race: between the verification below and kill()
 // the process can exit, be reaped by its parent, and its pid be handed to a

@@ -243,6 +243,15 @@ int64_t session_of(int64_t pid, uint64_t start_time) {
   return st.sid;
 }
 
+bool is_thread_group_leader(int64_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%lld/status", static_cast<long long>(pid));
+  std::string status;
+  if (!internal::read_file(path, status, 4096)) return false;
+  size_t at = status.find("\nTgid:");
+  return at != std::string::npos && strtoll(status.c_str() + at + 7, nullptr, 10) == pid;
+}
+
 uint64_t start_time_of(int64_t pid) {
   Stat st;
   return read_stat(pid, st) ? st.start : 0;

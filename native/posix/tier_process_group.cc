@@ -491,10 +491,13 @@ class ProcessGroupTier : public Tier {
     return info.si_pid != 0;
   }
 
-  // In the tree's session (--pty, session_is_tree), and not the anchor.
+  // In the tree's session, a process of its own (not a thread: a walk that
+  // probes pids reaches threads too, the anchor's own among them), and not
+  // the anchor.
   bool in_session(const Member& m) const {
     if (session_ <= 0 || m.pid == getpid()) return false;
-    return (m.sid != 0 ? m.sid : cordon::session_of(m.pid, m.start_time)) == session_;
+    if ((m.sid != 0 ? m.sid : cordon::session_of(m.pid, m.start_time)) != session_) return false;
+    return cordon::is_thread_group_leader(m.pid);
   }
 
   // No process (live or zombie) is left in the tree's process group.
