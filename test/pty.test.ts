@@ -173,7 +173,10 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
 
   it("a host that does not read the terminal's output cannot hold the tree's end: terminate() resolves, the result is no cleanup failure", async () => {
     const t = useTag();
-    const proc = spawn('sh', ['-c', 'echo "PID root $$"; seq 1 1000000; exec sleep 300'], { pty: true, env: t.env });
+    // A wait delay far beyond the test: the host never closes its end, so only
+    // the anchor's own bound (what the host has not taken 2 s after the tree's
+    // end is dropped) lets the tree end.
+    const proc = spawn('sh', ['-c', 'echo "PID root $$"; seq 1 1000000; exec sleep 300'], { pty: true, env: t.env, waitDelay: '10m' });
     proc.stdout.pause(); // (never read: the terminal, the relay and the pipe fill up)
     await waitFor(() => t.procs().some((p) => p.command === 'sleep 300' || p.command.startsWith('seq')), { timeout: watchdog(10_000), what: 'the tree to run', watch: t.tag });
     await within(proc.terminate({ grace: 500 }), watchdog(20_000), 'terminate() to resolve with the output unread', t.tag);
