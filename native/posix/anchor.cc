@@ -427,11 +427,15 @@ class Anchor : public anchor::TierHost {
   // to be force-killed after it that the list lacked (forked since) or that
   // runs another program now (it exec'd since), named as it is when killed.
   // A member whose command line cannot be read (gone, a zombie) is not.
+  // A member already named keeps its name when its command line reads as
+  // the bracketed short name ("[sleep]"): that is a process on its way out
+  // (its memory gone, another signal ending it), not one that exec'd.
   void report_killed(const Member& m, const std::string& command) {
     if (!left_listed_ || command.empty()) return;
     auto key = std::make_pair(m.pid, m.start_time);
     auto it = left_reported_.find(key);
-    if (it != left_reported_.end() && it->second == command) return;
+    bool exiting = command.front() == '[' && command.back() == ']';
+    if (it != left_reported_.end() && (it->second == command || exiting)) return;
     left_reported_[key] = command;
     send(protocol::left(m.pid, m.holds_output, command));
   }
