@@ -8,11 +8,11 @@
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"],
       "conditions": [
         ["OS=='linux'", {"sources": [
-          "native/posix/control.cc", "native/posix/spawn.cc", "native/posix/procargs.cc",
+          "native/posix/control.cc", "native/posix/spawn.cc", "native/posix/warm.cc", "native/posix/procargs.cc",
           "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/kernel.cc"
         ]}],
         ["OS=='mac'", {
-          "sources": ["native/posix/control.cc", "native/posix/spawn.cc", "native/posix/procargs.cc", "native/darwin/tree.cc"],
+          "sources": ["native/posix/control.cc", "native/posix/spawn.cc", "native/posix/warm.cc", "native/posix/procargs.cc", "native/darwin/tree.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {
@@ -31,7 +31,7 @@
       "conditions": [
         ["OS=='linux' or OS=='mac'", {
           "sources": [
-            "native/posix/anchor.cc", "native/posix/command_child.cc", "native/posix/pty_relay.cc", "native/posix/lease.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
+            "native/posix/anchor.cc", "native/posix/anchor_args.cc", "native/posix/warm.cc", "native/posix/command_child.cc", "native/posix/pty_relay.cc", "native/posix/lease.cc", "native/posix/tier.cc", "native/posix/tier_subreaper.cc",
             "native/posix/tier_cgroup.cc", "native/posix/cgroup_limits.cc", "native/posix/tier_process_group.cc",
             "native/posix/tree_marker.cc", "native/posix/known_members.cc", "native/posix/procargs.cc"
           ]

@@ -18,6 +18,7 @@ import { spawn, type ContainedProcess, type SpawnOptions } from './process.js';
 import type { ContainedResult } from './result.js';
 import { signalNumber } from './signals.js';
 import { Registry } from './registry.js';
+import { disableWarm } from './anchor.js';
 import { attachTerminal, terminalLikeUsers } from './cli-terminal.js';
 import { parseAdoptArgs, parsePsArgs, parseRunArgs, UsageError } from './cli-args.js';
 import { leftGroupLines, partialView, printReport, unseen, writeJsonReport } from './cli-report.js';
@@ -317,6 +318,8 @@ async function adoptCommand(argv: string[]): Promise<number> {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // One tree per process: an anchor started ahead of need would go unused.
+  disableWarm();
   const [sub, ...rest] = argv;
   switch (sub) {
     case 'run':

@@ -98,6 +98,12 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
   const watch: string[] = [];
   if (stdio[1] === 'pipe' && !opts.pty) watch.push('--watch-fd', '1');
   if (stdio[2] === 'pipe' && !opts.pty) watch.push('--watch-fd', '2');
+  // The default tier (not one the caller or CORDON_TIER asked for) that
+  // cannot be set up now although the host's probe found it (a cgroup no
+  // longer writable, cgroup.max.descendants) falls back to the next tier,
+  // reported in proc.tier and result.tier. A tier asked for stays strict,
+  // and so does a spawn with limits (the fallback has none).
+  const fallback = opts.tier === undefined && tierSpec(tier)?.fallsBackTo !== undefined && !hasLimits(input.limits);
   const args = [
     // The anchor enters the command's working directory itself.
     '--cwd', opts.cwd,
@@ -113,12 +119,7 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     ...watch,
     ...anchorLimitArgs(input.limits),
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),
-    // The default tier (not one the caller or CORDON_TIER asked for) that
-    // cannot be set up now although the host's probe found it (a cgroup no
-    // longer writable, cgroup.max.descendants) falls back to the next tier,
-    // reported in proc.tier and result.tier. A tier asked for stays strict,
-    // and so does a spawn with limits (the fallback has none).
-    ...(opts.tier === undefined && tierSpec(tier)?.fallsBackTo !== undefined && !hasLimits(input.limits) ? ['--fallback'] : []),
+    ...(fallback ? ['--fallback'] : []),
     // A leased tree: the lease and the host's part of its id (the token goes on the control channel).
     ...(lease ? ['--lease', String(lease.ms), '--lease-id', lease.id] : []),
     // A terminal: the anchor opens it, the command's stdio is its slave.
@@ -129,6 +130,12 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     opts.argv0 ?? input.command,
     ...input.args,
   ];
+  // What a warm anchor started ahead of need is told (anchor/warm.ts): the
+  // tiers whose containment is the anchor's own, without limits or a lease.
+  const warmable = !lease && !hasLimits(input.limits) && (tier === 'cgroup' || tier === 'subreaper');
+  const warm = warmable
+    ? ['--tier', tier, ...(fallback ? ['--fallback'] : []), ...(opts.containment === 'best-effort' ? ['--best-effort'] : []), ...(input.trace ? ['--trace', input.trace] : [])]
+    : undefined;
   return {
     anchor: {
       path: input.anchor,
@@ -137,6 +144,7 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
       env: opts.env,
       stdio,
       exitGrace: opts.grace,
+      ...(warm ? { warm } : {}),
       ...(lease ? { lease: { ms: lease.ms, token: lease.token, dir: lease.dir, logPath: lease.logPath } } : {}),
     },
     tier,

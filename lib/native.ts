@@ -53,6 +53,15 @@ export interface PosixBinding extends CommonBinding {
    * -1. Creates every descriptor it returns (none to close on throw).
    */
   spawnAnchor(path: string, argv: string[], env: string[], stdio: number[], leaseLogFd?: number): { pid: number; control: number; fds: number[] };
+  /** spawnAnchor on a thread of libuv's pool (a warm anchor: the JS thread does not wait for its exec). */
+  spawnWarmAnchor(path: string, argv: string[], env: string[], stdio: number[], done: (err: (Error & { code?: string }) | null, started?: { pid: number; control: number; fds: number[] }) => void): void;
+  /**
+   * Hands a warm anchor (native/posix/warm.h; `control`: the host's end of its
+   * channel) its command: `args` as a cold anchor's, the command's
+   * environment, its stdio as spawnAnchor's. Returns the host's end of each
+   * new pipe, else -1; throws with the errno when nothing usable was sent.
+   */
+  launchWarm(control: number, args: string[], env: string[], stdio: number[]): number[];
   /**
    * A leased anchor's endpoint (lib/lease.ts): connects, writes `line`, reads
    * the answer's first line with the descriptors it carries. `fd`: the

@@ -89,9 +89,9 @@ bool StringArray(const Napi::Value& v, std::vector<std::string>& out) {
 //   pipe, -2 /dev/null, else a host descriptor; control: the host's end of the
 //   control channel; fds: the host's pipe ends, -1 if none. Every descriptor
 //   is made here, so none needs closing by the caller when it throws.
-Napi::Value SpawnAnchor(const Napi::CallbackInfo& info) {
+// The arguments of spawnAnchor (and spawnWarmAnchor): false after throwing a TypeError.
+bool SpawnArgs(const Napi::CallbackInfo& info, cordon::AnchorSpawn& spec, const char* usage) {
   Napi::Env env = info.Env();
-  cordon::AnchorSpawn spec;
   bool ok = info.Length() >= 4 && info[0].IsString() && StringArray(info[1], spec.argv) &&
             StringArray(info[2], spec.env) && info[3].IsArray() &&
             info[3].As<Napi::Array>().Length() == 3;
@@ -104,11 +104,27 @@ Napi::Value SpawnAnchor(const Napi::CallbackInfo& info) {
     }
   }
   if (!ok) {
-    Napi::TypeError::New(env, "spawnAnchor(path, argv[], env[], stdio[3])")
-        .ThrowAsJavaScriptException();
-    return env.Undefined();
+    Napi::TypeError::New(env, usage).ThrowAsJavaScriptException();
+    return false;
   }
   spec.path = info[0].As<Napi::String>().Utf8Value();
+  return true;
+}
+
+Napi::Object Spawned(Napi::Env env, const cordon::AnchorProcess& proc) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("pid", Napi::Number::New(env, static_cast<double>(proc.pid)));
+  out.Set("control", Napi::Number::New(env, proc.control_fd));
+  Napi::Array fds = Napi::Array::New(env, 3);
+  for (uint32_t i = 0; i < 3; i++) fds.Set(i, Napi::Number::New(env, proc.host_fds[i]));
+  out.Set("fds", fds);
+  return out;
+}
+
+Napi::Value SpawnAnchor(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cordon::AnchorSpawn spec;
+  if (!SpawnArgs(info, spec, "spawnAnchor(path, argv[], env[], stdio[3])")) return env.Undefined();
   // A fifth argument, a number: the tree is leased; its log's descriptor (-1: none).
   if (info.Length() >= 5 && info[4].IsNumber()) {
     spec.lease = true;
@@ -117,12 +133,69 @@ Napi::Value SpawnAnchor(const Napi::CallbackInfo& info) {
   cordon::AnchorProcess proc;
   int rc = cordon::spawn_anchor(spec, proc);
   if (rc < 0) return Fail(env, rc, "posix_spawn");
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("pid", Napi::Number::New(env, static_cast<double>(proc.pid)));
-  out.Set("control", Napi::Number::New(env, proc.control_fd));
-  Napi::Array fds = Napi::Array::New(env, 3);
-  for (uint32_t i = 0; i < 3; i++) fds.Set(i, Napi::Number::New(env, proc.host_fds[i]));
-  out.Set("fds", fds);
+  return Spawned(env, proc);
+}
+
+// spawnWarmAnchor(path, argv, env, stdio, callback(err, spawned)): as
+// spawnAnchor, on a thread of libuv's pool: the host's JS thread does not
+// wait for the anchor's exec (a warm anchor is started while a command runs).
+class WarmSpawn : public Napi::AsyncWorker {
+ public:
+  WarmSpawn(Napi::Function callback, cordon::AnchorSpawn spec) : Napi::AsyncWorker(callback), spec_(std::move(spec)) {}
+  void Execute() override { rc_ = cordon::spawn_anchor(spec_, proc_); }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (rc_ < 0) {
+      Napi::Error e = Napi::Error::New(env, std::string("posix_spawn: ") + strerror(-rc_));
+      e.Set("code", Napi::String::New(env, errno_name(-rc_)));
+      Callback().Call({e.Value(), env.Undefined()});
+      return;
+    }
+    Callback().Call({env.Null(), Spawned(env, proc_)});
+  }
+
+ private:
+  cordon::AnchorSpawn spec_;
+  cordon::AnchorProcess proc_;
+  int rc_ = 0;
+};
+
+Napi::Value SpawnWarmAnchor(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cordon::AnchorSpawn spec;
+  if (!SpawnArgs(info, spec, "spawnWarmAnchor(path, argv[], env[], stdio[3], callback)")) return env.Undefined();
+  if (info.Length() < 5 || !info[4].IsFunction()) {
+    Napi::TypeError::New(env, "spawnWarmAnchor(path, argv[], env[], stdio[3], callback)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  (new WarmSpawn(info[4].As<Napi::Function>(), std::move(spec)))->Queue();
+  return env.Undefined();
+}
+
+// launchWarm(control, args, env, [stdin, stdout, stderr]) -> [stdin, stdout,
+//   stderr]: hands a warm anchor (control: the host's end of its channel)
+//   its command; stdio entries as spawnAnchor's; returns the host's pipe
+//   ends (-1 if none). Throws with the errno when nothing usable was sent.
+Napi::Value LaunchWarm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<std::string> args, vars;
+  int stdio[3] = {0, 0, 0};
+  bool ok = info.Length() >= 4 && info[0].IsNumber() && StringArray(info[1], args) && StringArray(info[2], vars) &&
+            info[3].IsArray() && info[3].As<Napi::Array>().Length() == 3;
+  for (uint32_t i = 0; ok && i < 3; i++) {
+    Napi::Value e = info[3].As<Napi::Array>().Get(i);
+    if (!e.IsNumber()) ok = false;
+    else stdio[i] = e.As<Napi::Number>().Int32Value();
+  }
+  if (!ok) {
+    Napi::TypeError::New(env, "launchWarm(control, args[], env[], stdio[3])").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int fds[3];
+  int rc = cordon::launch_warm(info[0].As<Napi::Number>().Int32Value(), args, vars, stdio, fds);
+  if (rc < 0) return Fail(env, rc, "sendmsg");
+  Napi::Array out = Napi::Array::New(env, 3);
+  for (uint32_t i = 0; i < 3; i++) out.Set(i, Napi::Number::New(env, fds[i]));
   return out;
 }
 
@@ -371,6 +444,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("countOpenFds", Napi::Function::New(env, CountOpenFds, "countOpenFds"));
 #ifndef _WIN32
   exports.Set("spawnAnchor", Napi::Function::New(env, SpawnAnchor, "spawnAnchor"));
+  exports.Set("spawnWarmAnchor", Napi::Function::New(env, SpawnWarmAnchor, "spawnWarmAnchor"));
+  exports.Set("launchWarm", Napi::Function::New(env, LaunchWarm, "launchWarm"));
   exports.Set("reapAnchor", Napi::Function::New(env, ReapAnchor, "reapAnchor"));
   exports.Set("signalAnchor", Napi::Function::New(env, SignalAnchor, "signalAnchor"));
   exports.Set("leaseRequest", Napi::Function::New(env, LeaseRequest, "leaseRequest"));

@@ -284,6 +284,12 @@ struct AnchorProcess {
 // and default dispositions, and the host's working directory (the command's
 // is an argument of the anchor). Exec failures are reported here (a negative errno).
 int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out);
+// Hands a warm anchor (native/posix/warm.h) its command: `args` as a cold
+// anchor's, the command's environment and stdio (as AnchorSpawn's). 0 with
+// the host's pipe ends in `host_fds`, or a negative errno (nothing made is
+// left open; the caller closes `control_fd` and starts a cold anchor).
+int launch_warm(int control_fd, const std::vector<std::string>& args, const std::vector<std::string>& env,
+                const int stdio[3], int host_fds[3]);
 // Reap the anchor if it has exited: 1 (code, or -1 and the signal), 0 while
 // it runs, a negative errno (-ECHILD: reaped by someone else).
 int reap_anchor(int64_t pid, int& code, int& signal);

@@ -197,8 +197,15 @@ describe('C7/C9: many owners', () => {
     expect(new Set(roots).size).toBe(TREES);
     expect(roots.filter(alive).length).toBe(TREES);
     for (const o of owners) expect(o.list().length).toBe(TREES / 20);
-    // Every root and every anchor carries the tag.
-    expect(t.procs().length).toBe(2 * TREES);
+    // Every root carries the tag, and has an anchor of its own: a child of
+    // this host. (A cold anchor carries the tag in its environment too; a
+    // warm one, started ahead of need, got the command's environment with
+    // its LAUNCH, which /proc/<pid>/environ does not show: lib/anchor/warm.ts.)
+    const tagged = new Set(t.procs().map((p) => p.pid));
+    expect(roots.filter((pid) => tagged.has(pid)).length).toBe(TREES);
+    const anchors = roots.map((pid) => readStat(pid)?.ppid);
+    expect(new Set(anchors).size, 'one anchor per tree').toBe(TREES);
+    for (const a of anchors) expect(readStat(a!)?.ppid, `anchor ${a} is this host's child`).toBe(process.pid);
 
     const released: string[] = [];
     registry.on('release', (id: string) => released.push(id));
@@ -207,6 +214,7 @@ describe('C7/C9: many owners', () => {
 
     expect(findTagged(t.tag)).toEqual([]);
     expect(roots.filter(alive)).toEqual([]);
+    expect(anchors.filter((a) => alive(a!)), 'the anchors are gone').toEqual([]);
     expect(zombieChildren()).toEqual([]);
     expect(registry.ownerIds()).toEqual([]);
     expect(registry.snapshot()).toEqual({ owners: [] });

@@ -61,6 +61,12 @@ export interface AnchorSpawn {
   /** Teardown grace the host asks for if it exits while the tree lives. */
   exitGrace: number;
   /**
+   * A launch a warm anchor may take (Linux; ./warm.ts): that anchor's own
+   * arguments (its tier and trace; native/posix/warm.h). Absent where the
+   * anchor must be started for this launch (a lease, limits, another tier).
+   */
+  warm?: string[];
+  /**
    * A leased tree: the anchor outlives the host for `ms`, adoptable with
    * `token` (sent on the control channel as LEASE <ms> <token>, never in
    * argv). POSIX: its endpoint goes in `dir` (--lease-dir), and it gets an

@@ -16,7 +16,8 @@ import { execSizeError } from './exec-size.js';
 import { endCgroup, killCgroup, removeLimitDirs } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
 import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
-import { signalName, signalNumber } from '../signals.js';
+import { reap, signalAnchor, watchExit } from './posix-reap.js';
+import { takeWarm } from './warm.js';
 
 /**
  * How long the host waits on an anchor beyond the grace it asked for before it
@@ -43,47 +44,6 @@ function stdioFd(entry: IOType | number | Stream, index: number): number {
   const fd = streamFd(entry as Stream);
   if (fd === undefined) throw invalidArg(`stdio[${index}]`, entry, 'a stream with an open file descriptor');
   return fd;
-}
-
-// The anchors are reaped here, by pid: when an anchor's end of the channel
-// closes (it exits), and on every SIGCHLD (in case a stray copy of that end
-// delays the EOF).
-type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
-const unreaped = new Map<number, ExitListener>();
-
-function reap(pid: number): boolean {
-  const listener = unreaped.get(pid);
-  if (!listener) return true;
-  const r = posixBinding().reapAnchor(pid);
-  if (r === null) return false;
-  unreaped.delete(pid);
-  if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
-  listener(r.code >= 0 ? r.code : null, r.signal > 0 ? signalName(r.signal) : null);
-  return true;
-}
-
-function reapAll(): void {
-  for (const pid of [...unreaped.keys()]) reap(pid);
-}
-
-/**
- * A signal to one of our anchors, only while it is in the unreaped set (its
- * pid pinned: the addon checks again that it is an unreaped child).
- */
-function signalAnchor(pid: number, signal: NodeJS.Signals): boolean {
-  if (!unreaped.has(pid)) return false;
-  try {
-    posixBinding().signalAnchor(pid, signalNumber(signal)!);
-    return true;
-  } catch (err) {
-    debug('%s to anchor %d failed: %s', signal, pid, (err as Error).message);
-    return false;
-  }
-}
-
-function watchExit(pid: number, listener: ExitListener): void {
-  if (unreaped.size === 0) process.on('SIGCHLD', reapAll);
-  unreaped.set(pid, listener);
 }
 
 // The anchors the host is waiting on (for READY, or to act on TERM or KILL)
@@ -124,6 +84,8 @@ export class PosixAnchorChannel extends AnchorChannel {
   /** The v1 cgroups the anchor made for the tree's limits (LIMITDIR). */
   private readonly limitDirs: string[] = [];
   private quiescentSeen = false;
+  /** Starts the next warm anchor (./warm.ts), once this one has launched the command. */
+  private warmNext: (() => void) | undefined;
   /** When the host stops waiting on the anchor (grace + ANCHOR_WAIT_SLACK_MS), and its timer. */
   private waitDeadline = Infinity;
   private waitTimer: NodeJS.Timeout | undefined;
@@ -144,17 +106,23 @@ export class PosixAnchorChannel extends AnchorChannel {
     // posix_spawn's child synchronously).
     const tooLarge = execSizeError(spec.path, argv, env, probe());
     if (tooLarge) throw tooLarge;
-    let started: { pid: number; control: number; fds: number[] };
-    // A leased anchor's own descriptor of the log: it appends the output there while no host is attached.
-    const logFd = lease ? openSync(lease.logPath, 'a') : -1;
-    try {
-      // The anchor enters the command's working directory itself (glibc's
-      // posix_spawn can do it only from 2.29 on).
-      started = lease ? b.spawnAnchor(spec.path, argv, env, stdio, logFd) : b.spawnAnchor(spec.path, argv, env, stdio);
-    } catch (cause) {
-      throw spawnFailure(cause, spec.path);
-    } finally {
-      if (logFd >= 0) closeSync(logFd);
+    // A warm anchor, started ahead of need, takes the command if one is
+    // ready (./warm.ts); else one is started now.
+    const warm = lease ? undefined : takeWarm(spec.path, spec.warm, spec.args, env, stdio);
+    this.warmNext = warm?.next;
+    let started = warm?.started;
+    if (!started) {
+      // A leased anchor's own descriptor of the log: it appends the output there while no host is attached.
+      const logFd = lease ? openSync(lease.logPath, 'a') : -1;
+      try {
+        // The anchor enters the command's working directory itself (glibc's
+        // posix_spawn can do it only from 2.29 on).
+        started = lease ? b.spawnAnchor(spec.path, argv, env, stdio, logFd) : b.spawnAnchor(spec.path, argv, env, stdio);
+      } catch (cause) {
+        throw spawnFailure(cause, spec.path);
+      } finally {
+        if (logFd >= 0) closeSync(logFd);
+      }
     }
     this.hostFd = started.control;
     const [inFd, outFd, errFd] = started.fds as [number, number, number];
@@ -329,6 +297,8 @@ export class PosixAnchorChannel extends AnchorChannel {
 
   /** The anchor reported how the launch went: the host waits on it no more, unless it asked it to act. */
   private launchSettled(): void {
+    this.warmNext?.();
+    this.warmNext = undefined;
     if (this.waitDeadline !== Infinity) return;
     stopContinuing(this);
   }

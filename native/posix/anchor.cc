@@ -27,10 +27,12 @@
 // signal to the host's group cannot end it with the host.
 #include "../cordon.h"
 #include "../protocol.h"
+#include "anchor_args.h"
 #include "command_child.h"
 #include "lease.h"
 #include "pty_relay.h"
 #include "tier.h"
+#include "warm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +59,7 @@ using cordon::Member;
 using cordon::anchor::now_ms;
 namespace anchor = cordon::anchor;
 namespace protocol = cordon::protocol;
+namespace warm = cordon::warm;
 using protocol::trace;
 using cordon::anchor::send_line;
 
@@ -76,45 +79,8 @@ void on_signal(int sig) {
 // the host to decide on, never a reason to lose the tree's identity.
 const int kIgnored[] = {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
 
-using Options = protocol::Options<char>;
-
-[[noreturn]] void usage(const char* why) {
-  protocol::print_usage(why,
-                        "cordon-anchor [--tier " + anchor::tier_names() +
-                            "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
-                            "[--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
-                            "[--lease MS --lease-id ID --lease-dir DIR] [--pty COLS ROWS] "
-                            "-- PATH ARGV0 [ARGS...]",
-                        "on fd 3");
-  _exit(protocol::kUsageExit);
-}
-
-void open_trace(const char* file) {
-  FILE* f = fopen(file, "a");
-  if (f) fcntl(fileno(f), F_SETFD, FD_CLOEXEC);
-  protocol::set_trace(f, static_cast<unsigned long>(getpid()));
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  o.tier = "subreaper";
-  protocol::parse_options(argc, argv,
-                          protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions |
-                              protocol::kPoliteSignalOption | protocol::kCredentialsOption | protocol::kLeaseOptions |
-                              protocol::kLeaseDirOption | protocol::kPtyOption,
-                          o, usage, open_trace);
-  if (!anchor::is_tier(o.tier)) usage("unknown tier");
-  if ((o.lease_ms > 0) != !o.lease_dir.empty() || (o.lease_ms > 0) != !o.lease_id.empty()) {
-    usage("--lease, --lease-id and --lease-dir go together");
-  }
-  // A polite signal must be one that asks: never one that cannot be caught
-  // (SIGKILL is the forced kill's, SIGSTOP would freeze the tree) or SIGCONT.
-  if (o.polite_signal == 0) o.polite_signal = SIGTERM;
-  if (o.polite_signal >= NSIG || o.polite_signal == SIGKILL || o.polite_signal == SIGSTOP || o.polite_signal == SIGCONT) {
-    usage("--polite-signal takes a catchable signal number other than SIGCONT");
-  }
-  return o;
-}
+using anchor::Options;
+using anchor::usage;
 
 class Anchor : public anchor::TierHost {
  public:
@@ -124,52 +90,38 @@ class Anchor : public anchor::TierHost {
         tiers_(anchor::make_tiers(opts_.tier, opts_.best_effort, opts_.fallback, *this)) {}
 
   int run() {
-    if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
-    fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
-    watch_host();
-    install_signals();
-    if (leased()) {
-      drain_.adopt_startup_fds();
-      int rc = endpoint_.open(opts_.lease_dir, opts_.lease_id);
-      if (rc != 0) {
-        send(protocol::no_contain(-rc, "lease-endpoint"));
-        return 0;
-      }
-    }
-    // Probe first, while fds 1 and 2 are still the host's output pipes: on
-    // macOS probe() records the identity of our own sockets for list_tree().
-    cordon::Probe probe;
-    cordon::probe(probe);
-    pidfd_ = probe.pidfd;
-
-    if (!opts_.cwd.empty() && chdir(opts_.cwd.c_str()) != 0) {
-      send(protocol::no_cwd(errno));
-      return 0;
-    }
+    if (!begin()) return 0;
+    if (!enter_cwd()) return 0;
     if (!contain()) return 0;
-    if (opts_.pty_cols > 0 && !open_terminal()) {
-      tier_->release();
+    return start();
+  }
+
+  // A warm anchor (warm.h): contained first, then the one LAUNCH; what the
+  // containment reported (NOCONTAIN) is held until then, after NOCWD.
+  int run_warm() {
+    if (!begin()) return 0;
+    holding_ = true;
+    bool contained = contain();
+    warm::Launch request;
+    bool launched = wait_for_launch(request);
+    holding_ = false;
+    if (launched) launched = take(request);
+    if (launched) launched = enter_cwd();
+    if (!launched) {
+      if (contained) tier_->release();
       return 0;
     }
-    watch_output();
-    if (!launch()) {
-      tier_->release();
-      return 0;
-    }
-    if (relay_.active()) relay_.start();  // (takes fds 0 and 1 first)
-    release_stdio();
-    if (tier_->group() > 0) send(protocol::group(tier_->group()));
-    std::string limits = tier_->limits_report();
-    if (limits.empty() && limits_.any()) limits = protocol::limits(0, 0, 0, "none");
-    send(limits);
-    send(protocol::ready(root_, tier_->name(), pidfd_, tier_->cgroup_dir()));
-    loop();
-    return 0;
+    for (auto& line : held_) send(line);
+    if (!contained) return 0;
+    first_lines_ = std::move(request.rest);
+    return start();
   }
 
   // ---- TierHost: what the tiers use
+  // ---- TierHost: what the tiers use
 
   void send(const std::string& line) override {
+    if (holding_) return held_.push_back(line);
     if (leased()) sent_.push_back(line);  // the replay for an adopter
     if (host_gone_) return;
     write_all(line.data(), line.size());
@@ -213,6 +165,91 @@ class Anchor : public anchor::TierHost {
   const anchor::LimitSpec& limits() const override { return limits_; }
 
  private:
+  bool begin() {
+    if (fcntl(kControlFd, F_GETFD) < 0) usage("no control channel on fd 3");
+    fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
+    watch_host();
+    install_signals();
+    if (leased()) {
+      drain_.adopt_startup_fds();
+      int rc = endpoint_.open(opts_.lease_dir, opts_.lease_id);
+      if (rc != 0) {
+        send(protocol::no_contain(-rc, "lease-endpoint"));
+        return false;
+      }
+    }
+    // Probe first, while fds 1 and 2 are still the host's output pipes: on
+    // macOS probe() records the identity of our own sockets for list_tree().
+    cordon::Probe probe;
+    cordon::probe(probe);
+    pidfd_ = probe.pidfd;
+    return true;
+  }
+
+  bool enter_cwd() {
+    if (opts_.cwd.empty() || chdir(opts_.cwd.c_str()) == 0) return true;
+    send(protocol::no_cwd(errno));
+    return false;
+  }
+
+  // Contained: the command starts, READY, then the tree is looked after.
+  int start() {
+    if (opts_.pty_cols > 0 && !open_terminal()) {
+      tier_->release();
+      return 0;
+    }
+    watch_output();
+    if (!launch()) {
+      tier_->release();
+      return 0;
+    }
+    if (relay_.active()) relay_.start();  // (takes fds 0 and 1 first)
+    release_stdio();
+    if (tier_->group() > 0) send(protocol::group(tier_->group()));
+    std::string limits = tier_->limits_report();
+    if (limits.empty() && limits_.any()) limits = protocol::limits(0, 0, 0, "none");
+    send(limits);
+    send(protocol::ready(root_, tier_->name(), pidfd_, tier_->cgroup_dir()));
+    if (!first_lines_.empty()) handle_lines(first_lines_.data(), first_lines_.size());
+    loop();
+    return 0;
+  }
+
+  // A warm anchor waits for its LAUNCH; false if the host went first (its
+  // EOF or exit) or SIGTERM came: nothing runs.
+  bool wait_for_launch(warm::Launch& request) {
+    warm::Receiver receiver;
+    for (;;) {
+      std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}, {kControlFd, POLLIN, 0}};
+      int watch = add_host_watch(fds);
+      int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), -1);
+      if (rc < 0 && errno != EINTR) return false;
+      if (rc <= 0) continue;
+      if (fds[0].revents & POLLIN) read_signals();
+      if (sigterm_ || (watch >= 0 && fds[watch].revents)) return false;
+      if (fds[1].revents) {
+        int got = receiver.feed(kControlFd, request);
+        if (got != 0) return got > 0;
+      }
+    }
+  }
+
+  // The LAUNCH's arguments, as a cold anchor's: the same tier, no limits
+  // and no lease (the host starts those cold).
+  bool take(warm::Launch& request) {
+    std::vector<char*> argv{const_cast<char*>("cordon-anchor")};
+    for (auto& a : request.args) argv.push_back(&a[0]);
+    Options o = anchor::parse_args(static_cast<int>(argv.size()), argv.data());
+    if (o.tier != opts_.tier || o.best_effort != opts_.best_effort || o.fallback != opts_.fallback || limits_.any() ||
+        o.memory || o.processes || o.cpu_quota_us || o.lease_ms > 0) {
+      trace("LAUNCH refused: not this warm anchor's tier, or limits or a lease");
+      return false;
+    }
+    opts_ = std::move(o);
+    warm::become(request);
+    return true;
+  }
+
   // C1: containment exists before the command's first instruction. The tiers
   // --tier names (with --best-effort or --fallback, more than one) are tried
   // in order; one whose means already failed here is not tried again (the
@@ -256,69 +293,21 @@ class Anchor : public anchor::TierHost {
   }
 
   bool launch() {
-    int status_pipe[2];
-    if (pipe(status_pipe) != 0) {
-      send(protocol::exec_fail(errno));
-      return false;
-    }
-    fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
-    fcntl(status_pipe[1], F_SETFD, FD_CLOEXEC);
-    int rc = tier_->before_fork();
-    if (rc != 0) {
-      close(status_pipe[0]);
-      close(status_pipe[1]);
-      send(protocol::exec_fail(-rc));
-      return false;
-    }
     std::vector<char*> argv;
     for (auto& a : opts_.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    const char* what = nullptr;
-    int64_t forked = tier_->fork(what);
-    if (forked < 0 && what) {
-      send(protocol::no_contain(static_cast<int>(-forked), what));
-      return false;
-    }
-    if (forked < 0) {
-      int err = static_cast<int>(-forked);
-      tier_->abandon_launch();
-      send(protocol::exec_fail(err));
-      return false;
-    }
-    pid_t pid = static_cast<pid_t>(forked);
-    if (pid == 0) {
-      anchor::CommandChild child;
-      child.tier = tier_;
-      child.pty = relay_.active() ? &relay_ : nullptr;
-      child.status_fd = status_pipe[1];
-      child.close = {kControlFd, g_signal_pipe[0], g_signal_pipe[1], status_pipe[0]};
-      child.uid = opts_.uid;
-      child.gid = opts_.gid;
-      child.path = opts_.path.c_str();
-      child.argv = argv.data();
-      anchor::exec_command(child);
-    }
-    close(status_pipe[1]);
-    rc = tier_->after_fork(pid, what);
-    if (rc != 0) {
-      close(status_pipe[0]);
-      send(protocol::no_contain(-rc, what));
-      return false;
-    }
-    int report[2] = {0, 0};
-    ssize_t n;
-    do {
-      n = read(status_pipe[0], report, sizeof report);
-    } while (n < 0 && errno == EINTR);
-    close(status_pipe[0]);
-    if (n == static_cast<ssize_t>(sizeof report)) {
-      int st;
-      waitpid(pid, &st, 0);
-      tier_->abandon_launch();
-      if (report[0] == anchor::kStageTier) send(protocol::no_contain(report[1], tier_->name()));
-      else if (report[0] == anchor::kStageSetuid) send(protocol::no_contain(report[1], "setuid"));
-      else if (report[0] == anchor::kStageTerminal) send(protocol::no_contain(report[1], "pty"));
-      else send(protocol::exec_fail(report[1]));
+    anchor::CommandChild child;
+    child.tier = tier_;
+    child.pty = relay_.active() ? &relay_ : nullptr;
+    child.close = {kControlFd, g_signal_pipe[0], g_signal_pipe[1]};
+    child.uid = opts_.uid;
+    child.gid = opts_.gid;
+    child.path = opts_.path.c_str();
+    child.argv = argv.data();
+    std::string failure;
+    pid_t pid = anchor::start_command(child, failure);
+    if (pid <= 0) {
+      send(failure);
       return false;
     }
     root_ = pid;
@@ -524,8 +513,12 @@ class Anchor : public anchor::TierHost {
       host_channel_closed();
       return;
     }
+    handle_lines(buf, static_cast<size_t>(n));
+  }
+
+  void handle_lines(const char* buf, size_t n) {
     std::vector<std::string> lines;
-    control_.feed(buf, static_cast<size_t>(n), lines);
+    control_.feed(buf, n, lines);
     for (auto& line : lines) {
       auto c = protocol::parse_command(line, opts_.grace_ms, false);
       if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) start_terminate(c.grace_ms);
@@ -774,6 +767,10 @@ class Anchor : public anchor::TierHost {
   std::map<std::pair<int64_t, uint64_t>, std::string> left_reported_;
   bool left_listed_ = false;
   protocol::LineReader control_{false};
+  // A warm anchor: lines sent before its LAUNCH (held), the control lines that came with it.
+  bool holding_ = false;
+  std::vector<std::string> held_;
+  std::string first_lines_;
 };
 
 }  // namespace
@@ -788,7 +785,11 @@ int main(int argc, char** argv) {
 #ifdef __linux__
   cordon::skip_older_processes();  // no member of the tree is older than the anchor
 #endif
-  Options opts = parse(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "--warm") == 0) {
+    Anchor anchor(anchor::parse_warm_args(argc, argv));
+    return anchor.run_warm();
+  }
+  Options opts = anchor::parse_args(argc, argv);
   Anchor anchor(std::move(opts));
   return anchor.run();
 }

@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/syscall.h>
@@ -86,6 +87,62 @@ void exec_command(const CommandChild& c) {
   }
   execve(c.path, c.argv, environ);
   fail(c.status_fd, kStageExec, errno);
+}
+
+// The parent's side: see command_child.h.
+pid_t start_command(CommandChild child, std::string& failure) {
+  int status_pipe[2];
+  if (pipe(status_pipe) != 0) {
+    failure = protocol::exec_fail(errno);
+    return 0;
+  }
+  fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
+  fcntl(status_pipe[1], F_SETFD, FD_CLOEXEC);
+  child.status_fd = status_pipe[1];
+  child.close.push_back(status_pipe[0]);
+  Tier& tier = *child.tier;
+  int rc = tier.before_fork();
+  if (rc != 0) {
+    close(status_pipe[0]);
+    close(status_pipe[1]);
+    failure = protocol::exec_fail(-rc);
+    return 0;
+  }
+  const char* what = nullptr;
+  int64_t forked = tier.fork(what);
+  if (forked < 0 && what) {
+    failure = protocol::no_contain(static_cast<int>(-forked), what);
+    return 0;
+  }
+  if (forked < 0) {
+    tier.abandon_launch();
+    failure = protocol::exec_fail(static_cast<int>(-forked));
+    return 0;
+  }
+  pid_t pid = static_cast<pid_t>(forked);
+  if (pid == 0) exec_command(child);
+  close(status_pipe[1]);
+  rc = tier.after_fork(pid, what);
+  if (rc != 0) {
+    close(status_pipe[0]);
+    failure = protocol::no_contain(-rc, what);
+    return 0;
+  }
+  int report[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = read(status_pipe[0], report, sizeof report);
+  } while (n < 0 && errno == EINTR);
+  close(status_pipe[0]);
+  if (n != static_cast<ssize_t>(sizeof report)) return pid;
+  int st;
+  waitpid(pid, &st, 0);
+  tier.abandon_launch();
+  if (report[0] == kStageTier) failure = protocol::no_contain(report[1], tier.name());
+  else if (report[0] == kStageSetuid) failure = protocol::no_contain(report[1], "setuid");
+  else if (report[0] == kStageTerminal) failure = protocol::no_contain(report[1], "pty");
+  else failure = protocol::exec_fail(report[1]);
+  return 0;
 }
 
 }  // namespace anchor

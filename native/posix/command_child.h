@@ -5,6 +5,9 @@
 // exits 127.
 #pragma once
 
+#include <sys/types.h>
+
+#include <string>
 #include <vector>
 
 #include "pty_relay.h"
@@ -34,6 +37,11 @@ struct CommandChild {
 
 // In the child: never returns.
 [[noreturn]] void exec_command(const CommandChild& c);
+
+// Forks the command (through the tier) and waits for its exec: its pid, or
+// 0 with `failure` the line to report (NOCONTAIN, EXECFAIL), nothing of it
+// left running. `child.status_fd` is made here.
+pid_t start_command(CommandChild child, std::string& failure);
 
 }  // namespace anchor
 }  // namespace cordon

@@ -7,6 +7,7 @@
 // no longer grows with the host. The anchor is an unreaped
 // child of the host, reaped here by pid (its identity is pinned until then).
 #include "../cordon.h"
+#include "warm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,10 @@
 namespace cordon {
 
 namespace {
+
+// How long the host may block handing a warm anchor its LAUNCH (it reads
+// at once; a stopped one cannot, and then a cold anchor is started).
+constexpr int kWarmSendMs = 200;
 
 // Descriptors to close once the spawn is over, whatever its outcome.
 struct Closer {
@@ -42,16 +47,12 @@ int copy_high(int fd, int above, Closer& closer) {
   return closer.keep(copy);
 }
 
-}  // namespace
-
-int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out) {
-  Closer child_side;  // the anchor's ends, closed in the host after the spawn
-  Closer host_side;   // the host's ends, closed on failure only
-  int sources[7];
-  const int targets = spec.lease ? 7 : 4;
+// The command's stdio as the anchor gets it (`sources`): a new pipe (the
+// host keeps the other end, in `host_fds`), /dev/null, or a host descriptor.
+int open_stdio(const int stdio[3], int sources[3], int host_fds[3], Closer& child_side, Closer& host_side) {
   for (int i = 0; i < 3; i++) {
-    out.host_fds[i] = -1;
-    int s = spec.stdio[i];
+    host_fds[i] = -1;
+    int s = stdio[i];
     if (s == kStdioPipe) {
       int p[2];
 #if defined(__linux__)
@@ -68,7 +69,7 @@ int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out) {
       int host_end = i == 0 ? p[1] : p[0];
       child_side.keep(anchor_end);
       host_side.keep(host_end);
-      out.host_fds[i] = host_end;
+      host_fds[i] = host_end;
       sources[i] = anchor_end;
     } else if (s == kStdioNull) {
       int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -81,6 +82,18 @@ int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out) {
       return -EINVAL;
     }
   }
+  return 0;
+}
+
+}  // namespace
+
+int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out) {
+  Closer child_side;  // the anchor's ends, closed in the host after the spawn
+  Closer host_side;   // the host's ends, closed on failure only
+  int sources[7];
+  const int targets = spec.lease ? 7 : 4;
+  int rc0 = open_stdio(spec.stdio, sources, out.host_fds, child_side, host_side);
+  if (rc0 < 0) return rc0;
   int control[2];
   int crc = control_pair(control);
   if (crc < 0) return crc;
@@ -154,6 +167,22 @@ int spawn_anchor(const AnchorSpawn& spec, AnchorProcess& out) {
   host_side.fds.clear();  // the host's ends now belong to the caller
   out.pid = pid;
   out.control_fd = control[0];
+  return 0;
+}
+
+int launch_warm(int control_fd, const std::vector<std::string>& args, const std::vector<std::string>& env,
+                const int stdio[3], int host_fds[3]) {
+  Closer child_side;  // the anchor's ends: passed, then closed here
+  Closer host_side;   // the host's ends, closed on failure only
+  int sources[3];
+  for (int i = 0; i < 3; i++) host_fds[i] = -1;
+  int rc = open_stdio(stdio, sources, host_fds, child_side, host_side);
+  if (rc == 0) rc = warm::send_launch(control_fd, args, env, sources, kWarmSendMs);
+  if (rc < 0) {
+    for (int i = 0; i < 3; i++) host_fds[i] = -1;
+    return rc;
+  }
+  host_side.fds.clear();  // the host's ends now belong to the caller
   return 0;
 }
 

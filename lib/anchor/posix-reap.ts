@@ -1,0 +1,52 @@
+// Reaping the host's anchors (Linux and macOS): each is the host's own child,
+// started with posix_spawn, which libuv does not know about. Reaped here by
+// pid: when an anchor's end of the channel closes (it exits), and on every
+// SIGCHLD (in case a stray copy of that end delays the EOF). Until then its
+// pid is pinned, so the host may signal it (signalAnchor).
+import { debug } from '../debug.js';
+import { posixBinding } from '../native.js';
+import { signalName, signalNumber } from '../signals.js';
+
+export type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
+const unreaped = new Map<number, ExitListener>();
+
+export function reap(pid: number): boolean {
+  const listener = unreaped.get(pid);
+  if (!listener) return true;
+  const r = posixBinding().reapAnchor(pid);
+  if (r === null) return false;
+  unreaped.delete(pid);
+  if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
+  listener(r.code >= 0 ? r.code : null, r.signal > 0 ? signalName(r.signal) : null);
+  return true;
+}
+
+function reapAll(): void {
+  for (const pid of [...unreaped.keys()]) reap(pid);
+}
+
+/**
+ * A signal to one of our anchors, only while it is in the unreaped set (its
+ * pid pinned: the addon checks again that it is an unreaped child).
+ */
+export function signalAnchor(pid: number, signal: NodeJS.Signals): boolean {
+  if (!unreaped.has(pid)) return false;
+  try {
+    posixBinding().signalAnchor(pid, signalNumber(signal)!);
+    return true;
+  } catch (err) {
+    debug('%s to anchor %d failed: %s', signal, pid, (err as Error).message);
+    return false;
+  }
+}
+
+export function watchExit(pid: number, listener: ExitListener): void {
+  if (unreaped.size === 0) process.on('SIGCHLD', reapAll);
+  unreaped.set(pid, listener);
+}
+
+/** Reaps `pid` once it exits, retrying for a while (a retired warm anchor, its exit not signalled to a worker thread). */
+export function reapLater(pid: number, attempt = 0): void {
+  if (reap(pid) || attempt >= 12) return;
+  setTimeout(() => reapLater(pid, attempt + 1), Math.min(2 ** attempt, 500)).unref();
+}

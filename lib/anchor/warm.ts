@@ -1,0 +1,209 @@
+// Warm anchors (Linux): an anchor started ahead of need, so that spawn()
+// does not wait for one to start. Its own arguments say only its tier
+// (native/posix/warm.h); it contains itself (its cgroup made, a subreaper)
+// and waits. spawn() hands it the command (LAUNCH: the arguments a cold
+// anchor gets, the environment, the stdio as descriptors); the next one is
+// started once that anchor has launched the command (READY), while it runs.
+//
+// What keeps every guarantee:
+// - one anchor per tree, used once: nothing of one tree reaches the next
+//   (its cwd, environment, umask and stdio come with the LAUNCH);
+// - only where launch-time containment is the anchor's alone: the cgroup
+//   and subreaper tiers, no limits, no lease (those are started cold);
+// - keyed by what the host gives an anchor it starts and could change since:
+//   the anchor executable, the host's user and groups, its priority;
+// - the host's death ends it (its exit watch, its channel's EOF); unused for
+//   `CORDON_WARM` ms (default WARM_IDLE_MS) it is retired; none is started
+//   from a worker thread (no SIGCHLD there, and its channel would outlive
+//   the worker) or with CORDON_WARM=0.
+import { closeSync, readdirSync } from 'node:fs';
+import { getPriority } from 'node:os';
+import { isMainThread } from 'node:worker_threads';
+import { debug } from '../debug.js';
+import { WARM_IDLE_MS } from '../defaults.js';
+import { posixBinding } from '../native.js';
+import { hostCgroupDir } from '../cgroup-leaf.js';
+import { endCgroup } from './cgroup.js';
+import { reapLater, signalAnchor, watchExit } from './posix-reap.js';
+
+/** An anchor the host started and has handed its command. */
+export interface StartedAnchor {
+  pid: number;
+  control: number;
+  fds: number[];
+}
+
+interface Warm {
+  key: string;
+  pid: number;
+  control: number;
+  idle: NodeJS.Timeout;
+  /** Taken, retired or gone: no longer in the pool. */
+  out: boolean;
+}
+
+/** Per shape: the ready ones (oldest first), how many are starting, how many are wanted. */
+interface Shape {
+  ready: Warm[];
+  starting: number;
+  /** 1, or 2 once a spawn found none ready while one was starting (spawns come faster than one is started). */
+  depth: number;
+}
+
+/** At most this many warm anchors in all (a new one retires the oldest of another shape). */
+const MAX_WARM = 4;
+const shapes = new Map<string, Shape>();
+let disabled = !isMainThread || process.platform !== 'linux';
+
+/** No warm anchors from here on (the CLI: one spawn per process). */
+export function disableWarm(): void {
+  disabled = true;
+  for (const shape of shapes.values()) for (const w of [...shape.ready]) retire(w);
+}
+
+function shapeOf(key: string): Shape {
+  let shape = shapes.get(key);
+  if (!shape) shapes.set(key, (shape = { ready: [], starting: 0, depth: 1 }));
+  return shape;
+}
+
+function readyCount(): number {
+  let n = 0;
+  for (const shape of shapes.values()) n += shape.ready.length + shape.starting;
+  return n;
+}
+
+/** How long a warm anchor waits for a spawn (ms); 0: none is started. */
+function idleMs(): number {
+  const v = process.env.CORDON_WARM;
+  if (v === undefined || v === '') return WARM_IDLE_MS;
+  if (/^\d{1,10}$/.test(v)) return Math.min(Number(v), 2 ** 31 - 1);
+  debug('CORDON_WARM=%s is not a number of milliseconds: %d', v, WARM_IDLE_MS);
+  return WARM_IDLE_MS;
+}
+
+function keyOf(path: string, args: readonly string[]): string {
+  const ids = [process.getuid!(), process.geteuid!(), process.getgid!(), process.getegid!(), process.getgroups!().join(','), getPriority()];
+  return [path, ...args, ids.join(':')].join('\0');
+}
+
+/** What a launch that may use a warm anchor gets: the anchor, if one took the command; the next one's start. */
+export interface WarmTake {
+  started: StartedAnchor | undefined;
+  /** Starts the next warm anchor of this shape (the launch calls it once its own anchor has launched the command, so the two do not compete for the CPU). */
+  next(): void;
+}
+
+/**
+ * The warm anchor for this launch, handed its command (`started`), or none
+ * (none ready, or it could not take it: start one cold). Undefined where
+ * this launch cannot use one.
+ */
+export function takeWarm(path: string, warmArgs: readonly string[] | undefined, args: string[], env: string[], stdio: number[]): WarmTake | undefined {
+  if (disabled || warmArgs === undefined) return undefined;
+  const wait = idleMs();
+  if (wait === 0) return undefined;
+  const key = keyOf(path, warmArgs);
+  const next = (): void => schedule(key, path, warmArgs, wait);
+  const shape = shapeOf(key);
+  const w = shape.ready.shift();
+  if (!w) {
+    if (shape.starting > 0) shape.depth = 2;
+    return { started: undefined, next };
+  }
+  w.out = true;
+  clearTimeout(w.idle);
+  try {
+    const fds = posixBinding().launchWarm(w.control, args, env, stdio);
+    return { started: { pid: w.pid, control: w.control, fds }, next };
+  } catch (err) {
+    debug('warm anchor %d could not take its command (%s): a cold one is started', w.pid, (err as Error).message);
+    retire(w);
+    return { started: undefined, next };
+  }
+}
+
+/** Warm anchors of this shape up to its depth, started on libuv's pool (the JS thread does not wait for them). */
+function schedule(key: string, path: string, warmArgs: readonly string[], wait: number): void {
+  const shape = shapeOf(key);
+  while (!disabled && shape.ready.length + shape.starting < shape.depth) {
+    if (readyCount() >= MAX_WARM && !retireOldest(key)) return;
+    start(key, shape, path, warmArgs, wait);
+  }
+}
+
+/** Retires the oldest ready anchor of another shape; false if there is none. */
+function retireOldest(except: string): boolean {
+  for (const [key, shape] of shapes) {
+    if (key !== except && shape.ready.length > 0) {
+      retire(shape.ready[0]!);
+      return true;
+    }
+  }
+  return false;
+}
+
+let exitHook = false;
+
+/** At the host's exit, a warm anchor that was stopped (SIGSTOP) is resumed, so that it sees its host gone and exits. */
+function resumeAllAtExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => {
+    for (const shape of shapes.values()) for (const w of shape.ready) signalAnchor(w.pid, 'SIGCONT');
+  });
+}
+
+function start(key: string, shape: Shape, path: string, warmArgs: readonly string[], wait: number): void {
+  resumeAllAtExit();
+  shape.starting++;
+  posixBinding().spawnWarmAnchor(path, [path, '--warm', ...warmArgs], [], [-2, -2, -2], (err, started) => {
+    shape.starting--;
+    if (err || !started) {
+      debug('no warm anchor: %s', err?.message);
+      return;
+    }
+    const w: Warm = { key, pid: started.pid, control: started.control, idle: setTimeout(() => retire(w), wait).unref(), out: false };
+    // Until taken (the channel then watches it): an exit drops it; one that
+    // did not exit cleanly (killed) could not remove its cgroup.
+    watchExit(w.pid, (code) => {
+      retire(w, true);
+      if (code !== 0 && warmArgs.includes('cgroup')) removeCgroupOf(w.pid);
+    });
+    shape.ready.push(w);
+    if (disabled || shape.ready.length > shape.depth) retire(w);
+  });
+}
+
+/**
+ * A warm anchor of the cgroup tier that died (killed) could not remove the
+ * cgroup it made ahead of need, beside the host's own: empty, it goes here.
+ */
+function removeCgroupOf(pid: number): void {
+  const parent = hostCgroupDir();
+  if (parent === null) return;
+  let names: string[];
+  try {
+    names = readdirSync(parent).filter((n) => n.startsWith(`cordon-${pid}-`));
+  } catch {
+    return;
+  }
+  for (const n of names) void endCgroup(`${parent}/${n}`);
+}
+
+/**
+ * Out of the pool, its channel closed: it removes what it made (its cgroup)
+ * and exits, and is reaped here (`reaped`: it already was).
+ */
+function retire(w: Warm, reaped = false): void {
+  const shape = shapes.get(w.key);
+  if (shape) shape.ready = shape.ready.filter((x) => x !== w);
+  clearTimeout(w.idle);
+  w.out = true;
+  if (w.control < 0) return;
+  // (A stopped one could not see its channel close.)
+  if (!reaped) signalAnchor(w.pid, 'SIGCONT');
+  closeSync(w.control);
+  w.control = -1;
+  if (!reaped) reapLater(w.pid);
+}

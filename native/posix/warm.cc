@@ -1,0 +1,216 @@
+// A warm anchor's LAUNCH: the host's sender, the anchor's receiver (warm.h).
+#include "warm.h"
+
+#include "../protocol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <chrono>
+#include <cstring>
+
+extern char** environ;
+
+namespace cordon {
+namespace warm {
+
+namespace {
+
+#ifdef MSG_NOSIGNAL
+constexpr int kSendFlags = MSG_NOSIGNAL;
+#else
+constexpr int kSendFlags = 0;  // macOS: SO_NOSIGPIPE is not needed, the host ignores SIGPIPE
+#endif
+#ifdef MSG_CMSG_CLOEXEC
+constexpr int kRecvFlags = MSG_CMSG_CLOEXEC;
+#else
+constexpr int kRecvFlags = 0;
+#endif
+
+// The header's longest form: "LAUNCH " and three numbers of up to 10 digits.
+constexpr size_t kMaxHeader = 64;
+
+bool wait_writable(int fd, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLOUT, 0};
+    int rc = poll(&p, 1, static_cast<int>(left));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return false;
+    return (p.revents & POLLOUT) != 0;
+  }
+}
+
+}  // namespace
+
+int send_launch(int fd, const std::vector<std::string>& args, const std::vector<std::string>& env, const int fds[3],
+                int timeout_ms) {
+  std::string body;
+  for (const auto* list : {&args, &env}) {
+    for (const std::string& s : *list) {
+      if (s.find('\0') != std::string::npos) return -EINVAL;
+      body += s;
+      body.push_back('\0');
+    }
+  }
+  if (body.size() > kMaxLaunchBytes) return -E2BIG;
+  std::string message = "LAUNCH " + std::to_string(args.size()) + " " + std::to_string(env.size()) + " " +
+                        std::to_string(body.size()) + "\n" + body;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+
+  iovec iov{const_cast<char*>(message.data()), message.size()};
+  msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  char control[CMSG_SPACE(sizeof(int) * 3)];
+  memset(control, 0, sizeof control);
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int) * 3);
+  memcpy(CMSG_DATA(cm), fds, sizeof(int) * 3);
+  size_t done = 0;
+  for (;;) {
+    ssize_t w = sendmsg(fd, &msg, kSendFlags | MSG_DONTWAIT);
+    if (w > 0) {
+      done = static_cast<size_t>(w);
+      break;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN && wait_writable(fd, deadline)) continue;
+    return w < 0 && errno != EAGAIN ? -errno : -ETIMEDOUT;
+  }
+  while (done < message.size()) {
+    ssize_t w = send(fd, message.data() + done, message.size() - done, kSendFlags | MSG_DONTWAIT);
+    if (w > 0) {
+      done += static_cast<size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN && wait_writable(fd, deadline)) continue;
+    return w < 0 && errno != EAGAIN ? -errno : -ETIMEDOUT;
+  }
+  return 0;
+}
+
+Receiver::~Receiver() {
+  for (int fd : fds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+int Receiver::feed(int fd, Launch& out) {
+  char data[65536];
+  iovec iov{data, sizeof data};
+  msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  char control[CMSG_SPACE(sizeof(int) * 8)];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(fd, &msg, kRecvFlags);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+  if (n <= 0) return -1;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    std::vector<int> got(count);
+    memcpy(got.data(), CMSG_DATA(cm), sizeof(int) * count);
+    for (size_t i = 0; i < count; i++) {
+#ifndef MSG_CMSG_CLOEXEC
+      fcntl(got[i], F_SETFD, FD_CLOEXEC);
+#endif
+      // Exactly three, with the message's first byte: anything else is not a LAUNCH.
+      if (!have_fds_ && buf_.empty() && count == 3) fds_[i] = got[i];
+      else close(got[i]);
+    }
+    if (!have_fds_ && buf_.empty() && count == 3) have_fds_ = true;
+  }
+  if (msg.msg_flags & MSG_CTRUNC) return -1;
+  if (!have_fds_) return -1;
+  buf_.append(data, static_cast<size_t>(n));
+  return parse(out);
+}
+
+int Receiver::parse(Launch& out) {
+  size_t eol = buf_.find('\n');
+  if (eol == std::string::npos) return buf_.size() > kMaxHeader ? -1 : 0;
+  std::vector<std::string> words;
+  size_t at = 0;
+  while (at < eol) {
+    size_t sp = buf_.find(' ', at);
+    if (sp == std::string::npos || sp > eol) sp = eol;
+    words.push_back(buf_.substr(at, sp - at));
+    at = sp + 1;
+  }
+  long long argc = 0, envc = 0, bytes = 0;
+  if (words.size() != 4 || words[0] != "LAUNCH" || !protocol::parse_digits(words[1].c_str(), 1000000LL, argc) ||
+      !protocol::parse_digits(words[2].c_str(), 1000000LL, envc) ||
+      !protocol::parse_digits(words[3].c_str(), static_cast<long long>(kMaxLaunchBytes), bytes)) {
+    return -1;
+  }
+  size_t total = eol + 1 + static_cast<size_t>(bytes);
+  if (buf_.size() < total) return 0;
+  std::vector<std::string> strings;
+  size_t from = eol + 1;
+  while (from < total) {
+    size_t nul = buf_.find('\0', from);
+    if (nul == std::string::npos || nul >= total) return -1;
+    strings.push_back(buf_.substr(from, nul - from));
+    from = nul + 1;
+  }
+  if (strings.size() != static_cast<size_t>(argc + envc)) return -1;
+  out.args.assign(strings.begin(), strings.begin() + argc);
+  out.env.assign(strings.begin() + argc, strings.end());
+  out.rest = buf_.substr(total);  // control lines sent after it (a TERM before READY)
+  for (int i = 0; i < 3; i++) {
+    out.fds[i] = fds_[i];
+    fds_[i] = -1;
+  }
+  return 1;
+}
+
+void become(Launch& launch) {
+  for (int i = 0; i < 3; i++) {
+    if (launch.fds[i] < 0) continue;
+    dup2(launch.fds[i], i);
+    if (launch.fds[i] > 2) close(launch.fds[i]);
+    launch.fds[i] = -1;
+  }
+  static std::vector<std::string> strings;
+  static std::vector<char*> entries;
+  strings = std::move(launch.env);
+  entries.clear();
+  for (auto& e : strings) entries.push_back(&e[0]);
+  entries.push_back(nullptr);
+  environ = entries.data();
+#ifdef __linux__
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(getppid()));
+  FILE* f = fopen(path, "re");
+  if (!f) return;
+  char line[256];
+  unsigned mask = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "Umask: %o", &mask) == 1) {
+      umask(static_cast<mode_t>(mask & 0777));
+      break;
+    }
+  }
+  fclose(f);
+#endif
+}
+
+}  // namespace warm
+}  // namespace cordon

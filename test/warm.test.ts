@@ -1,0 +1,278 @@
+// CONTRACT C1, C9: warm anchors (Linux, cgroup and subreaper tiers; lib/anchor/warm.ts,
+// native/posix/warm.h): an anchor started ahead of need takes the next
+// spawn's command. What must hold, observed from outside:
+// - it was contained before the command existed (its cgroup made, orphans
+//   reparented to it), and the command is its child;
+// - nothing of one tree reaches the next: each anchor runs one command, with
+//   the environment, working directory, umask and stdio of that spawn;
+// - the host's death ends it (and removes its cgroup), and so does a spawn
+//   that does not come (CORDON_WARM ms); CORDON_WARM=0 starts none;
+// - one that was killed or stopped meanwhile costs nothing but speed; one
+//   started before the host changed its priority is not used.
+// Warm anchors are found as this host's children running `cordon-anchor
+// --warm` (their environment is not the command's: they are not tagged).
+import { spawn as spawnChild } from 'node:child_process';
+import { mkdtempSync, rmdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { beforeAll, describe, expect, onTestFinished } from 'vitest';
+import { spawn } from '../lib/index.js';
+import { cgroupDirOf, treeCgroupDirs } from './helpers/cgroup.js';
+import { repoRoot } from './helpers/fixtures.js';
+import { ensureDist, readReport } from './helpers/host.js';
+import { observer } from './helpers/observer.js';
+import { alive, readStat, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { caps, itWhere, tier } from './helpers/tier.js';
+import { collect } from './helpers/trees.js';
+
+const warmEnv = process.env.CORDON_WARM;
+const applies = process.platform === 'linux' && (tier === 'cgroup' || tier === 'subreaper') && warmEnv !== '0';
+const why = process.platform !== 'linux'
+  ? 'warm anchors are started on Linux only'
+  : warmEnv === '0'
+    ? 'CORDON_WARM=0 in this run: no warm anchor is started'
+    : `the ${tier} tier starts its anchor for each spawn (its containment is not the anchor's alone)`;
+
+/** The warm anchors waiting under `host`: its children running `cordon-anchor --warm`, with their start stamps. */
+function warmAnchors(host: number): Array<{ pid: number; start: string }> {
+  return observer
+    .list()
+    .filter((p) => p.ppid === host && p.state !== 'Z' && /cordon-anchor --warm/.test(observer.cmdline(p.pid)))
+    .map((p) => ({ pid: p.pid, start: p.start }));
+}
+
+/**
+ * Waits (bounded) for the warm anchors under `host` to be ready, and returns
+ * their pids; the cleanup of each (SIGCONT, then SIGKILL by pid if it is
+ * still that process) registered first. Seen in /proc, an anchor has been
+ * exec'd by the host's pool thread, which then hands it to the host's event
+ * loop: the barrier is the anchor asleep (waiting for its LAUNCH, its init
+ * done), then 100 ms for the host's loop to take the pool's completion.
+ */
+async function warmReady(host: number): Promise<number[]> {
+  let found: Array<{ pid: number; start: string }> = [];
+  await waitFor(() => (found = warmAnchors(host)).length > 0 && found.every((w) => readStat(w.pid)?.state === 'S'), {
+    timeout: 5000,
+    what: `a warm anchor under ${host}, waiting`,
+  });
+  await sleep(100);
+  found = warmAnchors(host);
+  for (const { pid, start } of found) {
+    onTestFinished(async () => {
+      if (readStat(pid)?.start !== start) return;
+      process.kill(pid, 'SIGCONT'); // (a test may have stopped it)
+      // This host's own lives on with it (retired, or ended with the host);
+      // a fixture host's goes with its host (the tests assert it): if it has
+      // not, it is ended here, and the cgroup it made removed.
+      if (host === process.pid) return;
+      for (let i = 0; i < 20 && readStat(pid)?.start === start; i++) await sleep(100);
+      if (readStat(pid)?.start !== start) return;
+      process.kill(pid, 'SIGKILL');
+      await sleep(100);
+      for (const dir of treeCgroupDirs()) {
+        if (!basename(dir).startsWith(`cordon-${pid}-`)) continue;
+        try {
+          rmdirSync(dir);
+        } catch {
+          // not empty: the run's own check names it
+        }
+      }
+    });
+  }
+  return found.map((w) => w.pid);
+}
+
+/** The tree cgroup an anchor made (cgroup tier): cordon-<anchor pid>-<suffix>. */
+function cgroupOfAnchor(anchor: number): string | undefined {
+  return treeCgroupDirs().find((d) => basename(d).startsWith(`cordon-${anchor}-`));
+}
+
+/** A host of the test's own (node, the built package): runs `script`, prints REPORT <json>, then waits to be ended. */
+function startHost(script: string, env: NodeJS.ProcessEnv) {
+  const child = spawnChild(process.execPath, ['--input-type=module', '-e', `const { spawn } = await import(${JSON.stringify(join(repoRoot, 'dist', 'index.js'))});\n${script}`], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, exited, report: readReport(child) };
+}
+
+/** Ends a host of the test's own (SIGTERM) and waits for it. */
+async function end(host: ReturnType<typeof startHost>): Promise<void> {
+  host.child.kill('SIGTERM');
+  await within(host.exited, 10_000, 'the host to exit', [host.child.pid!]);
+}
+
+describe(`warm anchors, ${tier} tier`, () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  itWhere(applies, 'the next spawn goes to an anchor started before it: contained before the command existed, the command its child', why, async () => {
+    const t = useTag();
+    await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
+    const ready = await warmReady(process.pid);
+    const cgroupsBefore = new Map(ready.map((a) => [a, cgroupOfAnchor(a)]));
+    if (tier === 'cgroup') for (const [a, dir] of cgroupsBefore) expect(dir, `the warm anchor ${a} made its cgroup before any command`).toBeDefined();
+
+    // A double-forked orphan: reparented to the anchor, the subreaper it already was.
+    const proc = spawn('sh', ['-c', 'echo "PID root $$"; echo "PID anchor $PPID"; (sleep 300 & echo "PID orphan $!"; echo "PID middle $$") ; echo READY; exec sleep 300'], { env: t.env });
+    const { pids } = await collect(proc, t.tag);
+    expect(ready, "the command is a warm anchor's child").toContain(pids.anchor);
+    const warm = pids.anchor!;
+    const cgroupBefore = cgroupsBefore.get(warm);
+    await waitFor(() => readStat(pids.orphan!)?.ppid === warm, { timeout: 5000, what: `the orphan ${pids.orphan} to be reparented to the anchor ${warm}`, watch: t.tag });
+    if (tier === 'cgroup') expect(cgroupDirOf(pids.root!), 'the tree runs in the cgroup the anchor made before it').toBe(cgroupBefore);
+    await within(proc.kill(), 10_000, 'kill()', t.tag);
+    await waitGone(t, 2000);
+    await waitFor(() => !alive(warm), { timeout: 5000, what: `the anchor ${warm} to exit with its tree`, watch: [warm] });
+    if (tier === 'cgroup') await waitFor(() => cgroupOfAnchor(warm) === undefined, { timeout: 5000, what: `${cgroupBefore} to be removed` });
+  });
+
+  itWhere(applies, "nothing of one tree reaches the next: each spawn's own environment, working directory, umask and stdio", why, async () => {
+    const t = useTag();
+    const dirA = mkdtempSync(join(tmpdir(), 'cordon-warm-a-'));
+    const dirB = mkdtempSync(join(tmpdir(), 'cordon-warm-b-'));
+    onTestFinished(() => {
+      rmSync(dirA, { recursive: true, force: true });
+      rmSync(dirB, { recursive: true, force: true });
+    });
+    const show = 'echo "PID anchor $PPID"; echo "CWD $(pwd)"; echo "UMASK $(umask)"; echo "A=${WARM_A-unset} B=${WARM_B-unset}"; read line; echo "IN $line"';
+    const first = spawn('sh', ['-c', show], { env: { ...t.env, WARM_A: 'only-for-a' }, cwd: dirA });
+    first.stdin!.end('first\n');
+    const a = await collect(first, t.tag, { ready: /^IN /m });
+    await within(first.result, 10_000, 'the first result', t.tag);
+    expect(a.out.text).toContain(`CWD ${dirA}`);
+    expect(a.out.text).toContain('A=only-for-a B=unset');
+
+    const ready = await warmReady(process.pid);
+    const umask = process.umask(0o027);
+    let second;
+    try {
+      second = spawn('sh', ['-c', show], { env: { ...t.env, WARM_B: 'only-for-b' }, cwd: dirB });
+    } finally {
+      process.umask(umask);
+    }
+    second.stdin!.end('second\n');
+    const b = await collect(second, t.tag, { ready: /^IN /m });
+    await within(second.result, 10_000, 'the second result', t.tag);
+    expect(ready, 'the second tree went to a warm anchor').toContain(b.pids.anchor);
+    expect(b.pids.anchor).not.toBe(a.pids.anchor);
+    expect(b.out.text, 'its own working directory').toContain(`CWD ${dirB}`);
+    expect(b.out.text, "the host's umask at the spawn, not at the anchor's start").toContain('UMASK 0027');
+    expect(b.out.text, 'its own environment, nothing of the first').toContain('A=unset B=only-for-b');
+    expect(b.out.text, 'its own stdin').toContain('IN second');
+    expect(b.out.text).not.toContain('first');
+  });
+
+  for (const ending of ['SIGKILL', 'exit'] as const) {
+    itWhere(applies, `a host that ${ending === 'SIGKILL' ? 'is SIGKILLed' : 'exits'} takes its warm anchor (and its cgroup) with it`, why, async () => {
+      const t = useTag();
+      const host = startHost(
+        `await spawn('true', []).result;
+         console.log('REPORT {}');
+         process.stdin.resume();
+         ${ending === 'exit' ? "setTimeout(() => process.exit(0), 500);" : 'setInterval(() => {}, 1000);'}`,
+        t.env,
+      );
+      await host.report;
+      const hostPid = host.child.pid!;
+      const warm = await warmReady(hostPid);
+      if (tier === 'cgroup') for (const a of warm) expect(cgroupOfAnchor(a), `${a}'s cgroup, made ahead of need`).toBeDefined();
+      if (ending === 'SIGKILL') host.child.kill('SIGKILL');
+      await within(host.exited, 10_000, 'the host to end', t.tag);
+      await waitFor(() => !warm.some(alive), { timeout: 2000, what: `the warm anchors ${warm} to exit with their host`, watch: warm });
+      if (tier === 'cgroup') await waitFor(() => warm.every((a) => cgroupOfAnchor(a) === undefined), { timeout: 2000, what: 'their cgroups to be removed' });
+    });
+  }
+
+  itWhere(applies, 'an anchor no spawn takes within CORDON_WARM ms is retired (and reaped); CORDON_WARM=0 starts none', why, async () => {
+    const t = useTag();
+    const retiring = startHost("await spawn('true', []).result; console.log('REPORT {}'); setInterval(() => {}, 1000);", { ...t.env, CORDON_WARM: '300' });
+    await retiring.report;
+    const hostPid = retiring.child.pid!;
+    const warm = await warmReady(hostPid);
+    await waitFor(() => !warm.some(alive), { timeout: 5000, what: `the idle warm anchors ${warm} to be retired and reaped`, watch: warm });
+    expect(alive(hostPid), 'while its host runs on').toBe(true);
+    if (tier === 'cgroup') await waitFor(() => warm.every((a) => cgroupOfAnchor(a) === undefined), { timeout: 2000, what: 'their cgroups to be removed' });
+    await end(retiring);
+
+    const none = startHost(
+      "for (let i = 0; i < 3; i++) await spawn('true', []).result; await new Promise((r) => setTimeout(r, 300)); console.log('REPORT {}'); setInterval(() => {}, 1000);",
+      { ...t.env, CORDON_WARM: '0' },
+    );
+    await none.report;
+    expect(warmAnchors(none.child.pid!), 'CORDON_WARM=0: no anchor ahead of need').toEqual([]);
+    await end(none);
+  });
+
+  itWhere(applies, 'a warm anchor killed or stopped before the spawn: the spawn runs all the same (a cold anchor, or the stopped one resumed)', why, async () => {
+    const t = useTag();
+    await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
+    const killed = await warmReady(process.pid);
+    for (const a of killed) process.kill(a, 'SIGKILL');
+    await waitFor(() => killed.every((a) => !alive(a) || readStat(a)?.state === 'Z'), { timeout: 2000, what: `${killed} to die` });
+    const cold = spawn('sh', ['-c', 'echo "PID anchor $PPID"; echo READY'], { env: t.env });
+    const c = await collect(cold, t.tag);
+    expect((await within(cold.result, 10_000, 'the result', t.tag)).exitCode).toBe(0);
+    expect(killed).not.toContain(c.pids.anchor);
+    await waitFor(() => !killed.some(alive), { timeout: 2000, what: `the killed warm anchors ${killed} to be reaped` });
+
+    const stopped = await warmReady(process.pid);
+    for (const a of stopped) process.kill(a, 'SIGSTOP');
+    const resumed = spawn('sh', ['-c', 'echo "PID anchor $PPID"; echo READY'], { env: t.env });
+    const r = await collect(resumed, t.tag);
+    expect((await within(resumed.result, 10_000, 'the result', t.tag)).exitCode).toBe(0);
+    expect(stopped, 'a stopped one took it, resumed by the host').toContain(r.pids.anchor);
+  });
+
+  itWhere(applies, 'a TERM sent before the warm anchor reported READY ends the tree', why, async () => {
+    const t = useTag();
+    await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
+    const warm = await warmReady(process.pid);
+    const proc = spawn('sh', ['-c', 'sleep 300 & exec sleep 300'], { env: t.env });
+    const killed = proc.kill();
+    const result = await within(proc.result, 10_000, 'the result', t.tag);
+    await within(killed, 10_000, 'kill()', t.tag);
+    expect(result.exitCode).toBeNull();
+    expect(warm).toContain(proc.anchorPid);
+    await waitGone(t, 2000);
+    await waitFor(() => !alive(proc.anchorPid!), { timeout: 2000, what: `the anchor ${proc.anchorPid} to exit` });
+  });
+
+  itWhere(applies, 'an anchor started before the host changed its priority is not used: the command gets the priority the host has now', why, async () => {
+    const t = useTag();
+    const host = startHost(
+      `const { setPriority } = await import('node:os');
+       await spawn('true', []).result;
+       await new Promise((r) => setTimeout(r, 500));
+       setPriority(7);
+       const proc = spawn('sh', ['-c', 'echo "PPID $PPID"; cut -d" " -f19 /proc/self/stat']);
+       let out = '';
+       proc.stdout.on('data', (d) => (out += d));
+       await proc.result;
+       console.log('REPORT ' + JSON.stringify({ out }));
+       setInterval(() => {}, 1000);`,
+      t.env,
+    );
+    const hostPid = host.child.pid!;
+    // The one started at nice 0, seen before the host changes its priority.
+    const before = await warmReady(hostPid);
+    const { out } = await host.report;
+    const [ppidLine, nice] = (out as string).trim().split('\n');
+    expect(before.map((a) => `PPID ${a}`), 'not an anchor started at the old priority').not.toContain(ppidLine);
+    expect(nice, "the command's nice value").toBe('7');
+    await end(host);
+  });
+
+  itWhere(!applies, 'where no warm anchor is started, none is', `the ${tier} tier uses them`, async () => {
+    const t = useTag();
+    for (let i = 0; i < 3; i++) await within(spawn('true', [], { env: t.env }).result, 10_000, 'a spawn', t.tag);
+    await sleep(200);
+    expect(warmAnchors(process.pid)).toEqual([]);
+    expect(caps.tier).toBe(tier);
+  });
+});
