@@ -19,7 +19,10 @@
 // anything; a move the kernel refuses, or a process that arrives during the
 // move, puts the host back. Never implicit: nothing else in cordon calls it.
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
-import { forgetLimitSupport } from './anchor/cgroup.js';
+import { forgetLimitSupport, HOST_LEAF, hostCgroupDir } from './anchor/cgroup.js';
+import { retireWarmNow } from './anchor/warm.js';
+
+export { HOST_LEAF, hostCgroupDir };
 import * as errors from './errors.js';
 import { invalidArg } from './errors.js';
 import { debug } from './debug.js';
@@ -27,8 +30,6 @@ import { debug } from './debug.js';
 /** The cgroup v2 controllers cordon's limits use. */
 export type CgroupController = 'memory' | 'pids' | 'cpu';
 
-/** The name of the leaf the host's processes are moved into, in the host's cgroup. */
-export const HOST_LEAF = 'cordon-host';
 
 const ALL: readonly CgroupController[] = ['memory', 'pids', 'cpu'];
 
@@ -196,27 +197,6 @@ export function applyCgroupLeaf(plan: CgroupLeafPlan): CgroupLimitsPrepared {
   return { outcome: 'enabled', cgroup, leaf: plan.move || existsSync(leaf) ? leaf : null, moved, enabled: plan.enable, alreadyEnabled: plan.alreadyEnabled };
 }
 
-/**
- * This process's cgroup v2 directory as the trees see it: its own cgroup, or
- * the cgroup holding the leaf it was moved into. Null without cgroup v2 (or a
- * cgroup2 mount of a subtree, inside a cgroup namespace: not handled).
- */
-export function hostCgroupDir(): string | null {
-  let mountinfo: string;
-  let own: string;
-  try {
-    mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
-    own = readFileSync('/proc/self/cgroup', 'utf8');
-  } catch {
-    return null;
-  }
-  const mount = mountinfo.split('\n').find((l) => l.includes(' - cgroup2 '))?.split(' ');
-  const rel = /^0::(\/.*)$/m.exec(own)?.[1];
-  if (!mount || mount[3] !== '/' || !mount[4] || rel === undefined) return null;
-  let dir = rel === '/' ? mount[4] : `${mount[4]}${rel}`;
-  if (dir.endsWith(`/${HOST_LEAF}`)) dir = dir.slice(0, -HOST_LEAF.length - 1);
-  return dir;
-}
 
 /**
  * Opt-in (never implicit): makes cgroup v2 limits possible for this host by
@@ -244,5 +224,9 @@ export function prepareCgroupLimits(options: PrepareCgroupLimitsOptions): Cgroup
   }
   const cgroup = hostCgroupDir();
   if (cgroup === null) throw errors.noCgroupV2();
+  // The host's own warm anchors (anchor/warm.ts) wait in its cgroup: they
+  // exit first (they would be processes it does not move), and the next
+  // ones start in the leaf.
+  retireWarmNow();
   return applyCgroupLeaf(planCgroupLeaf(cgroup, [...new Set(controllers)]));
 }

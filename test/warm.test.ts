@@ -12,11 +12,12 @@
 // Warm anchors are found as this host's children running `cordon-anchor
 // --warm` (their environment is not the command's: they are not tagged).
 import { spawn as spawnChild } from 'node:child_process';
-import { mkdtempSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { beforeAll, describe, expect, onTestFinished } from 'vitest';
 import { spawn } from '../lib/index.js';
+import { hostCgroupDir } from '../lib/cgroup-leaf.js';
 import { cgroupDirOf, treeCgroupDirs } from './helpers/cgroup.js';
 import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist, readReport } from './helpers/host.js';
@@ -266,6 +267,53 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(before.map((a) => `PPID ${a}`), 'not an anchor started at the old priority').not.toContain(ppidLine);
     expect(nice, "the command's nice value").toBe('7');
     await end(host);
+  });
+
+  itWhere(applies && tier === 'cgroup', "prepareCgroupLimits() first ends the host's warm anchors (they wait in the cgroup it moves the host out of)", why || 'the cgroup tier only', async () => {
+    const t = useTag();
+    // A cgroup of the test's own for the host, so that a move (where this
+    // machine allows one) touches nobody else.
+    const box = `${hostCgroupDir()}/test-warm-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    onTestFinished(async () => {
+      for (let i = 0; i < 100 && existsSync(box); i++) {
+        try {
+          for (const e of readdirSync(box, { withFileTypes: true })) if (e.isDirectory()) rmdirSync(`${box}/${e.name}`);
+          rmdirSync(box);
+        } catch {
+          await sleep(20);
+        }
+      }
+    });
+    mkdirSync(box);
+    const script = `
+      const { spawn, prepareCgroupLimits } = await import(${JSON.stringify(join(repoRoot, 'dist', 'index.js'))});
+      await spawn('true', []).result;
+      console.log('SPAWNED');
+      await new Promise((r) => process.stdin.once('data', r));
+      let outcome;
+      try {
+        outcome = prepareCgroupLimits({ moveHost: true, controllers: ['pids'] }).outcome;
+      } catch (e) {
+        outcome = { code: e.code, reason: e.reason, pids: e.pids };
+      }
+      console.log('REPORT ' + JSON.stringify({ outcome }));
+      setInterval(() => {}, 1000);`;
+    const host = spawnChild('sh', ['-c', 'echo $$ > "$BOX/cgroup.procs" && exec "$NODE" --input-type=module -e "$SCRIPT"'], {
+      env: { ...t.env, BOX: box, NODE: process.execPath, SCRIPT: script },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const exited = new Promise((resolve) => host.once('exit', resolve));
+    onTestFinished(() => {
+      if (host.exitCode === null && host.signalCode === null) host.kill('SIGKILL');
+    });
+    const report = readReport(host);
+    const warm = await warmReady(host.pid!);
+    host.stdin!.write('go\n');
+    const { outcome } = await report;
+    expect(warm.filter(alive), 'the warm anchors are gone (and reaped) when it returns').toEqual([]);
+    expect(outcome?.reason, 'never refused for them').not.toBe('not-alone');
+    host.kill('SIGTERM');
+    await within(exited, 10_000, 'the host to exit', t.tag);
   });
 
   itWhere(!applies, 'where no warm anchor is started, none is', `the ${tier} tier uses them`, async () => {

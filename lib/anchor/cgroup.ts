@@ -128,3 +128,28 @@ export function limitSupport(): LimitSupport {
   debug('limits: %o', support);
   return support;
 }
+
+/** The name of the leaf the host's processes are moved into, in the host's cgroup (prepareCgroupLimits). */
+export const HOST_LEAF = 'cordon-host';
+
+/**
+ * This process's cgroup v2 directory as the trees see it: its own cgroup, or
+ * the cgroup holding the leaf it was moved into. Null without cgroup v2 (or a
+ * cgroup2 mount of a subtree, inside a cgroup namespace: not handled).
+ */
+export function hostCgroupDir(): string | null {
+  let mountinfo: string;
+  let own: string;
+  try {
+    mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
+    own = readFileSync('/proc/self/cgroup', 'utf8');
+  } catch {
+    return null;
+  }
+  const mount = mountinfo.split('\n').find((l) => l.includes(' - cgroup2 '))?.split(' ');
+  const rel = /^0::(\/.*)$/m.exec(own)?.[1];
+  if (!mount || mount[3] !== '/' || !mount[4] || rel === undefined) return null;
+  let dir = rel === '/' ? mount[4] : `${mount[4]}${rel}`;
+  if (dir.endsWith(`/${HOST_LEAF}`)) dir = dir.slice(0, -HOST_LEAF.length - 1);
+  return dir;
+}

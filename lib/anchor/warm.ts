@@ -22,9 +22,8 @@ import { isMainThread } from 'node:worker_threads';
 import { debug } from '../debug.js';
 import { WARM_IDLE_MS } from '../defaults.js';
 import { posixBinding } from '../native.js';
-import { hostCgroupDir } from '../cgroup-leaf.js';
-import { endCgroup } from './cgroup.js';
-import { reapLater, signalAnchor, watchExit } from './posix-reap.js';
+import { endCgroup, hostCgroupDir } from './cgroup.js';
+import { reap, reapLater, signalAnchor, watchExit } from './posix-reap.js';
 
 /** An anchor the host started and has handed its command. */
 export interface StartedAnchor {
@@ -54,6 +53,8 @@ interface Shape {
 const MAX_WARM = 4;
 const shapes = new Map<string, Shape>();
 let disabled = !isMainThread || process.platform !== 'linux';
+/** Bumped by retireWarmNow(): an anchor started before it is retired as it arrives. */
+let generation = 0;
 
 /** No warm anchors from here on (the CLI: one spawn per process). */
 export function disableWarm(): void {
@@ -71,6 +72,25 @@ function readyCount(): number {
   let n = 0;
   for (const shape of shapes.values()) n += shape.ready.length + shape.starting;
   return n;
+}
+
+/**
+ * Retires every ready warm anchor and waits (bounded by `timeoutMs`) until
+ * each has exited and been reaped; one still starting is retired as it
+ * arrives. For prepareCgroupLimits(), which moves the host out of the
+ * cgroup they wait in.
+ */
+export function retireWarmNow(timeoutMs = 2000): void {
+  generation++;
+  const pids: number[] = [];
+  for (const shape of shapes.values()) {
+    for (const w of [...shape.ready]) {
+      pids.push(w.pid);
+      retire(w);
+    }
+  }
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (const deadline = Date.now() + timeoutMs; pids.some((pid) => !reap(pid)) && Date.now() < deadline; ) Atomics.wait(pause, 0, 0, 2);
 }
 
 /** How long a warm anchor waits for a spawn (ms); 0: none is started. */
@@ -157,6 +177,7 @@ function resumeAllAtExit(): void {
 function start(key: string, shape: Shape, path: string, warmArgs: readonly string[], wait: number): void {
   resumeAllAtExit();
   shape.starting++;
+  const gen = generation;
   posixBinding().spawnWarmAnchor(path, [path, '--warm', ...warmArgs], [], [-2, -2, -2], (err, started) => {
     shape.starting--;
     if (err || !started) {
@@ -171,7 +192,7 @@ function start(key: string, shape: Shape, path: string, warmArgs: readonly strin
       if (code !== 0 && warmArgs.includes('cgroup')) removeCgroupOf(w.pid);
     });
     shape.ready.push(w);
-    if (disabled || shape.ready.length > shape.depth) retire(w);
+    if (disabled || gen !== generation || shape.ready.length > shape.depth) retire(w);
   });
 }
 

@@ -100,6 +100,9 @@ class Anchor : public anchor::TierHost {
   // containment reported (NOCONTAIN) is held until then, after NOCWD.
   int run_warm() {
     if (!begin()) return 0;
+    // Waiting, it holds no directory of the host's busy (an unmount); the
+    // LAUNCH names the command's.
+    if (chdir("/") != 0) trace("chdir /: %s", strerror(errno));
     holding_ = true;
     bool contained = contain();
     warm::Launch request;
