@@ -66,18 +66,31 @@ test("the host's open handles return to baseline after 80 trees (exited, termina
   };
   // A tree stopped by terminate(), and one whose detached leftover is killed after the root exits.
   const stopped = async () => {
-    const p = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'ignore'], grace: 500 }));
-    const pids = await readPids(p.stdout, t);
+    const p = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['ignore', 'pipe', 'pipe'], grace: 500 }));
+    const pids = await pidsOf(p);
     await within(p.terminate({ grace: 500 }), 15000, 'terminate()', [pids.root, pids.gc0]);
     await within(p.result, 15000, 'the terminated tree to settle', [pids.root, pids.gc0]);
     await waitGone([pids.root, pids.gc0], 5000);
   };
   const leftover = async () => {
-    const p = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1', '--exit'), { stdio: ['ignore', 'pipe', 'ignore'] }));
-    const pids = await readPids(p.stdout, t);
+    const p = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1', '--exit'), { stdio: ['ignore', 'pipe', 'pipe'] }));
+    const pids = await pidsOf(p);
     const r = await within(p.result, 20000, 'the tree with a leftover to settle', [pids.gc0]);
     assert.ok(r.leftovers.some((l) => l.pid === pids.gc0), JSON.stringify(r.leftovers));
     await waitGone([pids.gc0], 5000);
+  };
+  // The fixture's pids; if its output ends first, the error says what it
+  // wrote on stderr and how the tree ended (once, under Wine 8, a root's
+  // output ended right after its first line, with stderr not kept).
+  const pidsOf = async (p) => {
+    let err = '';
+    p.stderr.on('data', (d) => (err += d));
+    try {
+      return await readPids(p.stdout, t);
+    } catch (e) {
+      const r = await within(p.result.catch((x) => x), 20000, 'the failed tree to settle').catch((x) => x);
+      throw new Error(`${e.message}; stderr: ${JSON.stringify(err)}; result: ${JSON.stringify({ exitCode: r?.exitCode, signal: r?.signal, reason: r?.reason, code: r?.code, message: r?.message })}`);
+    }
   };
   // Warm-up: what is created once (the addon, libuv's pipes and threads) is not a leak.
   await quick();
