@@ -93,6 +93,11 @@ export function retireWarmNow(timeoutMs = 2000): void {
   for (const deadline = Date.now() + timeoutMs; pids.some((pid) => !reap(pid)) && Date.now() < deadline; ) Atomics.wait(pause, 0, 0, 2);
 }
 
+/** Internal, for tests: the pids of the warm anchors ready for a spawn (a barrier: the pool has taken them in). */
+export function readyWarmPids(): number[] {
+  return [...shapes.values()].flatMap((shape) => shape.ready.map((w) => w.pid));
+}
+
 /** How long a warm anchor waits for a spawn (ms); 0: none is started. */
 function idleMs(): number {
   const v = process.env.CORDON_WARM;

@@ -177,7 +177,7 @@ int launch_warm(int control_fd, const std::vector<std::string>& args, const std:
   int sources[3];
   for (int i = 0; i < 3; i++) host_fds[i] = -1;
   int rc = open_stdio(stdio, sources, host_fds, child_side, host_side);
-  if (rc == 0) rc = warm::send_launch(control_fd, args, env, sources, kWarmSendMs);
+  if (rc == 0) rc = warm::send_launch(control_fd, args, env, sources, warm::current_umask(), kWarmSendMs);
   if (rc < 0) {
     for (int i = 0; i < 3; i++) host_fds[i] = -1;
     return rc;

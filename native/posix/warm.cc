@@ -51,7 +51,7 @@ bool wait_writable(int fd, std::chrono::steady_clock::time_point deadline) {
 }  // namespace
 
 int send_launch(int fd, const std::vector<std::string>& args, const std::vector<std::string>& env, const int fds[3],
-                int timeout_ms) {
+                int umask_value, int timeout_ms) {
   std::string body;
   for (const auto* list : {&args, &env}) {
     for (const std::string& s : *list) {
@@ -62,7 +62,7 @@ int send_launch(int fd, const std::vector<std::string>& args, const std::vector<
   }
   if (body.size() > kMaxLaunchBytes) return -E2BIG;
   std::string message = "LAUNCH " + std::to_string(args.size()) + " " + std::to_string(env.size()) + " " +
-                        std::to_string(body.size()) + "\n" + body;
+                        std::to_string(body.size()) + " " + std::to_string(umask_value) + "\n" + body;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
 
   iovec iov{const_cast<char*>(message.data()), message.size()};
@@ -154,10 +154,11 @@ int Receiver::parse(Launch& out) {
     words.push_back(buf_.substr(at, sp - at));
     at = sp + 1;
   }
-  long long argc = 0, envc = 0, bytes = 0;
-  if (words.size() != 4 || words[0] != "LAUNCH" || !protocol::parse_digits(words[1].c_str(), 1000000LL, argc) ||
+  long long argc = 0, envc = 0, bytes = 0, mask = -1;
+  if (words.size() != 5 || words[0] != "LAUNCH" || !protocol::parse_digits(words[1].c_str(), 1000000LL, argc) ||
       !protocol::parse_digits(words[2].c_str(), 1000000LL, envc) ||
-      !protocol::parse_digits(words[3].c_str(), static_cast<long long>(kMaxLaunchBytes), bytes)) {
+      !protocol::parse_digits(words[3].c_str(), static_cast<long long>(kMaxLaunchBytes), bytes) ||
+      (words[4] != "-1" && !protocol::parse_digits(words[4].c_str(), 0777LL, mask))) {
     return -1;
   }
   size_t total = eol + 1 + static_cast<size_t>(bytes);
@@ -173,6 +174,7 @@ int Receiver::parse(Launch& out) {
   if (strings.size() != static_cast<size_t>(argc + envc)) return -1;
   out.args.assign(strings.begin(), strings.begin() + argc);
   out.env.assign(strings.begin() + argc, strings.end());
+  out.umask = static_cast<int>(mask);
   out.rest = buf_.substr(total);  // control lines sent after it (a TERM before READY)
   for (int i = 0; i < 3; i++) {
     out.fds[i] = fds_[i];
@@ -195,20 +197,26 @@ void become(Launch& launch) {
   for (auto& e : strings) entries.push_back(&e[0]);
   entries.push_back(nullptr);
   environ = entries.data();
+  if (launch.umask >= 0) umask(static_cast<mode_t>(launch.umask));
+}
+
+int current_umask() {
 #ifdef __linux__
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(getppid()));
-  FILE* f = fopen(path, "re");
-  if (!f) return;
+  FILE* f = fopen("/proc/self/status", "re");
+  if (!f) return -1;
   char line[256];
+  int found = -1;
   unsigned mask = 0;
   while (fgets(line, sizeof line, f)) {
     if (sscanf(line, "Umask: %o", &mask) == 1) {
-      umask(static_cast<mode_t>(mask & 0777));
+      found = static_cast<int>(mask & 0777);
       break;
     }
   }
   fclose(f);
+  return found;
+#else
+  return -1;
 #endif
 }
 

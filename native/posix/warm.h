@@ -11,8 +11,9 @@
 //
 // The message on the control channel, the first and only thing the host
 // writes before the anchor's READY:
-//   LAUNCH <argc> <envc> <bytes>\n<bytes: argc + envc NUL-terminated strings>
-// (the three descriptors ride on its first byte).
+//   LAUNCH <argc> <envc> <bytes> <umask>\n<bytes: argc + envc NUL-terminated strings>
+// (the three descriptors ride on its first byte; <umask>: the host's at the
+// spawn, in decimal, or -1 where it could not read it).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,7 @@ struct Launch {
   std::vector<std::string> args;  // the anchor's arguments, without argv[0]
   std::vector<std::string> env;   // "NAME=value"
   int fds[3] = {-1, -1, -1};      // the command's stdin, stdout, stderr (close-on-exec)
+  int umask = -1;                 // the host's umask at the spawn (-1: keep the anchor's)
   std::string rest;               // what followed it: the first control lines
 };
 
@@ -38,7 +40,11 @@ struct Launch {
 // nothing within `timeout_ms`: 0, or a negative errno (then the caller closes
 // `fd`; the anchor, seeing its EOF, exits without running anything).
 int send_launch(int fd, const std::vector<std::string>& args, const std::vector<std::string>& env, const int fds[3],
-                int timeout_ms);
+                int umask_value, int timeout_ms);
+
+// The host: its own umask, read without changing it (Linux: /proc/self/status;
+// a umask() round trip would race the host's other threads); -1 if unknown.
+int current_umask();
 
 // The anchor: reads the LAUNCH off `fd`, as it arrives (call when `fd` is
 // readable). 1: complete, in `out`; 0: more to read; -1: the channel closed,
@@ -56,9 +62,8 @@ class Receiver {
 };
 
 // The anchor, its LAUNCH taken: the command's stdio becomes fds 0-2, its
-// environment the anchor's own (the command inherits it), and the umask the
-// host has now (Linux: read from its /proc status), not the one it had when
-// it started this anchor.
+// environment the anchor's own (the command inherits it), and its umask the
+// one the host had at the spawn, not when it started this anchor.
 void become(Launch& launch);
 
 }  // namespace warm
