@@ -255,9 +255,16 @@ async function markedOnSkippedPid(t: Tagged, ctx: { skip: (why: string) => void 
         return { scenario: s, target: s.target };
       },
       teardown: (s) => within(s.proc.kill(), watchdog(10_000), 'kill() of a tree whose freed pid another process took', t.tag).then(() => undefined),
-      env: t.env,
-      // The occupant takes the marker (exec keeps the pid) and stays out of the tree's group.
-      command: ['sh', '-c', `CORDON_TREE=$(cat '${tokenFile}') exec sleep 300`],
+      // The occupant carries the marker from its exec (its environment is
+      // made when it is spawned, once the token is known) and stays out of
+      // the tree's group. (Through `sh -c 'CORDON_TREE=$(cat …) exec sleep'`
+      // it ran markerless for a few ms, the shell's start: a sweep that read
+      // it then took it for what it was, a process no member started, and
+      // skipped it by its /proc entry, which its exec does not change. What
+      // remains is Node's fork-to-exec, microseconds: a real escapee has the
+      // marker from its fork.)
+      env: withMarkerFrom(t.env, tokenFile),
+      command: ['sleep', '300'],
       timeout: watchdog(40_000),
     });
   } catch (err) {
@@ -276,6 +283,13 @@ async function markedOnSkippedPid(t: Tagged, ctx: { skip: (why: string) => void 
   await within(tree.proc.terminate(), watchdog(15_000), 'terminate()', t.tag);
   expect(sameAlive(occ.pid, occ.start), `the marked process on the old pid ${occ.pid}`).toBe(false);
   expect(tree.leavers, "the tree's leftGroup events").toContain(occ.pid);
+}
+
+/** `env` and CORDON_TREE, read from `tokenFile` when the environment is read (at the spawn, once the tree wrote it). */
+function withMarkerFrom(env: NodeJS.ProcessEnv, tokenFile: string): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env };
+  Object.defineProperty(out, 'CORDON_TREE', { enumerable: true, get: () => readFileSync(tokenFile, 'utf8').trim() });
+  return out;
 }
 
 /** A tree of `command` (the root prints "PID root"), killed when the test ends; its marker written to `tokenFile`. */
