@@ -12,7 +12,7 @@
 // Warm anchors are found as this host's children running `cordon-anchor
 // --warm` (their environment is not the command's: they are not tagged).
 import { spawn as spawnChild } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { beforeAll, describe, expect, onTestFinished } from 'vitest';
@@ -130,6 +130,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     const t = useTag();
     await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
     const ready = await warmReady(process.pid);
+    for (const a of ready) expect(readlinkSync(`/proc/${a}/cwd`), `the waiting anchor ${a} holds no directory of the host's`).toBe('/');
     const cgroupsBefore = new Map(ready.map((a) => [a, cgroupOfAnchor(a)]));
     if (tier === 'cgroup') for (const [a, dir] of cgroupsBefore) expect(dir, `the warm anchor ${a} made its cgroup before any command`).toBeDefined();
 
