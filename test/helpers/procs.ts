@@ -8,10 +8,10 @@
 // can list is a tag.
 import { readdirSync } from 'node:fs';
 import { onTestFinished } from 'vitest';
-import { alive, forgetIdentities, parsePids, sleep, useProbe, waitFor, waitGone, within, type Survivor, type Watch } from './common.mjs';
+import { alive, forgetIdentities, parsePids, rememberIdentity, sleep, useProbe, waitFor, waitGone, within, type Survivor, type Watch } from './common.mjs';
 import { observer, TAG_VAR, type ProcInfo, type Stat } from './observer.js';
 
-export { alive, parsePids, sleep, TAG_VAR, waitFor, waitGone, within, type ProcInfo, type Watch };
+export { alive, parsePids, rememberIdentity, sleep, TAG_VAR, waitFor, waitGone, within, type ProcInfo, type Watch };
 
 let counter = 0;
 

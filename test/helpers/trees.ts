@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import { spawn, type ContainedProcess, type ContainedResult, type SpawnOptions } from '../../lib/index.js';
 import { capture, fixture } from './fixtures.js';
 import { observer } from './observer.js';
-import { alive, aliveTagged, cmdline, describeProcs, findTagged, readStat, waitFor, within, type Tagged } from './procs.js';
+import { alive, aliveTagged, cmdline, rememberIdentity, describeProcs, findTagged, readStat, waitFor, within, type Tagged } from './procs.js';
 import { tempDir } from './registry.js';
 
 export interface Started {
@@ -41,7 +41,9 @@ export async function collect(proc: ContainedProcess, tag: string, options: Coll
   const { ready = /^READY$/m, timeout = 10_000 } = options;
   const out = capture(proc.stdout);
   const err = capture(proc.stderr);
-  const root = await within(proc.started, timeout, `${proc.command} to start`, tag);
+  // The root's identity is kept as a printed pid's is (alive() then tells it
+  // from a later process on the same pid).
+  const root = rememberIdentity(await within(proc.started, timeout, `${proc.command} to start`, tag));
   await out.until(ready, timeout);
   const pids = out.pids();
   const all = [...new Set([root, ...Object.values(pids)])];
@@ -165,7 +167,9 @@ export function expectAllAlive(trees: Started[], when: string): void {
 
 /** Every pid of every tree named is gone now (no waiting). */
 export function expectAllGone(trees: Started[], when: string): void {
-  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (${s.proc.command}) ${when}`).toBe(false);
+  // The message names what holds the pid now (its command line and stat), so
+  // that a member that lived on is told from a pid taken by another process.
+  for (const s of trees) for (const pid of s.all) expect(alive(pid), `pid ${pid} (a member of ${s.proc.command}) ${when}: now ${cmdline(pid)} ${JSON.stringify(readStat(pid))}`).toBe(false);
 }
 
 /** Bounded wait for every pid of every tree named to be gone. */
