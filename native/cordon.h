@@ -109,6 +109,14 @@ int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
 // pids' /proc entries.
 int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, std::vector<Member>& out,
                    bool commands);
+// The same list through descriptors the caller holds on `dir`: `procs_fd`
+// (its cgroup.procs, read again from offset 0, which restarts the kernel's
+// iteration) and `list_fd` (the directory opened for reading, listed again
+// from its start for sub-cgroups). A tree's stop lists its cgroup several
+// times: held descriptors spare each listing the path walks and the opens
+// and closes. A descriptor that is -1 falls back to the path.
+int cgroup_members_held(int procs_fd, int list_fd, const std::string& dir, const std::vector<FileId>& watched,
+                        std::vector<Member>& out, bool commands);
 // `dir`/cgroup.events opened for reading (poll it for POLLPRI: the kernel
 // flags it when `populated` or `frozen` changes; a read re-arms it), or a
 // negative errno.
@@ -144,6 +152,13 @@ bool holds_output(int64_t pid, uint64_t start_time, const std::vector<FileId>& w
 // the one we listed: a recycled pid is never signalled.
 int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
                   bool use_pidfd);
+
+// signal_member(sig), then SIGCONT through the same pin and the same
+// verification (a stopped member must run to act on `sig`): one pidfd and one
+// check for both. Returns what sending `sig` returned; SIGCONT is sent
+// whenever the member was verified, also when `sig` was refused.
+int signal_member_then_cont(int64_t anchor, int64_t group, const Member& member, int sig,
+                            bool use_pidfd);
 
 // Whether the enumerated member is still that process (same start time) and
 // still ours: a descendant of `anchor`, in `group`, or from_snapshot. The

@@ -648,6 +648,15 @@ int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
   return kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
 }
 
+int signal_member_then_cont(int64_t anchor, int64_t group, const Member& member, int sig,
+                            bool use_pidfd) {
+  (void)use_pidfd;
+  if (!is_member(anchor, group, member)) return -ESRCH;
+  int rc = kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
+  kill(static_cast<pid_t>(member.pid), SIGCONT);
+  return rc;
+}
+
 int random_bytes(void* buf, size_t n) {
   arc4random_buf(buf, n);  // the kernel's entropy; cannot fail
   return 0;

@@ -29,9 +29,14 @@ bool is_member(int64_t anchor, int64_t group, const Member& member) {
   return internal::descends_from(member.pid, anchor);
 }
 
-int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
+namespace {
+
+// Sends sigs[0..n) to the member, pinned and verified once (see cordon.h);
+// returns what sending sigs[0] returned.
+int signal_pinned(int64_t anchor, int64_t group, const Member& member, const int* sigs, int n,
                   bool use_pidfd) {
   auto still_ours = [&]() { return is_member(anchor, group, member); };
+  int first = 0;
   if (use_pidfd) {
     int fd = internal::sys_pidfd_open(member.pid);
     if (fd < 0) return -errno;
@@ -42,16 +47,35 @@ int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
       close(fd);
       return -ESRCH;
     }
-    int rc = internal::sys_pidfd_send_signal(fd, sig);
-    int err = errno;
+    for (int i = 0; i < n; i++) {
+      int rc = internal::sys_pidfd_send_signal(fd, sigs[i]);
+      if (i == 0) first = rc == 0 ? 0 : -errno;
+    }
     close(fd);
-    return rc == 0 ? 0 : -err;
+    return first;
   }
   // No pidfd: a direct unreaped child of the calling anchor is pinned (only we
   // reap it, and not concurrently). Anything else is verified then signalled;
   // capabilities() reports this fallback as not pid-reuse safe.
   if (!still_ours()) return -ESRCH;
-  return kill(static_cast<pid_t>(member.pid), sig) == 0 ? 0 : -errno;
+  for (int i = 0; i < n; i++) {
+    int rc = kill(static_cast<pid_t>(member.pid), sigs[i]);
+    if (i == 0) first = rc == 0 ? 0 : -errno;
+  }
+  return first;
+}
+
+}  // namespace
+
+int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
+                  bool use_pidfd) {
+  return signal_pinned(anchor, group, member, &sig, 1, use_pidfd);
+}
+
+int signal_member_then_cont(int64_t anchor, int64_t group, const Member& member, int sig,
+                            bool use_pidfd) {
+  const int sigs[2] = {sig, SIGCONT};
+  return signal_pinned(anchor, group, member, sigs, 2, use_pidfd);
 }
 
 }  // namespace cordon

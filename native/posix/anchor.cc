@@ -149,10 +149,9 @@ class Anchor : public anchor::TierHost {
     }
     auto key = std::make_pair(m.pid, m.start_time);
     if (termed_.count(key)) return;
-    int rc = cordon::signal_member(getpid(), group, m, opts_.polite_signal, pidfd_);
+    int rc = cordon::signal_member_then_cont(getpid(), group, m, opts_.polite_signal, pidfd_);
     if (rc == 0) termed_.insert(key);
     if (rc == 0) report_killed(m, command);
-    cordon::signal_member(getpid(), group, m, SIGCONT, pidfd_);
     trace("signal %d %lld: %d", opts_.polite_signal, static_cast<long long>(m.pid), rc);
   }
 

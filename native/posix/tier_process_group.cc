@@ -366,9 +366,8 @@ class ProcessGroupTier : public Tier {
         auto key = std::make_pair(m.pid, m.start_time);
         if (group_signalled_.count(key)) continue;
         if (signalled_before_ > 0 && m.start_time < signalled_before_) continue;  // had the group's
-        int rc = cordon::signal_member(getpid(), group_, m, host_.polite_signal(), host_.pidfd());
+        int rc = cordon::signal_member_then_cont(getpid(), group_, m, host_.polite_signal(), host_.pidfd());
         if (rc == 0) group_signalled_.insert(key);
-        cordon::signal_member(getpid(), group_, m, SIGCONT, host_.pidfd());
         trace("signal %d %lld (forked after the group signal): %d", host_.polite_signal(), static_cast<long long>(m.pid), rc);
       }
     }
@@ -642,8 +641,7 @@ class ProcessGroupTier : public Tier {
       calm = !found;
     }
     for (auto& entry : frozen) {
-      cordon::signal_member(getpid(), group_, entry.second, SIGKILL, host_.pidfd());
-      cordon::signal_member(getpid(), group_, entry.second, SIGCONT, host_.pidfd());
+      cordon::signal_member_then_cont(getpid(), group_, entry.second, SIGKILL, host_.pidfd());
     }
     trace("freeze: %zu member(s) outside the group stopped and killed, %d walk(s)%s", frozen.size(), walks,
           calm ? "" : ", out of time");

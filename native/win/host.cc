@@ -124,6 +124,7 @@ int list_tree(int64_t anchor, int64_t /*group*/, const std::vector<FileId>& /*wa
 }
 
 int signal_member(int64_t, int64_t, const Member&, int, bool) { return -ENOSYS; }
+int signal_member_then_cont(int64_t, int64_t, const Member&, int, bool) { return -ENOSYS; }
 
 bool same_process_alive(int64_t pid, uint64_t start_time) {
   HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid));
