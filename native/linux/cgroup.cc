@@ -265,19 +265,60 @@ namespace {
 // cgroups (a command that runs cordon itself has its own trees' cgroups
 // below), depth-bounded as removal is. Zombies are not listed: a process
 // leaves its cgroup as it exits.
-void cgroup_pids(const std::string& dir, int depth, std::vector<int64_t>& pids) {
-  std::string procs;
-  if (read_file((dir + "/cgroup.procs").c_str(), procs, 1 << 24)) {
-    const char* p = procs.c_str();
-    while (*p) {
-      char* end = nullptr;
-      long long v = strtoll(p, &end, 10);
-      if (end == p) break;
-      if (v > 0) pids.push_back(v);  // 0: a process of a pid namespace we cannot see
-      p = end;
-      while (*p == '\n') p++;
+void parse_pids(const std::string& procs, std::vector<int64_t>& pids) {
+  const char* p = procs.c_str();
+  while (*p) {
+    char* end = nullptr;
+    long long v = strtoll(p, &end, 10);
+    if (end == p) break;
+    if (v > 0) pids.push_back(v);  // 0: a process of a pid namespace we cannot see
+    p = end;
+    while (*p == '\n') p++;
+  }
+}
+
+// A held file read whole from offset 0 (pread: the file position is not used).
+bool read_held(int fd, std::string& out, size_t limit) {
+  out.clear();
+  char buf[4096];
+  for (;;) {
+    ssize_t n = pread(fd, buf, sizeof buf, static_cast<off_t>(out.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() >= limit) break;
+  }
+  return true;
+}
+
+// The sub-cgroups of a held directory, listed from its start.
+bool held_subdirs(int list_fd, std::vector<std::string>& subs) {
+  if (lseek(list_fd, 0, SEEK_SET) < 0) return false;
+  alignas(8) char buf[8192];
+  for (;;) {
+    long n = syscall(SYS_getdents64, list_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    for (long off = 0; off < n;) {
+      struct Entry {
+        uint64_t ino;
+        int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[1];
+      };
+      auto* e = reinterpret_cast<Entry*>(buf + off);
+      if (e->type == DT_DIR && e->name[0] != '.') subs.emplace_back(e->name);
+      off += e->reclen;
     }
   }
+}
+
+void cgroup_pids(const std::string& dir, int depth, std::vector<int64_t>& pids) {
+  std::string procs;
+  if (read_file((dir + "/cgroup.procs").c_str(), procs, 1 << 24)) parse_pids(procs, pids);
   if (depth >= 32) return;
   DIR* d = opendir(dir.c_str());
   if (!d) return;
@@ -289,6 +330,17 @@ void cgroup_pids(const std::string& dir, int depth, std::vector<int64_t>& pids) 
   for (auto& sub : subs) cgroup_pids(dir + "/" + sub, depth + 1, pids);
 }
 
+// Live members of the listed pids, as list_tree gives them.
+int members_of(const std::vector<int64_t>& pids, const std::vector<FileId>& watched, std::vector<Member>& out,
+               bool commands) {
+  for (int64_t pid : pids) {
+    internal::Stat st;
+    if (!internal::read_stat(pid, st) || st.state == 'Z' || st.state == 'X') continue;
+    out.push_back(internal::to_member(st, watched, commands));
+  }
+  return static_cast<int>(out.size());
+}
+
 }  // namespace
 
 int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, std::vector<Member>& out,
@@ -296,12 +348,20 @@ int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, s
   out.clear();
   std::vector<int64_t> pids;
   cgroup_pids(dir, 0, pids);
-  for (int64_t pid : pids) {
-    internal::Stat st;
-    if (!internal::read_stat(pid, st) || st.state == 'Z' || st.state == 'X') continue;
-    out.push_back(internal::to_member(st, watched, commands));
-  }
-  return static_cast<int>(out.size());
+  return members_of(pids, watched, out, commands);
+}
+
+int cgroup_members_held(int procs_fd, int list_fd, const std::string& dir, const std::vector<FileId>& watched,
+                        std::vector<Member>& out, bool commands) {
+  if (procs_fd < 0 || list_fd < 0) return cgroup_members(dir, watched, out, commands);
+  out.clear();
+  std::vector<int64_t> pids;
+  std::string procs;
+  std::vector<std::string> subs;
+  if (!read_held(procs_fd, procs, 1 << 24) || !held_subdirs(list_fd, subs)) return cgroup_members(dir, watched, out, commands);
+  parse_pids(procs, pids);
+  for (auto& sub : subs) cgroup_pids(dir + "/" + sub, 1, pids);
+  return members_of(pids, watched, out, commands);
 }
 
 int cgroup_open_events(const std::string& dir) {

@@ -22,6 +22,7 @@
 // CAP_SYS_ADMIN that moved itself out of the cgroup (docs/contract.md, "What
 // cordon is not").
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -168,7 +169,8 @@ class CgroupTier : public TierWrapper {
     static const std::vector<FileId> kNone;
     std::vector<Member> out;
 #ifdef __linux__
-    cordon::cgroup_members(cg_path_, holds ? host_.watched() : kNone, out, commands);
+    hold_listing();
+    cordon::cgroup_members_held(procs_fd_, list_fd_, cg_path_, holds ? host_.watched() : kNone, out, commands);
 #endif
     // An empty cgroup while a child lives: it left the cgroup (a privileged
     // member can): the subreaper tier's walk finds it.
@@ -275,6 +277,18 @@ class CgroupTier : public TierWrapper {
   void read_events() {
 #ifdef __linux__
     if (events_fd_ >= 0) cordon::cgroup_read_events(events_fd_, populated_, frozen_);
+#endif
+  }
+
+  // cgroup.procs and the directory held for listing, opened at the first
+  // listing (most trees are listed only when they stop, a few times then).
+  void hold_listing() {
+#ifdef __linux__
+    if (listing_opened_) return;
+    listing_opened_ = true;
+    procs_fd_ = openat(cg_dir_, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    list_fd_ = openat(cg_dir_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (procs_fd_ < 0 || list_fd_ < 0) trace("cgroup listing by path: %s", strerror(errno));
 #endif
   }
 
@@ -410,7 +424,9 @@ class CgroupTier : public TierWrapper {
     if (cg_dir_ >= 0) close(cg_dir_);
     if (events_fd_ >= 0) close(events_fd_);
     if (freeze_fd_ >= 0) close(freeze_fd_);
-    cg_kill_ = cg_dir_ = events_fd_ = freeze_fd_ = -1;
+    if (procs_fd_ >= 0) close(procs_fd_);
+    if (list_fd_ >= 0) close(list_fd_);
+    cg_kill_ = cg_dir_ = events_fd_ = freeze_fd_ = procs_fd_ = list_fd_ = -1;
     limits_.remove();
     if (!cg_path_.empty()) remove_cgroup_dir(cg_path_, 0);
     cg_path_.clear();
@@ -446,6 +462,9 @@ class CgroupTier : public TierWrapper {
   int cg_kill_ = -1;
   int events_fd_ = -1;  // cgroup.events
   int freeze_fd_ = -1;  // cgroup.freeze, where there is one to write
+  int procs_fd_ = -1;   // cgroup.procs, held for listing (hold_listing())
+  int list_fd_ = -1;    // the cgroup's directory, held for listing its sub-cgroups
+  [[maybe_unused]] bool listing_opened_ = false;  // Linux only (hold_listing())
   [[maybe_unused]] bool freeze_opened_ = false;  // Linux only (freeze())
   bool populated_ = true;
   bool frozen_ = false;
