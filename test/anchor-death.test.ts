@@ -7,7 +7,7 @@
 //
 // And the cgroup tier's mechanism, observed from outside: the command is born
 // in a cgroup of its own, and the cgroup is gone once the tree is.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn, type CordonError } from '../lib/index.js';
@@ -15,7 +15,9 @@ import { rejected } from './helpers/assert.js';
 import { cgroupMount, cgroupOf } from './helpers/cgroup.js';
 import { fixture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, startCli } from './helpers/host.js';
-import { killPids, useTag, waitFor, within } from './helpers/procs.js';
+import { alive, killPids, rememberIdentity, useTag, waitFor, within } from './helpers/procs.js';
+import { tempDir } from './helpers/registry.js';
+import { watchdog } from './helpers/time.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
 import { collect, outcome, waitPidsGone } from './helpers/trees.js';
 
@@ -125,6 +127,29 @@ describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, 
     await within(proc.result, 10_000, 'the result', t.tag);
     expect(existsSync(inner), inner).toBe(false);
     expect(existsSync(outer), outer).toBe(false);
+  });
+
+  // The anchor lists its cgroup's sub-cgroups too (through the descriptors
+  // it holds from its first listing): a member there is a leftover like any
+  // other, listed in the result and killed.
+  itWhere(tier === 'cgroup', "a member in a nested cordon's cgroup (below the tree's) is listed among the leftovers at the root's exit and killed", `the ${tier} tier makes no cgroup`, async () => {
+    const t = useTag();
+    await ensureDist();
+    const cli = join(repoRoot, 'dist', 'cli.js');
+    const pidFile = join(tempDir('cordon-nested-'), 'inner.pid');
+    // The root starts the inner cordon and exits once its command has
+    // written its pid (bounded: 20 s).
+    const script =
+      `"$NODE" "$CLI" run -- sh -c 'echo $$ > "$PIDFILE"; exec sleep 300' </dev/null >/dev/null 2>&1 &\n` +
+      'i=0; while [ ! -s "$PIDFILE" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done; echo READY';
+    const proc = spawn('sh', ['-c', script], { env: { ...t.env, NODE: process.execPath, CLI: cli, PIDFILE: pidFile } });
+    const result = await within(proc.result, watchdog(30_000), 'the result after the root exited', t.tag);
+    const inner = rememberIdentity(Number(readFileSync(pidFile, 'utf8')));
+    expect(inner).toBeGreaterThan(0);
+    const listed = result.leftovers.map((l) => l.pid);
+    expect(listed, `the inner sleep ${inner} among the leftovers ${JSON.stringify(result.leftovers)}`).toContain(inner);
+    expect(result.leftoversKept).toBe(false);
+    expect(alive(inner), `the inner sleep ${inner} after the result`).toBe(false);
   });
 });
 
