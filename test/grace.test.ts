@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
-import { useTag, waitFor, within } from './helpers/procs.js';
+import { readStat, useTag, waitFor, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { LOAD_ALLOWANCE_MS } from './helpers/time.js';
 import { catchesTerm, collect, expectAlive, expectGone, expectLateMemberTermed, startTermIgnoringTree, startTrapTree } from './helpers/trees.js';
@@ -55,6 +55,31 @@ describe('C3: the grace window', () => {
 
   it('a member forked after the polite signal gets it too, not only the forced kill', async () => {
     await expectLateMemberTermed(useTag(), 'cordon-grace-');
+  });
+
+  it("a stopped member's TERM trap gets its window too: the polite signal comes with SIGCONT", async () => {
+    const t = useTag();
+    const file = join(tempDir('cordon-grace-'), 'cleanup');
+    const inner = 'trap \'echo cleanup > "$FILE"; exit 0\' TERM; echo "PID trapper $$"; echo READY; while :; do sleep 0.1; done';
+    const proc = spawn('sh', ['-c', 'echo "PID root $$"; sh -c "$INNER" & wait'], { env: { ...t.env, FILE: file, INNER: inner } });
+    const { pids, all } = await collect(proc, t.tag);
+    const trapper = pids.trapper!;
+    await waitFor(() => catchesTerm(trapper), { timeout: 5000, what: 'the trap to be installed', watch: t.tag });
+    // The test's own member, stopped by pid (its cleanup SIGKILLs it by tag).
+    process.kill(trapper, 'SIGSTOP');
+    await waitFor(() => readStat(trapper)?.state === 'T', { timeout: 5000, what: 'the member to be stopped', watch: t.tag });
+
+    // A stopped process holds a SIGTERM pending; without a SIGCONT it stays
+    // stopped until the forced kill (20 s here), its trap never run. In the
+    // process-group tier a member still stopped when the root dies gets the
+    // orphaned group's SIGHUP and dies untrapped: seen under load until the
+    // group was resumed before its polite signal.
+    const t0 = Date.now();
+    await within(proc.terminate({ grace: 20_000 }), 30_000, 'terminate() to resolve', t.tag);
+    const elapsed = Date.now() - t0;
+    expectGone(all, t.tag, `after terminate() resolved (the trap wrote: ${existsSync(file) ? readFileSync(file, 'utf8') : 'nothing'})`);
+    expect(existsSync(file) ? readFileSync(file, 'utf8') : 'no file', `the stopped member ran its trap (terminate() took ${elapsed} ms; result ${JSON.stringify(await proc.result.catch((e: Error) => e.message))})`).toBe('cleanup\n');
+    expect(elapsed, 'the stopped member waited for the forced kill').toBeLessThan(10_000);
   });
 
   it("a descendant's TERM trap gets its window too", async () => {

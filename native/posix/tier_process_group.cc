@@ -385,8 +385,12 @@ class ProcessGroupTier : public Tier {
     } else if (!group_termed_) {
       group_termed_ = true;
       group_signal_at_ = t;
-      int rc = kill(static_cast<pid_t>(-group_), host_.polite_signal()) == 0 ? 0 : -errno;
+      // SIGCONT first: a member stopped when the root dies would be in an
+      // orphaned group, and the kernel sends such members SIGHUP (and then
+      // SIGCONT), which ends one that traps only the polite signal before
+      // its trap runs. Resumed first, it is running when the root dies.
       kill(static_cast<pid_t>(-group_), SIGCONT);
+      int rc = kill(static_cast<pid_t>(-group_), host_.polite_signal()) == 0 ? 0 : -errno;
       trace("signal %d to group %lld: %d", host_.polite_signal(), static_cast<long long>(group_), rc);
     }
     // The marker sweep: with the first round and in the grace (paced); at
