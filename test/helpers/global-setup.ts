@@ -11,6 +11,11 @@
 // Nor any cgroup (the cgroup tier): a tree's cgroup, cordon-<anchor pid>-<suffix>
 // below this process's cgroup, must be gone with the tree. One that appeared
 // during the run and is still there fails it (and is removed, if empty).
+//
+// Vitest reports an error thrown by a global teardown ("error during close")
+// but keeps its exit status 0 and its JSON report's success, so a teardown
+// that finds a leak sets the exit status itself (failRun): the lane then
+// counts as failed in .ci/run's summary, the report being green.
 import { existsSync, readdirSync, rmdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cgroupMount, cgroupOf, cgroupWritable } from './cgroup.js';
@@ -31,6 +36,11 @@ function treeCgroups(): { dir: string; names: Set<string> } | undefined {
 const SHOWN = Symbol.for('cordon.test.observerShown');
 const PROBED = Symbol.for('cordon.test.requirements');
 
+function failRun(message: string): never {
+  process.exitCode = 1;
+  throw new Error(message);
+}
+
 export default function setup() {
   process.env[RUN_VAR] ??= `r${process.pid}${Math.random().toString(36).slice(2, 6)}`;
   const asked = process.env[OBSERVER_VAR];
@@ -49,7 +59,7 @@ export default function setup() {
     // Stop-then-kill until five walks in a row are empty (a hopper cannot dodge it).
     const left = killTagged();
     if (left.length > 0) {
-      throw new Error(`the test run left processes behind (now SIGKILLed):\n${describeProcs(left)}`);
+      failRun(`the test run left processes behind (now SIGKILLed):\n${describeProcs(left)}`);
     }
     // A tree's cgroup is named after its anchor (cordon-<anchor pid>-…). This
     // run's anchors carry its tags and are gone now; a cgroup whose anchor is
@@ -68,7 +78,7 @@ export default function setup() {
           // not empty
         }
       }
-      throw new Error(`the test run left cgroups behind: ${leaked.map((n) => `${after!.dir}/${n}`).join(', ')}`);
+      failRun(`the test run left cgroups behind: ${leaked.map((n) => `${after!.dir}/${n}`).join(', ')}`);
     }
   };
 }
