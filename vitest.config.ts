@@ -24,6 +24,8 @@ export default defineConfig({
     testTimeout: watchdog(60_000),
     hookTimeout: watchdog(60_000),
     globalSetup: ['test/helpers/global-setup.ts'],
+    // Each test's start and end, so a leak found at the end names its tests.
+    setupFiles: ['test/helpers/test-log-setup.ts'],
     projects: [
       { extends: true, test: { name: 'tier-independent', include: tierIndependent } },
       ...tiers.map((tier) => ({

@@ -16,18 +16,17 @@
 // but keeps its exit status 0 and its JSON report's success, so a teardown
 // that finds a leak sets the exit status itself (failRun): the lane then
 // counts as failed in .ci/run's summary, the report being green.
-import { existsSync, readdirSync, rmdirSync } from 'node:fs';
+import { existsSync, rmdirSync, unlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cgroupMount, cgroupOf, cgroupWritable } from './cgroup.js';
+import { cgroupWritable } from './cgroup.js';
 import { observer, OBSERVER_VAR } from './observer.js';
 import { describeProcs, killTagged, RUN_VAR } from './procs.js';
 import { probeAll, REQUIREMENTS_VAR, requirementsLine } from './requirements.js';
+import { testLogPath, testsThatSaw, treeCgroupDir, treeCgroupNames } from './test-log.js';
 
 function treeCgroups(): { dir: string; names: Set<string> } | undefined {
-  if (process.platform !== 'linux' || !cgroupWritable()) return undefined;
-  const own = cgroupOf('self')!;
-  const dir = own === '/' ? cgroupMount()! : cgroupMount()! + own;
-  return { dir, names: new Set(readdirSync(dir).filter((n) => /^cordon-\d+(-[0-9a-f]+)?$/.test(n))) };
+  const dir = cgroupWritable() ? treeCgroupDir() : undefined;
+  return dir ? { dir, names: new Set(treeCgroupNames(dir)) } : undefined;
 }
 
 // Vitest calls the global setup once per project, each with its own copy of
@@ -46,6 +45,15 @@ export default function setup() {
   const asked = process.env[OBSERVER_VAR];
   const g = globalThis as { [SHOWN]?: boolean; [PROBED]?: string };
   if (!g[SHOWN]) console.log(`process observer: ${observer.name} (${asked ? `${OBSERVER_VAR}=${asked}` : `the default on ${process.platform}`})`);
+  if (!g[SHOWN]) {
+    process.on('exit', () => {
+      try {
+        unlinkSync(testLogPath());
+      } catch {
+        // no test ran
+      }
+    });
+  }
   g[SHOWN] = true;
   if (g[PROBED] === undefined) {
     const found = probeAll();
@@ -71,6 +79,12 @@ export default function setup() {
     for (const end = Date.now() + 5000; newSince().length > 0 && Date.now() < end; after = treeCgroups()) await sleep(100);
     const leaked = newSince();
     if (leaked.length > 0) {
+      // Which tests were running when each appeared (test-log.ts).
+      const made = (n: string): string => {
+        const tests = testsThatSaw(n);
+        return `${after!.dir}/${n} (appeared during: ${tests.length ? tests.join('; ') : 'no test'})`;
+      };
+      const named = leaked.map(made);
       for (const n of leaked) {
         try {
           rmdirSync(`${after!.dir}/${n}`);
@@ -78,7 +92,7 @@ export default function setup() {
           // not empty
         }
       }
-      failRun(`the test run left cgroups behind: ${leaked.map((n) => `${after!.dir}/${n}`).join(', ')}`);
+      failRun(`the test run left cgroups behind:\n${named.join('\n')}`);
     }
   };
 }
