@@ -88,6 +88,19 @@ void sweep_stale_cgroups(const std::string& dir);
 // fork(), the child born inside the cgroup (clone3 with CLONE_INTO_CGROUP,
 // Linux 5.7+): no instruction of it runs outside. Returns what fork() does.
 int64_t fork_into_cgroup(int dir_fd);
+// Linux (x86_64, arm64): a child that runs `main(arg)` (which must not
+// return) sharing the caller's memory until it execs (CLONE_VM, on a stack of
+// its own), born in the cgroup `cgroup_fd` when that is >= 0: no copy of the
+// caller's page tables, no copy-on-write faults (native/linux/clone.cc says
+// what the child may do meanwhile). `pid` is the child's, or a negative errno
+// (-ENOSYS elsewhere: fork instead). The caller unmaps the stack (`stack`,
+// `stack_size`) once the child has exec'd or exited.
+struct SharedChild {
+  int64_t pid = -1;
+  void* stack = nullptr;
+  size_t stack_size = 0;
+};
+SharedChild clone_shared(int cgroup_fd, void (*main)(void*), void* arg);
 
 // Descendants of `anchor` (not the anchor itself). With `group` also every
 // process whose process group is `group` (the process-group tier). Zombies are

@@ -91,22 +91,34 @@ void close_fds_from(int lowest, int keep) {
   bool ok = keep < 0 ? range(lowest, ~0U)
                      : range(lowest, static_cast<unsigned>(keep) - 1) && range(static_cast<unsigned>(keep) + 1, ~0U);
   if (ok) return;
-  // Kernels before 5.9: close what /proc lists (opendir's own fd is skipped).
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) {
+  // Kernels before 5.9: close what /proc lists, read with getdents64 into a
+  // buffer on the stack: this runs in a child that may share the anchor's
+  // memory (clone_shared), where nothing may be allocated. Closing while
+  // reading is safe: /proc/self/fd lists in descriptor order.
+  int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
     for (int fd = lowest; fd < 65536; fd++) {
       if (fd != keep) close(fd);
     }
     return;
   }
-  int own = dirfd(d);
-  std::vector<int> fds;
-  while (dirent* e = readdir(d)) {
-    int fd = atoi(e->d_name);
-    if (e->d_name[0] != '.' && fd >= lowest && fd != own && fd != keep) fds.push_back(fd);
+  struct Entry {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[1];
+  };
+  alignas(8) char buf[1024];
+  for (long n; (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+    for (long at = 0; at < n;) {
+      const Entry* e = reinterpret_cast<const Entry*>(buf + at);
+      at += e->reclen;
+      int fd = atoi(e->name);
+      if (e->name[0] != '.' && fd >= lowest && fd != dir && fd != keep) close(fd);
+    }
   }
-  closedir(d);
-  for (int fd : fds) close(fd);
+  close(dir);
 }
 
 }  // namespace cordon

@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -46,6 +47,8 @@ void default_dispositions() {
 #endif
 }
 
+void child_main(void* child) { exec_command(*static_cast<const CommandChild*>(child)); }
+
 }  // namespace
 
 void exec_command(const CommandChild& c) {
@@ -60,8 +63,9 @@ void exec_command(const CommandChild& c) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  // (The trace file, if any, is close-on-exec and flushed after every line:
+  // nothing of it is written or freed here, as the anchor's memory may be shared.)
   for (int fd : c.close) close(fd);
-  if (protocol::trace_file()) fclose(protocol::trace_file());
   c.tier->child_before_exec();
   // stdio as a shell would hand it over: blocking. A descriptor the host
   // passed on ('inherit') may be one Node made non-blocking (its own stdout
@@ -109,7 +113,22 @@ pid_t start_command(CommandChild child, std::string& failure) {
     return 0;
   }
   const char* what = nullptr;
-  int64_t forked = tier.fork(what);
+  // Every signal blocked in the child until its dispositions are the
+  // defaults (exec_command): a handler of the anchor's must not run there,
+  // least of all in a child that shares the anchor's memory.
+  sigset_t all, before;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &before);
+  SharedChild shared;
+  int64_t forked = tier.fork(what, ChildStart{child_main, &child, &shared});
+  sigprocmask(SIG_SETMASK, &before, nullptr);
+  // A shared child's stack, unmapped once it has exec'd or exited.
+  struct Unmap {
+    SharedChild& s;
+    ~Unmap() {
+      if (s.stack) munmap(s.stack, s.stack_size);
+    }
+  } unmap{shared};
   if (forked < 0 && what) {
     failure = protocol::no_contain(static_cast<int>(-forked), what);
     return 0;
@@ -120,7 +139,6 @@ pid_t start_command(CommandChild child, std::string& failure) {
     return 0;
   }
   pid_t pid = static_cast<pid_t>(forked);
-  if (pid == 0) exec_command(child);
   close(status_pipe[1]);
   rc = tier.after_fork(pid, what);
   if (rc != 0) {

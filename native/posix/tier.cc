@@ -49,9 +49,10 @@ int64_t now_ms() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-int64_t Tier::fork(const char*& what) {
+int64_t Tier::fork(const char*& what, const ChildStart& start) {
   (void)what;
   pid_t pid = ::fork();
+  if (pid == 0) start.main(start.arg);
   return pid < 0 ? -errno : pid;
 }
 

@@ -34,6 +34,15 @@ namespace anchor {
 int64_t now_ms();
 
 // What a tier may use of its anchor.
+// How the anchor starts its command's child: main(arg) in the child (it
+// execs the command or _exits); `shared` receives the stack of a child that
+// shares the anchor's memory (Linux).
+struct ChildStart {
+  void (*main)(void*);
+  void* arg;
+  SharedChild* shared;
+};
+
 class TierHost {
  public:
   virtual ~TierHost() = default;
@@ -91,9 +100,12 @@ class Tier {
 
   // Before the fork: 0 or a negative errno (EXECFAIL; the tier has undone its part).
   virtual int before_fork() { return 0; }
-  // fork(): the child's pid, 0 in the child, or a negative errno. A failure
-  // the tier reports as NOCONTAIN sets `what`.
-  virtual int64_t fork(const char*& what);
+  // Starts the child, which runs start.main(start.arg) and never returns
+  // here: the child's pid, or a negative errno. A failure the tier reports as
+  // NOCONTAIN sets `what`. fork() here; on Linux the cgroup and subreaper
+  // tiers start a child that shares the anchor's memory until it execs
+  // (clone_shared: its stack goes in *start.shared, for the caller to unmap).
+  virtual int64_t fork(const char*& what, const ChildStart& start);
   // In the child, first thing: 0, or an errno the anchor reports as
   // NOCONTAIN <errno> <tier> (nothing of the command runs). May _exit(127)
   // when the anchor is gone.
@@ -183,7 +195,7 @@ class TierWrapper : public Tier {
   std::string limits_report() const override { return inner_->limits_report(); }
   std::string usage_report() const override { return inner_->usage_report(); }
   int before_fork() override { return inner_->before_fork(); }
-  int64_t fork(const char*& what) override { return inner_->fork(what); }
+  int64_t fork(const char*& what, const ChildStart& start) override { return inner_->fork(what, start); }
   int child_enter() override { return inner_->child_enter(); }
   void child_before_exec() override { inner_->child_before_exec(); }
   int after_fork(pid_t child, const char*& what) override { return inner_->after_fork(child, what); }

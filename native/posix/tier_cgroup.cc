@@ -126,10 +126,15 @@ class CgroupTier : public TierWrapper {
     return protocol::usage(u.cpu_us, u.memory_peak, u.processes_peak, u.oom_kills, u.pids_max_hits);
   }
 
-  int64_t fork(const char*& what) override {
+  int64_t fork(const char*& what, const ChildStart& start) override {
 #ifdef __linux__
     if (cg_dir_ >= 0) {
+      // Sharing the anchor's memory where the kernel and architecture allow
+      // it; a plain clone3 into the cgroup otherwise, which says why not.
+      *start.shared = cordon::clone_shared(cg_dir_, start.main, start.arg);
+      if (start.shared->pid >= 0) return start.shared->pid;
       int64_t r = cordon::fork_into_cgroup(cg_dir_);
+      if (r == 0) start.main(start.arg);
       if (r >= 0) return r;
       trace("clone3 into the cgroup: %s", strerror(static_cast<int>(-r)));
       if (!may_fall_back_) {
@@ -138,11 +143,9 @@ class CgroupTier : public TierWrapper {
       }
       remove_cgroup();
       fell_back_ = true;
-      pid_t pid = ::fork();
-      return pid < 0 ? -errno : pid;
     }
 #endif
-    return inner_->fork(what);
+    return inner_->fork(what, start);
   }
 
   int child_enter() override {

@@ -50,19 +50,32 @@ class SubreaperTier : public Tier {
     }
     fcntl(barrier_[0], F_SETFD, FD_CLOEXEC);
     fcntl(barrier_[1], F_SETFD, FD_CLOEXEC);
+    child_barrier_[0] = barrier_[0];
+    child_barrier_[1] = barrier_[1];
     return 0;
   }
 
+  // The child may share the anchor's memory (clone_shared), and the anchor
+  // closes and forgets barrier_ meanwhile: the child reads child_barrier_,
+  // which nothing changes until the next launch.
   void child_before_exec() override {
-    if (barrier_[0] < 0) return;
-    close(barrier_[1]);
+    if (child_barrier_[0] < 0) return;
+    close(child_barrier_[1]);
     char byte = 0;
     ssize_t r;
     do {
-      r = read(barrier_[0], &byte, 1);
+      r = read(child_barrier_[0], &byte, 1);
     } while (r < 0 && errno == EINTR);
     if (r != 1) _exit(127);  // the anchor is gone: nothing of the command runs
-    close(barrier_[0]);
+    close(child_barrier_[0]);
+  }
+
+  int64_t fork(const char*& what, const ChildStart& start) override {
+#ifdef __linux__
+    *start.shared = cordon::clone_shared(-1, start.main, start.arg);
+    if (start.shared->pid >= 0) return start.shared->pid;
+#endif
+    return Tier::fork(what, start);
   }
 
   int after_fork(pid_t, const char*&) override {
@@ -186,6 +199,7 @@ class SubreaperTier : public Tier {
   static constexpr int64_t kStuckReportMs = protocol::kStuckReportMs;
 
   int barrier_[2] = {-1, -1};
+  int child_barrier_[2] = {-1, -1};  // the child's copy: see child_before_exec()
   bool full_walk_ = false;  // no children files: list_tree
   // Termination rounds.
   bool walked_ = false;
