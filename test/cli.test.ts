@@ -77,7 +77,10 @@ describe('the CLI itself', () => {
       expect(c.err.text).toBe(`${line}\ncordon: see cordon --help\n`);
     }
     expect(existsSync(marker), 'a command ran after a usage error').toBe(false);
-  });
+    // Sixteen CLI runs, each a Node start bounded by its own watchdog above:
+    // the test's bound is their sum, not the default 60 s (on a loaded 2-core
+    // machine, load average 20, they took about 4 s each and the test 63 s).
+  }, watchdog(16 * 15_000));
 });
 
 describe('cordon run', () => {
