@@ -302,14 +302,7 @@ bool held_subdirs(int list_fd, std::vector<std::string>& subs) {
     if (n < 0) return false;
     if (n == 0) return true;
     for (long off = 0; off < n;) {
-      struct Entry {
-        uint64_t ino;
-        int64_t off;
-        unsigned short reclen;
-        unsigned char type;
-        char name[1];
-      };
-      auto* e = reinterpret_cast<Entry*>(buf + off);
+      const auto* e = reinterpret_cast<const internal::Dirent64*>(buf + off);
       if (e->type == DT_DIR && e->name[0] != '.') subs.emplace_back(e->name);
       off += e->reclen;
     }

@@ -25,6 +25,16 @@
 namespace cordon {
 namespace internal {
 
+// One entry of getdents64(2) (struct linux_dirent64), read in place in the
+// caller's buffer: listing a directory without opendir's allocation.
+struct Dirent64 {
+  uint64_t ino;
+  int64_t off;
+  unsigned short reclen;
+  unsigned char type;
+  char name[1];
+};
+
 // The fields of /proc/<pid>/stat the contract uses. `start` is the process's
 // start time in clock ticks since boot: with `pid`, its identity.
 struct Stat {

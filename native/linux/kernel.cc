@@ -102,17 +102,10 @@ void close_fds_from(int lowest, int keep) {
     }
     return;
   }
-  struct Entry {
-    uint64_t ino;
-    int64_t off;
-    unsigned short reclen;
-    unsigned char type;
-    char name[1];
-  };
   alignas(8) char buf[1024];
   for (long n; (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
     for (long at = 0; at < n;) {
-      const Entry* e = reinterpret_cast<const Entry*>(buf + at);
+      const auto* e = reinterpret_cast<const internal::Dirent64*>(buf + at);
       at += e->reclen;
       int fd = atoi(e->name);
       if (e->name[0] != '.' && fd >= lowest && fd != dir && fd != keep) close(fd);
