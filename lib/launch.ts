@@ -22,6 +22,9 @@ import { signalNumber } from './signals.js';
 import { tierSpec, type Tier } from './tiers.js';
 import type { AnchoredTree, ConnectedAnchor } from './tree.js';
 
+/** A launched tree's environment, once the anchor has it (launchTree's connect). */
+const RELEASED_ENV: NodeJS.ProcessEnv = Object.freeze({});
+
 /** What an owner (registry.ts) adds to a spawn: who the tree is for, for its lease record and token, and its log. */
 export interface LeaseContext {
   owner: string | null;
@@ -203,6 +206,11 @@ export function launchTree(command: string, args: readonly string[] | undefined,
         } catch (err) {
           if (logFd !== undefined) closeSync(logFd);
           throw err;
+        } finally {
+          // The anchor has the environment now (it went in the spawn or the
+          // warm anchor's LAUNCH, synchronously), or nothing ran: a live tree
+          // keeps no copy of it (a copy of the host's, 1.5 kB a tree with 45 variables).
+          opts.env = plan.anchor.env = RELEASED_ENV;
         }
       },
     };
