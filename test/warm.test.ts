@@ -25,6 +25,7 @@ import { ensureDist, readReport } from './helpers/host.js';
 import { observer } from './helpers/observer.js';
 import { alive, readStat, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
+import { watchdog } from './helpers/time.js';
 import { collect } from './helpers/trees.js';
 
 const warmEnv = process.env.CORDON_WARM;
@@ -66,7 +67,9 @@ async function warmReady(host: number): Promise<number[]> {
       (found = warmAnchors(host)).length > 0 &&
       found.every((w) => readStat(w.pid)?.state === 'S') &&
       (host !== process.pid || found.every((w) => readyWarmPids().includes(w.pid))),
-    { timeout: 5000, what: `a warm anchor under ${host}, waiting` },
+    // A test's wish, not the product's: for a fixture host this includes its
+    // Node starting and importing cordon, which took over 5 s at load average 30.
+    { timeout: watchdog(30_000), what: `a warm anchor under ${host}, waiting` },
   );
   if (host !== process.pid) {
     await sleep(100);
