@@ -110,7 +110,9 @@ export function startHost(args: string[], env: NodeJS.ProcessEnv, script = 'host
   let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   void exited.then((e) => (ended = e));
   const printedReady = () => /^READY$/m.test(out.text);
-  const ready = async (timeout = watchdog(15_000)) => {
+  // A test's wish: the fixture's Node starting and importing cordon, which
+  // took over 15 s at load average 40 (a soak beside the suite).
+  const ready = async (timeout = watchdog(30_000)) => {
     await pollUntil(() => printedReady() || ended !== undefined, timeout, 10);
     if (printedReady()) return;
     const why = ended ? `ended (code ${ended.code}, signal ${ended.signal})` : `printed no READY within ${timeout} ms`;
