@@ -292,6 +292,7 @@ describe('leases and adoption (issue #17)', () => {
     const t = useTag();
     const { env } = useRuntime(t);
     const { run, id, token, members } = await leasedCli(env);
+    const killedAt = Date.now();
     run.child.kill('SIGKILL');
     await within(run.exited, watchdog(5000), 'the SIGKILLed CLI to end', t.tag);
     await sleep(1200);
@@ -302,8 +303,9 @@ describe('leases and adoption (issue #17)', () => {
     expect((await within(ps.exited, watchdog(30_000), 'cordon ps to exit', t.tag)).code, ps.err.text).toBe(0);
     const listed = (JSON.parse(ps.out.text) as Array<{ id: string; rootRunning: boolean; leaseLeftMs: number | null; command: string }>).find((e) => e.id === id);
     expect(listed, ps.out.text).toMatchObject({ id, rootRunning: true, command: 'sh' });
-    // The 60 s lease runs from the SIGKILL: less the time cordon ps took to start (seconds under emulation).
-    expect(listed!.leaseLeftMs).toBeGreaterThan(60_000 - watchdog(10_000));
+    // The 60 s lease runs from the SIGKILL: at most the time since then is gone
+    // (what ps took is measured, not bounded: its watchdog is a test's wish).
+    expect(listed!.leaseLeftMs).toBeGreaterThanOrEqual(60_000 - (Date.now() - killedAt) - 100);
     expect(listed!.leaseLeftMs).toBeLessThanOrEqual(60_000);
 
     const adopt = startCli(['adopt', id, '--token', token], env);
