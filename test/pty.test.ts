@@ -166,8 +166,13 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     const r = await within(run('seq', ['1', '200000'], { pty: true, env: t.env }), watchdog(30_000), 'seq to finish', t.tag);
     expect(r.exitCode).toBe(0);
     const lines = r.stdout.split('\r\n');
-    expect(lines.length).toBe(200001);
-    expect(lines[199999]).toBe('200000');
+    // Where a line is missing or wrong, the first place and what is there
+    // (lines run together: a lost CR-LF; a gap: lost bytes), so that a loss
+    // seen once says where it happened.
+    const first = lines.findIndex((line, i) => i < 200000 && line !== String(i + 1));
+    const around = first < 0 ? '' : `first wrong line at index ${first}: ${JSON.stringify(lines.slice(Math.max(0, first - 2), first + 3))}; `;
+    expect(`${around}${lines.length} lines, the last ${JSON.stringify(lines.slice(-3))}, ${r.stdout.length} characters, waitDelayExceeded ${r.waitDelayExceeded}`)
+      .toBe(`200001 lines, the last ${JSON.stringify(['199999', '200000', ''])}, ${r.stdout.length} characters, waitDelayExceeded false`);
     expect(r.stderr).toBe('');
   });
 
