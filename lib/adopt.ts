@@ -6,7 +6,7 @@
 // bounded (REQUEST_TIMEOUT_MS); an anchor that is alive but does not answer
 // in time is listed as such, never dropped.
 import { closeSync } from 'node:fs';
-import { adoptAnchor, anchors, type AnchorHandlers, type LeaseInfo } from './anchor.js';
+import { adoptAnchor, anchors, overriding, type AnchorHandlers, type LeaseInfo } from './anchor.js';
 import { LEASE_ID_PATTERN } from './anchor/protocol.js';
 import { debug } from './debug.js';
 import { adoptDenied, anchorNotAnswering, logUnopenable, unknownLease, type CordonError } from './errors.js';
@@ -140,8 +140,7 @@ export async function adoptTree(id: string, authorize: (record: LeaseRecord) => 
   replayed.catch(() => {}); // (awaited by registry.adopt(); never an unhandled rejection)
   let timer: NodeJS.Timeout | undefined;
   let givenBack = false;
-  const replay = (on: AnchorHandlers): AnchorHandlers => ({
-    ...on,
+  const replay = (on: AnchorHandlers): AnchorHandlers => overriding(on, {
     ready: (pid, tier, pidfd) => {
       on.ready(pid, tier, pidfd);
       clearTimeout(timer);

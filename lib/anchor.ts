@@ -27,6 +27,7 @@ import { posixLeaseDir, windowsLeaseDir } from './anchor/lease-dir.js';
 
 export type { AdoptedAnchor } from './anchor/adopted.js';
 export type { AnchorChannel, AnchorHandlers, AnchorProcess, AnchorSpawn, LimitsEvent, UsageEvent } from './anchor/channel.js';
+export { overriding } from './anchor/channel.js';
 export { ANCHOR_WAIT_SLACK_MS } from './anchor/posix.js';
 export { disableWarm } from './anchor/warm.js';
 

@@ -78,7 +78,8 @@ export class TreeFacts {
   /** Quiescence cannot be proven (STUCK, an unresponsive or lost anchor); set once. */
   cleanupError: CordonError | undefined;
 
-  private readonly startedD = deferred<number>();
+  /** @internal (FactReports) */
+  readonly startedD = deferred<number>();
   private readonly quiescentD = deferred<void>();
   /** Resolves with the root's pid once it runs; rejects with the launch error (or the anchor's loss before it ran). */
   readonly started = this.startedD.promise;
@@ -87,9 +88,12 @@ export class TreeFacts {
 
   constructor(
     tier: Tier,
-    private readonly launch: LaunchContext,
-    private readonly events: FactEvents,
-    private readonly anchorPid: () => number | undefined,
+    /** @internal (FactReports) */
+    readonly launch: LaunchContext,
+    /** @internal (FactReports) */
+    readonly events: FactEvents,
+    /** @internal (FactReports) */
+    readonly anchorPid: () => number | undefined,
   ) {
     this.tier = tier;
   }
@@ -107,85 +111,27 @@ export class TreeFacts {
     return this.anchorGone && (this.quiescentSeen || this.launchError !== undefined);
   }
 
-  /** The anchor's reports, as they set the facts. */
+  /** The anchor's reports, as they set the facts (one object of prototype methods: no closures kept per tree). */
   handlers(): AnchorHandlers {
-    const { launch, events } = this;
-    return {
-      ready: (pid, tier) => {
-        this.pid = pid;
-        this.tier = tier as Tier;
-        this.startedD.resolve(pid);
-        events.spawn(pid);
-      },
-      noContain: (errno, what) =>
-        this.launchFailed(what === 'setuid' ? errors.privilegeDropFailed(errno, launch.uid, launch.gid) : errors.noContainment(errno, what)),
-      execFail: (errno) => this.launchFailed(errors.execFailed(errno, launch.executable, launch.command)),
-      noCwd: (errno) => this.launchFailed(errors.anchorNoCwd(launch.cwd, errno)),
-      rootExit: (code, signal) => {
-        this.rootExit = { code, signal: signal === null ? null : signalName(signal), at: Date.now() };
-        events.exit(this.rootExit.code, this.rootExit.signal);
-        events.changed();
-      },
-      // The list at the root's exit, then what the anchor killed after it: a
-      // member it lacked, or one that runs another program now (named as it
-      // was when killed; whether it held the output stays as first seen).
-      left: (pid, heldOutput, command) => {
-        const known = this.leftovers.find((l) => l.pid === pid);
-        if (known) {
-          known.command = command;
-          known.heldOutput ||= heldOutput;
-        } else {
-          this.leftovers.push({ pid, command, heldOutput });
-        }
-      },
-      group: (pgid) => {
-        this.group = pgid;
-      },
-      leftGroup: (pid, command) => {
-        const leaver = { pid, command };
-        this.leavers.push(leaver);
-        events.leftGroup(leaver);
-      },
-      leftEnd: () => {
-        this.leftoversListed = true;
-        events.changed();
-      },
-      released: () => {
-        this.released = true;
-        events.changed();
-      },
-      stuck: (pids) => this.cleanupFailed(errors.cleanupStuck(pids)),
-      unresponsive: (waitedMs) => {
-        if (this.quiescentSeen || this.anchorGone) return;
-        this.cleanupFailed(errors.anchorUnresponsive(this.anchorPid(), waitedMs));
-      },
-      quiescent: () => {
-        this.quiescentSeen = true;
-        events.changed();
-      },
-      limits: (limits) => {
-        this.limitsInForce = limits;
-      },
-      usage: (usage) => {
-        this.usage = usage;
-      },
-      anchorExit: (code, signal, error) => this.anchorExited(code, signal, error),
-    };
+    return new FactReports(this);
   }
 
-  private launchFailed(error: CordonError): void {
+  /** @internal (FactReports) */
+  launchFailed(error: CordonError): void {
     this.launchError ??= error;
     this.startedD.reject(error);
     this.events.changed();
   }
 
-  private cleanupFailed(error: CordonError): void {
+  /** @internal (FactReports) */
+  cleanupFailed(error: CordonError): void {
     this.cleanupError ??= error;
     this.quiescentD.reject(this.cleanupError);
     this.events.changed();
   }
 
-  private anchorExited(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
+  /** @internal (FactReports) */
+  anchorExited(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
     if (error && this.pid === undefined && !this.launchError) {
       // The anchor itself could not be started (removed or broken install): nothing ran.
       this.launchError = errors.anchorNotStarted(error);
@@ -201,5 +147,98 @@ export class TreeFacts {
       this.quiescentD.resolve();
     }
     this.events.changed();
+  }
+}
+
+/** The anchor's reports, each setting a fact of `f` once the anchor says it. */
+class FactReports implements AnchorHandlers {
+  constructor(private readonly f: TreeFacts) {}
+
+  ready(pid: number, tier: string): void {
+    const f = this.f;
+    f.pid = pid;
+    f.tier = tier as Tier;
+    f.startedD.resolve(pid);
+    f.events.spawn(pid);
+  }
+
+  noContain(errno: number, what: string): void {
+    const { launch } = this.f;
+    this.f.launchFailed(what === 'setuid' ? errors.privilegeDropFailed(errno, launch.uid, launch.gid) : errors.noContainment(errno, what));
+  }
+
+  execFail(errno: number): void {
+    this.f.launchFailed(errors.execFailed(errno, this.f.launch.executable, this.f.launch.command));
+  }
+
+  noCwd(errno: number): void {
+    this.f.launchFailed(errors.anchorNoCwd(this.f.launch.cwd, errno));
+  }
+
+  rootExit(code: number | null, signal: number | null): void {
+    const f = this.f;
+    f.rootExit = { code, signal: signal === null ? null : signalName(signal), at: Date.now() };
+    f.events.exit(f.rootExit.code, f.rootExit.signal);
+    f.events.changed();
+  }
+
+  // The list at the root's exit, then what the anchor killed after it: a
+  // member it lacked, or one that runs another program now (named as it
+  // was when killed; whether it held the output stays as first seen).
+  left(pid: number, heldOutput: boolean, command: string): void {
+    const known = this.f.leftovers.find((l) => l.pid === pid);
+    if (known) {
+      known.command = command;
+      known.heldOutput ||= heldOutput;
+    } else {
+      this.f.leftovers.push({ pid, command, heldOutput });
+    }
+  }
+
+  group(pgid: number): void {
+    this.f.group = pgid;
+  }
+
+  leftGroup(pid: number, command: string): void {
+    const leaver = { pid, command };
+    this.f.leavers.push(leaver);
+    this.f.events.leftGroup(leaver);
+  }
+
+  leftEnd(): void {
+    this.f.leftoversListed = true;
+    this.f.events.changed();
+  }
+
+  released(): void {
+    this.f.released = true;
+    this.f.events.changed();
+  }
+
+  stuck(pids: number[]): void {
+    this.f.cleanupFailed(errors.cleanupStuck(pids));
+  }
+
+  unresponsive(waitedMs: number): void {
+    const f = this.f;
+    if (f.quiescentSeen || f.anchorGone) return;
+    f.cleanupFailed(errors.anchorUnresponsive(f.anchorPid(), waitedMs));
+  }
+
+  quiescent(): void {
+    this.f.quiescentSeen = true;
+    this.f.events.changed();
+  }
+
+  limits(limits: LimitsEvent): void {
+    this.f.limitsInForce = limits;
+  }
+
+  usage(usage: UsageEvent): void {
+    this.f.usage = usage;
+  }
+
+  anchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
+    this.f.anchorExited(code, signal, error);
   }
 }

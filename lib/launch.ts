@@ -7,7 +7,7 @@
 // lease directory that is not private (lease.ts). What the anchor is told is
 // planned by planLaunch, which is pure.
 import { closeSync } from 'node:fs';
-import { anchors, startAnchor, type AnchorHandlers, type AnchorSpawn } from './anchor.js';
+import { anchors, overriding, startAnchor, type AnchorHandlers, type AnchorSpawn } from './anchor.js';
 import { defaultTier, tierLimitSupport } from './capabilities.js';
 import { debug } from './debug.js';
 import { alreadyAborted, invalidArg, logUnopenable } from './errors.js';
@@ -229,13 +229,12 @@ export function launchTree(command: string, args: readonly string[] | undefined,
 function connect(spec: AnchorSpawn, on: AnchorHandlers, leased?: { plan: LeasePlan; record: { tree: AnchoredTree; context: LeaseContext | undefined } }): ConnectedAnchor {
   if (!leased) return { channel: startAnchor(spec, on), leaseId: undefined };
   let recorded: string | undefined;
-  const channel = startAnchor(spec, {
-    ...on,
+  const channel = startAnchor(spec, overriding(on, {
     anchorExit: (code, signal, error) => {
       if (recorded !== undefined) removeRecord(leased.plan.dir, recorded);
       on.anchorExit(code, signal, error);
     },
-  });
+  }));
   const anchorPid = channel.pid;
   if (anchorPid === undefined) return { channel, leaseId: undefined };
   const id = `${anchorPid}-${leased.plan.id}`;

@@ -46,6 +46,15 @@ export interface AnchorHandlers {
   anchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void;
 }
 
+/**
+ * `on` with some of its handlers replaced (each replacement calls `on`'s own
+ * as it needs): the rest are `on`'s, found through the prototype, so handlers
+ * that are an object's methods keep their `this` (a spread would drop them).
+ */
+export function overriding(on: AnchorHandlers, own: Partial<AnchorHandlers>): AnchorHandlers {
+  return Object.assign(Object.create(on) as AnchorHandlers, own);
+}
+
 export interface AnchorSpawn {
   /** The anchor executable (absolute). */
   path: string;
