@@ -4,7 +4,9 @@
 // Spawns trees of random shapes with random fates at bounded concurrency and
 // checks, from outside, that each one is gone when cordon says so:
 //   shapes  0-3 background sleepers, a nested shell with its own sleeper, a
-//           setsid escapee, a double-forked orphan (each prints its pid)
+//           setsid escapee, a double-forked orphan (each prints its pid;
+//           only the wait-delay fate's hold the pipes, the others let go
+//           before the root goes on, so no load can make them late)
 //   fates   cancel      AbortSignal or terminate() shortly after READY
 //           timeout     the `timeout` option fires while the root still runs
 //           leftovers   the root exits 0 leaving its sleepers (policy 'kill', or
@@ -93,11 +95,20 @@ function makeTree(rand) {
   const parts = [];
   // Sleepers that keep the pipes only in the wait-delay fate.
   const quiet = fate === 'wait-delay' ? '' : ' >/dev/null 2>&1';
+  // A quiet sleeper never holds the pipes, however late it is scheduled: the
+  // shell redirects before it forks ({ …; } >/dev/null), where `cmd >/dev/null &`
+  // has the child redirect itself, which at load average 40 may come after
+  // the wait delay. The nested shell (it prints, then lets go) is waited for
+  // through a command substitution, which ends when it has let go.
+  const bgQuiet = (cmd) => (quiet ? `{ ${cmd} & }${quiet}` : `${cmd} &`);
   const bg = Math.floor(rand() * 4);
-  for (let i = 0; i < bg; i++) parts.push(`sleep 300${quiet} & echo "PID bg${i} $!"`);
-  if (rand() < 0.5) parts.push(`sh -c 'echo "PID nestedsh $$"; sleep 300${quiet} & echo "PID nested $!"; ${quiet ? `exec${quiet}; ` : ''}wait' &`);
-  if (rand() < 0.4) parts.push('setsid sleep 300 >/dev/null 2>&1 & echo "PID setsid $!"');
-  if (rand() < 0.4) parts.push('(sleep 300 >/dev/null 2>&1 & echo "PID double $!")');
+  for (let i = 0; i < bg; i++) parts.push(`${bgQuiet('sleep 300')} echo "PID bg${i} $!"`);
+  if (rand() < 0.5) {
+    const nested = `sh -c 'echo "PID nestedsh $$"; ${bgQuiet('sleep 300')} echo "PID nested $!"; ${quiet ? `exec${quiet}; ` : ''}wait'`;
+    parts.push(quiet ? `nested=$(${nested} &); echo "$nested"` : `${nested} &`);
+  }
+  if (rand() < 0.4) parts.push('{ setsid sleep 300 & } >/dev/null 2>&1; echo "PID setsid $!"');
+  if (rand() < 0.4) parts.push('({ sleep 300 & } >/dev/null 2>&1; echo "PID double $!")');
   if (fate === 'wait-delay') parts.push('sleep 300 & echo "PID holder $!"');
   parts.push('echo READY');
   const options = {};
