@@ -27,12 +27,14 @@ import { loadavg } from 'node:os';
 import {
   RUN_ID,
   TAG_VAR,
+  cmdline,
   killTagged,
   openFdCount,
   readStat,
   rssBytes,
   sleep,
   sweepTagged,
+  tagOf,
   zombieChildren,
 } from './lib/procs.mjs';
 
@@ -100,7 +102,7 @@ function makeTree(rand) {
   // has the child redirect itself, which at load average 40 may come after
   // the wait delay. The nested shell (it prints, then lets go) is waited for
   // through a command substitution, which ends when it has let go.
-  const bgQuiet = (cmd) => (quiet ? `{ ${cmd} & }${quiet}` : `${cmd} &`);
+  const bgQuiet = (cmd) => (quiet ? `{ ${cmd} & }${quiet};` : `${cmd} &`);
   const bg = Math.floor(rand() * 4);
   for (let i = 0; i < bg; i++) parts.push(`${bgQuiet('sleep 300')} echo "PID bg${i} $!"`);
   if (rand() < 0.5) {
@@ -183,6 +185,8 @@ async function main() {
     orphanZombies: 0,
     orphanZombiesLast: [],
     misclassified: [],
+    /** What was SIGKILLed by tag after a tree was found wrong. */
+    killedAfter: [],
     rejected: [],
     hung: [],
     sweepSurvivors: [],
@@ -286,7 +290,11 @@ async function main() {
           if (stats.orphanZombiesLast.length > ORPHANS_KEPT) stats.orphanZombiesLast.shift();
         } else if (st.state === 'Z') stats.zombies.push({ i, pid, ppid: st.ppid, fate: tree.fate });
         else if (st.state !== 'X') {
-          stats.survivors.push({ i, pid, fate: tree.fate, script: tree.script });
+          // What it was, from outside: whether it still carries the tree's
+          // tag (a member, not a process that took a recycled pid), its state,
+          // parent and command line.
+          const tagged = tagOf(pid) === tag;
+          stats.survivors.push({ i, pid, fate: tree.fate, state: st.state, ppid: st.ppid, anchor: proc.anchorPid, tagged, command: cmdline(pid), script: tree.script });
           dirty = true;
         }
       }
@@ -297,7 +305,10 @@ async function main() {
       settledTrees.add(i);
       // A full /proc sweep per tree would load the host it measures: only
       // when something is known to be wrong (the periodic sweep finds the rest).
-      if (dirty) killTagged({ tag });
+      if (dirty) {
+        const killed = killTagged({ tag });
+        if (killed.length > 0) stats.killedAfter.push({ i, killed: killed.map((p) => ({ pid: p.pid, command: p.command })) });
+      }
     }
   }
 
@@ -407,6 +418,7 @@ async function main() {
     ['misclassified', stats.misclassified],
     ['rejected', stats.rejected],
     ['hung', stats.hung],
+    ['killed by tag after a problem', stats.killedAfter],
   ]) {
     if (list.length > 0) lines.push(`${name} (first 5): ${JSON.stringify(list.slice(0, 5))}`, '');
   }

@@ -62,7 +62,7 @@ const NEEDLE = Buffer.from(`${TAG_VAR}=`);
  * none; undefined when that cannot be known now (unreadable, or empty: a
  * process in the middle of execve, a zombie, a kernel thread).
  */
-function tagOf(pid) {
+export function tagOf(pid) {
   let env;
   try {
     env = readFileSync(`/proc/${pid}/environ`);
