@@ -17,9 +17,10 @@
 // tier reaps orphans: else an orphan's zombie is its reaper's, counted apart); every
 // --every trees a full /proc sweep looks for any process tagged with a
 // settled tree's tag. At the end: survivors and zombies (must be 0),
-// misclassified and rejected results, and the host's fd count and RSS at
+// misclassified and rejected results, and the host's fds and memory at
 // --checkpoint (1000) trees vs at the end, the pool drained for both ("flat":
-// no growth beyond 5%). Progress goes to stderr; the summary to stdout; the
+// fds, V8 heap used and RSS outside V8's heap grew no more than 5%; the RSS
+// and V8's reserve are printed beside them). Progress goes to stderr; the summary to stdout; the
 // exit status is 0 only if every check passed.
 // BENCH_CORDON=/path/to/dist/index.js soaks another build (e.g. a patched copy).
 import { readdirSync, readFileSync } from 'node:fs';
@@ -208,12 +209,18 @@ async function main() {
       await sleep(100);
       rss = Math.min(rss, rssBytes());
     }
+    const mem = process.memoryUsage();
     const s = {
       label,
       trees: stats.done,
       fds: openFdCount(),
       rss,
-      heapUsed: process.memoryUsage().heapUsed,
+      heapUsed: mem.heapUsed,
+      // What V8 holds for its heap, used or not: it keeps more of it after a
+      // burst of allocation whatever the host keeps alive. RSS minus this is
+      // what native code (the addon, libuv, Node's streams, malloc) holds.
+      heapTotal: mem.heapTotal,
+      outside: rss - mem.heapTotal,
       seconds: (performance.now() - t0) / 1000,
     };
     samples.push(s);
@@ -223,7 +230,9 @@ async function main() {
   // Baseline before any tree.
   await sample('start');
 
-  const settledTrees = new Set();
+  // One byte a tree, allocated once: the soak's own bookkeeping must not grow
+  // with the trees it measures.
+  const settledTrees = new Uint8Array(opts.trees);
   async function one(i) {
     let dirty = false;
     const tree = makeTree(rand);
@@ -302,7 +311,7 @@ async function main() {
       stats.hung.push({ i, fate: tree.fate, message: err.message, script: tree.script });
       dirty = true;
     } finally {
-      settledTrees.add(i);
+      settledTrees[i] = 1;
       // A full /proc sweep per tree would load the host it measures: only
       // when something is known to be wrong (the periodic sweep finds the rest).
       if (dirty) {
@@ -317,7 +326,7 @@ async function main() {
   function sweepSettled() {
     for (const p of sweepTagged(RUN_ID)) {
       const i = Number(/-soak-(\d+)$/.exec(p.tag)?.[1]);
-      if (!settledTrees.has(i)) continue;
+      if (!settledTrees[i]) continue;
       stats.sweepSurvivors.push({ i, pid: p.pid, command: p.command });
       try {
         process.kill(p.pid, 'SIGKILL');
@@ -342,7 +351,7 @@ async function main() {
         const problems = stats.survivors.length + stats.sweepSurvivors.length + stats.zombies.length + stats.misclassified.length + stats.rejected.length + stats.hung.length;
         log(
           `${stats.done}/${opts.trees} trees, ${secs.toFixed(0)} s (${(stats.done / secs).toFixed(1)}/s), ` +
-            `fds ${openFdCount()}, rss ${(rssBytes() / 2 ** 20).toFixed(1)} MB, problems ${problems}`,
+            `fds ${openFdCount()}, rss ${(rssBytes() / 2 ** 20).toFixed(1)} MB (V8 heap ${(process.memoryUsage().heapTotal / 2 ** 20).toFixed(1)} MB), problems ${problems}`,
         );
       }
     }
@@ -379,8 +388,14 @@ async function main() {
   const pct = (a, b) => (b === 0 ? 0 : ((a - b) / b) * 100);
   const fdDelta = pct(end.fds, check.fds);
   const rssDelta = pct(end.rss, check.rss);
-  // "Flat": no growth beyond 5% from the checkpoint to the end (shrinking is fine).
-  const flat = fdDelta <= 5 && rssDelta <= 5;
+  const outsideDelta = pct(end.outside, check.outside);
+  const heapDelta = pct(end.heapUsed, check.heapUsed);
+  // "Flat": no growth beyond 5% from the checkpoint to the end (shrinking is
+  // fine) of the fds, of the heap the host uses and of what native code
+  // holds. The RSS is reported whole, with V8's reserve beside it: V8 keeps
+  // more heap after bursts of allocation, whatever the host keeps alive.
+  const flat = fdDelta <= 5 && outsideDelta <= 5 && heapDelta <= 5;
+  const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}%`;
   const survivors = stats.survivors.length + stats.sweepSurvivors.length + stray.length;
   const zombies = stats.zombies.length + hostZombies.length;
   const mb = (b) => (b / 2 ** 20).toFixed(1);
@@ -406,9 +421,11 @@ async function main() {
     `| rejected results (cleanup failures) | ${stats.rejected.length} |`,
     `| trees that did not settle within 20 s | ${stats.hung.length} |`,
     `| host fds: start / ${check.label} / ${end.label} | ${samples[0].fds} / ${check.fds} / ${end.fds} (${fdDelta >= 0 ? '+' : ''}${fdDelta.toFixed(1)}%) |`,
-    `| host RSS: start / ${check.label} / ${end.label} | ${mb(samples[0].rss)} / ${mb(check.rss)} / ${mb(end.rss)} MB (${rssDelta >= 0 ? '+' : ''}${rssDelta.toFixed(1)}%) |`,
-    `| host heap used: ${check.label} / ${end.label} | ${mb(check.heapUsed)} / ${mb(end.heapUsed)} MB |`,
-    `| flat: fds and RSS grew at most 5% from ${check.trees} to ${end.trees} trees | ${flat ? 'yes' : 'NO'} |`,
+    `| host RSS: start / ${check.label} / ${end.label} | ${mb(samples[0].rss)} / ${mb(check.rss)} / ${mb(end.rss)} MB (${signed(rssDelta)}) |`,
+    `| of it V8's heap, reserved (heapTotal): start / ${check.label} / ${end.label} | ${mb(samples[0].heapTotal)} / ${mb(check.heapTotal)} / ${mb(end.heapTotal)} MB |`,
+    `| of it outside V8's heap (RSS - heapTotal: node's own pages, the addon, libuv, malloc) | ${mb(samples[0].outside)} / ${mb(check.outside)} / ${mb(end.outside)} MB (${signed(outsideDelta)}) |`,
+    `| host heap used: start / ${check.label} / ${end.label} | ${mb(samples[0].heapUsed)} / ${mb(check.heapUsed)} / ${mb(end.heapUsed)} MB (${signed(heapDelta)}) |`,
+    `| flat: fds, heap used and memory outside V8's heap grew at most 5% from ${check.trees} to ${end.trees} trees | ${flat ? 'yes' : 'NO'} |`,
     '',
   ];
   for (const [name, list] of [
