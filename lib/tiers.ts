@@ -67,6 +67,14 @@ export interface Guarantees {
    */
   terminal: boolean;
   /**
+   * C13: a terminal's last output is kept for the host as a pipe's is, however
+   * long its event loop stalls as the tree ends: the anchor hands it to the
+   * host's pipe, grown to hold it (Linux, F_SETPIPE_SZ). Where false (macOS:
+   * a pipe cannot grow; no terminal at all) the anchor holds it, and drops
+   * what the host has not taken 2 s after the tree's end.
+   */
+  terminalOutputKept: boolean;
+  /**
    * A member running with the host's privileges cannot leave the tree or stop
    * its anchor. Never given: cordon is not a sandbox (docs/contract.md).
    */
@@ -154,6 +162,7 @@ export const TIERS = [
       limits: limitSupport.memory !== null && limitSupport.processes !== null && limitSupport.cpu !== null,
       cgroupNamespace: capSysAdmin,
       terminal: true,
+      terminalOutputKept: true,
       holdsHostileMembers: false,
     }),
     notes: ({ pidfd, capSysAdmin, limitSupport }) => [
@@ -188,6 +197,7 @@ export const TIERS = [
       limits: false,
       cgroupNamespace: false,
       terminal: true,
+      terminalOutputKept: true,
       holdsHostileMembers: false,
     }),
     notes: ({ pidfd }) => [
@@ -203,7 +213,7 @@ export const TIERS = [
     platforms: ['linux', 'darwin'],
     selectable: true,
     available: () => true,
-    guarantees: ({ pidfd }) => ({
+    guarantees: ({ platform, pidfd }) => ({
       containedBeforeExec: true,
       catchesEscapees: 'marked',
       pidReuseSafe: pidfd,
@@ -216,6 +226,7 @@ export const TIERS = [
       limits: false,
       cgroupNamespace: false,
       terminal: true,
+      terminalOutputKept: platform !== 'darwin',
       holdsHostileMembers: false,
     }),
     notes: ({ platform, pidfd }) => [
@@ -257,6 +268,7 @@ export const TIERS = [
       limits: false,
       cgroupNamespace: false,
       terminal: false, // no pseudo console yet: spawn() refuses pty
+      terminalOutputKept: false,
       holdsHostileMembers: false,
     }),
     notes: () => [
@@ -304,6 +316,7 @@ export const TIERS = [
       limits: false,
       cgroupNamespace: false,
       terminal: false,
+      terminalOutputKept: false,
       holdsHostileMembers: false,
     }),
     notes: () => [

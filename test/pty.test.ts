@@ -176,11 +176,58 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     expect(r.stderr).toBe('');
   });
 
+  it("capabilities() claims the terminal's last output kept for a stalled host on Linux only (macOS: a pipe cannot grow)", () => {
+    expect(capabilities().guarantees.terminalOutputKept).toBe(process.platform === 'linux');
+    expect(tierGuarantees('darwin', 'process-group', false).guarantees.terminalOutputKept).toBe(false);
+    expect(tierGuarantees('win32', 'job-object', true).guarantees.terminalOutputKept).toBe(false);
+    for (const t of ['cgroup', 'subreaper', 'process-group'] as const) expect(tierGuarantees('linux', t, true).guarantees.terminalOutputKept, t).toBe(true);
+  });
+
+  itWhere(
+    capabilities().guarantees.terminalOutputKept,
+    "a host whose event loop stalls as the tree ends loses none of the terminal's output (the kernel keeps it, as a pipe's)",
+    "capabilities().guarantees.terminalOutputKept is false here (macOS: a pipe cannot be grown, so the anchor holds the terminal's last output and drops what the host has not taken 2 s after the tree's end)",
+    async () => {
+      const t = useTag();
+      // About 94 kB: more than the host's pipe holds, less than the pipe and
+      // the anchor's relay buffer together, so seq finishes while the host
+      // takes nothing and the anchor holds the rest when the tree ends.
+      const proc = spawn('seq', ['1', '15000'], { pty: true, env: t.env });
+      let text = '';
+      let stalled = false;
+      proc.stdout.setEncoding('utf8');
+      proc.stdout.on('data', (chunk: string) => {
+        text += chunk;
+        if (stalled) return;
+        stalled = true;
+        // The host's event loop stalls (a long synchronous task, a GC pause on
+        // a loaded machine) from its first chunk until seq has been gone,
+        // seen from outside, for 2.5 s: longer than the anchor waited for a
+        // host that takes nothing at the tree's end (2 s).
+        const until = Date.now() + watchdog(10_000);
+        while (t.procs().length > 0 && Date.now() < until) {
+          /* busy: the stall */
+        }
+        const gone = Date.now();
+        while (Date.now() - gone < 2500) {
+          /* busy */
+        }
+      });
+      const r = await within(proc.result, watchdog(20_000), 'seq to finish', t.tag);
+      expect(r.exitCode).toBe(0);
+      const lines = text.split('\r\n');
+      expect(`${lines.length} lines, the last ${JSON.stringify(lines.slice(-3))}, waitDelayExceeded ${r.waitDelayExceeded}`)
+        .toBe(`15001 lines, the last ${JSON.stringify(['14999', '15000', ''])}, waitDelayExceeded false`);
+      expect(lines.slice(0, 15000).every((line, i) => line === String(i + 1)), 'every line, in order').toBe(true);
+    },
+  );
+
   it("a host that does not read the terminal's output cannot hold the tree's end: terminate() resolves, the result is no cleanup failure", async () => {
     const t = useTag();
-    // A wait delay far beyond the test: the host never closes its end, so only
-    // the anchor's own bound (what the host has not taken 2 s after the tree's
-    // end is dropped) lets the tree end.
+    // A wait delay far beyond the test: the host never closes its end. On
+    // Linux the anchor hands what the terminal still holds to the host's pipe
+    // (grown to take it) and ends; elsewhere its own bound (what the host has
+    // not taken 2 s after the tree's end is dropped) lets the tree end.
     const proc = spawn('sh', ['-c', 'echo "PID root $$"; seq 1 1000000; exec sleep 300'], { pty: true, env: t.env, waitDelay: '10m' });
     proc.stdout.pause(); // (never read: the terminal, the relay and the pipe fill up)
     await waitFor(() => t.procs().some((p) => p.command === 'sleep 300' || p.command.startsWith('seq')), { timeout: watchdog(10_000), what: 'the tree to run', watch: t.tag });

@@ -2,6 +2,7 @@
 #include "pty_relay.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -194,6 +195,7 @@ void PtyRelay::finish() {
   // Input for a terminal no process holds is for no one.
   close_fd(in_);
   to_terminal_.clear();
+  hand_over_rest();
   int64_t last = monotonic_ms();
   for (;;) {
     close_when_delivered();
@@ -217,6 +219,45 @@ void PtyRelay::finish() {
   }
   to_host_.clear();
   for (int* fd : {&master_, &in_, &out_}) close_fd(*fd);
+}
+
+// Linux: the tree is over, so what the terminal still holds is bounded by the
+// kernel's own buffers (a few pages). It is read whole, and the host's pipe is
+// grown to take it with what it already holds: the kernel then keeps the
+// terminal's last output for the host, as it keeps a pipe's, and the anchor
+// waits for no reader (a host whose event loop stalls loses nothing). Where
+// the pipe cannot grow (no F_SETPIPE_SZ: macOS; the user's pipe quota; not a
+// pipe) finish() delivers as before.
+void PtyRelay::hand_over_rest() {
+#ifdef F_SETPIPE_SZ
+  if (out_ < 0) return;
+  if (master_ >= 0) {
+    char buf[16384];
+    ssize_t n;
+    for (;;) {
+      n = read(master_, buf, sizeof buf);
+      if (n > 0) {
+        to_host_.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    if (n == 0 || errno != EAGAIN) {
+      trace("terminal released (%s)", n == 0 ? "EOF" : strerror(errno));
+      close_fd(master_);
+    }
+  }
+  if (to_host_.empty()) return;
+  int held = 0;
+  int size = fcntl(out_, F_GETPIPE_SZ);
+  if (size < 0 || ioctl(out_, FIONREAD, &held) != 0) return;
+  size_t need = static_cast<size_t>(held) + to_host_.size();
+  if (need <= static_cast<size_t>(size)) return;
+  if (need > static_cast<size_t>(INT_MAX) || fcntl(out_, F_SETPIPE_SZ, static_cast<int>(need)) < 0) {
+    trace("terminal output: the host's pipe not grown to %zu bytes (%s)", need, strerror(errno));
+  }
+#endif
 }
 
 void PtyRelay::read_master() {

@@ -75,13 +75,17 @@ class PtyRelay {
   // EOF) at once, whatever the tree still does.
   void close_when_delivered();
   // The tree is quiescent (nothing holds the terminal): what the terminal
-  // and the relay still hold goes to the host for as long as it takes any
-  // (what it has not taken kFinishStallMs after its last progress is dropped,
-  // traced, so a host that does not read cannot hold the tree's end), then
+  // and the relay still hold goes to the host. On Linux the host's pipe is
+  // grown to hold all of it, so it is written at once and the kernel keeps it
+  // for the host. Elsewhere it goes for as long as the host takes any (what
+  // it has not taken kFinishStallMs after its last progress is dropped,
+  // traced, so a host that does not read cannot hold the tree's end). Then
   // everything is closed.
   void finish();
 
  private:
+  // Linux: the terminal's rest read whole and the host's pipe grown to hold it (finish()).
+  void hand_over_rest();
   void read_master();
   void write_master();
   void read_input();
