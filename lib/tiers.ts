@@ -69,7 +69,8 @@ export interface Guarantees {
   /**
    * C13: a terminal's last output is kept for the host as a pipe's is, however
    * long its event loop stalls as the tree ends: the anchor hands it to the
-   * host's pipe, grown to hold it (Linux, F_SETPIPE_SZ). Where false (macOS:
+   * host's pipe, grown to hold it (Linux, F_SETPIPE_SZ; unless the user's
+   * pipes are over fs.pipe-user-pages-soft). Where false (macOS:
    * a pipe cannot grow; no terminal at all) the anchor holds it, and drops
    * what the host has not taken 2 s after the tree's end.
    */
