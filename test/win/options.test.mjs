@@ -191,5 +191,6 @@ test('cwd: the command starts there, and the anchor does not hold the directory'
 // probe, nothing the process printed reached the pseudo console's pipe.)
 test('pty: refused before anything runs (ERR_CORDON_UNSUPPORTED); capabilities() claims no terminal', () => {
   assert.equal(cordon.capabilities().guarantees.terminal, false);
+  assert.equal(cordon.capabilities().guarantees.terminalOutputKept, false);
   assert.throws(() => cordon.spawn(process.execPath, ['-e', '0'], { pty: true }), (e) => e.code === 'ERR_CORDON_UNSUPPORTED' && /pty/.test(e.message));
 });
