@@ -29,6 +29,12 @@ constexpr size_t kBufferCap = 65536;
 // terminal's last output before the anchor drops it (well below the host's
 // own wait on a stopping anchor, ANCHOR_WAIT_SLACK_MS).
 constexpr int64_t kFinishStallMs = 2000;
+#ifdef F_SETPIPE_SZ
+// At most what the relay holds once the tree is quiescent, with what the
+// terminal still holds, handed to the host's pipe (a pipe grows to 1 MiB,
+// /proc/sys/fs/pipe-max-size, without privilege).
+constexpr size_t kRestCap = 1 << 20;
+#endif
 
 int64_t monotonic_ms() {
   timespec ts;
@@ -233,19 +239,20 @@ void PtyRelay::hand_over_rest() {
   if (out_ < 0) return;
   if (master_ >= 0) {
     char buf[16384];
-    ssize_t n;
-    for (;;) {
-      n = read(master_, buf, sizeof buf);
+    // Bounded all the same: a process the tier cannot see (the process-group
+    // tier) may still hold the slave and write as fast as this reads.
+    while (to_host_.size() < kRestCap) {
+      ssize_t n = read(master_, buf, sizeof buf);
       if (n > 0) {
         to_host_.append(buf, static_cast<size_t>(n));
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
-      break;
-    }
-    if (n == 0 || errno != EAGAIN) {
+      if (n < 0 && errno == EAGAIN) break;  // still held: finish() goes on as before
+      // EIO (Linux), or 0: no process has the slave open.
       trace("terminal released (%s)", n == 0 ? "EOF" : strerror(errno));
       close_fd(master_);
+      break;
     }
   }
   if (to_host_.empty()) return;
