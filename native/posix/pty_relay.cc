@@ -202,6 +202,7 @@ void PtyRelay::finish() {
   close_fd(in_);
   to_terminal_.clear();
   hand_over_rest();
+  if (!to_host_.empty()) write_output();
   int64_t last = monotonic_ms();
   for (;;) {
     close_when_delivered();
@@ -220,6 +221,10 @@ void PtyRelay::finish() {
     auto fired = [&](int i) { return i >= 0 && fds[static_cast<size_t>(i)].revents != 0; };
     bool took = false;
     if (fired(poll_master_)) read_master();
+    // What the terminal gives after the tree's end (the kernel may still be
+    // moving the last writes to the master when the tree is seen gone) goes
+    // to the pipe the same way, grown again to hold it.
+    hand_over_rest();
     if (!to_host_.empty()) took = write_output();
     if (took || to_host_.size() != had || master_open != (master_ >= 0)) last = monotonic_ms();
   }
@@ -228,12 +233,13 @@ void PtyRelay::finish() {
 }
 
 // Linux: the tree is over, so what the terminal still holds is bounded by the
-// kernel's own buffers (a few pages). It is read whole, and the host's pipe is
-// grown to take it with what it already holds: the kernel then keeps the
-// terminal's last output for the host, as it keeps a pipe's, and the anchor
-// waits for no reader (a host whose event loop stalls loses nothing). Where
-// the pipe cannot grow (no F_SETPIPE_SZ: macOS; the user's pipe quota; not a
-// pipe) finish() delivers as before.
+// kernel's own buffers (a few pages). What it gives now is read, and the
+// host's pipe is grown to take it with what it already holds: the kernel then
+// keeps the terminal's last output for the host, as it keeps a pipe's, and
+// the anchor waits for no reader (a host whose event loop stalls loses
+// nothing). finish() calls this again for whatever the terminal gives later,
+// until its end (EIO). Where the pipe cannot grow (no F_SETPIPE_SZ: macOS;
+// the user's pipe quota; not a pipe) finish() delivers as before.
 void PtyRelay::hand_over_rest() {
 #ifdef F_SETPIPE_SZ
   if (out_ < 0) return;
@@ -248,7 +254,7 @@ void PtyRelay::hand_over_rest() {
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) break;  // still held: finish() goes on as before
+      if (n < 0 && errno == EAGAIN) break;  // more may come: finish() polls for it
       // EIO (Linux), or 0: no process has the slave open.
       trace("terminal released (%s)", n == 0 ? "EOF" : strerror(errno));
       close_fd(master_);
