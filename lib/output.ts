@@ -57,6 +57,10 @@ export class TreeOutput {
   private sealed = false;
   private exceededDelay = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The deadline passed: its verdict, after this turn's I/O (see rootExited()). */
+  private verdict: NodeJS.Immediate | undefined;
+  /** The result is out with a pipe held where coverage is partial: the deadline no longer holds the event loop. */
+  private deadlineUnref = false;
 
   constructor(
     private readonly spec: OutputSpec,
@@ -115,7 +119,18 @@ export class TreeOutput {
 
   /** The root exited: the wait delay starts. */
   rootExited(): void {
-    this.timer = setTimeout(() => this.onDeadline(), this.spec.waitDelay);
+    this.timer = setTimeout(() => {
+      // After a stalled event loop (a long synchronous task, a GC pause, a
+      // loaded machine) the deadline's timer runs before the I/O that waited
+      // meanwhile: libuv runs timers first. What the anchor has already said
+      // (RELEASED, QUIET) is read in this turn's poll phase, so the verdict
+      // comes after it (setImmediate), never a cut of pipes nobody held.
+      this.verdict = setImmediate(() => {
+        this.verdict = undefined;
+        this.onDeadline();
+      });
+      if (this.deadlineUnref) this.verdict.unref();
+    }, this.spec.waitDelay);
   }
 
   /** The anchor says no member holds the pipes (RELEASED, or QUIET: no member at all). */
@@ -200,7 +215,14 @@ export class TreeOutput {
    * waits on it forever. Otherwise the deadline is dropped.
    */
   resultOut(): void {
-    if (this.hooks.partial() && this.timer !== undefined && this.raw.some(stillHeld)) this.timer.unref();
-    else clearTimeout(this.timer);
+    if (this.hooks.partial() && (this.timer !== undefined || this.verdict !== undefined) && this.raw.some(stillHeld)) {
+      this.deadlineUnref = true;
+      this.timer?.unref();
+      this.verdict?.unref();
+    } else {
+      clearTimeout(this.timer);
+      clearImmediate(this.verdict);
+      this.verdict = undefined;
+    }
   }
 }

@@ -8,7 +8,10 @@ import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { createConnection, createServer } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { spawn, type LeftoversPolicy } from '../lib/index.js';
+import { TreeOutput } from '../lib/output.js';
 import { capture } from './helpers/fixtures.js';
 import { alive, useTag, within, type Tagged } from './helpers/procs.js';
 import { missing } from './helpers/requirements.js';
@@ -203,4 +206,41 @@ describe('wait delay (C4)', () => {
       expect(alive(g), 'grandchild after terminate()').toBe(false);
     });
   }
+
+  it("a host whose event loop stalls past the wait delay reads what is already waiting (the anchor's word) before the deadline's verdict", async () => {
+    // The deadline's timer comes due during a stall; the anchor's word that
+    // no member holds the pipes (here: a byte on a socket, standing for its
+    // RELEASED or QUIET line) arrived during it. libuv runs due timers before
+    // it reads: the verdict must wait for this turn's reads, not cut pipes
+    // that nobody held and say the wait delay was exceeded.
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-deadline-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 's');
+    const server = createServer();
+    onTestFinished(() => void server.close());
+    const accepted = new Promise<import('node:net').Socket>((resolve) => server.once('connection', resolve));
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    const client = createConnection(path);
+    onTestFinished(() => void client.destroy());
+    await new Promise<void>((resolve) => client.once('connect', resolve));
+    const anchorSide = await accepted;
+    const stdout = new PassThrough();
+    stdout.resume();
+    let changed = 0;
+    const output = new TreeOutput({ command: 'test', waitDelay: 50, logFd: undefined, logPath: undefined, targets: { stdout: 'pipe', stderr: 'pipe' } }, { stdout, stderr: null }, {
+      changed: () => void changed++,
+      partial: () => false,
+    });
+    anchorSide.on('data', () => output.release());
+    output.rootExited();
+    client.write('Q'); // (written at once: the socket is writable)
+    const until = Date.now() + 300;
+    while (Date.now() < until) {
+      /* the stall: the deadline comes due */
+    }
+    await within(new Promise<void>((resolve) => { const poll = setInterval(() => { if (changed > 0) { clearInterval(poll); resolve(); } }, 5); }), 5000, 'the deadline to pass');
+    expect(output.waitDelayExceeded, 'the wait delay was not exceeded: the anchor had said no member holds the pipes').toBe(false);
+    expect(stdout.destroyed, 'our end of the pipe is not cut').toBe(false);
+  });
 });
+
