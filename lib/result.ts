@@ -58,7 +58,7 @@ export interface MemberInfo {
 
 export interface Leftover {
   pid: number;
-  /** Command line as the anchor saw it: at the root's exit, or when it killed it (a member that exec'd meanwhile is named by what it ran then). */
+  /** Command line as the anchor saw it: at the root's exit, or when it killed it (a member that exec'd meanwhile is named by what it ran then; one already exiting, by its process name in brackets: `[sleep]`). */
   command: string;
   /** Whether it still held the captured stdout/stderr when the root exited. */
   heldOutput: boolean;

@@ -41,8 +41,13 @@ struct Stat {
   int64_t pid = 0, ppid = 0, pgid = 0, sid = 0;
   uint64_t start = 0;
   int64_t threads = 0;
+  uint64_t flags = 0;  // the kernel's task flags (PF_*)
   char state = '?';
 };
+
+// PF_EXITING: the process is in exit(); its memory (and so its command line)
+// may already be gone, and it will not exec again.
+constexpr uint64_t kTaskExiting = 0x4;
 
 // Reads `path` into `out`, at most about `limit` bytes (it stops at the first
 // read that reaches it). False when the file cannot be opened.
@@ -53,8 +58,9 @@ bool read_file(const char* path, std::string& out, size_t limit = 65536);
 bool read_stat(int64_t pid, Stat& st);
 
 // /proc/<pid>/cmdline with its arguments joined by spaces; a process caught
-// in the middle of exec is given a few milliseconds; "[<comm>]" when there is
-// no command line; "" when the process is gone.
+// in the middle of exec is given a few milliseconds (one already exiting is
+// not: it has no command line left to wait for); "[<comm>]" when there is no
+// command line; "" when the process is gone.
 std::string read_cmdline(int64_t pid);
 
 // Whether one of `pid`'s open descriptors is one of `watched`, anonymous

@@ -72,6 +72,7 @@ bool read_stat(int64_t pid, Stat& st) {
     if (field == 4) st.ppid = strtoll(q, nullptr, 10);
     else if (field == 5) st.pgid = strtoll(q, nullptr, 10);
     else if (field == 6) st.sid = strtoll(q, nullptr, 10);
+    else if (field == 9) st.flags = strtoull(q, nullptr, 10);
     else if (field == 20) st.threads = strtoll(q, nullptr, 10);
     else if (field == 22) st.start = strtoull(q, nullptr, 10);
   }
@@ -83,11 +84,13 @@ std::string read_cmdline(int64_t pid) {
   snprintf(path, sizeof path, "/proc/%lld/cmdline", static_cast<long long>(pid));
   std::string s;
   // A process in the middle of exec briefly has an empty command line: give
-  // it a few milliseconds before falling back to its name.
+  // it a few milliseconds before falling back to its name. One that is
+  // exiting (a member of a tree being stopped, as the root's exit is
+  // reported) has lost its command line with its memory: its name at once.
   for (int attempt = 0; attempt < 4; attempt++) {
     if (read_file(path, s, 4096) && !s.empty()) break;
     Stat st;
-    if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X') break;
+    if (!read_stat(pid, st) || st.state == 'Z' || st.state == 'X' || (st.flags & kTaskExiting)) break;
     usleep(2000);
   }
   if (s.empty()) {
