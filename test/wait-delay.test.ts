@@ -238,9 +238,17 @@ describe('wait delay (C4)', () => {
     while (Date.now() < until) {
       /* the stall: the deadline comes due */
     }
-    await within(new Promise<void>((resolve) => { const poll = setInterval(() => { if (changed > 0) { clearInterval(poll); resolve(); } }, 5); }), 5000, 'the deadline to pass');
+    // (the interval is the test's own, cleared however the wait ends)
+    let poll: NodeJS.Timeout | undefined;
+    onTestFinished(() => clearInterval(poll));
+    const verdict = new Promise<void>((resolve) => {
+      poll = setInterval(() => {
+        if (changed > 0) resolve();
+      }, 5);
+    });
+    await within(verdict, 5000, 'the deadline to pass');
+    clearInterval(poll);
     expect(output.waitDelayExceeded, 'the wait delay was not exceeded: the anchor had said no member holds the pipes').toBe(false);
     expect(stdout.destroyed, 'our end of the pipe is not cut').toBe(false);
   });
 });
-
