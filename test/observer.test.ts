@@ -6,6 +6,7 @@
 // zombie, and a dead pid reported dead. Where /proc is missing only ps is
 // checked, and the proc observer must refuse to be selected.
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { capture } from './helpers/fixtures.js';
 import {
@@ -18,6 +19,7 @@ import {
   TAG_VAR,
   type Observer,
 } from './helpers/observer.js';
+import { occupyPid, PidMissedError, PidOutOfReachError, type Occupant } from './helpers/pids.js';
 import { RUN_VAR, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { watchdog } from './helpers/time.js';
 import { missing } from './helpers/requirements.js';
@@ -212,5 +214,59 @@ describe('the process observers', () => {
         `${o.name}: the dead pid is not tagged`,
       ).not.toContain(v);
     });
+  });
+});
+
+// helpers/pids.ts puts an unrelated process on a freed pid (pid-reuse tests).
+// It must not hand any other process a pid out of turn: a test running beside
+// it (another worker) that has just seen its member die would find the pid
+// taken again in the same second, which the ps observer (start to the second)
+// cannot tell from the member. The kernel hands pids out in rising order,
+// wrapping at pid_max; an unrelated forker watched meanwhile must see exactly
+// that.
+describe('a process put on a freed pid (helpers/pids.ts)', () => {
+  itWhere(process.platform !== 'win32', "hands no other process a pid out of turn: an unrelated forker's pids only rise (or wrap at pid_max)", 'pids are put on pids on Linux and macOS only', async (ctx) => {
+    const t = useTag();
+    // Each fork's pid, in the order the kernel handed them to this loop.
+    const forker = spawnChild('sh', ['-c', 'while :; do /bin/true & echo $!; wait $!; done'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
+    onTestFinished(async () => {
+      forker.kill('SIGKILL');
+      await exited(forker);
+    });
+    const out = capture(forker.stdout);
+    const forks = () => out.text.split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
+    await waitFor(() => forks().length >= 20, { timeout: watchdog(10_000), what: 'the forker to fork 20 times', watch: t.tag });
+    const deadline = Date.now() + watchdog(40_000);
+    let occ: Occupant | undefined;
+    const misses: string[] = [];
+    while (!occ) {
+      if (Date.now() > deadline) throw new Error(`watchdog: no process could be put on a freed pid; the misses:\n${misses.join('\n')}`);
+      // The target: a child of this process, exited and reaped.
+      const victim = spawnChild('true', [], { env: t.env, stdio: 'ignore' });
+      await within(exited(victim), watchdog(5000), 'the victim to exit', t.tag);
+      try {
+        occ = await occupyPid(victim.pid!, t.env, Math.max(1000, deadline - Date.now()));
+      } catch (err) {
+        if (err instanceof PidOutOfReachError) {
+          console.log(`skipped: ${err.message}`);
+          ctx.skip(err.message);
+          return;
+        }
+        if (!(err instanceof PidMissedError)) throw err;
+        misses.push(`  ${err.message}`);
+      }
+    }
+    const o = occ;
+    onTestFinished(() => o.end());
+    // A moment more of forking once the occupant is there.
+    const before = forks().length;
+    await waitFor(() => forks().length >= before + 20, { timeout: watchdog(10_000), what: 'the forker to fork 20 times more', watch: t.tag });
+    forker.kill('SIGKILL');
+    await exited(forker);
+    const pids = forks();
+    const pidMax = process.platform === 'linux' ? Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8')) : 99_999;
+    // A step down by less than half the pid space is a pid out of turn; a wrap goes down by nearly all of it.
+    const outOfTurn = pids.flatMap((p, i) => (i > 0 && p < pids[i - 1]! && pids[i - 1]! - p < pidMax / 2 ? [`${pids[i - 1]} then ${p}`] : []));
+    expect(outOfTurn, `the forker's ${pids.length} pids around the occupant on ${o.pid} (${o.how})`).toEqual([]);
   });
 });

@@ -1,25 +1,34 @@
 // Putting an unrelated process on a chosen (free) pid, to test that a stale
-// handle never signals a recycled number. First choice: a shell writes
-// target-1 to /proc/sys/kernel/ns_last_pid (needs CAP_SYS_ADMIN or
-// CAP_CHECKPOINT_RESTORE in the pid namespace) and forks the process at once;
-// fallback: a shell that forks until the last pid handed out is target-1,
-// then starts the process.
+// handle never signals a recycled number. First choice: clone3 with set_tid
+// (helpers/set-tid.py; Linux 5.5 or later, CAP_SYS_ADMIN or
+// CAP_CHECKPOINT_RESTORE over the pid namespace) makes the process on exactly
+// that pid and leaves the pid counter where it is; fallback: a shell that
+// forks until the last pid handed out is target-1, then starts the process.
 //
-// The pid counter is the machine's: any process that forks meanwhile may take
-// the target first, and then this attempt has missed (PidMissedError): the
-// caller sets its scenario up afresh, with a new target, within its watchdog
-// (occupyFreedPid does that). The test workers of this machine take turns at
-// moving the counter (a lock file), so that two of them never steer each
-// other's spawns.
+// Why not write target-1 to /proc/sys/kernel/ns_last_pid and fork (what this
+// did before): until the counter was set back, every process that forked on
+// the machine got a pid just above the target, pids another test had just
+// seen die, in the same second; the ps observer, which tells processes apart
+// by pid and start second, took such a newcomer for the member it had seen
+// (a failed "all gone" in lane 6).
+//
+// Cycling moves the machine's counter: any process that forks meanwhile may
+// take the target first, and then this attempt has missed (PidMissedError):
+// the caller sets its scenario up afresh, with a new target, within its
+// watchdog (occupyFreedPid does that). The test workers of this machine take
+// turns at putting processes on pids (a lock file), so that two of them never
+// steer each other's spawns.
 import { spawn as spawnChild, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
 import { capture } from './fixtures.js';
 import { cmdline, readStat, sameAlive, sleep } from './procs.js';
+import { missing } from './requirements.js';
 
-const NS_LAST_PID = '/proc/sys/kernel/ns_last_pid';
+const SET_TID = join(dirname(fileURLToPath(import.meta.url)), 'set-tid.py');
 
 /**
  * This attempt missed: another process took the target pid (and kept it
@@ -30,14 +39,14 @@ export class PidMissedError extends Error {
   override name = 'PidMissedError';
 }
 
-/** A miss where no live process had the pid, yet no fork of ours got it (see viaNsLastPid). */
+/** A miss where no live process had the pid, yet the kernel would not give it (see viaSetTid). */
 class PidNotGivenError extends PidMissedError {
   override name = 'PidNotGivenError';
 }
 
 /**
  * This machine cannot put a process on the target within the bound (no
- * writable ns_last_pid, and cycling through the pids would take more forks
+ * clone3 with set_tid, and cycling through the pids would take more forks
  * or more time than allowed): the message says why; the caller skips, saying so.
  */
 export class PidOutOfReachError extends Error {
@@ -51,7 +60,7 @@ export interface Occupant {
   start: string;
   /** The shell that started it and waits on it, to clean up. */
   helpers: number[];
-  how: 'ns_last_pid' | 'cycling';
+  how: 'set_tid' | 'cycling';
   /** Kills the occupant (its shell then exits and reaps it) and the shell; resolves once the shell has exited. */
   end(): Promise<void>;
 }
@@ -160,41 +169,24 @@ async function lockCounter(deadline: number): Promise<() => void> {
   }
 }
 
-// ---- ns_last_pid ----------------------------------------------------------
+// ---- clone3 with set_tid ------------------------------------------------
 
-// One try: the counter is set to target-1 and the occupant forked at once,
-// by a shell: builtins only between the write and the fork, so that another
-// process on the machine has as short a window as can be to fork in between
-// (measured beside a fork loop: 79% of tries hit, against 35% for a write
-// from Node followed by its spawn). A sysctl file reads whole or not at all:
-// cat, not read. The occupant runs in a session of its own (setsid execs in
-// place: same pid), so that a miss ends whatever `command` started too. The
-// counter then goes back to where it was right after the fork: left at
-// target+1, it would hand out again, at once, the pids that other tests
-// running meanwhile just saw die (and check to be gone). Says `PID occupant
-// <pid>` (and waits on it), `MISSED <pid>` or `UNAVAILABLE`.
-const NS_TRY = `
-t=$1; shift
-saved=$(cat ${NS_LAST_PID}) || { echo UNAVAILABLE; exit 3; }
-{ echo $((t - 1)) > ${NS_LAST_PID}; } 2>/dev/null || { echo UNAVAILABLE; exit 3; }
-setsid "$@" & q=$!
-now=$(cat ${NS_LAST_PID})
-if [ "$now" -lt "$saved" ]; then echo "$saved" > ${NS_LAST_PID}; fi
-if [ $q -eq $t ]; then echo "PID occupant $q"; wait $q; exit 0; fi
-kill -9 -$q 2>/dev/null || kill -9 $q
-wait $q 2>/dev/null
-echo "MISSED $q"
-`;
+// How long a pid held as the group or session id of zombies is tried again
+// before the attempt counts as missed (the kernel frees the pid when init
+// reaps them: every second or two on this machine).
+const TAKEN_RETRY_MS = 2500;
 
-async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, deadline: number, command: string[]): Promise<Occupant | 'unavailable'> {
-  if (process.platform !== 'linux') return 'unavailable';
-  const TRIES = 50;
-  for (let attempt = 0; attempt < TRIES; attempt++) {
-    if (Date.now() > deadline) throw new Error(`watchdog: could not put a process on pid ${target} through ${NS_LAST_PID} in time (${attempt} tries)`);
+/** The occupant, or why set_tid cannot be used here. */
+async function viaSetTid(target: number, env: NodeJS.ProcessEnv, deadline: number, command: string[]): Promise<Occupant | { unavailable: string }> {
+  if (process.platform !== 'linux') return { unavailable: 'clone3 is Linux\'s' };
+  const noPython = missing('python3');
+  if (noPython !== undefined) return { unavailable: `helpers/set-tid.py ${noPython}` };
+  const until = Math.min(deadline, Date.now() + TAKEN_RETRY_MS);
+  for (let attempt = 1; ; attempt++) {
     await untilFree(target);
-    const shell = spawnChild('sh', ['-c', NS_TRY, 'ns-try', String(target), ...command], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const shell = spawnChild('python3', [SET_TID, String(target), ...command], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     const out = capture(shell.stdout);
-    const said = /^(PID occupant \d+|MISSED \d+|UNAVAILABLE)$/m;
+    const said = /^(PID occupant \d+|TAKEN \w+|UNAVAILABLE.*)$/m;
     try {
       await out.until(said, Math.max(1000, deadline - Date.now()));
     } catch (err) {
@@ -205,14 +197,22 @@ async function viaNsLastPid(target: number, env: NodeJS.ProcessEnv, deadline: nu
     const verdict = out.text.match(said)![1]!;
     if (verdict.startsWith('PID occupant')) {
       const st = readStat(target);
-      if (st) return occupant(shell, target, st.start, 'ns_last_pid');
+      if (st) return occupant(shell, target, st.start, 'set_tid');
       shell.kill('SIGKILL'); // the occupant ended already: try again
+      await exitOf(shell);
+      continue;
     }
     await exitOf(shell);
-    if (verdict === 'UNAVAILABLE') return 'unavailable';
-    // Another process forked in between and took the target: try again.
+    if (verdict.startsWith('UNAVAILABLE')) return { unavailable: verdict.slice('UNAVAILABLE '.length) };
+    // TAKEN: a process took the pid between untilFree() and the clone, or the
+    // pid is still some zombie's group or session id (no process has it, yet
+    // the kernel keeps it).
+    if (readStat(target) !== undefined) throw new PidMissedError(`pid ${target} was taken by another process meanwhile: ${describePid(target)}`);
+    if (Date.now() > until) {
+      throw new PidNotGivenError(`in ${attempt} tries over ${TAKEN_RETRY_MS} ms the kernel kept pid ${target} in use (EEXIST) while no process had it`);
+    }
+    await sleep(50);
   }
-  throw new PidNotGivenError(`in ${TRIES} tries another process forked each time between setting the pid counter to ${target - 1} and our fork`);
 }
 
 // ---- cycling --------------------------------------------------------------
@@ -263,14 +263,14 @@ echo "GAVEUP after $n forks"
 exit 1
 `;
 
-async function viaCycling(target: number, env: NodeJS.ProcessEnv, deadline: number, command: string[]): Promise<Occupant> {
+async function viaCycling(target: number, env: NodeJS.ProcessEnv, deadline: number, command: string[], noSetTid: string): Promise<Occupant> {
   const range = pidRange();
   const last = spawnSync('true', { stdio: 'ignore' }).pid;
   const need = range && last ? forksToReach(target, last, range) : undefined;
   const why =
     process.env.CORDON_TEST_PID_CYCLING === '1'
       ? 'CORDON_TEST_PID_CYCLING=1 asks for the pid to be reached by forking until the counter comes round'
-      : `${NS_LAST_PID} is not writable here (it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), so the pid is reached by forking until the counter comes round`;
+      : `clone3 with set_tid is not available here (${noSetTid}; it needs Linux 5.5 or later and CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), so the pid is reached by forking until the counter comes round`;
   if (need !== undefined && need > MAX_FORKS) {
     throw new PidOutOfReachError(`reaching pid ${target} takes about ${need} forks (pid_max ${range!.max}, last pid ${last}), more than the ${MAX_FORKS} allowed: ${why}`);
   }
@@ -334,12 +334,14 @@ export async function occupyPid(target: number, env: NodeJS.ProcessEnv, timeout 
   await untilFree(target);
   const unlock = await lockCounter(deadline);
   try {
-    // CORDON_TEST_PID_CYCLING=1 exercises the fallback where ns_last_pid is writable.
+    // CORDON_TEST_PID_CYCLING=1 exercises the fallback where set_tid works.
+    let noSetTid = 'CORDON_TEST_PID_CYCLING=1';
     if (process.env.CORDON_TEST_PID_CYCLING !== '1') {
-      const got = await viaNsLastPid(target, env, deadline, command);
-      if (got !== 'unavailable') return got;
+      const got = await viaSetTid(target, env, deadline, command);
+      if (!('unavailable' in got)) return got;
+      noSetTid = got.unavailable;
     }
-    return await viaCycling(target, env, deadline, command);
+    return await viaCycling(target, env, deadline, command, noSetTid);
   } finally {
     unlock();
   }
@@ -395,9 +397,9 @@ export async function occupyFreedPid<S>(options: {
   const misses: string[] = [];
   // Attempts whose pid stayed a group or session id of zombies nobody reaped.
   let heldByZombies = 0;
-  // Attempts whose pid no fork of ours got while no live process had it (the
-  // pid counter set, and 50 forks another pid each): what a pid held as the
-  // id of zombies looks like, also when init reaps them just before the look.
+  // Attempts whose pid the kernel kept in use (set_tid: EEXIST) while no live
+  // process had it: what a pid held as the id of zombies looks like, also
+  // when init reaps them just before the look.
   let notGiven = 0;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1 && deadline - Date.now() < 2000) {
