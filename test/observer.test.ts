@@ -5,6 +5,8 @@
 // command line, a start identity that does not move, signal dispositions, a
 // zombie, and a dead pid reported dead. Where /proc is missing only ps is
 // checked, and the proc observer must refuse to be selected.
+// Also: putting a process on a freed pid (helpers/pids.ts) hands no other
+// process a pid out of turn.
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -225,7 +227,7 @@ describe('the process observers', () => {
 // wrapping at pid_max; an unrelated forker watched meanwhile must see exactly
 // that.
 describe('a process put on a freed pid (helpers/pids.ts)', () => {
-  itWhere(process.platform !== 'win32', "hands no other process a pid out of turn: an unrelated forker's pids only rise (or wrap at pid_max)", 'pids are put on pids on Linux and macOS only', async (ctx) => {
+  itWhere(process.platform !== 'win32', "hands no other process a pid out of turn: an unrelated forker's pids only rise (or wrap at pid_max)", 'helpers/pids.ts puts processes on chosen pids on Linux and macOS only', async (ctx) => {
     const t = useTag();
     // Each fork's pid, in the order the kernel handed them to this loop.
     const forker = spawnChild('sh', ['-c', 'while :; do /bin/true & echo $!; wait $!; done'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });

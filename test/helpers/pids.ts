@@ -58,10 +58,10 @@ export interface Occupant {
   pid: number;
   /** Its start time (as the observer gives it), to tell it from a later reuse. */
   start: string;
-  /** The shell that started it and waits on it, to clean up. */
+  /** What started it and waits on it (helpers/set-tid.py, or the cycling shell), to clean up. */
   helpers: number[];
   how: 'set_tid' | 'cycling';
-  /** Kills the occupant (its shell then exits and reaps it) and the shell; resolves once the shell has exited. */
+  /** Kills the occupant (its starter then reaps it and exits) and the starter; resolves once the starter has exited. */
   end(): Promise<void>;
 }
 
