@@ -96,7 +96,16 @@ export type Coverage = 'complete' | 'partial';
 
 export function coverageOf(tier: Tier): Coverage {
   if (tierSpec(tier) === undefined) return 'partial';
-  return tierGuarantees(process.platform, tier, false).guarantees.catchesEscapees === 'always' ? 'complete' : 'partial';
+  return tierGuarantees(processTablePlatform(), tier, false).guarantees.catchesEscapees === 'always' ? 'complete' : 'partial';
+}
+
+/**
+ * The platform whose process table the addon reads: macOS's for the darwin
+ * build on Linux, on the model of XNU's process table (test/xnu-model), so
+ * that what its tests are told is what a Mac tells; else this platform.
+ */
+function processTablePlatform(): NodeJS.Platform {
+  return process.platform === 'linux' && probe().xnu === true ? 'darwin' : process.platform;
 }
 
 export function capabilities(options: { tier?: Tier } = {}): Capabilities {
@@ -106,7 +115,7 @@ export function capabilities(options: { tier?: Tier } = {}): Capabilities {
     throw tierUnavailable(tier, tiers);
   }
   const pidfd = process.platform === 'linux' && probe().pidfd;
-  const described = tierGuarantees(process.platform, tier, pidfd, process.platform === 'linux' && hasCapSysAdmin(), hostLimitSupport());
+  const described = tierGuarantees(processTablePlatform(), tier, pidfd, process.platform === 'linux' && hasCapSysAdmin(), hostLimitSupport());
   tierSpec(tier)!.amend?.(described, probe());
   return { platform: process.platform, tier, tiers, pidfd, ...described };
 }

@@ -46,7 +46,7 @@ function columns(): Column[] {
 const MARKED: Partial<Record<NodeJS.Platform, string>> = {
   linux: "if they keep the tree's environment marker (not env -i) where the anchor may read it (not a non-dumpable program such as ssh-agent, unless the host may ptrace it)",
   darwin:
-    "third-party programs: if they keep the tree's environment marker (not env -i); Apple's SIP-protected, other restricted and setuid programs (their environment is withheld): only if the anchor saw them, or the process that forked them, as members",
+    "third-party programs: if they keep the tree's environment marker (not env -i); Apple's SIP-protected, other restricted and setuid programs (their environment is withheld): only if the anchor saw them, or the process that forked them, as members (macOS 15.4+; before, only until they exec): not after a double fork through a process that exited unseen",
 };
 
 function cell(value: boolean | string, platform: NodeJS.Platform): string {

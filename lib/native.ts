@@ -20,6 +20,13 @@ export interface RawProbe {
   ctrlBreak?: boolean;
   /** Running under Wine. */
   wine?: boolean;
+  /**
+   * The process table the addon reads is XNU's (libproc, sysctl): macOS, or
+   * the darwin build on Linux, on the model of XNU's process table that the
+   * tests run it on (test/xnu-model); capabilities() then describes the
+   * process-group tier as on macOS.
+   */
+  xnu?: boolean;
   /** Linux: the page size in bytes (one exec string must stay under 32 pages, MAX_ARG_STRLEN). */
   pageSize?: number;
   /** Linux: sysconf(_SC_ARG_MAX), the most one exec can carry in all. */

@@ -61,9 +61,10 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   out.Set("jobObjects", Napi::Boolean::New(env, p.job_objects));
   out.Set("ctrlBreak", Napi::Boolean::New(env, p.ctrl_break));
   out.Set("wine", Napi::Boolean::New(env, p.wine));
+  if (p.xnu) out.Set("xnu", Napi::Boolean::New(env, true));
   if (p.page_size > 0) out.Set("pageSize", Napi::Number::New(env, static_cast<double>(p.page_size)));
   if (p.arg_max > 0) out.Set("argMax", Napi::Number::New(env, static_cast<double>(p.arg_max)));
-#ifdef __linux__
+#if CORDON_LINUX_PROC
   out.Set("cgroup", Napi::Boolean::New(env, cordon::cgroup_available()));
 #else
   out.Set("cgroup", Napi::Boolean::New(env, false));

@@ -11,6 +11,18 @@
 #include <string>
 #include <vector>
 
+// Which kernel's process interfaces the native code is built for: Linux's
+// (/proc, pidfds, cgroups, the subreaper) or XNU's (libproc, sysctl,
+// kqueue): macOS, and the model of XNU's process table that the test suite
+// runs the darwin sources on, on Linux (test/xnu-model, built with
+// CORDON_XNU_MODEL; docs/xnu-model.md). What is not about processes (pipes,
+// terminals, /proc/self) stays the host system's either way.
+#if defined(__linux__) && !defined(CORDON_XNU_MODEL)
+#define CORDON_LINUX_PROC 1
+#else
+#define CORDON_LINUX_PROC 0
+#endif
+
 namespace cordon {
 
 // One live member of a tree, as enumeration saw it. Informational only: a
@@ -38,6 +50,21 @@ struct Member {
   // known as such after its parent is gone. 0 where unknown (Linux).
   uint64_t unique_id = 0;
   uint64_t parent_unique_id = 0;
+  // macOS: the kernel's unique id (p_uniqueid, p_puniqueid) reaches the
+  // parent only until the process execs: since macOS 13 every exec sets
+  // p_puniqueid to the parent's at that moment (launchd's for an orphan).
+  // Since macOS 15.4 the kernel also keeps the pid version of the process
+  // (p_idversion, counted up at every fork, kept across exec) and of the
+  // parent that forked it (p_orig_ppidversion), which neither exec nor
+  // reparenting changes. 0 where unknown (Linux; before macOS 15.4).
+  int32_t id_version = 0;
+  int32_t parent_id_version = 0;
+};
+
+// The ids Member::unique_id and Member::id_version carry for one process.
+struct LineageIds {
+  uint64_t unique_id = 0;
+  int32_t id_version = 0;
 };
 
 // What this kernel offers, probed once.
@@ -48,6 +75,9 @@ struct Probe {
   bool job_objects = false;  // Windows Job Objects (kill-on-close, nesting)
   bool ctrl_break = false;   // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) works (not under Wine 8)
   bool wine = false;         // running under Wine, not Windows
+  // The process table read is XNU's (libproc, sysctl): macOS, or the darwin
+  // build on the model of XNU's process table (test/xnu-model).
+  bool xnu = false;
   // Linux: what one exec can carry (0 elsewhere). The kernel refuses with
   // E2BIG a single argument or environment string of 32 pages or more
   // (MAX_ARG_STRLEN), and a total over sysconf(_SC_ARG_MAX) at the most.
@@ -214,9 +244,9 @@ int random_bytes(void* buf, size_t n);
 // The start stamp of `pid` as Member::start_time carries it, or 0 if it is gone.
 uint64_t start_time_of(int64_t pid);
 
-// macOS: the kernel's unique id of `pid` (Member::unique_id), or 0 when it is
-// gone or unknown; 0 elsewhere.
-uint64_t unique_id_of(int64_t pid);
+// macOS: the kernel's ids of `pid` (Member::unique_id, Member::id_version),
+// 0 each when it is gone or unknown; 0 elsewhere.
+LineageIds lineage_ids_of(int64_t pid);
 
 // Linux, in an anchor (once, at its start): its walks of every process
 // (list_tree, group_live_members, visit_sweepable_processes), whose tree's
@@ -224,22 +254,31 @@ uint64_t unique_id_of(int64_t pid);
 // before it (and those a sweep finds to be no member: Visit::kNotMember) by
 // their /proc entry and skip them from then on, without opening anything: a
 // walk's cost follows the tree, not the host nor the other trees on it. (macOS: its sweeps stop at the anchor's own place in the kernel's
-// list, newest first; its other walks follow the tree already.)
+// list, newest first; each of its listings is a walk of every process in the
+// kernel, docs/xnu-model.md.)
 void skip_older_processes();
 
 // The live processes the caller may sweep for a tree's marker, the caller
-// excluded: its own user's, and every user's when the caller is root (euid
-// 0, which may read any process's environment). Identities only (pid, ppid,
+// excluded: those it may signal (its own user's; every user's when the
+// caller is root, which may also read any process's environment, but on
+// macOS a cs_restricted one's). Identities only (pid, ppid,
 // pgid, start_time, state; no command). Linux: a /proc walk that stats each
 // entry and reads the stat file only of those it may sweep (a non-dumpable
 // process's entry is root's) and that started at or after `since` (clock
-// ticks since boot: monotonic); macOS: proc_listpids (PROC_UID_ONLY, the
-// effective uid; PROC_ALL_PIDS for root), which lists in fork order, newest
-// first, and each one's bsdinfo, up to the caller's own entry when `since` is
-// not 0 (the anchor's sweeps: what follows it was forked before it; macOS
-// start stamps are wall-clock time, which can step back, so the list's order
-// decides, not `since`'s value). Both walks go newest first and then look
-// again for what was forked while they ran. `visit` gets each process as soon
+// ticks since boot: monotonic); macOS: proc_listpids(PROC_ALL_PIDS), which
+// lists the kernel's process list newest first by each process's last fork
+// or exec (since macOS 13 an exec puts a process back at the head), and each
+// one's bsdinfo; those another user's that the caller may signal (their real
+// or saved uid is the caller's real or effective one: a setuid program it
+// started) included. With `since` not 0 (the anchor's sweeps) the walk ends
+// at the caller's own entry (everything after it was forked, and last
+// exec'd, before it) and skips those older than the caller by their unique
+// ids (one that exec'd since: it is at the head again). macOS start stamps
+// are wall-clock time, which can step back, so the list and the unique ids
+// decide, not `since`'s value. Both walks go newest first and then look
+// again for what was forked while they ran, each round to its end (a
+// process that exec'd is at the head again, ahead of what was forked before
+// it), until one finds nothing new. `visit` gets each process as soon
 // as it is read, before the walk goes on, so the caller can act on it (check
 // it, stop it) while a process that forks and exits every few milliseconds is
 // still the one listed, and the child it forked meanwhile is found by the

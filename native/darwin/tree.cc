@@ -61,7 +61,9 @@ constexpr uint32_t kNoDev32 = 0xffffffffu;  // NODEV, (dev_t)-1, in 32 bits
 struct Info {
   int64_t pid = 0, ppid = 0, pgid = 0;
   uint64_t start = 0;
-  uint64_t unique_id = 0, parent_unique_id = 0;  // 0: not known (read through kern.proc.pid)
+  uint64_t unique_id = 0, parent_unique_id = 0;  // 0: not known
+  int32_t id_version = 0, parent_id_version = 0;  // 0: not known (before macOS 15.4: the parent's)
+  uid_t euid = 0, ruid = 0, svuid = 0;
   uint32_t status = 0;   // SIDL, SRUN, SSLEEP, SSTOP, SZOMB
   bool traced = false;   // reparented to a debugger (p_oppid is the real parent)
   std::string name;      // pbi_name (or pbi_comm / p_comm)
@@ -84,6 +86,10 @@ bool read_kinfo(int64_t pid, bool include_zombies, Info& out) {
   if (status == SZOMB && !include_zombies) return false;
   out.pid = pid;
   out.unique_id = out.parent_unique_id = 0;  // (kinfo_proc has no unique ids)
+  out.id_version = out.parent_id_version = 0;
+  out.euid = kp.kp_eproc.e_ucred.cr_uid;
+  out.ruid = kp.kp_eproc.e_pcred.p_ruid;
+  out.svuid = kp.kp_eproc.e_pcred.p_svuid;
   out.ppid = kp.kp_eproc.e_ppid;
   out.pgid = kp.kp_eproc.e_pgid;
   out.start = stamp(static_cast<uint64_t>(kp.kp_proc.p_starttime.tv_sec),
@@ -97,21 +103,28 @@ bool read_kinfo(int64_t pid, bool include_zombies, Info& out) {
   return true;
 }
 
-// The one interface here that the SDK's <sys/proc_info.h> leaves out (its
-// PRIVATE part, as XNU's bsd/sys/proc_info.h defines it: read in xnu-7195,
-// macOS 11): the
+// The interfaces here that the SDK's <sys/proc_info.h> leaves out (its
+// PRIVATE part, as XNU's bsd/sys/proc_info_private.h defines it: read in
+// xnu-7195, macOS 11, and xnu-11417, macOS 15.4): the
 // BSD info with the process's unique ids, PROC_PIDT_BSDINFOWITHUNIQID, which
 // proc_pidinfo answers like PROC_PIDTBSDINFO (the same permission check, the
-// same zombie rule) with struct proc_uniqidentifierinfo after it. The kernel
-// copies out exactly this size; any other answer falls back to
-// PROC_PIDTBSDINFO, with the ids unknown.
+// same zombie rule) with struct proc_uniqidentifierinfo after it; and that
+// struct alone, PROC_PIDUNIQIDENTIFIERINFO, which the kernel answers for any
+// caller (no same-user check: proc_info.c, "Certain operations don't require
+// privileges"), so another user's process (a setuid program a member
+// started) has ids too. The kernel copies out exactly these sizes; any other
+// answer falls back to PROC_PIDTBSDINFO or kern.proc.pid, with the ids unknown.
+constexpr int kUniqIdentifierInfo = 17;
 constexpr int kBsdInfoWithUniqId = 18;
 struct UniqIdentifierInfo {
   uint8_t uuid[16];
   uint64_t unique_id;
   uint64_t parent_unique_id;
   int32_t id_version;
-  uint32_t reserved2;
+  // p_orig_ppidversion since xnu-11417 (macOS 15.4): the id_version of the
+  // parent that forked the process, kept across exec and reparenting;
+  // reserved (0) before.
+  int32_t orig_ppid_version;
   uint64_t reserved3;
   uint64_t reserved4;
 };
@@ -142,6 +155,11 @@ bool read_info(int64_t pid, bool include_zombies, Info& out) {
   if (n == static_cast<int>(sizeof with)) {
     out.unique_id = ids ? with.uniq.unique_id : 0;
     out.parent_unique_id = ids ? with.uniq.parent_unique_id : 0;
+    out.id_version = ids ? with.uniq.id_version : 0;
+    out.parent_id_version = ids ? with.uniq.orig_ppid_version : 0;
+    out.euid = bi.pbi_uid;
+    out.ruid = bi.pbi_ruid;
+    out.svuid = bi.pbi_svuid;
     if (bi.pbi_status == SZOMB && !include_zombies) return false;
     out.pid = pid;
     out.ppid = bi.pbi_ppid;
@@ -161,8 +179,19 @@ bool read_info(int64_t pid, bool include_zombies, Info& out) {
   }
   if (errno == ESRCH) return false;  // no such process (or a zombie, without arg 1)
   // EPERM: another uid's process (a setuid program in the tree), or a
-  // sandbox refusal. kern.proc.pid still answers, with the same stamp.
-  return read_kinfo(pid, include_zombies, out);
+  // sandbox refusal. kern.proc.pid still answers, with the same stamp, and
+  // PROC_PIDUNIQIDENTIFIERINFO with the ids.
+  if (!read_kinfo(pid, include_zombies, out)) return false;
+  UniqIdentifierInfo uniq;
+  std::memset(&uniq, 0, sizeof uniq);
+  if (proc_pidinfo(static_cast<int>(pid), kUniqIdentifierInfo, include_zombies ? 1 : 0, &uniq,
+                   static_cast<int>(sizeof uniq)) == static_cast<int>(sizeof uniq)) {
+    out.unique_id = uniq.unique_id;
+    out.parent_unique_id = uniq.parent_unique_id;
+    out.id_version = uniq.id_version;
+    out.parent_id_version = uniq.orig_ppid_version;
+  }
+  return true;
 }
 
 // proc_listpids(type, typeinfo): returns bytes (0 with errno set on failure,
@@ -438,16 +467,9 @@ Member identity(const Info& in) {
   m.name = in.name;
   m.unique_id = in.unique_id;
   m.parent_unique_id = in.parent_unique_id;
+  m.id_version = in.id_version;
+  m.parent_id_version = in.parent_id_version;
   return m;
-}
-
-// Does `pid` still name the process stamped `start`? Different: some other
-// process now has the number. Gone (reaped, not reused): still "the same" for
-// the caller's purpose, nothing else can have used the number meanwhile.
-bool not_replaced(int64_t pid, uint64_t start) {
-  Info now;
-  if (!read_info(pid, true, now)) return true;
-  return now.start == start;
 }
 
 // Is `pid` a descendant of `anchor`? Walks the live parent chain.
@@ -467,6 +489,7 @@ bool descends_from(int64_t pid, int64_t anchor) {
 
 int probe(Probe& out) {
   out = Probe{};
+  out.xnu = true;
   std::vector<int> pids;
   out.proc_scan = list_pids(PROC_ALL_PIDS, 0, pids) == 0 && !pids.empty();
   // See the top of this file: the anchor calls probe() while fds 1 and 2 are
@@ -495,60 +518,69 @@ int watch_exit(int64_t pid) {
   return kq;
 }
 
-// Descendants by a breadth-first walk with proc_listpids(PROC_PPID_ONLY): one
-// kernel-side scan per parent, done under the proc list lock, so each
-// parent's children are listed atomically, and no other user's process has
-// to be readable (a full proc_listallpids + PROC_PIDTBSDINFO pass would read
-// every process on the system, fail with EPERM on most of them, and build its
-// ppid map from reads spread over the whole pass). Each listing is accepted
-// only if the parent's pid still names the process stamped before the
-// listing, and each child only if it still reports that parent.
+// Descendants of `anchor`, and the members of `group`: one listing of the
+// kernel's process list (PROC_ALL_PIDS, newest first), read down to the
+// anchor's own entry. Every descendant and every member of the tree's group
+// was forked after the anchor, which never execs again, so each is listed
+// before it (see visit_sweepable_processes); what is listed there that is
+// older than the anchor (it exec'd since: at the head again) is skipped by
+// its unique id. The parent each process reports then gives the
+// descendants, a child accepted only where it is younger than the parent it
+// names (unique ids: a recycled pid is never taken for a parent). So one walk
+// of the kernel's list and one read of each process younger than the anchor,
+// whatever the tree's size (a PROC_PPID_ONLY listing per member, as this was
+// first written, walked the whole list once for each member: docs/xnu-model.md,
+// Cost). Another user's process is read through kern.proc.pid and
+// PROC_PIDUNIQIDENTIFIERINFO (read_info). A snapshot, as any walk is: a
+// process forked during it is found by the next.
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
               std::vector<Member>& out, bool commands) {
   out.clear();
   std::vector<Info> found;
-  std::unordered_set<int64_t> seen;
-  seen.insert(anchor);
   int err = 0;
   std::vector<int> pids;
 
   Info root;
   if (valid_pid(anchor) && read_info(anchor, true, root)) {
-    std::vector<std::pair<int64_t, uint64_t>> queue{{anchor, root.start}};
+    err = list_pids(PROC_ALL_PIDS, 0, pids);
+    std::vector<Info> young;
+    for (int pid : pids) {
+      if (pid == anchor) break;  // forked (and last exec'd) before the anchor from here on
+      Info in;
+      if (pid <= 0 || !read_info(pid, false, in)) continue;  // (zombies are not read)
+      if (root.unique_id != 0 && in.unique_id != 0 && in.unique_id < root.unique_id) continue;
+      young.push_back(std::move(in));
+    }
+    std::unordered_map<int64_t, std::vector<size_t>> children;
+    for (size_t i = 0; i < young.size(); i++) children[young[i].ppid].push_back(i);
+    std::vector<bool> taken(young.size(), false);
+    std::vector<std::pair<int64_t, uint64_t>> queue{{anchor, root.unique_id}};
     for (size_t head = 0; head < queue.size(); head++) {
-      const int64_t parent = queue[head].first;
-      const uint64_t parent_start = queue[head].second;
-      int e = list_pids(PROC_PPID_ONLY, static_cast<uint32_t>(parent), pids);
-      if (e != 0) {
-        if (parent == anchor) err = e;
-        continue;
-      }
-      if (pids.empty() || !not_replaced(parent, parent_start)) continue;
-      for (int kid : pids) {
-        if (kid <= 0 || seen.count(kid)) continue;
-        Info in;
-        if (!read_info(kid, true, in)) continue;
-        // PROC_PPID_ONLY also matches a traced child by its original parent.
-        if (in.ppid != parent && !in.traced) continue;
-        seen.insert(kid);
-        if (in.status == SZOMB) continue;
-        queue.emplace_back(kid, in.start);
-        found.push_back(std::move(in));
+      auto kids = children.find(queue[head].first);
+      if (kids == children.end()) continue;
+      for (size_t i : kids->second) {
+        const Info& in = young[i];
+        if (taken[i] || (queue[head].second != 0 && in.unique_id != 0 && in.unique_id < queue[head].second)) continue;
+        taken[i] = true;
+        queue.emplace_back(in.pid, in.unique_id);
+        found.push_back(in);
       }
     }
-  }
-
-  if (group > 0 && group <= INT_MAX) {
-    int e = list_pids(PROC_PGRP_ONLY, static_cast<uint32_t>(group), pids);
-    if (e != 0) {
-      if (err == 0) err = e;
-    } else {
+    if (group > 0) {
+      for (size_t i = 0; i < young.size(); i++) {
+        if (!taken[i] && young[i].pgid == group) {
+          taken[i] = true;
+          found.push_back(young[i]);
+        }
+      }
+    }
+  } else if (group > 0 && group <= INT_MAX) {
+    // No anchor to read (gone): the group's members, as the kernel lists them.
+    err = list_pids(PROC_PGRP_ONLY, static_cast<uint32_t>(group), pids);
+    if (err == 0) {
       for (int pid : pids) {
-        if (pid <= 0 || seen.count(pid)) continue;
         Info in;
-        if (!read_info(pid, true, in) || in.pgid != group) continue;
-        seen.insert(pid);
-        if (in.status == SZOMB) continue;
+        if (pid <= 0 || !read_info(pid, false, in) || in.pgid != group) continue;
         found.push_back(std::move(in));
       }
     }
@@ -577,7 +609,7 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return in.start == start_time && in.status != SZOMB;
 }
 
-// list_tree already walks down from the anchor (proc_listchildpids).
+// list_tree already walks down from the anchor.
 int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
                      bool commands) {
   return list_tree(anchor, 0, watched, out, commands);
@@ -667,44 +699,60 @@ uint64_t start_time_of(int64_t pid) {
   return read_info(pid, true, in) ? in.start : 0;
 }
 
-uint64_t unique_id_of(int64_t pid) {
+LineageIds lineage_ids_of(int64_t pid) {
   Info in;
-  return read_info(pid, false, in) ? in.unique_id : 0;
+  LineageIds ids;
+  if (read_info(pid, false, in)) {
+    ids.unique_id = in.unique_id;
+    ids.id_version = in.id_version;
+  }
+  return ids;
 }
 
-// The kernel's order: XNU keeps its list of live processes newest first
-// (forkproc has each new process inserted at the list's head, and exec,
-// setsid and reparenting never move it), and proc_listpids copies that list
-// from its head, zombies last. So the listing is in fork order whatever the
-// pid numbers (they wrap at 99,999 and are reused), and every process listed
-// after the caller's own entry was forked before the caller: with `since`
-// (the anchor's sweeps, whose members are all forked after it) the walk ends
-// there, never reading a process older than the tree. Then the listing again:
-// what was forked while the walk ran is at its head, before the entries
-// already visited (a few rounds, while each finds something new).
+// The kernel's order: XNU keeps its list of live processes newest first,
+// each at the head since it was forked or (since macOS 13, when an exec
+// builds a new proc entry: kern_proc.c pinsertchild) since it last exec'd,
+// and proc_listpids copies that list from its head, zombies last. Every
+// member of a tree is forked after its anchor, which never execs again: it
+// is listed before the anchor's own entry, and what is listed after it was
+// forked and last exec'd before the anchor. So with `since` (the anchor's
+// sweeps) a walk ends there. A process older than the anchor that exec'd
+// since is at the head again: its unique id (handed out in increasing order
+// at fork, kept across exec: kern_fork.c) is below the anchor's, and it is
+// skipped unread. Then the listing again, each time to the anchor's entry:
+// what was forked while a walk ran is at the head, and so is anything
+// already visited that exec'd meanwhile, which is skipped but does not end
+// the walk (rounds, while each finds something new).
+//
+// Which processes: every user's for root; else those the caller may signal
+// (XNU's cansignal, kern_sig.c: the caller's real or effective uid is the
+// target's real or saved uid), which includes a setuid program a member
+// started. PROC_UID_ONLY would list by effective uid and miss it.
 int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit) {
   std::vector<int> pids;
-  uid_t uid = geteuid();
+  const uid_t euid = geteuid(), ruid = getuid();
   const int64_t self = getpid();
+  const uint64_t self_id = since != 0 ? lineage_ids_of(self).unique_id : 0;
+  auto may_signal = [&](const Info& in) {
+    return euid == 0 || in.ruid == ruid || in.svuid == ruid || in.ruid == euid || in.svuid == euid;
+  };
   std::set<std::pair<int64_t, uint64_t>> visited;
   int n = 0;
   bool go_on = true;
   for (int round = 0; go_on && round < 8; round++) {
-    // Root may read every process's arguments and environment (kern.procargs2).
-    int e = uid == 0 ? list_pids(PROC_ALL_PIDS, 0, pids) : list_pids(PROC_UID_ONLY, static_cast<uint32_t>(uid), pids);
+    int e = list_pids(PROC_ALL_PIDS, 0, pids);
     if (e != 0) return round == 0 ? -e : n;
     size_t fresh = 0;
     for (int pid : pids) {
       if (pid == self) {
-        if (since != 0) break;  // older than the caller from here on
+        if (since != 0) break;  // forked (and last exec'd) before the caller from here on
         continue;
       }
       Info in;
       if (pid <= 0 || !read_info(pid, false, in)) continue;  // zombies are not read
-      if (!visited.insert({in.pid, in.start}).second) {
-        if (round > 0) break;  // listed before: so is everything after it
-        continue;
-      }
+      if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) continue;  // older: exec'd since
+      if (!may_signal(in)) continue;
+      if (!visited.insert({in.pid, in.start}).second) continue;  // (exec'd since it was visited)
       fresh++;
       n++;
       if (!(go_on = visit(identity(in)) != Visit::kStop)) break;  // (kNotMember: nothing kept here)

@@ -262,7 +262,7 @@ uint64_t start_time_of(int64_t pid) {
 
 // (Linux keeps no id of a process's parent at fork: members are known by
 // their ancestry, their group and the marker.)
-uint64_t unique_id_of(int64_t) { return 0; }
+LineageIds lineage_ids_of(int64_t) { return LineageIds(); }
 
 int read_environment(int64_t pid, uint64_t start_time, std::string& out) {
   out.clear();

@@ -784,7 +784,7 @@ int main(int argc, char** argv) {
   bool leased = false;
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) leased = leased || strcmp(argv[i], "--lease-dir") == 0;
   cordon::close_fds_from(leased ? 7 : 4, -1);
-#ifdef __linux__
+#if CORDON_LINUX_PROC
   cordon::skip_older_processes();  // no member of the tree is older than the anchor
 #endif
   if (argc > 1 && strcmp(argv[1], "--warm") == 0) {

@@ -57,7 +57,7 @@ int64_t read_number(const std::string& path, const char* key = nullptr) {
   return end == p ? -1 : static_cast<int64_t>(v);
 }
 
-#ifdef __linux__
+#if CORDON_LINUX_PROC
 // 0 or a negative errno.
 int write_small(const std::string& path, const std::string& value) {
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -142,7 +142,7 @@ CgroupLimits::~CgroupLimits() {
 }
 
 int CgroupLimits::apply(const LimitSpec& spec, const std::string& tree_dir, const std::string& name) {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
   std::string delegated;  // the controllers the tree's v2 cgroup has
   if (!tree_dir.empty()) read_small(parent_of(tree_dir) + "/cgroup.subtree_control", delegated);
   while (!delegated.empty() && delegated.back() == '\n') delegated.pop_back();

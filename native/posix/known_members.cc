@@ -9,7 +9,7 @@ namespace anchor {
 
 void KnownMembers::remember(const Member& m) {
   members_[m.pid] = m;
-  lineage_.add(m.unique_id);
+  lineage_.add(m);
   // Seen outside the tree's group (setsid, setpgid): the group signal misses
   // it, only the snapshot or the marker knows it. The host reports it.
   if (m.pgid != group_ && reported_outside_.insert({m.pid, m.start_time}).second) {

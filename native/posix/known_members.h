@@ -4,7 +4,7 @@
 // by its (pid, start) and checked by it from then on, so one that left the
 // group (setsid, setpgid, a daemon) is still signalled, and a recycled pid
 // never is. The host hears of each one seen outside the group once
-// (LEFTGROUP). macOS: their unique ids go to the lineage (tree_marker.h).
+// (LEFTGROUP). macOS: their ids go to the lineage (tree_marker.h).
 #pragma once
 
 #include <cstdint>

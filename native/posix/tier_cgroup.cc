@@ -79,7 +79,7 @@ class CgroupTier : public TierWrapper {
   int contain(const char*& what) override {
     int rc = inner_->contain(what);  // without a subreaper: that failure is the inner tier's
     if (rc != 0) return rc;
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     rc = cordon::cgroup_create("cordon-" + std::to_string(getpid()), cg_path_, cg_dir_, cg_kill_);
     if (rc == 0) {
       // Without cgroup.events (a kernel before 4.5 would not get here: the
@@ -127,7 +127,7 @@ class CgroupTier : public TierWrapper {
   }
 
   int64_t fork(const char*& what, const ChildStart& start) override {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     if (cg_dir_ >= 0) {
       // Sharing the anchor's memory where the kernel and architecture allow
       // it; a plain clone3 into the cgroup otherwise, which says why not.
@@ -149,7 +149,7 @@ class CgroupTier : public TierWrapper {
   }
 
   int child_enter() override {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     // Born in the tree's cgroup, the command gets a cgroup namespace rooted
     // there (where the anchor may make one: CAP_SYS_ADMIN), so its view of
     // cgroup paths (/proc/self/cgroup, a cgroup2 mount it makes) starts at
@@ -171,7 +171,7 @@ class CgroupTier : public TierWrapper {
     if (!own()) return inner_->members(commands, holds);
     static const std::vector<FileId> kNone;
     std::vector<Member> out;
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     hold_listing();
     cordon::cgroup_members_held(procs_fd_, list_fd_, cg_path_, holds ? host_.watched() : kNone, out, commands);
 #endif
@@ -243,7 +243,7 @@ class CgroupTier : public TierWrapper {
       // every member has stopped for the freeze.
       polite_round(now);
       if (!has_unseen()) return;
-#ifdef __linux__
+#if CORDON_LINUX_PROC
       if (freeze()) {
         polite_ = Polite::kFreezing;
         freeze_since_ = now;
@@ -278,7 +278,7 @@ class CgroupTier : public TierWrapper {
   bool own() const { return cg_dir_ >= 0 && events_fd_ >= 0; }
 
   void read_events() {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     if (events_fd_ >= 0) cordon::cgroup_read_events(events_fd_, populated_, frozen_);
 #endif
   }
@@ -286,7 +286,7 @@ class CgroupTier : public TierWrapper {
   // cgroup.procs and the directory held for listing, opened at the first
   // listing (most trees are listed only when they stop, a few times then).
   void hold_listing() {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     if (listing_opened_) return;
     listing_opened_ = true;
     procs_fd_ = openat(cg_dir_, "cgroup.procs", O_RDONLY | O_CLOEXEC);
@@ -298,7 +298,7 @@ class CgroupTier : public TierWrapper {
   // cgroup.freeze written 1: opened on the first stop that needs it, not by
   // every tree at its start (most trees are never frozen).
   bool freeze() {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     if (freeze_fd_ < 0 && !freeze_opened_) {
       freeze_opened_ = true;
       freeze_fd_ = cordon::cgroup_open_freeze(cg_path_);
@@ -312,7 +312,7 @@ class CgroupTier : public TierWrapper {
 
   void thaw() {
     if (polite_ != Polite::kFreezing) return;
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     int rc = cordon::cgroup_set_frozen(freeze_fd_, false);
     trace("cgroup.freeze: 0 (%d)", rc);
 #endif

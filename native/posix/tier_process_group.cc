@@ -26,8 +26,10 @@
 // CAP_SYS_PTRACE; macOS: a cs_restricted program, such as Apple's system
 // binaries under SIP, whose environment the kernel withholds from every other
 // process, root's too; or one that overwrote its environment strings in
-// place). Such a process is never claimed as a member. Hence coverage:
-// 'partial'.
+// place). Such a process is never claimed as a member by its marker; on macOS
+// it is one when the process that forked it was seen as a member (the
+// lineage: tree_marker.h), in the tree's session, or in its group. Hence
+// coverage: 'partial' (docs/xnu-model.md says what XNU lets the tier see).
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -139,7 +141,7 @@ class ProcessGroupTier : public Tier {
       return -err;
     }
     group_ = pin;
-    known_.lineage().seed(cordon::unique_id_of(getpid()));  // (macOS: the root's parent at fork)
+    known_.lineage().seed(cordon::lineage_ids_of(getpid()));  // (macOS: the root's parent at fork)
     if (!marker_.make(since_)) {
       int err = errno;
       release_pin();
@@ -199,7 +201,7 @@ class ProcessGroupTier : public Tier {
   // fails, the command never runs.
   int after_fork(pid_t child, const char*& what) override {
     root_ = child;
-    known_.lineage().add(cordon::unique_id_of(child));  // (it waits on `go`: alive; its id stays across exec)
+    known_.lineage().add(cordon::lineage_ids_of(child));  // (it waits on `go`: alive; its ids stay across exec)
     close(go_[0]);
     go_[0] = -1;
     int err = 0;
@@ -446,12 +448,12 @@ class ProcessGroupTier : public Tier {
     }
     // Refresh the snapshot so setsid'd members stay known: every second
     // while the tree has members outside its group, backing off while not.
-    // Linux: a sweep first, which finds marked members outside the group
-    // early, and what it finds no member (another tree's processes) every
-    // later walk skips, this snapshot's and the stop's.
-#ifdef __linux__
+    // A sweep first, which finds marked members outside the group early (and
+    // on macOS records the ids of every member it sees, whose children
+    // lineage then names: docs/xnu-model.md); on Linux what it finds no
+    // member (another tree's processes) every later walk skips, this
+    // snapshot's and the stop's.
     sweep();
-#endif
     bool outside = false;
     for (auto& m : members()) outside = outside || m.pgid != group_;
     bool young = now_ms() - started_at_ < kGroupSnapshotSteadyAfterMs;
@@ -568,6 +570,7 @@ class ProcessGroupTier : public Tier {
       if (listed.pid == pin_) return Visit::kNext;
       if (listed.pgid == group_) {
         in_group_at_sweep_.push_back(listed);
+        known_.lineage().add(listed);  // (macOS: a member, whose children are members too)
         return Visit::kNext;
       }
       if (known_.knows(listed)) return Visit::kNext;
@@ -576,7 +579,7 @@ class ProcessGroupTier : public Tier {
         return Visit::kNext;
       }
       if (!known_.lineage().parent_known(listed) && !readings_.marked(listed, walk)) {
-        if (listed.parent_unique_id != 0) unclaimed.push_back(listed);
+        if (listed.parent_unique_id != 0 || listed.parent_id_version != 0) unclaimed.push_back(listed);
         return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
       }
       claim(listed);
@@ -716,7 +719,7 @@ class ProcessGroupTier : public Tier {
   // grace's walks find later, started before the signal, counts as having
   // had it. Elsewhere (or without children lists): every process.
   std::vector<Member> pre_signal_walk() {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     std::vector<Member> out;
     static const std::vector<FileId> kNone;
     if (cordon::list_descendants(getpid(), kNone, out, false) >= 0) {

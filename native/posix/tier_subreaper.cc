@@ -71,7 +71,7 @@ class SubreaperTier : public Tier {
   }
 
   int64_t fork(const char*& what, const ChildStart& start) override {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     *start.shared = cordon::clone_shared(-1, start.main, start.arg);
     if (start.shared->pid >= 0) return start.shared->pid;
 #endif

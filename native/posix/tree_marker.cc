@@ -86,11 +86,20 @@ void MarkerReadings::keep(const Walk& walk) {
   for (auto& w : walk.withheld) withheld_[w.first] = w.second;
 }
 
-void Lineage::add(uint64_t id) {
-  if (id == 0 || seeds_.count(id) != 0 || !ids_.insert(id).second) return;
-  order_.push_back(id);
+void Lineage::seed(const LineageIds& ids) {
+  if (ids.unique_id != 0) seeds_.insert(ids.unique_id);
+  if (ids.id_version != 0) seed_versions_.insert(ids.id_version);
+}
+
+void Lineage::add(const LineageIds& ids) {
+  bool fresh = false;
+  if (ids.unique_id != 0 && seeds_.count(ids.unique_id) == 0) fresh = ids_.insert(ids.unique_id).second || fresh;
+  if (ids.id_version != 0 && seed_versions_.count(ids.id_version) == 0) fresh = versions_.insert(ids.id_version).second || fresh;
+  if (!fresh) return;
+  order_.push_back(ids);
   if (order_.size() > kMaxIds) {
-    ids_.erase(order_.front());
+    ids_.erase(order_.front().unique_id);
+    versions_.erase(order_.front().id_version);
     order_.pop_front();
   }
 }

@@ -97,25 +97,37 @@ class MarkerReadings {
   std::map<Key, std::string> withheld_;
 };
 
-// The ids (Member::unique_id: macOS; 0 elsewhere, where this knows nothing)
-// of the anchor and of every member seen: a process whose parent at fork was
-// one of them is a member, wherever it went since (setsid, reparented to
-// launchd) and whatever the kernel lets the anchor read of its environment
-// (Apple's SIP-protected programs withhold it). Only ids of processes known
-// to be members go in, never a member's parent's: a process that carries
-// the marker may have been started by anything. The anchor's own id is kept
-// for the tree's life; of the members', the most recent kMaxIds (a tree that
-// forks for days keeps a bounded record; a child of an older member is left
-// to the marker and the snapshots).
+// The ids of the anchor and of every member seen (macOS; 0 elsewhere, where
+// this knows nothing): a process forked by one of them is a member, wherever
+// it went since (setsid, reparented to launchd) and whatever the kernel lets
+// the anchor read of its environment (Apple's SIP-protected programs and
+// setuid ones withhold it). Two ids name the parent that forked a process:
+//   - its parent's unique id (Member::parent_unique_id, p_puniqueid), which
+//     since macOS 13 holds only until the process execs: every exec sets it
+//     to the parent's at that moment, launchd's for an orphan;
+//   - its parent's pid version (Member::parent_id_version,
+//     p_orig_ppidversion), kept across exec and reparenting, since macOS 15.4.
+// Only ids of processes known to be members go in, never a member's
+// parent's: a process that carries the marker may have been started by
+// anything. The anchor's own ids are kept for the tree's life; of the
+// members', the most recent kMaxIds (a tree that forks for days keeps a
+// bounded record; a child of an older member is left to the marker and the
+// snapshots).
 class Lineage {
  public:
   static constexpr size_t kMaxIds = 65536;
-  void seed(uint64_t id) {
-    if (id != 0) seeds_.insert(id);
+  void seed(const LineageIds& ids);
+  void add(const LineageIds& ids);
+  void add(const Member& m) {
+    LineageIds ids;
+    ids.unique_id = m.unique_id;
+    ids.id_version = m.id_version;
+    add(ids);
   }
-  void add(uint64_t id);
   bool parent_known(const Member& p) const {
-    return p.parent_unique_id != 0 && (seeds_.count(p.parent_unique_id) != 0 || ids_.count(p.parent_unique_id) != 0);
+    return (p.parent_unique_id != 0 && (seeds_.count(p.parent_unique_id) != 0 || ids_.count(p.parent_unique_id) != 0)) ||
+           (p.parent_id_version != 0 &&
+            (seed_versions_.count(p.parent_id_version) != 0 || versions_.count(p.parent_id_version) != 0));
   }
   // A walk that goes newest first reads a child before its parent: each of
   // `unclaimed` whose parent is known by now (and still alive) goes to
@@ -124,8 +136,10 @@ class Lineage {
 
  private:
   std::set<uint64_t> seeds_;
+  std::set<int32_t> seed_versions_;
   std::set<uint64_t> ids_;
-  std::deque<uint64_t> order_;  // ids_ oldest first
+  std::set<int32_t> versions_;
+  std::deque<LineageIds> order_;  // ids_ and versions_, oldest first
 };
 
 }  // namespace anchor
