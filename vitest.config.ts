@@ -28,12 +28,16 @@ export default defineConfig({
     setupFiles: ['test/helpers/test-log-setup.ts'],
     projects: [
       { extends: true, test: { name: 'tier-independent', include: tierIndependent } },
+      // The model of XNU's process table's own tests: only where the model
+      // runs (.ci/darwin-model.sh sets CORDON_XNU_MODEL), beside the
+      // process-group project on the darwin build.
+      ...(process.env.CORDON_XNU_MODEL ? [{ extends: true, test: { name: 'darwin-model', include: ['test/xnu-model/**/*.test.ts'], env: { CORDON_TIER: 'process-group' } } }] : []),
       ...tiers.map((tier) => ({
         extends: true,
         test: {
           name: tier,
           include: ['test/**/*.test.ts'],
-          exclude: [...tierIndependent, 'test/win/**'],
+          exclude: [...tierIndependent, 'test/win/**', 'test/xnu-model/**'],
           env: { CORDON_TIER: tier },
         },
       })),

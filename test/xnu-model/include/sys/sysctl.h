@@ -1,0 +1,3 @@
+// XNU's <sys/sysctl.h>, as the model answers it (test/xnu-model/xnu.h).
+#pragma once
+#include "../../xnu.h"
