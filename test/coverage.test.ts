@@ -10,26 +10,28 @@
 import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect } from 'vitest';
 import { spawn } from '../lib/index.js';
+import { fixtureProgram } from './helpers/compiled.js';
 import { capture } from './helpers/fixtures.js';
 import { daemonTitle, daemons } from './helpers/daemons.js';
 import { ensureDist, startCli } from './helpers/host.js';
 import { hopperDir, hopperFile, size, taggedByWalks } from './helpers/hopper.js';
 import { describeProcs, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing } from './helpers/requirements.js';
-import { caps, itWhere, tier } from './helpers/tier.js';
+import { caps, escapePromised, itWhere, tier } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
 
 const complete = caps.guarantees.catchesEscapees === 'always';
 // The daemons below keep their environment: a tier that finds members by the
 // tree's marker catches them too, with its coverage still partial.
 const catchesDaemons = complete || caps.guarantees.catchesEscapees === 'marked';
-// What the tests below run besides sh: the hopper is perl; the daemons and
-// the escaped holder start with `setsid -f`.
-const noPerl = missing('perl') ?? '';
+// What the tests below run besides sh: the hopper is the compiled fixture (a
+// program of the suite's own, whose environment every platform lets the
+// anchor read); the daemons and the escaped holder start with `setsid -f`.
+const noCc = missing('cc') ?? '';
 const noSetsidF = missing('setsid -f') ?? '';
 
 // A pid hopper: fork, the parent exits, the child goes on, hundreds of times
-// a second (perl). One /proc walk
+// a second (test/fixtures/cordon-fixture.c's `hop`). One /proc walk
 // easily misses it; every 100 generations it appends a byte to a file, so a
 // live hopper is seen by the file growing, whatever a walk sees.
 // Its own off switch, so that a regression cannot leave it burning the CPU
@@ -37,16 +39,15 @@ const noSetsidF = missing('setsid -f') ?? '';
 // generation ends when `<file>.stop` exists, and after LIFETIME_S seconds.
 // The test's cleanup creates the stop file before anything runs it.
 const LIFETIME_S = 300;
-const HOPPER = `my $f = shift; my $end = time + ${LIFETIME_S}; my $n = 0; while (1) { exit 0 if -e "$f.stop" || time > $end; my $p = fork; exit 0 if $p; next unless defined $p; if (++$n % 100 == 0 && open(my $h, ">>", $f)) { print $h "x"; close $h } }`;
 
 describe('C3: quiescence is exact', () => {
-  itWhere(noPerl === '', 'a pid hopper: terminate() resolves only once it is gone (5 rounds)', noPerl, async () => {
+  itWhere(noCc === '', 'a pid hopper: terminate() resolves only once it is gone (5 rounds)', noCc, async () => {
     const t = useTag();
     const dir = hopperDir('cordon-coverage-');
     const began = Date.now();
     for (let round = 1; round <= 5; round++) {
       const file = hopperFile(dir, `hop${round}`);
-      const proc = spawn('perl', ['-e', HOPPER, file], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
+      const proc = spawn(fixtureProgram(), ['hop', file, '--every', '100', '--lifetime', String(LIFETIME_S)], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
       await within(proc.started, 10_000, 'the hopper to start', t.tag);
       // A hop costs a few ms of a fork (about 4 ms on an idle 2-core machine);
       // a loaded one can be ten times slower: 30 s for 200 hops.
@@ -73,16 +74,22 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
   itWhere(noSetsidF === '', `real daemons (${daemonTitle(!complete)}): ${catchesDaemons ? 'caught and killed' : 'the result and cordon run --report say partial'}${complete ? '' : '; coverage partial'}`, noSetsidF, async () => {
     const t = useTag();
     const dir = hopperDir('cordon-coverage-');
-    const { script, names } = daemons(dir, false, !complete);
+    const { script, names, unpromised } = daemons(dir, false, !complete);
     const run = startCli(['run', '--report', '--', 'sh', '-c', script], t.env);
     const exit = await within(run.exited, 30_000, 'cordon run --report to exit', t.tag);
     expect(exit.code, run.err.text).toBe(0);
     expect(run.out.text).toMatch(/^READY$/m);
+    // Where the tier does not promise some of them (helpers/daemons.ts: on
+    // XNU, a withheld environment and a forker that exited unseen), it says
+    // so, and the test's cleanup ends what escaped.
+    const notPromised = (command: string) => unpromised.some((u) => command.startsWith(u));
+    if (unpromised.length > 0) expect(caps.notes.join('\n')).toMatch(/One forked by a process that exited before any walk saw it .* is not caught/);
     if (catchesDaemons) {
       // Caught: every one of them is a leftover, terminated before cordon exited.
       expect(run.err.text).toMatch(/cordon: \d+ leftover process\(es\) terminated:/);
-      for (const what of names) expect(run.err.text, what).toContain(what);
-      expect(describeProcs(t.procs()), 'alive after cordon exited').toBe('(none)');
+      for (const what of names.filter((n) => !notPromised(n))) expect(run.err.text, what).toContain(what);
+      for (const p of t.procs()) if (notPromised(p.command)) t.notPromised(p.pid);
+      expect(describeProcs(t.procs().filter((p) => !notPromised(p.command))), 'alive after cordon exited').toBe('(none)');
     } else {
       // Escaped unseen (the tier's documented limit): the report must not say clean.
       expect(caps.guarantees.catchesEscapees).toBe('never');
@@ -102,8 +109,10 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
     expect(result.coverage).toBe(complete ? 'complete' : 'partial');
     expect(proc.coverage).toBe(result.coverage);
     await within(proc.terminate(), 10_000, 'terminate() to resolve', t.tag);
-    if (catchesDaemons) await waitGone(t, 2000);
-    else for (const p of t.procs()) t.notPromised(p.pid);
+    if (catchesDaemons) {
+      for (const p of t.procs()) if (notPromised(p.command)) t.notPromised(p.pid);
+      await waitFor(() => t.procs().every((p) => notPromised(p.command)), { timeout: 2000, what: 'every promised daemon to be gone', watch: t.tag });
+    } else for (const p of t.procs()) t.notPromised(p.pid);
   });
 
   itWhere(tier === 'process-group', 'a member seen leaving the process group is named in the result (leftGroup) and by cordon run --report', 'process-group tier only', async () => {
@@ -144,6 +153,9 @@ describe('C4: an escaped holder of the output pipes', () => {
   // the sleeper's 300 s: before the fix, the process-group tier waited on the
   // pipe for as long as the sleeper lived.
   const ESCAPED_HOLDER = ['sh', '-c', 'setsid -f sleep 300; sleep 0.2'];
+  // Whether the tier promises to end that holder (on XNU not: sleep's
+  // environment is withheld and setsid -f's first process exits unseen).
+  const holderPromised = () => catchesDaemons && escapePromised({ program: 'sleep', forkedBy: 'unseen' });
 
   itWhere(noSetsidF === '', 'the result settles and our ends of the pipes close by waitDelay, in every tier', noSetsidF, async () => {
     const t = useTag();
@@ -154,7 +166,7 @@ describe('C4: an escaped holder of the output pipes', () => {
     const result = await within(proc.result, 15_000, 'the result to settle', t.tag);
     expect(result.waitDelayExceeded).toBe(true);
     await within(closed, 15_000, "our ends of the output pipes to close", t.tag);
-    if (catchesDaemons) await waitGone(t, 2000);
+    if (holderPromised()) await waitGone(t, 2000);
     else for (const p of t.procs()) t.notPromised(p.pid);
   });
 
@@ -185,7 +197,7 @@ describe('C4: an escaped holder of the output pipes', () => {
     // The CLI's bound after a signal is interrupt grace + 3 s; 20 s leaves room for a loaded machine.
     const exit = await within(leaks.exited, 20_000, 'cordon leaks to exit after SIGTERM', t.tag);
     expect(exit.signal, leaks.err.text).toBe(null);
-    if (catchesDaemons) await waitGone(t, 2000);
+    if (holderPromised()) await waitGone(t, 2000);
     else for (const p of t.procs()) t.notPromised(p.pid);
   });
 });

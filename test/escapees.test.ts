@@ -39,7 +39,7 @@ describe('escapees', () => {
     expect(result.leftoversKept).toBe(false);
     // Orphaned at once: caught by a tier that catches orphaned escapees (the
     // process-group tier: by the marker in its environment).
-    if (orphanedEscapee(t, out.pids().s)) expect(result.leftovers.map((l) => l.pid)).toContain(out.pids().s);
+    if (orphanedEscapee(t, out.pids().s, { program: 'sleep', forkedBy: 'member' })) expect(result.leftovers.map((l) => l.pid)).toContain(out.pids().s);
     await waitGone(t, 2000);
   });
 

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, onTestFinished } from 'vitest';
 import { Registry, spawn, type ContainedProcess } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
+import { fixtureProgram } from './helpers/compiled.js';
 import { hopperDir, hopperFile, size, taggedByWalks } from './helpers/hopper.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
@@ -33,16 +34,19 @@ import { watchdog } from './helpers/time.js';
 
 const catchesMarked = caps.guarantees.catchesEscapees !== 'never';
 const notCaught = `the ${caps.tier} tier does not catch escapees`;
-// The hopper and the bystanders are perl.
-const hopperWhy = !catchesMarked ? notCaught : (missing('perl') ?? '');
-const noSetsidF = missing('setsid -f') ?? '';
+// The hopper is the compiled fixture (a program of the suite's own, whose
+// environment every platform lets the anchor read); the bystanders are perl.
+const hopperWhy = !catchesMarked ? notCaught : (missing('cc', 'perl') ?? '');
+const noCc = missing('cc') ?? '';
 
-// The setsid hopper. Its own off switch, so that a hopper the product fails
-// to stop cannot burn the CPU for the rest of the run: every generation ends
-// when `<file>.stop` exists, and after LIFETIME_S seconds. A byte is appended
-// to the file every 10 generations (the heartbeat).
-const LIFETIME_S = 120;
-const HOPPER = `use POSIX (); my $f = shift; my $end = time + ${LIFETIME_S}; my $n = 0; while (1) { exit 0 if -e "$f.stop" || time > $end; my $p = fork; exit 0 if $p; next unless defined $p; POSIX::setsid(); select(undef, undef, undef, 0.002); if (++$n % 10 == 0 && open(my $h, ">>", $f)) { print $h "x"; close $h } }`;
+// The setsid hopper: test/fixtures/cordon-fixture.c's `hop --setsid`, a
+// fork, the parent's exit and the child's setsid() every 2 ms, a byte to its
+// file every 10 generations (the heartbeat). Its own off switch, so that a
+// hopper the product fails to stop cannot burn the CPU for the rest of the
+// run: every generation ends when `<file>.stop` exists, and after 120 s.
+const HOP = ['hop', '--setsid', '--pause-us', '2000'] as const;
+/** The hopper's command line for `sh -c` ("$1": the program, "$2": its file). */
+const HOP_SH = '"$1" hop "$2" --setsid --pause-us 2000';
 
 // Bystanders: idle processes started after the tree (so a sweep reads each
 // one), as on a busy host. They make a walk take long enough that a hopper
@@ -78,7 +82,8 @@ async function hopperRound(how: Stop): Promise<void> {
   // terminate() and kill() stop kept leftovers (the root, the hopper's first
   // generation, exits at its first hop); an AbortSignal stops a running root,
   // so there the root is a shell that started the hopper and sleeps.
-  const [command, args] = how === 'an AbortSignal' ? ['sh', ['-c', 'perl -e "$1" "$2" & exec sleep 1000', 'sh', HOPPER, file]] : ['perl', ['-e', HOPPER, file]];
+  const prog = fixtureProgram();
+  const [command, args] = how === 'an AbortSignal' ? ['sh', ['-c', `${HOP_SH} & exec sleep 1000`, 'sh', prog, file]] : [prog, [HOP[0], file, ...HOP.slice(1)]];
   const proc: ContainedProcess = spawn(command, args, {
     env: t.env,
     leftovers: 'keep',
@@ -117,7 +122,7 @@ async function expectStoppedWithoutHost(t: Tagged, file: string, after: string, 
 /** A hopper's heartbeat file and the environment that hands it and the program to a host fixture. */
 function hopperFor(t: Tagged, env: NodeJS.ProcessEnv = t.env): { file: string; env: NodeJS.ProcessEnv } {
   const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
-  return { file, env: { ...env, HOPPER_PROG: HOPPER, HOPPER_FILE: file } };
+  return { file, env: { ...env, HOPPER_PROG: fixtureProgram(), HOPPER_FILE: file } };
 }
 
 /** Waits until the hopper has hopped 30 times (with bystanders first where stopping walks the host). */
@@ -160,7 +165,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
     const t = useTag();
     const { env: runtimeEnv } = useRuntime(t);
     const { file, env } = hopperFor(t, runtimeEnv);
-    const leased = await spawnLeased(env, 2000, 500, 'perl -e "$HOPPER_PROG" "$HOPPER_FILE" & echo READY; exec sleep 300');
+    const leased = await spawnLeased(env, 2000, 500, '"$HOPPER_PROG" hop "$HOPPER_FILE" --setsid --pause-us 2000 & echo READY; exec sleep 300');
     await hopping(t, file);
     await killHost(leased.host, t);
     // The hopper runs on while the lease does (2 s from the host's death).
@@ -174,7 +179,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
     const t = useTag();
     const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
     const owner = new Registry().owner(`hopper-${process.pid}`);
-    const proc = owner.spawn('sh', ['-c', 'perl -e "$1" "$2" & exec sleep 1000', 'sh', HOPPER, file], { env: t.env, stdio: ['ignore', 'ignore', 'ignore'] });
+    const proc = owner.spawn('sh', ['-c', `${HOP_SH} & exec sleep 1000`, 'sh', fixtureProgram(), file], { env: t.env, stdio: ['ignore', 'ignore', 'ignore'] });
     proc.result.catch(() => undefined);
     await within(proc.started, watchdog(10_000), 'the hopper to start', t.tag);
     await hopping(t, file);
@@ -188,16 +193,22 @@ const isRoot = process.getuid?.() === 0;
 function otherUserWhy(...needs: Parameters<typeof missing>): string {
   if (!catchesMarked) return 'tier does not catch escapees';
   if (!isRoot) return 'needs a root test runner to start a member as another user';
-  return missing('nobody', 'setsid -f', ...needs) ?? '';
+  return missing('nobody', 'cc', ...needs) ?? '';
 }
 const runuserWhy = otherUserWhy('runuser');
 const uidWhy = otherUserWhy();
 
+// The escapee runs the compiled fixture's setsid and sleep (programs of the
+// suite's own): their environment, with the marker, is readable to a root
+// anchor on every platform (macOS withholds that of its own system programs:
+// the darwin model's tests cover those, test/xnu-model).
+const ESCAPE_SH = `"$1" setsid -f sh -c 'echo "PID s $$"; exec "$0" sleep 1009' "$1"`;
+
 describe('C2: a member of another user is caught', () => {
   itWhere(runuserWhy === '', 'runuser -u nobody -- setsid -f sleep: named in leftovers and gone', runuserWhy, async () => {
     const t = useTag();
-    const script = `${runuserPath()} -u nobody -- setsid -f sh -c 'echo "PID s $$"; exec sleep 1009'; sleep 0.5`;
-    const proc = spawn('sh', ['-c', script], { env: t.env, cwd: tmpdir(), stdio: ['ignore', 'pipe', 'ignore'] });
+    const script = `${runuserPath()} -u nobody -- ${ESCAPE_SH}; sleep 0.5`;
+    const proc = spawn('sh', ['-c', script, 'sh', fixtureProgram()], { env: t.env, cwd: tmpdir(), stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     const result = await within(proc.result, watchdog(15_000), 'the result', t.tag);
     const s = out.pids().s!;
@@ -208,7 +219,7 @@ describe('C2: a member of another user is caught', () => {
 
   itWhere(uidWhy === '', "the uid option: setsid -f sleep as nobody is named in leftovers and gone", uidWhy, async () => {
     const t = useTag();
-    const proc = spawn('sh', ['-c', `setsid -f sh -c 'echo "PID s $$"; exec sleep 1009'; sleep 0.5; exit 0`], { env: t.env, uid: 65534, gid: 65534, cwd: tmpdir(), stdio: ['ignore', 'pipe', 'ignore'] });
+    const proc = spawn('sh', ['-c', `${ESCAPE_SH}; sleep 0.5; exit 0`, 'sh', fixtureProgram()], { env: t.env, uid: 65534, gid: 65534, cwd: tmpdir(), stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     const result = await within(proc.result, watchdog(15_000), 'the result', t.tag);
     const s = out.pids().s!;
@@ -368,9 +379,11 @@ describe('C3: a marked member outside the group, while the tree runs', () => {
   // seconds), so an escapee that keeps the marker is named while the tree
   // runs, not only when it is stopped. A setsid -f child is orphaned at once:
   // no snapshot sees it as a descendant.
-  itWhere(reuseWhy === '' && noSetsidF === '', 'is named by a leftGroup event before any stop, then ended with the tree', reuseWhy || noSetsidF, async () => {
+  itWhere(reuseWhy === '' && noCc === '', 'is named by a leftGroup event before any stop, then ended with the tree', reuseWhy || noCc, async () => {
     const t = useTag();
-    const proc = spawn('sh', ['-c', 'setsid -f sh -c \'echo "PID s $$"; exec sleep 307\'; exec sleep 300'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
+    // The compiled fixture's setsid and sleep: a marker every platform lets the anchor read.
+    const script = `"$1" setsid -f sh -c 'echo "PID s $$"; exec "$0" sleep 307' "$1"; exec sleep 300`;
+    const proc = spawn('sh', ['-c', script, 'sh', fixtureProgram()], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
     proc.result.catch(() => undefined);
     onTestFinished(() => within(proc.kill(), watchdog(10_000), 'kill() of the tree', t.tag).then(() => undefined));
     const leavers: number[] = [];

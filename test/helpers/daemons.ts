@@ -6,7 +6,9 @@
 // A test that starts them needs `setsid -f` (missing('setsid -f'), see
 // requirements.ts); tmux and ssh-agent are added where the machine has them.
 import { readFileSync } from 'node:fs';
+import { fixtureProgram } from './compiled.js';
 import { has } from './requirements.js';
+import { environmentWithheld } from './tier.js';
 
 /**
  * Whether this process can read the environment of a non-dumpable process of
@@ -43,23 +45,33 @@ export function daemonTitle(byMarker = false): string {
  * A shell script that starts the daemons (their sockets in `dir`), then prints
  * READY (each launcher returns once its daemon is forked: they all exist,
  * tagged, by then), then `exec sleep 299` if `keepRoot`, else exits. `names`:
- * how each one's command line starts. `byMarker`: see withSshAgent.
+ * how each one's command line starts. `byMarker`: see withSshAgent; for such
+ * a tier, `unpromised` names those it does not promise here: where the
+ * process table is XNU's, a daemon that runs a program whose environment the
+ * kernel withholds (sleep, tmux, ssh-agent: Apple's, or in the model's
+ * platform directories) and was forked by a process that exited before any
+ * walk saw it (setsid -f's first process, node, daemon(3)'s first fork) is
+ * found by neither the marker nor lineage (helpers/tier.ts). The compiled
+ * fixture's daemon (where cc is here) runs a program of the suite's own,
+ * whose marker every platform lets the anchor read.
  */
-export function daemons(dir: string, keepRoot = false, byMarker = false): { script: string; names: string[] } {
-  const lines = [
-    'setsid -f sleep 300 >/dev/null 2>&1',
-    `node -e "require('child_process').spawn('sleep', ['301'], { detached: true, stdio: 'ignore' }).unref()"`,
+export function daemons(dir: string, keepRoot = false, byMarker = false): { script: string; names: string[]; unpromised: string[] } {
+  const started: Array<{ line: string; names: string[]; program: string }> = [
+    { line: 'setsid -f sleep 300 >/dev/null 2>&1', names: ['sleep 300'], program: 'sleep' },
+    { line: `node -e "require('child_process').spawn('sleep', ['301'], { detached: true, stdio: 'ignore' }).unref()"`, names: ['sleep 301'], program: 'sleep' },
   ];
-  const names = ['sleep 300', 'sleep 301'];
   if (has('tmux')) {
-    lines.push(`tmux -S ${dir}/tmux.sock new-session -d 'sleep 302' </dev/null >/dev/null 2>&1`);
-    names.push('tmux', 'sleep 302');
+    started.push({ line: `tmux -S ${dir}/tmux.sock new-session -d 'sleep 302' </dev/null >/dev/null 2>&1`, names: ['tmux'], program: 'tmux' });
+    started.push({ line: '', names: ['sleep 302'], program: 'sleep' });
   }
-  if (withSshAgent(byMarker)) {
-    lines.push(`ssh-agent -a ${dir}/agent.sock >/dev/null 2>&1`);
-    names.push('ssh-agent');
+  if (withSshAgent(byMarker)) started.push({ line: `ssh-agent -a ${dir}/agent.sock >/dev/null 2>&1`, names: ['ssh-agent'], program: 'ssh-agent' });
+  if (has('cc')) {
+    const prog = fixtureProgram();
+    started.push({ line: `${prog} setsid -f ${prog} sleep 303 >/dev/null 2>&1`, names: [`${prog} sleep 303`], program: prog });
   }
+  const lines = started.map((d) => d.line).filter(Boolean);
   lines.push('echo READY');
   if (keepRoot) lines.push('exec sleep 299');
-  return { script: lines.join('\n'), names };
+  const unpromised = started.filter((d) => byMarker && environmentWithheld(d.program)).flatMap((d) => d.names);
+  return { script: lines.join('\n'), names: started.flatMap((d) => d.names), unpromised };
 }

@@ -63,9 +63,15 @@ function nobodyHere(): boolean {
 }
 
 const TABLE = {
+  cc: {
+    what: 'a C compiler (cc)',
+    for: 'the compiled fixture, test/fixtures/cordon-fixture.c: the pid hoppers (coverage, process-group-escapes), a setsid of its own (process-group-escapes), the darwin model (test/xnu-model)',
+    apt: 'gcc',
+    probe: () => runs('cc', ['--version']),
+  },
   perl: {
     what: 'perl',
-    for: 'the pid hoppers and bystanders (coverage, process-group-escapes), the marking fork storm (cgroup-scale), the fork loop (limits, cgroup-v2-leaf)',
+    for: 'the bystanders (process-group-escapes), the marking fork storm (cgroup-scale), the fork loop (limits, cgroup-v2-leaf)',
     apt: 'perl',
     probe: () => runs('perl', ['-e', 'use POSIX (); exit 0']),
   },
