@@ -89,12 +89,12 @@ export function testTitles(source) {
 
 /** The sentence README.md's Development section states (test/contract-map.test.ts checks it). */
 export function readmeCount(bodies) {
-  return `${bodies.all} distinct test bodies (${bodies.linux} in \`test/*.test.ts\`, ${bodies.win} in \`test/win/\`)`;
+  return `${bodies.all} distinct test bodies (${bodies.linux} in \`test/*.test.ts\`, ${bodies.model} in \`test/xnu-model/\`, ${bodies.win} in \`test/win/\`)`;
 }
 
 function testFiles() {
   const files = [];
-  for (const dir of ['test', 'test/win']) {
+  for (const dir of ['test', 'test/xnu-model', 'test/win']) {
     for (const name of readdirSync(join(root, dir)).sort()) {
       if (/\.test\.(ts|mjs)$/.test(name)) files.push(`${dir}/${name}`);
     }
@@ -118,7 +118,9 @@ export function render() {
     'Each clause of [the contract](contract.md), with the test files that name it in their',
     "header and the titles of their tests (as written: `${…}` is filled in per tier or case at",
     'run time). The Linux files run once per tier (cgroup, subreaper, process-group) unless',
-    'they are tier-independent; `test/win/` runs under Wine (`.ci/windows.sh`).',
+    'they are tier-independent; `test/xnu-model/` runs on the darwin build, on a model of',
+    "XNU's process table (`.ci/darwin-model.sh`, [xnu-model.md](xnu-model.md)); `test/win/`",
+    'runs under Wine (`.ci/windows.sh`).',
     '',
     `In all: ${files.reduce((n, f) => n + f.titles.length, 0)} tests as written (one written in a loop counts once) in ${files.length} files (${files.filter((f) => f.path.startsWith('test/win/')).reduce((n, f) => n + f.titles.length, 0)} of them in test/win/).`,
     '',
@@ -138,8 +140,9 @@ export function render() {
   for (const f of none) lines.push(`- \`${f.path}\` (${f.titles.length} test${f.titles.length === 1 ? '' : 's'})`);
   lines.push('');
   const win = files.filter((f) => f.path.startsWith('test/win/')).reduce((n, f) => n + f.titles.length, 0);
+  const model = files.filter((f) => f.path.startsWith('test/xnu-model/')).reduce((n, f) => n + f.titles.length, 0);
   const all = files.reduce((n, f) => n + f.titles.length, 0);
-  return { text: lines.join('\n'), clauses: clauses(contract), files, bodies: { all, linux: all - win, win } };
+  return { text: lines.join('\n'), clauses: clauses(contract), files, bodies: { all, linux: all - win - model, model, win } };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -12,7 +12,7 @@ interface Rendered {
   text: string;
   clauses: { id: string; title: string }[];
   files: { path: string; clauses: string[]; titles: string[] }[];
-  bodies: { all: number; linux: number; win: number };
+  bodies: { all: number; linux: number; model: number; win: number };
 }
 
 describe('the contract, clause by clause, names the tests that prove it', () => {
