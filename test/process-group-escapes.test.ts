@@ -29,7 +29,7 @@ import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
 import { alive, sameAlive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing, runuserPath } from './helpers/requirements.js';
-import { caps, itWhere } from './helpers/tier.js';
+import { caps, itWhere, xnu } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
 
 const catchesMarked = caps.guarantees.catchesEscapees !== 'never';
@@ -44,16 +44,25 @@ const noCc = missing('cc') ?? '';
 // file every 10 generations (the heartbeat). Its own off switch, so that a
 // hopper the product fails to stop cannot burn the CPU for the rest of the
 // run: every generation ends when `<file>.stop` exists, and after 120 s.
-const HOP = ['hop', '--setsid', '--pause-us', '2000'] as const;
+// On the model of XNU's process table each read is a round trip to its
+// kernel, five or six times a /proc read (docs/xnu-model.md): there a
+// generation lives four times as long, so that a walk has the time to read
+// the newest one that it has here.
+const PAUSE_US = xnu && process.platform === 'linux' ? '8000' : '2000';
+const HOP = ['hop', '--setsid', '--pause-us', PAUSE_US] as const;
 /** The hopper's command line for `sh -c` ("$1": the program, "$2": its file). */
-const HOP_SH = '"$1" hop "$2" --setsid --pause-us 2000';
+const HOP_SH = `"$1" hop "$2" --setsid --pause-us ${PAUSE_US}`;
 
 // Bystanders: idle processes started after the tree (so a sweep reads each
 // one), as on a busy host. They make a walk take long enough that a hopper
 // is another pid by the time a list-then-act sweep reaches it (without them
 // an idle machine's walk is quick enough to hide the difference). Their own
 // tag, so their cleanup is theirs and the test's walks do not see them.
-const BYSTANDERS = 400;
+// On the model of XNU's process table (the darwin build, test/xnu-model)
+// each read of a process is a round trip to the model's kernel, about 60 us,
+// five or six times a /proc stat read here (docs/xnu-model.md): a quarter of
+// them make a walk about as long.
+const BYSTANDERS = xnu && process.platform === 'linux' ? 100 : 400;
 const IDLE = `$| = 1; $SIG{CHLD} = 'IGNORE'; for (1..${BYSTANDERS}) { my $p = fork; last unless defined $p; if (!$p) { sleep 300; exit 0 } } print "up\n"; sleep 300`;
 
 async function bystanders(): Promise<void> {
@@ -122,7 +131,7 @@ async function expectStoppedWithoutHost(t: Tagged, file: string, after: string, 
 /** A hopper's heartbeat file and the environment that hands it and the program to a host fixture. */
 function hopperFor(t: Tagged, env: NodeJS.ProcessEnv = t.env): { file: string; env: NodeJS.ProcessEnv } {
   const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
-  return { file, env: { ...env, HOPPER_PROG: fixtureProgram(), HOPPER_FILE: file } };
+  return { file, env: { ...env, HOPPER_PROG: fixtureProgram(), HOPPER_FILE: file, HOPPER_PAUSE_US: PAUSE_US } };
 }
 
 /** Waits until the hopper has hopped 30 times (with bystanders first where stopping walks the host). */
@@ -165,7 +174,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
     const t = useTag();
     const { env: runtimeEnv } = useRuntime(t);
     const { file, env } = hopperFor(t, runtimeEnv);
-    const leased = await spawnLeased(env, 2000, 500, '"$HOPPER_PROG" hop "$HOPPER_FILE" --setsid --pause-us 2000 & echo READY; exec sleep 300');
+    const leased = await spawnLeased(env, 2000, 500, `"$HOPPER_PROG" hop "$HOPPER_FILE" --setsid --pause-us ${PAUSE_US} & echo READY; exec sleep 300`);
     await hopping(t, file);
     await killHost(leased.host, t);
     // The hopper runs on while the lease does (2 s from the host's death).
