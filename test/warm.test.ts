@@ -8,11 +8,14 @@
 // - the host's death ends it (and removes its cgroup), and so does a spawn
 //   that does not come (CORDON_WARM ms); CORDON_WARM=0 starts none;
 // - one that was killed or stopped meanwhile costs nothing but speed; one
-//   started before the host changed its priority is not used.
+//   started before the host changed its priority is not used;
+// - one started before the host dropped its privileges runs nothing for it,
+//   even handed a LAUNCH on its channel by code left in the host, and exits
+//   within 1 s of the drop.
 // Warm anchors are found as this host's children running `cordon-anchor
 // --warm` (their environment is not the command's: they are not tagged).
 import { spawn as spawnChild } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { beforeAll, describe, expect, onTestFinished } from 'vitest';
@@ -20,12 +23,13 @@ import { spawn } from '../lib/index.js';
 import { hostCgroupDir } from '../lib/cgroup-leaf.js';
 import { readyWarmPids } from '../lib/anchor/warm.js';
 import { cgroupDirOf, treeCgroupDirs } from './helpers/cgroup.js';
-import { repoRoot } from './helpers/fixtures.js';
+import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, readReport } from './helpers/host.js';
 import { observer } from './helpers/observer.js';
 import { alive, readStat, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
-import { watchdog } from './helpers/time.js';
+import { missing } from './helpers/requirements.js';
+import { promised, watchdog } from './helpers/time.js';
 import { collect } from './helpers/trees.js';
 
 const warmEnv = process.env.CORDON_WARM;
@@ -272,6 +276,60 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(warm).toContain(proc.anchorPid);
     await waitGone(t, 2000);
     await waitFor(() => !alive(proc.anchorPid!), { timeout: 2000, what: `the anchor ${proc.anchorPid} to exit` });
+  });
+
+  const dropWhy = !applies ? why : process.getuid?.() !== 0 ? 'needs a root test runner (a host that drops to nobody)' : (missing('nobody') ?? '');
+  itWhere(dropWhy === '', "a host that drops to nobody: its root warm anchor runs nothing for it, even handed a LAUNCH on its channel, and is gone within 1 s", dropWhy, async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-warm-drop-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const out = join(dir, 'out');
+    // What the host prints: the warm anchor its first spawn left ready, the
+    // moment it dropped to nobody, what happened to a LAUNCH it then wrote
+    // to that anchor's channel itself (as code left in the host could), and
+    // what a spawn after the drop ran as. The LAUNCH's stdout is a file the
+    // host opened before the drop: a root \`id -u\` would write 0 there.
+    const host = startHost(
+      `const { readyWarmChannels } = await import(${JSON.stringify(join(repoRoot, 'dist', 'anchor', 'warm.js'))});
+       const { posixBinding } = await import(${JSON.stringify(join(repoRoot, 'dist', 'native.js'))});
+       const { openSync } = await import('node:fs');
+       await spawn('true', []).result;
+       let ready = [];
+       for (let i = 0; i < 1000 && (ready = readyWarmChannels()).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+       const fd = openSync(${JSON.stringify(out)}, 'w');
+       console.log('PID warm ' + ready[0].pid);
+       process.setgroups([65534]);
+       process.setgid(65534);
+       process.setuid(65534);
+       console.log('DROPPED ' + Date.now());
+       let launch = 'sent';
+       try {
+         posixBinding().launchWarm(ready[0].control, ['--cwd', '/', '--tier', ${JSON.stringify(tier)}, '--', '/usr/bin/id', 'id', '-u'], [], [-2, fd, -2]);
+       } catch (e) {
+         launch = e.code;
+       }
+       await new Promise((r) => setTimeout(r, 1500));
+       let after;
+       try {
+         const r = await spawn('id', ['-u'], { stdio: ['ignore', 'pipe', 'ignore'] }).result;
+         after = 'ran ' + r.stdout.trim();
+       } catch (e) {
+         after = 'refused ' + e.code;
+       }
+       console.log('REPORT ' + JSON.stringify({ launch, after }));
+       setInterval(() => {}, 1000);`,
+      t.env,
+    );
+    const out0 = capture(host.child.stdout);
+    await out0.until(/^DROPPED \d+$/m, watchdog(20_000));
+    const warm = out0.pids().warm!;
+    expect(warm).toBeGreaterThan(0);
+    // The anchor sees the host's credentials change (every 250 ms) and exits, running nothing.
+    await waitFor(() => !alive(warm), { timeout: promised(1000), what: `the root warm anchor ${warm} to exit after the host dropped to nobody`, watch: [warm] });
+    const report = await host.report;
+    expect(readFileSync(out, 'utf8'), 'what the LAUNCH written after the drop ran (a root `id -u` writes 0)').toBe('');
+    expect(String(report.after), 'a spawn after the drop runs as nobody, or not at all').not.toBe('ran 0');
+    await end(host);
   });
 
   itWhere(applies, 'an anchor started before the host changed its priority is not used: the command gets the priority the host has now', why, async () => {

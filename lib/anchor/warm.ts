@@ -11,7 +11,11 @@
 // - only where launch-time containment is the anchor's alone: the cgroup
 //   and subreaper tiers, no limits, no lease (those are started cold);
 // - keyed by what the host gives an anchor it starts and could change since:
-//   the anchor executable, the host's user and groups, its priority;
+//   the anchor executable, the host's user and groups, its priority; one
+//   started while the host was someone else is retired at the next spawn, and
+//   the anchor itself exits, running nothing, once the host's credentials
+//   (ids, groups, capability bounding set, no_new_privs, seccomp) are not its
+//   own (native/posix/warm.h: checked every 250 ms and at the LAUNCH);
 // - the host's death ends it (its exit watch, its channel's EOF); unused for
 //   `CORDON_WARM` ms (default WARM_IDLE_MS) it is retired; none is started
 //   from a worker thread (no SIGCHLD there, and its channel would outlive
@@ -34,6 +38,8 @@ export interface StartedAnchor {
 
 interface Warm {
   key: string;
+  /** idsNow() when it was started. */
+  ids: string;
   pid: number;
   control: number;
   idle: NodeJS.Timeout;
@@ -98,6 +104,11 @@ export function readyWarmPids(): number[] {
   return [...shapes.values()].flatMap((shape) => shape.ready.map((w) => w.pid));
 }
 
+/** Internal, for tests: the ready warm anchors and the host's end of each one's channel (what code in the host could write a LAUNCH to). */
+export function readyWarmChannels(): Array<{ pid: number; control: number }> {
+  return [...shapes.values()].flatMap((shape) => shape.ready.map((w) => ({ pid: w.pid, control: w.control })));
+}
+
 /** How long a warm anchor waits for a spawn (ms); 0: none is started. */
 function idleMs(): number {
   const v = process.env.CORDON_WARM;
@@ -107,9 +118,24 @@ function idleMs(): number {
   return WARM_IDLE_MS;
 }
 
-function keyOf(path: string, args: readonly string[]): string {
-  const ids = [process.getuid!(), process.geteuid!(), process.getgid!(), process.getegid!(), process.getgroups!().join(','), getPriority()];
-  return [path, ...args, ids.join(':')].join('\0');
+/** What the host is now, as an anchor it starts would take it: its user, groups and priority. */
+function idsNow(): string {
+  return [process.getuid!(), process.geteuid!(), process.getgid!(), process.getegid!(), process.getgroups!().join(','), getPriority()].join(':');
+}
+
+function keyOf(path: string, args: readonly string[], ids: string): string {
+  return [path, ...args, ids].join('\0');
+}
+
+/**
+ * Retires every ready warm anchor started while the host was someone else
+ * (another user, other groups, another priority: it dropped privileges
+ * since): never used, and ended now, rather than left waiting for its idle
+ * timeout with the old credentials (the anchor also checks the host's
+ * itself, native/posix/warm.h, and exits within 250 ms of a change).
+ */
+function retireStale(ids: string): void {
+  for (const shape of shapes.values()) for (const w of [...shape.ready]) if (w.ids !== ids) retire(w);
 }
 
 /** What a launch that may use a warm anchor gets: the anchor, if one took the command; the next one's start. */
@@ -128,8 +154,10 @@ export function takeWarm(path: string, warmArgs: readonly string[] | undefined, 
   if (disabled || warmArgs === undefined) return undefined;
   const wait = idleMs();
   if (wait === 0) return undefined;
-  const key = keyOf(path, warmArgs);
-  const next = (): void => schedule(key, path, warmArgs, wait);
+  const ids = idsNow();
+  retireStale(ids);
+  const key = keyOf(path, warmArgs, ids);
+  const next = (): void => schedule(key, path, warmArgs, ids, wait);
   const shape = shapeOf(key);
   const w = shape.ready.shift();
   if (!w) {
@@ -149,11 +177,13 @@ export function takeWarm(path: string, warmArgs: readonly string[] | undefined, 
 }
 
 /** Warm anchors of this shape up to its depth, started on libuv's pool (the JS thread does not wait for them). */
-function schedule(key: string, path: string, warmArgs: readonly string[], wait: number): void {
+function schedule(key: string, path: string, warmArgs: readonly string[], ids: string, wait: number): void {
+  // (Not for a host that changed since the launch that asked for it.)
+  if (ids !== idsNow()) return;
   const shape = shapeOf(key);
   while (!disabled && shape.ready.length + shape.starting < shape.depth) {
     if (readyCount() >= MAX_WARM && !retireOldest(key)) return;
-    start(key, shape, path, warmArgs, wait);
+    start(key, shape, ids, path, warmArgs, wait);
   }
 }
 
@@ -179,7 +209,7 @@ function resumeAllAtExit(): void {
   });
 }
 
-function start(key: string, shape: Shape, path: string, warmArgs: readonly string[], wait: number): void {
+function start(key: string, shape: Shape, ids: string, path: string, warmArgs: readonly string[], wait: number): void {
   resumeAllAtExit();
   shape.starting++;
   const gen = generation;
@@ -189,7 +219,7 @@ function start(key: string, shape: Shape, path: string, warmArgs: readonly strin
       debug('no warm anchor: %s', err?.message);
       return;
     }
-    const w: Warm = { key, pid: started.pid, control: started.control, idle: setTimeout(() => retire(w), wait).unref(), out: false };
+    const w: Warm = { key, ids, pid: started.pid, control: started.control, idle: setTimeout(() => retire(w), wait).unref(), out: false };
     // Until taken (the channel then watches it): an exit drops it; one that
     // did not exit cleanly (killed) could not remove its cgroup.
     watchExit(w.pid, (code) => {
@@ -197,7 +227,7 @@ function start(key: string, shape: Shape, path: string, warmArgs: readonly strin
       if (code !== 0 && warmArgs.includes('cgroup')) removeCgroupOf(w.pid);
     });
     shape.ready.push(w);
-    if (disabled || gen !== generation || shape.ready.length > shape.depth) retire(w);
+    if (disabled || gen !== generation || shape.ready.length > shape.depth || ids !== idsNow()) retire(w);
   });
 }
 

@@ -219,19 +219,33 @@ class Anchor : public anchor::TierHost {
 
   // A warm anchor waits for its LAUNCH; false if the host went first (its
   // EOF or exit) or SIGTERM came: nothing runs.
+  // The LAUNCH, from a host that still has the credentials this anchor was
+  // started with (warm::host_credentials_unchanged: checked every 250 ms, and
+  // once the LAUNCH is read): one that dropped them since must not run a
+  // command with the old ones through it.
   bool wait_for_launch(warm::Launch& request) {
     warm::Receiver receiver;
+    const int host = static_cast<int>(getppid());
+    auto unchanged = [&]() {
+      if (warm::host_credentials_unchanged(host)) return true;
+      trace("the host's credentials are not this warm anchor's any more: no command runs");
+      return false;
+    };
+    if (!unchanged()) return false;
     for (;;) {
       std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}, {kControlFd, POLLIN, 0}};
       int watch = add_host_watch(fds);
-      int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), -1);
+      int rc = poll(fds.data(), static_cast<nfds_t>(fds.size()), 250);
       if (rc < 0 && errno != EINTR) return false;
-      if (rc <= 0) continue;
+      if (rc <= 0) {
+        if (rc == 0 && !unchanged()) return false;
+        continue;
+      }
       if (fds[0].revents & POLLIN) read_signals();
       if (sigterm_ || (watch >= 0 && fds[watch].revents)) return false;
       if (fds[1].revents) {
         int got = receiver.feed(kControlFd, request);
-        if (got != 0) return got > 0;
+        if (got != 0) return got > 0 && unchanged();
       }
     }
   }

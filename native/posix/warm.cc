@@ -12,8 +12,11 @@
 
 #include <cstdio>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
+#include <vector>
 
 extern char** environ;
 
@@ -199,6 +202,60 @@ void become(Launch& launch) {
   environ = entries.data();
   if (launch.umask >= 0) umask(static_cast<mode_t>(launch.umask));
 }
+
+#ifdef __linux__
+namespace {
+
+// The credential lines of /proc/<pid>/status ("self" or a pid), the ids'
+// real and effective fields only (an exec sets the saved ones to the
+// effective), or empty when they cannot be read.
+std::string credential_lines(const std::string& who) {
+  std::string path = "/proc/" + who + "/status";
+  FILE* f = fopen(path.c_str(), "re");
+  if (!f) return std::string();
+  std::string out;
+  char line[1024];
+  static const char* const kKeys[] = {"Uid:", "Gid:", "Groups:", "CapBnd:", "NoNewPrivs:", "Seccomp:"};
+  while (fgets(line, sizeof line, f)) {
+    for (const char* key : kKeys) {
+      size_t n = strlen(key);
+      if (strncmp(line, key, n) != 0) continue;
+      std::string value(line + n);
+      while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+      if (strcmp(key, "Uid:") == 0 || strcmp(key, "Gid:") == 0) {
+        unsigned real = 0, effective = 0;
+        if (sscanf(value.c_str(), "%u %u", &real, &effective) != 2) {
+          fclose(f);
+          return std::string();
+        }
+        value = std::to_string(real) + " " + std::to_string(effective);
+      } else if (strcmp(key, "Groups:") == 0) {
+        // (The order setgroups() was given: compared as a set.)
+        std::vector<unsigned> groups;
+        unsigned g;
+        int used = 0;
+        for (const char* p = value.c_str(); sscanf(p, "%u%n", &g, &used) == 1; p += used) groups.push_back(g);
+        std::sort(groups.begin(), groups.end());
+        value.clear();
+        for (unsigned id : groups) value += std::to_string(id) + ",";
+      }
+      out += std::string(key) + value + "\n";
+    }
+  }
+  fclose(f);
+  return out;
+}
+
+}  // namespace
+
+bool host_credentials_unchanged(int host) {
+  std::string mine = credential_lines("self");
+  std::string theirs = credential_lines(std::to_string(host));
+  return !mine.empty() && mine == theirs;
+}
+#else
+bool host_credentials_unchanged(int) { return true; }
+#endif
 
 int current_umask() {
 #ifdef __linux__

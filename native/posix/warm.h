@@ -46,6 +46,19 @@ int send_launch(int fd, const std::vector<std::string>& args, const std::vector<
 // a umask() round trip would race the host's other threads); -1 if unknown.
 int current_umask();
 
+// The anchor: whether the host `host` still has the credentials this warm
+// anchor was started with, as far as a cold anchor started now would take
+// them from it: the real and effective user and group ids, the supplementary
+// groups, the capability bounding set, no_new_privs and the seccomp mode
+// (Linux: /proc/<pid>/status, each compared with the anchor's own). A host
+// that dropped any of them since (process.setuid, setgroups, a capability,
+// a seccomp filter) must not run a command with the old ones through a warm
+// anchor it started before: the anchor checks every 250 ms while it waits
+// and once more when the LAUNCH is read, and exits without running anything
+// when they differ. False where they cannot be read (the host gone); true
+// off Linux (the host starts warm anchors on Linux only).
+bool host_credentials_unchanged(int host);
+
 // The anchor: reads the LAUNCH off `fd`, as it arrives (call when `fd` is
 // readable). 1: complete, in `out`; 0: more to read; -1: the channel closed,
 // or what came is not a LAUNCH (the anchor then exits).
