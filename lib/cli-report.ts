@@ -1,7 +1,7 @@
 // What the CLI reports about a finished tree: the text lines of `--report`
 // and `cordon leaks` (stderr), and the same facts as JSON (`--json <file>`)
 // for a CI step to read.
-import { writeFileSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, ftruncateSync, constants as fsConstants, openSync, writeFileSync } from 'node:fs';
 import { formatDuration } from './duration.js';
 import type { ContainedResult } from './result.js';
 import { tierSpec } from './tiers.js';
@@ -66,15 +66,76 @@ export function printReport(result: ContainedResult): void {
   process.stderr.write(lines.join('\n') + '\n');
 }
 
+/** Where `--json` writes: stderr ('-'), or a file opened before the command ran. */
+export type JsonReportTarget = { path: '-' } | { path: string; fd: number };
+
+/**
+ * Opens `--json <path>` before anything runs (a report that cannot be
+ * written is a usage error, not a command run for nothing). It holds command
+ * lines, so it is made private: a new file is created 0600 with O_EXCL and
+ * O_NOFOLLOW (never through a link); an existing one is written only if it
+ * is this user's own regular file, not a link, with one name (then made 0600
+ * and truncated, checked again through the descriptor). Anything else
+ * (another user's file, a link, a directory, a missing directory) throws,
+ * saying why.
+ */
+export function openJsonReport(path: string): JsonReportTarget {
+  if (path === '-') return { path };
+  const flags = fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW | O_CLOEXEC;
+  try {
+    return { path, fd: openSync(path, flags | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o600) };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw reportError(path, err);
+  }
+  const refuse = (why: string) => reportError(path, Object.assign(new Error(why), { code: 'EEXIST' }));
+  let fd: number;
+  try {
+    fd = openSync(path, flags);
+  } catch (err) {
+    // ELOOP: a symbolic link (O_NOFOLLOW).
+    throw (err as NodeJS.ErrnoException).code === 'ELOOP' ? refuse('it is a symbolic link') : reportError(path, err);
+  }
+  try {
+    const st = fstatSync(fd);
+    const uid = process.geteuid?.();
+    if (!st.isFile()) throw refuse('it exists and is not a regular file');
+    if (uid !== undefined && st.uid !== uid) throw refuse(`it exists and belongs to another user (uid ${st.uid})`);
+    if (st.nlink !== 1) throw refuse('it exists with more than one name (a hard link)');
+    fchmodSync(fd, 0o600);
+    ftruncateSync(fd, 0);
+    return { path, fd };
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
+const O_CLOEXEC = (fsConstants as unknown as { O_CLOEXEC?: number }).O_CLOEXEC ?? 0;
+
+function reportError(path: string, cause: unknown): Error {
+  const why = (cause as Error).message;
+  return Object.assign(new Error(`cannot write the JSON report to ${path}: ${why}; nothing ran. Name a new file in a directory of yours, or one of your own files, or - for stderr`), { cause });
+}
+
 /**
  * The report as JSON: the result's facts (every field of ContainedResult;
  * a stop hook's error as its message), the CLI's exit status and, for
- * `cordon leaks`, whether anything leaked. Written to `path` (made 0600: it
- * holds command lines), or as one line on stderr for `-`.
+ * `cordon leaks`, whether anything leaked. Written to the file opened before
+ * the command ran (openJsonReport), or as one line on stderr for `-`. A
+ * write that fails is said on stderr; the command's status stands.
  */
-export function writeJsonReport(path: string, result: ContainedResult, status: number, extra: Record<string, unknown> = {}): void {
+export function writeJsonReport(target: JsonReportTarget, result: ContainedResult, status: number, extra: Record<string, unknown> = {}): void {
   const stopError = result.stopError === undefined ? {} : { stopError: String((result.stopError as Error)?.message ?? result.stopError) };
   const text = JSON.stringify({ ...result, ...stopError, ...extra, status });
-  if (path === '-') process.stderr.write(text + '\n');
-  else writeFileSync(path, text + '\n', { mode: 0o600 });
+  if (!('fd' in target)) {
+    process.stderr.write(text + '\n');
+    return;
+  }
+  try {
+    writeFileSync(target.fd, text + '\n');
+  } catch (err) {
+    process.stderr.write(`cordon: could not write the JSON report to ${target.path}: ${(err as Error).message}\n`);
+  } finally {
+    closeSync(target.fd);
+  }
 }

@@ -21,7 +21,7 @@ import { Registry } from './registry.js';
 import { disableWarm } from './anchor.js';
 import { attachTerminal, terminalLikeUsers } from './cli-terminal.js';
 import { parseAdoptArgs, parsePsArgs, parseRunArgs, UsageError } from './cli-args.js';
-import { leftGroupLines, partialView, printReport, unseen, writeJsonReport } from './cli-report.js';
+import { leftGroupLines, openJsonReport, partialView, printReport, unseen, writeJsonReport, type JsonReportTarget } from './cli-report.js';
 
 const USAGE = `Usage:
   cordon run [options] -- <command> [args...]   run a command contained
@@ -49,7 +49,8 @@ Options for run:
                          this long (adopt it with cordon adopt; its id and token are printed on
                          stderr); then it is terminated. Ctrl-C and SIGTERM still end it
   --report               print what was left over and how long cleanup took (stderr)
-  --json <file>          also write the report as JSON to <file> (0600; - for stderr)
+  --json <file>          also write the report as JSON to <file> (a new file, or your
+                         own, made 0600; never through a link; - for stderr)
 
 Durations carry their unit: 500ms, 3s, 2m, 1h (a bare number is refused).
 Exit status: the command's; 128+N if it died by signal N; 124 on timeout; 130 when
@@ -66,6 +67,16 @@ command's status, 124, 130, ...).`;
 function fail(message: string, status = 2): never {
   process.stderr.write(`cordon: ${message}\n${status === 2 ? 'cordon: see cordon --help\n' : ''}`);
   process.exit(status);
+}
+
+/** `--json <file>` opened before anything runs (cli-report.ts: openJsonReport); one that cannot be is a usage error. */
+function jsonReport(path: string | undefined): JsonReportTarget | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return openJsonReport(path);
+  } catch (err) {
+    fail((err as Error).message);
+  }
 }
 
 function printUsage(): number {
@@ -147,8 +158,9 @@ function startContained(command: string, args: string[], options: SpawnOptions):
 }
 
 async function runCommand(argv: string[]): Promise<number> {
-  const { options, report, pty, json, help, command, args } = parseRunArgs(argv, 'run');
+  const { options, report, pty, json: jsonPath, help, command, args } = parseRunArgs(argv, 'run');
   if (help) return printUsage();
+  const json = jsonReport(jsonPath);
   if (pty) {
     delete options.stdio; // (the terminal is the stdio)
     options.pty = terminalLikeUsers();
@@ -177,8 +189,9 @@ async function runCommand(argv: string[]): Promise<number> {
 }
 
 async function leaksCommand(argv: string[]): Promise<number> {
-  const { options, json, help, command, args } = parseRunArgs(argv, 'leaks');
+  const { options, json: jsonPath, help, command, args } = parseRunArgs(argv, 'leaks');
   if (help) return printUsage();
+  const json = jsonReport(jsonPath);
   options.leftovers = 'keep';
   // Pipes, so that "held the output" means something; forwarded as they come.
   options.stdio = ['inherit', 'pipe', 'pipe'];

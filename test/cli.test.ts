@@ -5,7 +5,7 @@
 // are observed from outside, through /proc, by the pids the commands print.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn as spawnChild } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePidLines } from './helpers/common.mjs';
 import { capture, fixture, repoRoot } from './helpers/fixtures.js';
@@ -249,6 +249,55 @@ describe('cordon run', () => {
     expect(alive(held), `held ${held}`).toBe(false);
     expect(alive(free), `free ${free}`).toBe(false);
     expect(describeProcs(t.procs())).toBe('(none)');
+  });
+});
+
+describe('cordon run --json <file>: opened before anything runs, never through a link or into another user\'s file', () => {
+  beforeAll(async () => {
+    await ensureDist();
+  });
+
+  /** `cordon run --json <path> -- sh -c 'echo RAN'`: refused (exit 2) before the command runs, saying why. */
+  async function refused(t: Tagged, path: string, why: RegExp): Promise<void> {
+    const run = cli(['run', '--json', path, '--', 'sh', '-c', 'echo RAN'], t.env);
+    await expectExit(run, t, 2, 'cordon run to refuse --json');
+    expect(run.out.text, 'the command did not run').not.toContain('RAN');
+    expect(run.err.text).toMatch(why);
+    expect(run.err.text).toContain('nothing ran');
+  }
+
+  it('a report that cannot be written (its directory missing), a symbolic link: exit 2, the command not run, the link\'s target untouched', async () => {
+    const t = useTag();
+    await refused(t, '/nonexistent-cordon-dir/x.json', /cannot write the JSON report to \/nonexistent-cordon-dir\/x\.json: ENOENT/);
+    const dir = tempDir('cordon-json-');
+    const target = join(dir, 'target');
+    writeFileSync(target, 'keep me\n', { mode: 0o644 });
+    const link = join(dir, 'report.json');
+    symlinkSync(target, link);
+    await refused(t, link, /it is a symbolic link/);
+    expect(readFileSync(target, 'utf8')).toBe('keep me\n');
+  });
+
+  const otherWhy = process.getuid?.() !== 0 ? 'needs a root test runner (a file of another user, made by chown)' : '';
+  itWhere(otherWhy === '', "another user's existing file (0666): refused, unchanged; this user's own: written and made 0600, the command's status kept", otherWhy, async () => {
+    const t = useTag();
+    const dir = tempDir('cordon-json-');
+    const theirs = join(dir, 'theirs.json');
+    writeFileSync(theirs, 'theirs\n', { mode: 0o666 });
+    chmodSync(theirs, 0o666);
+    chownSync(theirs, 65534, 65534);
+    await refused(t, theirs, /belongs to another user \(uid 65534\)/);
+    expect(readFileSync(theirs, 'utf8')).toBe('theirs\n');
+
+    const mine = join(dir, 'mine.json');
+    writeFileSync(mine, 'old content, longer than what replaces it? no: replaced whole\n'.repeat(100), { mode: 0o644 });
+    chmodSync(mine, 0o644);
+    const run = cli(['run', '--json', mine, '--', 'sh', '-c', 'echo RAN; exit 3'], t.env);
+    await expectExit(run, t, 3, 'cordon run to exit with the command\'s status');
+    expect(run.out.text).toContain('RAN');
+    expect(statSync(mine).mode & 0o777, 'the report holds command lines: 0600').toBe(0o600);
+    const report = JSON.parse(readFileSync(mine, 'utf8')) as { status: number; exitCode: number };
+    expect([report.status, report.exitCode]).toEqual([3, 3]);
   });
 });
 
