@@ -4,7 +4,7 @@
 // or planted, and is opened without following links and without clobbering
 // an existing file. A path the caller names (the `log` option, a Registry's
 // `logDir`) is the caller's choice, and its permissions the caller's.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants, mkdirSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,37 @@ export function defaultLogDir(): string {
     return dir;
   }
   return privateDir(join(tmpdir(), `cordon-logs-${process.getuid?.() ?? 0}`), () => homeFallback('logs'), logDirUnsafe);
+}
+
+/**
+ * The name of an owner's log directory, one per owner id and never anything
+ * but a plain name inside the log directory: letters, digits, `_`, `-` and
+ * `.` stand for themselves, every other byte of the id's UTF-8 (`/`, `%`,
+ * a leading or trailing `.`, a Windows device name's first letter) as `%XX`,
+ * so `..`, `.` and `tenant/a` never leave or name the log directory itself,
+ * and `tenant/a` and `tenant_a` get a directory each (percent-encoding is
+ * undone one way only). Where the file system may fold case (macOS,
+ * Windows), capital letters are encoded too: `Alice` and `alice` stay two
+ * directories. An encoding longer than 80 bytes keeps its first 60
+ * and adds `~` and 16 hex digits of the id's SHA-256 (`~` is encoded
+ * elsewhere, so such a name is no short id's).
+ */
+export function ownerDirName(id: string, platform: NodeJS.Platform = process.platform): string {
+  const foldsCase = platform === 'darwin' || platform === 'win32';
+  const bytes = Buffer.from(id, 'utf8');
+  let out = '';
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    const c = String.fromCharCode(b);
+    const edge = i === 0 || i === bytes.length - 1;
+    const plain = /[a-z0-9_-]/.test(c) || (!foldsCase && /[A-Z]/.test(c)) || (c === '.' && !edge);
+    out += plain ? c : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  if (out === '') out = '%';  // (the empty id: no id encodes to a lone %)
+  // Windows device names (CON, NUL, COM1, ...) name a device in any directory, with any extension.
+  if (/^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\.|$)/i.test(out)) out = `%${out.charCodeAt(0).toString(16).toUpperCase()}${out.slice(1)}`;
+  if (out.length <= 80) return out;
+  return `${out.slice(0, 60)}~${createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 16)}`;
 }
 
 /**

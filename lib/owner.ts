@@ -9,7 +9,7 @@ import { duration, type Duration } from './duration.js';
 import * as errors from './errors.js';
 import type { TreeState } from './facts.js';
 import { launchTree } from './launch.js';
-import { ownerLogDir } from './log-file.js';
+import { ownerDirName, ownerLogDir } from './log-file.js';
 import { mergeLimits, parseLimits, type Limits } from './limits.js';
 import { ContainedProcess, type SpawnOptions, type StreamsFor } from './process.js';
 import type { MemberInfo } from './result.js';
@@ -124,7 +124,7 @@ export class Owner {
     }
     if (spawnOptions.lease === undefined && this.lease !== undefined) spawnOptions.lease = this.lease;
     const shown = label ?? [command, ...args].join(' ');
-    const context = { owner: this.id, kind, label: shown, token: this.registry.tokenFor(this.id), logStem, logDir: () => ownerLogDir(this.registry.logDir, safeName(this.id)) };
+    const context = { owner: this.id, kind, label: shown, token: this.registry.tokenFor(this.id), logStem, logDir: () => ownerLogDir(this.registry.logDir, ownerDirName(this.id)) };
     const proc = new ContainedProcess(launchTree(command, args, spawnOptions, context));
     return this.add(proc, kind, shown);
   }

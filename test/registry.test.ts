@@ -3,11 +3,13 @@
 // predicate, hasLiveWork(), over kinds x states x attached/detached; many
 // owners released leave nothing behind; snapshot() and events. Trees are real
 // processes observed from outside (/proc, the test tag, printed pids).
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { ownerDirName } from '../lib/log-file.js';
 import { describe, expect, it } from 'vitest';
 import type { Owner } from '../lib/index.js';
 import { expectRejectsCode, expectThrowsCode } from './helpers/assert.js';
-import { ESCAPEES, LEAVES, PLAIN, WITH_CHILD, newRegistry, shuffle } from './helpers/registry.js';
+import { ESCAPEES, LEAVES, PLAIN, WITH_CHILD, newRegistry, shuffle, tempDir } from './helpers/registry.js';
 import {
   alive,
   findTagged,
@@ -221,6 +223,41 @@ describe('C7/C9: many owners', () => {
     expect(released.sort()).toEqual(owners.map((o) => o.id).sort());
     await waitFor(() => openFdCount() <= baseline + 3, { timeout: 2000, what: `the host's fd count back to ${baseline} (+3)` });
     expect(openFdCount()).toBeLessThanOrEqual(baseline + 3);
+  });
+});
+
+describe("owners' log directories stay inside the registry's logDir, one per owner id", () => {
+  it("owner('..'), owner('.'), 'tenant/a' and 'tenant_a', ids alike in their first 80 characters: each its own directory inside logDir, nothing outside it", async () => {
+    const t = useTag();
+    const parent = tempDir('cordon-owner-dirs-');
+    const base = join(parent, 'logs');
+    const registry = newRegistry({ logDir: base });
+    const long = 'x'.repeat(100);
+    const ids = ['..', '.', 'tenant/a', 'tenant_a', `${long}-1`, `${long}-2`, 'Alice', 'alice'];
+    const dirs: string[] = [];
+    for (const id of ids) {
+      const proc = registry.owner(id).spawn('sh', ['-c', 'echo logged'], { log: true, env: t.env });
+      await within(proc.result, watchdog(10_000), `the logged command of owner ${JSON.stringify(id)}`, t.tag);
+      const dir = dirname(proc.logPath!);
+      expect(dirname(dir), `the directory of owner ${JSON.stringify(id)} is in logDir`).toBe(base);
+      expect(readFileSync(proc.logPath!, 'utf8')).toBe('logged\n');
+      dirs.push(dir);
+    }
+    expect(new Set(dirs).size, dirs.join('\n')).toBe(ids.length);
+    expect(readdirSync(parent), 'nothing beside logDir').toEqual(['logs']);
+    expect(readdirSync(base).sort()).toEqual(dirs.map((d) => basename(d)).sort());
+  });
+
+  it('the names: plain ids as they are; ., .., a separator, a device name, capitals where the file system folds case, each byte of the rest as %XX; a long one cut with a hash', () => {
+    expect(['alice', 'a.b', 'tenant_a', 'x-1'].map((id) => ownerDirName(id, 'linux'))).toEqual(['alice', 'a.b', 'tenant_a', 'x-1']);
+    expect(['..', '.', 'a.', 'tenant/a', '%41', 'é', 'a b'].map((id) => ownerDirName(id, 'linux'))).toEqual(['%2E%2E', '%2E', 'a%2E', 'tenant%2Fa', '%2541', '%C3%A9', 'a%20b']);
+    expect(['Alice', 'CON', 'con', 'nul.txt'].map((id) => ownerDirName(id, 'darwin'))).toEqual(['%41lice', '%43%4F%4E', '%63on', '%6Eul.txt']);
+    expect(ownerDirName('Alice', 'linux')).toBe('Alice');
+    const a = ownerDirName(`${'y'.repeat(100)}a`, 'linux');
+    const b = ownerDirName(`${'y'.repeat(100)}b`, 'linux');
+    expect(a).not.toBe(b);
+    expect(a.length).toBeLessThanOrEqual(80);
+    expect(a).toMatch(/^y{60}~[0-9a-f]{16}$/);
   });
 });
 
