@@ -301,7 +301,8 @@ async function adoptCommand(argv: string[]): Promise<number> {
   } catch (err) {
     const e = err as CordonError;
     process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
-    return e.code === 'ERR_CORDON_ADOPT_DENIED' ? 77 : 2;
+    // 77: refused; 75 (EX_TEMPFAIL): the anchor did not answer, try again; 2: no such tree.
+    return e.code === 'ERR_CORDON_ADOPT_DENIED' ? 77 : e.code === 'ERR_CORDON_TIMEOUT' ? 75 : 2;
   }
   // Ctrl-C or SIGTERM terminates the tree (a second one kills it), and the
   // exit status is then 130, as `cordon run`'s, whatever the root died of.

@@ -45,7 +45,8 @@ const UNITS: Record<DurationUnit, number> = { ms: 1, s: 1000, m: 60_000, h: 3_60
 
 /** "10s", "500ms", "2m", "1.5h": the unit is required (a bare "30" is refused, never read as seconds or ms). */
 export function parseDuration(flag: string, text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim());
+  // Exactly the number and its unit: ' 1s' is refused, not read as '1s'.
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
   if (!m) throw durationUnparsable(flag, text);
   const ms = Number(m[1]) * UNITS[m[2] as DurationUnit];
   if (!(ms <= MAX_DURATION_MS)) throw durationTooLong(flag, text, MAX_DURATION_MS);

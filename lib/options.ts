@@ -198,10 +198,12 @@ export function validateCommand(command: unknown, args: unknown): { command: str
   noNul('The command', command);
   if (args === undefined) args = [];
   if (!Array.isArray(args)) throw invalidArg('args', args, 'an array of strings', 'ERR_INVALID_ARG_TYPE');
-  args.forEach((arg, i) => {
+  // Every index, holes included (a sparse array's hole is no argument: refused as undefined).
+  for (let i = 0; i < args.length; i++) {
+    const arg: unknown = args[i];
     if (typeof arg !== 'string') throw invalidArg(`args[${i}]`, arg, 'a string', 'ERR_INVALID_ARG_TYPE');
     noNul(`args[${i}]`, arg);
-  });
+  }
   return { command, args: args as string[] };
 }
 
@@ -233,7 +235,9 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   }
 
   // The environment (environment.ts).
-  if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null)) throw invalidArg('env', o.env, 'an object of strings', 'ERR_INVALID_ARG_TYPE');
+  if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null || Array.isArray(o.env))) {
+    throw invalidArg('env', o.env, "an object of strings ({ NAME: 'value' }; not an array of 'NAME=value')", 'ERR_INVALID_ARG_TYPE');
+  }
   // process.env comes from the OS environment (no NUL can be in it); a
   // caller's own object is checked here, before anything runs.
   // A key with '=' would be split at it by the OS (`PATH=/evil:...;=1` sets
@@ -241,6 +245,10 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (o.env !== undefined) for (const [key, value] of Object.entries(o.env as object)) {
     if (key === '' || key.includes('=')) throw invalidArg('env', key, "names without '=' and not empty (a key is one variable's name)");
     if (value === undefined) continue;
+    // What child_process turns into a string (a number, a boolean); anything else is no value.
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean' && typeof value !== 'bigint') {
+      throw invalidArg(`env.${key}`, value, 'a string (or undefined to unset it)', 'ERR_INVALID_ARG_TYPE');
+    }
     noNul(`env.${key}`, key);
     noNul(`env.${key}`, String(value));
   }

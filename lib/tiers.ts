@@ -137,7 +137,7 @@ function limitsNote(support: TierContext['limitSupport']): string {
   const where = (name: string, at: string | null) =>
     at === 'v2' ? `${name} in the tree's cgroup (v2, delegated)` : at === 'v1' ? `${name} in a cgroup of the tree's own in the v1 hierarchy, which the command joins before it execs` : `${name}: not enforceable here`;
   const parts = [where('memory', support.memory), where('processes', support.processes), where('cpu', support.cpu)];
-  return `Limits (the limits option): ${parts.join('; ')}. The anchor stays outside them, so it always ends the tree. cordon enables a v2 controller only when asked: prepareCgroupLimits({ moveHost: true }) moves every process of this host's cgroup into a leaf of it (the "no internal processes" rule) and enables the controllers there (docs/contract.md, C12).`;
+  return `Limits (the limits option): ${parts.join('; ')}. The anchor stays outside them, so it always ends the tree. cordon enables a v2 controller only when asked: prepareCgroupLimits({ moveHost: true }) moves this host's own process, and no other, into a leaf of its cgroup (the "no internal processes" rule; a cgroup that holds any other process is refused, naming it) and enables the controllers there (docs/contract.md, C12).`;
 }
 
 const noPidfdLinux = "This kernel has no pidfd: members that are not the anchor's own children are signalled by a verified pid, with a small reuse window.";

@@ -125,6 +125,11 @@ describe('public entry points refuse bad input with a listed code at stage input
     ['spawn(): a NUL byte in cwd', (env) => spawn('sh', ['-c', 'sleep 300'], { env, cwd: '/tmp\0x' }), 'ERR_INVALID_ARG_VALUE'],
     ['spawn(): cwd not a path', (env) => spawn('sh', ['-c', 'sleep 300'], { env, cwd: 42 as unknown as string }), 'ERR_INVALID_ARG_TYPE'],
     ['spawn(): an unknown option', (env) => spawn('sh', ['-c', 'sleep 300'], { env, gracePeriod: 1000 } as never), 'ERR_INVALID_ARG_VALUE'],
+    // eslint-disable-next-line no-sparse-arrays
+    ['spawn(): a hole in the arguments (a sparse array)', (env) => spawn('sh', ['-c', , 'sleep 300'] as string[], { env }), 'ERR_INVALID_ARG_TYPE'],
+    ['spawn(): an environment value that is a Symbol', (env) => spawn('sh', ['-c', 'sleep 300'], { env: { ...env, A: Symbol('a') as never } }), 'ERR_INVALID_ARG_TYPE'],
+    ["spawn(): an environment as an array of 'NAME=value' (a variable named 0)", (env) => spawn('sh', ['-c', 'sleep 300'], { env: Object.assign(['A=1'], env) as never }), 'ERR_INVALID_ARG_TYPE'],
+    ["spawn(): a duration with a space (' 1s')", (env) => spawn('sh', ['-c', 'sleep 300'], { env, timeout: ' 1s' as never }), 'ERR_INVALID_ARG_VALUE'],
   ];
   for (const [name, call, code] of spawnCases) {
     it(`${name} -> ${code}, nothing runs`, () => {

@@ -184,7 +184,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
-  it('an anchor that is alive but does not answer (stopped) is listed as such, not dropped; adopting it is ERR_CORDON_TIMEOUT; resumed, it is adopted', async () => {
+  it('an anchor that is alive but does not answer (stopped) is listed as such, not dropped; adopting it is ERR_CORDON_TIMEOUT (cordon adopt: exit 75); resumed, it is adopted', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
     const l = await spawnLeased(env, 60_000, 500);
@@ -195,6 +195,11 @@ describe('leases and adoption (issue #17)', () => {
     useRuntimeHere(env);
     const registry = new Registry();
     await expect(registry.adopt(l.id, { token: l.token })).rejects.toMatchObject({ code: 'ERR_CORDON_TIMEOUT', message: expect.stringContaining(`pid ${anchor}`) });
+    // The CLI says it apart from an unknown tree (2): 75, try again.
+    const cli = startCli(['adopt', l.id, '--token', l.token], env);
+    const exit = await within(cli.exited, watchdog(15_000), 'cordon adopt of a stopped anchor to give up', t.tag);
+    expect(exit.code, cli.err.text).toBe(75);
+    expect(cli.err.text).toContain('ERR_CORDON_TIMEOUT');
     process.kill(anchor, 'SIGCONT');
     expect((await registry.adoptable()).find((e) => e.id === l.id)).toMatchObject({ answered: true, rootRunning: true });
     const proc = await registry.adopt(l.id, { token: l.token });
