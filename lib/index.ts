@@ -1,3 +1,8 @@
+// Node's own types, which these declarations use (NodeJS.*, node:stream ...):
+// kept in the emitted index.d.ts (preserve), so that an importer compiles
+// where its compiler does not load every @types package by itself
+// (TypeScript 7's default `types` is empty).
+/// <reference types="node" preserve="true" />
 export { spawn, ContainedProcess, type ContainedProcessEvents, type ProcessStreams, type StreamsFor } from './process.js';
 export type { SpawnOptions } from './process.js';
 export type { ContainedResult, GroupLeaver, Leftover, LimitHit, LimitName, LimitsResult, MemberInfo, Reason, TreeUsage } from './result.js';
