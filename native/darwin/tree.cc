@@ -532,7 +532,9 @@ int watch_exit(int64_t pid) {
 // first written, walked the whole list once for each member: docs/xnu-model.md,
 // Cost). Another user's process is read through kern.proc.pid and
 // PROC_PIDUNIQIDENTIFIERINFO (read_info). A snapshot, as any walk is: a
-// process forked during it is found by the next.
+// process forked during it is found by the next. (A member that a debugger
+// outside the tree traces reports the debugger as its parent: it is found by
+// the tree's group, its lineage and its marker, not by this walk.)
 int list_tree(int64_t anchor, int64_t group, const std::vector<FileId>& watched,
               std::vector<Member>& out, bool commands) {
   out.clear();
