@@ -46,6 +46,28 @@ const zi = args.indexOf('--zig');
 if (zi >= 0) [, zig] = args.splice(zi, 2);
 const tuples = args.length ? args : ALL;
 for (const t of tuples) if (!ALL.includes(t)) fail(`unknown target ${t} (one of ${ALL.join(', ')})`);
+
+// Every tool the targets need, checked before anything is built (a missing
+// mingw dlltool found after half an hour of zig builds is no help): each one
+// missing is named with the Debian package that has it. zig comes from npm
+// (.ci/zig.sh), below.
+const tools = [
+  ['file', 'file'],
+  ['objdump', 'binutils'],
+  ...(tuples.includes('win32-x64')
+    ? [
+        [process.env.CORDON_MINGW_CXX || 'x86_64-w64-mingw32-g++-posix', 'g++-mingw-w64-x86-64-posix'],
+        [process.env.CORDON_MINGW_DLLTOOL || 'x86_64-w64-mingw32-dlltool', 'binutils-mingw-w64-x86-64'],
+      ]
+    : []),
+];
+const absent = tools.filter(([tool]) => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', tool], { stdio: 'ignore' }).status !== 0);
+if (absent.length > 0) {
+  fail(
+    `missing ${absent.map(([tool]) => tool).join(', ')}; nothing was built. Install them (Debian/Ubuntu: apt-get install ${[...new Set(absent.map(([, pkg]) => pkg))].join(' ')}), or build fewer targets (npm run prebuild:all -- linux-x64 ...)`,
+  );
+}
+
 if (!zig && tuples.some((t) => !t.startsWith('win32'))) {
   const r = spawnSync('bash', [join(root, '.ci', 'zig.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (r.status !== 0) fail('could not get zig (.ci/zig.sh); pass --zig <path>');

@@ -203,3 +203,23 @@ if (checkDir) {
     checkOutput(() => checkDir);
   });
 }
+
+// `npm run prebuild:all` checks every tool it will need before it builds
+// anything (it once ran 28 minutes of zig builds, then failed on a missing
+// mingw dlltool). The dlltool it uses is named by CORDON_MINGW_DLLTOOL:
+// pointed at one that does not exist, it must fail at once, saying which
+// tool and which package has it.
+describe('prebuild:all checks its tools first', () => {
+  it('a missing mingw dlltool: exit 1 within 10 s, naming it and its Debian package, nothing built', () => {
+    const began = Date.now();
+    const r = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'prebuild-all.mjs'), 'win32-x64', 'linux-x64'], {
+      env: { ...process.env, CORDON_MINGW_DLLTOOL: 'cordon-no-such-dlltool', ZIG: '/nonexistent/zig' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status, `${r.stdout}${r.stderr}`).toBe(1);
+    expect(Date.now() - began).toBeLessThan(10_000);
+    expect(r.stderr).toContain('missing cordon-no-such-dlltool; nothing was built');
+    expect(r.stderr).toContain('binutils-mingw-w64-x86-64');
+  });
+});
