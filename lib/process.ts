@@ -21,7 +21,7 @@ import type { NormalizedOptions, SpawnOptionsBase, StdioOption } from './options
 import { TreeOutput } from './output.js';
 import type { ContainedResult, GroupLeaver, Leftover, MemberInfo } from './result.js';
 import { Settlement } from './settlement.js';
-import { PoliteStop } from './stopping.js';
+import { PoliteStop, rootSignal } from './stopping.js';
 import { markOwned, pipeline } from './streams.js';
 import { windowDimension, type TerminalOption } from './terminal.js';
 import { tierSpec, type Tier } from './tiers.js';
@@ -320,9 +320,25 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
     this.anchor.resize(windowDimension('cols', cols), windowDimension('rows', rows));
   }
 
-  /** The immediate forced kill of every member; resolves at quiescence. */
-  kill(): Promise<void> {
-    return this.terminate({ grace: 0 });
+  /**
+   * `kill()`: the immediate forced kill of every member; resolves at
+   * quiescence. `kill(signal)`: that signal to the root alone, as
+   * `ChildProcess.kill(signal)` sends it (a host that forwards Ctrl-C sends
+   * 'SIGINT'); the tree is not terminated, and its members keep running
+   * unless the signal ends them. True when it was sent: the root has started
+   * and not exited (the anchor signals it only while it is its own unreaped
+   * child, never a recycled pid); signal 0 sends nothing and says whether it
+   * would. On Windows 'SIGTERM', 'SIGKILL' and 'SIGINT' end the root
+   * (TerminateProcess, as Node does); other signals are refused.
+   */
+  kill(): Promise<void>;
+  kill(signal: NodeJS.Signals | number): boolean;
+  kill(signal?: NodeJS.Signals | number): Promise<void> | boolean {
+    if (signal === undefined) return this.terminate({ grace: 0 });
+    const signo = rootSignal(signal);
+    if (this.facts.pid === undefined || this.rootExited || this.facts.launchError) return false;
+    if (signo !== 0) this.anchor.signalRoot(signo);
+    return true;
   }
 
   /** `await using proc = spawn(...)`: terminates the tree at scope exit. */

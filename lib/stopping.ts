@@ -1,9 +1,9 @@
 // How a tree is asked to stop: the polite signal (`killSignal`) the anchor
 // sends every member before the forced kill, and the `stop` hook (Go's
 // Cmd.Cancel) the facade asks first; their validation, and the sequence of a
-// polite stop (PoliteStop).
+// polite stop (PoliteStop); kill(signal)'s signal for the root alone (rootSignal).
 import { invalidArg, killSignalWindows } from './errors.js';
-import { signalNumber } from './signals.js';
+import { signalName, signalNumber } from './signals.js';
 
 /** Signals that do not ask a process to stop: the forced kill's own, the job-control ones and SIGCONT. */
 const NOT_POLITE = new Set(['SIGKILL', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGCONT']);
@@ -24,6 +24,27 @@ export function killSignalOption(value: unknown, platform: NodeJS.Platform = pro
     throw invalidArg('killSignal', value, "a signal name this platform has, such as 'SIGTERM', 'SIGINT' or 'SIGHUP'");
   }
   return value as NodeJS.Signals;
+}
+
+/**
+ * kill(signal)'s signal, as a number: a name this platform has ('SIGINT'), or
+ * a number from 0 to 64 that names one (0: none sent, only whether it would
+ * be); a typed error before anything is sent otherwise. Windows takes what
+ * Node's ChildProcess.kill takes there: 'SIGTERM', 'SIGKILL', 'SIGINT' (each
+ * ends the root) and 0.
+ */
+export function rootSignal(value: unknown, platform: NodeJS.Platform = process.platform): number {
+  const signo = typeof value === 'string' ? signalNumber(value as NodeJS.Signals) : typeof value === 'number' ? value : undefined;
+  if (typeof value !== 'string' && typeof value !== 'number') {
+    throw invalidArg('signal', value, "a signal name such as 'SIGINT', or its number", 'ERR_INVALID_ARG_TYPE');
+  }
+  if (signo === undefined || !Number.isInteger(signo) || signo < 0 || signo > 64 || (signo !== 0 && signalName(signo) === null)) {
+    throw invalidArg('signal', value, "a signal this platform has, such as 'SIGINT', 'SIGTERM' or 'SIGHUP', or its number");
+  }
+  if (platform === 'win32' && signo !== 0 && !['SIGTERM', 'SIGKILL', 'SIGINT'].includes(signalName(signo)!)) {
+    throw invalidArg('signal', value, "on Windows 'SIGTERM', 'SIGKILL' or 'SIGINT' (each ends the root, as Node's ChildProcess.kill does there)");
+  }
+  return signo;
 }
 
 export function stopOption<T>(value: unknown): T | undefined {

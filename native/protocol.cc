@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "DONE", "RESIZE", "ADOPT", "INFO", "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "DONE", "RESIZE", "SIGNAL", "ADOPT", "INFO", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -247,6 +247,14 @@ Command parse_command(const std::string& line, int teardown_grace_ms, bool expec
     c.verb = Verb::kInfo;
   } else if (line == "DONE") {
     c.verb = Verb::kDone;
+  } else if (line.rfind("SIGNAL ", 0) == 0) {
+    int sig = 0;
+    if (parse_uint31(line.c_str() + 7, sig) && sig >= 1 && sig <= 64) {
+      c.verb = Verb::kSignal;
+      c.signal = sig;
+    } else {
+      trace("malformed SIGNAL line ignored");
+    }
   } else if (line.rfind("RESIZE ", 0) == 0) {
     size_t sp = line.find(' ', 7);
     std::string cols = sp == std::string::npos ? std::string() : line.substr(7, sp - 7);

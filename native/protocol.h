@@ -124,6 +124,7 @@ enum class Verb {
   kLease,
   kDone,
   kResize,
+  kSignal,
   // adopter -> anchor (the endpoint)
   kAdopt,
   kInfo,
@@ -187,9 +188,15 @@ class LineReader {
 };
 
 struct Command {
-  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kDone, kResize, kAdopt, kInfo or kUnknown
+  Verb verb = Verb::kUnknown;  // kTerm, kKill, kJob, kLease, kDone, kResize, kSignal, kAdopt, kInfo or kUnknown
   int grace_ms = 0;            // kTerm, kKill: the grace to terminate with; kLease: the lease
   int cols = 0, rows = 0;      // kResize: the window size
+  // kSignal (SIGNAL <n>): the signal for the root alone (1 to 64), as
+  // ChildProcess.kill(signal) sends one; the tree is not terminated. POSIX:
+  // kill() of the root while it is the anchor's unreaped child (its pid
+  // pinned); Windows: TerminateProcess of the root (what Node does for
+  // SIGTERM, SIGKILL and SIGINT; the host sends no other).
+  int signal = 0;
   std::string arg;             // kJob: the handle value as the host wrote it; kLease, kAdopt: the token
 };
 

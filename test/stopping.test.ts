@@ -5,7 +5,7 @@
 // processes /proc still lists.
 import { describe, expect, it } from 'vitest';
 import { spawn, type ContainedProcess } from '../lib/index.js';
-import { killSignalOption } from '../lib/stopping.js';
+import { killSignalOption, rootSignal } from '../lib/stopping.js';
 import { capture } from './helpers/fixtures.js';
 import { alive, cmdline, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 
@@ -82,6 +82,46 @@ describe('killSignal', () => {
     expect(() => killSignalOption('SIGINT', 'win32')).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
     expect(killSignalOption('SIGTERM', 'win32')).toBe('SIGTERM');
     expect(t.procs()).toEqual([]);
+  });
+});
+
+// kill(signal): a signal for the root alone, as ChildProcess.kill(signal)
+// sends one (a host forwarding Ctrl-C). Not a stop: the tree runs on.
+describe('kill(signal): the root alone, the tree runs on', () => {
+  it("kill('SIGINT') reaches the root's trap; the root and its child keep running; after the root exits it is false", async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'trap "echo got INT" INT; sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done'], {
+      env: t.env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const out = await started(proc, t.tag);
+    const { root, child } = out.pids();
+    expect(proc.kill('SIGINT')).toBe(true);
+    await out.until(/^got INT$/m);
+    expect(proc.kill(2), 'by number').toBe(true);
+    await waitFor(() => out.text.split('got INT').length === 3, { timeout: 5000, what: 'the trap to run twice', watch: t.tag });
+    expect(proc.kill(0), 'signal 0: the root is there, nothing sent').toBe(true);
+    expect([alive(root!), alive(child!)], 'the root and its child after kill(signal)').toEqual([true, true]);
+    expect(proc.rootExited).toBe(false);
+    // A signal the root does not trap ends it, and only it: the tree's leftovers policy then applies.
+    expect(proc.kill('SIGTERM')).toBe(true);
+    const result = await within(proc.result, 15_000, 'the result', t.tag);
+    expect(result.signal).toBe('SIGTERM');
+    expect(proc.kill('SIGINT'), 'the root has exited: nothing is sent').toBe(false);
+    await waitGone(t, 5_000);
+  });
+
+  it('a signal this platform lacks, a number out of range, another type: typed errors, nothing sent', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'trap "echo got INT" INT; sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
+    await started(proc, t.tag);
+    for (const bad of ['SIGNOPE', 65, -1, 1.5]) expect(() => proc.kill(bad as never), String(bad)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    expect(() => proc.kill({} as never)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    expect(() => rootSignal('SIGHUP', 'win32')).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    expect(rootSignal('SIGINT', 'win32')).toBe(2);
+    expect(proc.rootExited).toBe(false);
+    await within(proc.kill(), 15_000, 'kill()', t.tag);
+    await waitGone(t, 5_000);
   });
 });
 

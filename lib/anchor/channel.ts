@@ -162,6 +162,11 @@ export abstract class AnchorChannel {
     this.send(encodeCommand({ type: 'resize', cols, rows }));
   }
 
+  /** `signal` (a number) to the root alone: the anchor sends it while the root is its unreaped child. */
+  signalRoot(signal: number): void {
+    this.send(encodeCommand({ type: 'signal', signal }));
+  }
+
   /** For the host's 'exit' listener: no event loop left, so it acts synchronously. */
   abstract terminateSync(): void;
 

@@ -88,7 +88,9 @@ export type HostCommand =
   /** A leased tree: the host has read QUIET (it has the result); the anchor may exit. */
   | { type: 'done' }
   /** A tree with a terminal (--pty): its window size. */
-  | { type: 'resize'; cols: number; rows: number };
+  | { type: 'resize'; cols: number; rows: number }
+  /** A signal for the root alone (kill(signal)), by number. */
+  | { type: 'signal'; signal: number };
 
 /** The anchors escape a command line's (and a log path's) backslash, LF and CR (`\\`, `\n`, `\r`). */
 function unescape(s: string): string {
@@ -194,6 +196,8 @@ export function encodeCommand(command: HostCommand): string {
       return 'DONE\n';
     case 'resize':
       return `RESIZE ${command.cols} ${command.rows}\n`;
+    case 'signal':
+      return `SIGNAL ${command.signal}\n`;
   }
 }
 

@@ -540,6 +540,12 @@ class Anchor : public anchor::TierHost {
       if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) start_terminate(c.grace_ms);
       if (c.verb == protocol::Verb::kDone && root_exited_) done_ = true;
       if (c.verb == protocol::Verb::kResize) relay_.resize(c.cols, c.rows);
+      // The root alone, while it is our unreaped child (its pid pinned: only
+      // this loop reaps it); once reaped, nothing is sent.
+      if (c.verb == protocol::Verb::kSignal && root_ > 0 && !root_exited_) {
+        int rc = kill(root_, c.signal) == 0 ? 0 : -errno;
+        trace("signal %d to the root %lld: %d", c.signal, static_cast<long long>(root_), rc);
+      }
       if (c.verb == protocol::Verb::kLease && leased() && token_.empty()) {
         token_ = c.arg;
         trace("lease token set (%d ms)", c.grace_ms);

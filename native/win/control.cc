@@ -260,6 +260,10 @@ class Anchor : public EndpointHost {
         job_.receive(c.arg);
       } else if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) {
         start_terminate(c.grace_ms);
+      } else if (c.verb == protocol::Verb::kSignal && root_.process && stage_ == Stage::kRunning) {
+        // What Node's ChildProcess.kill does on Windows for SIGTERM, SIGKILL and SIGINT (the host sends no other).
+        BOOL ok = TerminateProcess(root_.process, 1);
+        trace("signal %d to the root %lu: TerminateProcess %s", c.signal, static_cast<unsigned long>(root_.pid), ok ? "ok" : "failed");
       } else if (c.verb == protocol::Verb::kDone && stage_ >= Stage::kQuiet) {
         stage_ = Stage::kDone;
       }

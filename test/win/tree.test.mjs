@@ -41,6 +41,23 @@ test('kill() ends a tree whose root already exited, leftovers reported', async (
   await within(Promise.all([proc.kill(), proc.terminate()]), 5000, 'repeated kill()');
 });
 
+test("kill('SIGINT') ends the root alone (TerminateProcess, as Node's ChildProcess.kill does); the tree's grandchild runs on until kill()", async (ctx) => {
+  const t = track(ctx);
+  const { proc, pids } = await startTree(t, ['--detached', '1'], { leftovers: 'keep' });
+  await within(proc.started, 10000, 'started');
+  assert.ok(alive(pids.root) && alive(pids.gc0), 'the tree runs');
+  assert.equal(proc.kill(0), true, 'signal 0: the root is there');
+  assert.throws(() => proc.kill('SIGHUP'), (err) => err.code === 'ERR_INVALID_ARG_VALUE', 'Windows takes SIGTERM, SIGKILL and SIGINT');
+  assert.equal(proc.kill('SIGINT'), true);
+  const result = await within(proc.result, 15000, 'result', [pids.gc0]);
+  assert.equal(result.exitCode, 1, 'TerminateProcess with 1, as Node');
+  assert.ok(!alive(pids.root), 'the root ended');
+  assert.ok(alive(pids.gc0), 'its grandchild runs on (a signal for the root alone is not a stop)');
+  assert.equal(proc.kill('SIGINT'), false, 'the root has exited: nothing is sent');
+  await within(proc.kill(), 10000, 'kill()', [pids.gc0]);
+  await waitGone([pids.gc0], 2000);
+});
+
 test('the anchor killed: the host ends the tree through its job handle', async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--detached', '1']);
