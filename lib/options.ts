@@ -87,7 +87,7 @@ export interface SpawnOptionsBase {
   localDir?: string | URL;
   /** Run `command` as one string through a shell: true = /bin/sh (`-c`), or a shell's path or name; Windows: cmd.exe only. */
   shell?: boolean | string;
-  /** The polite signal of every stop (terminate, abort, timeout, leftovers, host exit). Default 'SIGTERM'. POSIX; Windows: 'SIGTERM' only. */
+  /** The polite signal of every stop (terminate, abort, timeout, leftovers, host exit). Default 'SIGTERM'; 'SIGHUP' for a tree on a terminal (`pty`), as a terminal that closes sends. POSIX; Windows: 'SIGTERM' only. */
   killSignal?: NodeJS.Signals;
   /** POSIX: the user id the command runs as (the anchor keeps the host's; needs the privilege to change it). */
   uid?: number;
@@ -316,7 +316,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     lease: leaseOption(o.lease),
     pty,
     shell: shellOption(o.shell),
-    killSignal: killSignalOption(o.killSignal),
+    killSignal: killSignalOption(o.killSignal, process.platform, pty !== undefined),
     stop: stopOption<StopHook>(o.stop),
     uid: credentialOption('uid', o.uid),
     gid: credentialOption('gid', o.gid),

@@ -10,8 +10,14 @@ const NOT_POLITE = new Set(['SIGKILL', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU
 
 export const DEFAULT_KILL_SIGNAL: NodeJS.Signals = 'SIGTERM';
 
-export function killSignalOption(value: unknown, platform: NodeJS.Platform = process.platform): NodeJS.Signals {
-  if (value === undefined) return DEFAULT_KILL_SIGNAL;
+/**
+ * The polite signal: `value` checked, or the default: SIGTERM, and SIGHUP
+ * for a tree on a terminal (`terminal`), as a terminal that closes sends it,
+ * so an interactive shell (which ignores SIGTERM) and what it runs stop as
+ * they would when their window closes, not at the forced kill.
+ */
+export function killSignalOption(value: unknown, platform: NodeJS.Platform = process.platform, terminal = false): NodeJS.Signals {
+  if (value === undefined) return terminal ? 'SIGHUP' : DEFAULT_KILL_SIGNAL;
   if (typeof value !== 'string') throw invalidArg('killSignal', value, "a signal name such as 'SIGINT'", 'ERR_INVALID_ARG_TYPE');
   if (platform === 'win32') {
     if (value === 'SIGTERM') return value;

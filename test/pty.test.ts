@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { capabilities, Registry, run, spawn } from '../lib/index.js';
 import { tierGuarantees } from '../lib/capabilities.js';
+import { normalizeOptions } from '../lib/options.js';
 import { terminalOption } from '../lib/terminal.js';
 import { spawn as spawnChild } from 'node:child_process';
 import { capture, repoRoot } from './helpers/fixtures.js';
@@ -23,6 +24,9 @@ import { killHost, spawnLeased, useRuntime } from './helpers/lease.js';
 import { promised, watchdog } from './helpers/time.js';
 
 /** An interactive bash on a terminal: its output so far, and typing into it. */
+/** The polite signal spawn() would use with these options. */
+const spawnOptionsKillSignal = (options: object) => normalizeOptions(options).killSignal;
+
 function shell(t: Tagged, size = { cols: 100, rows: 30 }) {
   // No TERM of the host's: the terminal's own default applies.
   const proc = spawn('bash', ['--norc', '--noprofile', '-i'], { pty: size, env: { ...t.env, PS1: 'PROMPT> ', TERM: undefined } });
@@ -149,6 +153,21 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     expect(t.procs().filter((p) => !unpromised(p.command))).toEqual([]);
     const result = await within(sh.proc.result, watchdog(5000), 'the result', t.tag);
     expect(result.signal).not.toBeNull(); // the shell itself was ended by the stop
+  });
+
+  it('an interactive shell on a terminal is asked to stop as a closed terminal asks (SIGHUP, the default killSignal there), not left to the forced kill', async () => {
+    const t = useTag();
+    const sh = shell(t);
+    await sh.answered('UP');
+    // An interactive bash ignores SIGTERM: with it, only the forced kill after this grace would end it.
+    await within(sh.proc.terminate({ grace: 60_000 }), watchdog(15_000), 'terminate() to end the shell by SIGHUP, well within its grace', t.tag);
+    const result = await within(sh.proc.result, watchdog(5000), 'the result', t.tag);
+    expect(result.signal, 'the shell died of the hang-up').toBe('SIGHUP');
+    // An explicit killSignal still wins.
+    expect(spawnOptionsKillSignal({ pty: true })).toBe('SIGHUP');
+    expect(spawnOptionsKillSignal({ pty: true, killSignal: 'SIGINT' })).toBe('SIGINT');
+    expect(spawnOptionsKillSignal({})).toBe('SIGTERM');
+    await waitGone(t, promised(1000));
   });
 
   it('a member that keeps the terminal after the root exits does not hold the result past waitDelay (C4); terminate() ends it', async () => {
