@@ -262,7 +262,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitFor(() => t.procs().some((p) => p.command === 'sleep 300' || p.command.startsWith('seq')), { timeout: watchdog(10_000), what: 'the tree to run', watch: t.tag });
     await within(proc.terminate({ grace: 500 }), watchdog(20_000), 'terminate() to resolve with the output unread', t.tag);
     const result = await within(proc.result, watchdog(10_000), 'the result', t.tag);
-    expect(result.signal).toBe('SIGTERM');
+    expect(result.signal, "the polite signal of a tree on a terminal: a closing terminal's").toBe('SIGHUP');
     await waitGone(t, 2000);
   });
 
