@@ -278,7 +278,7 @@ void skip_older_processes();
 // decide, not `since`'s value. Both walks go newest first and then look
 // again for what was forked while they ran, each round to its end (a
 // process that exec'd is at the head again, ahead of what was forked before
-// it), until one finds nothing new. `visit` gets each process as soon
+// it), until one finds nothing new (macOS: no new member, Visit::kMember). `visit` gets each process as soon
 // as it is read, before the walk goes on, so the caller can act on it (check
 // it, stop it) while a process that forks and exits every few milliseconds is
 // still the one listed, and the child it forked meanwhile is found by the
@@ -298,6 +298,13 @@ enum class Visit {
   // process can join the tree's group (only members are in the anchor's
   // session). Elsewhere the same as kNext.
   kNotMember,
+  // Go on: this process is the tree's (known, in its group or session,
+  // claimed, stopped). macOS: a walk looks at the list again only while its
+  // last round found a new one, so that on a busy host the processes of
+  // others forking meanwhile do not make every sweep walk eight times (a
+  // member that forks during a round is found by the next). Elsewhere the
+  // same as kNext.
+  kMember,
   kStop,  // end the walk
 };
 int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit);

@@ -744,7 +744,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
   for (int round = 0; go_on && round < 8; round++) {
     int e = list_pids(PROC_ALL_PIDS, 0, pids);
     if (e != 0) return round == 0 ? -e : n;
-    size_t fresh = 0;
+    size_t fresh = 0;  // new members this round (Visit::kMember); others forking meanwhile do not count
     for (int pid : pids) {
       if (pid == self) {
         if (since != 0) break;  // forked (and last exec'd) before the caller from here on
@@ -755,11 +755,12 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) continue;  // older: exec'd since
       if (!may_signal(in)) continue;
       if (!visited.insert({in.pid, in.start}).second) continue;  // (exec'd since it was visited)
-      fresh++;
       n++;
-      if (!(go_on = visit(identity(in)) != Visit::kStop)) break;  // (kNotMember: nothing kept here)
+      Visit next = visit(identity(in));
+      if (next == Visit::kMember) fresh++;
+      if (!(go_on = next != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
-    if (fresh == 0) break;  // nothing was forked since the last listing
+    if (fresh == 0) break;  // no member was forked (or found) since the last listing
   }
   return n;
 }

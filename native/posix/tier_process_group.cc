@@ -571,19 +571,19 @@ class ProcessGroupTier : public Tier {
       if (listed.pgid == group_) {
         in_group_at_sweep_.push_back(listed);
         known_.lineage().add(listed);  // (macOS: a member, whose children are members too)
-        return Visit::kNext;
+        return Visit::kMember;
       }
-      if (known_.knows(listed)) return Visit::kNext;
+      if (known_.knows(listed)) return Visit::kMember;
       if (in_session(listed)) {
         claim(listed);
-        return Visit::kNext;
+        return Visit::kMember;
       }
       if (!known_.lineage().parent_known(listed) && !readings_.marked(listed, walk)) {
         if (listed.parent_unique_id != 0 || listed.parent_id_version != 0) unclaimed.push_back(listed);
         return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
       }
       claim(listed);
-      return Visit::kNext;
+      return Visit::kMember;
     });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
     known_.lineage().settle(unclaimed, claim);
@@ -642,7 +642,7 @@ class ProcessGroupTier : public Tier {
           p.from_snapshot = true;
           known_.remember(p);  // (after the stop: its command line is read while it holds still)
         }
-        return now_ms() < until ? Visit::kNext : Visit::kStop;
+        return now_ms() < until ? Visit::kMember : Visit::kStop;
       });
       readings_.keep(walk);
       calm = !found;
