@@ -325,18 +325,20 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
    * quiescence. `kill(signal)`: that signal to the root alone, as
    * `ChildProcess.kill(signal)` sends it (a host that forwards Ctrl-C sends
    * 'SIGINT'); the tree is not terminated, and its members keep running
-   * unless the signal ends them. True when it was sent: the root has started
-   * and not exited (the anchor signals it only while it is its own unreaped
-   * child, never a recycled pid); signal 0 sends nothing and says whether it
-   * would. On Windows 'SIGTERM', 'SIGKILL' and 'SIGINT' end the root
-   * (TerminateProcess, as Node does); other signals are refused.
+   * unless the signal ends them. True when it was sent: the root has not
+   * exited as far as this host knows (the anchor signals it only while it is
+   * its own unreaped child, never a recycled pid; one asked before the
+   * anchor said the root runs is sent once it does: the anchor reads the
+   * request after it started the root); signal 0 sends nothing and says
+   * whether it would. On Windows 'SIGTERM', 'SIGKILL' and 'SIGINT' end the
+   * root (TerminateProcess, as Node does); other signals are refused.
    */
   kill(): Promise<void>;
   kill(signal: NodeJS.Signals | number): boolean;
   kill(signal?: NodeJS.Signals | number): Promise<void> | boolean {
     if (signal === undefined) return this.terminate({ grace: 0 });
     const signo = rootSignal(signal);
-    if (this.facts.pid === undefined || this.rootExited || this.facts.launchError) return false;
+    if (this.rootExited || this.facts.launchError || this.facts.isQuiescent) return false;
     if (signo !== 0) this.anchor.signalRoot(signo);
     return true;
   }

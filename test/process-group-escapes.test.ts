@@ -45,10 +45,10 @@ const noCc = missing('cc') ?? '';
 // hopper the product fails to stop cannot burn the CPU for the rest of the
 // run: every generation ends when `<file>.stop` exists, and after 120 s.
 // On the model of XNU's process table each read is a round trip to its
-// kernel, five or six times a /proc read (docs/xnu-model.md): there a
-// generation lives four times as long, so that a walk has the time to read
-// the newest one that it has here.
-const PAUSE_US = xnu && process.platform === 'linux' ? '8000' : '2000';
+// kernel, five or six times a /proc read here and more than ten times a
+// Mac's (docs/xnu-model.md): there a generation lives eight times as long,
+// so that a walk has the time to read the newest one that it has here.
+const PAUSE_US = xnu && process.platform === 'linux' ? '16000' : '2000';
 const HOP = ['hop', '--setsid', '--pause-us', PAUSE_US] as const;
 /** The hopper's command line for `sh -c` ("$1": the program, "$2": its file). */
 const HOP_SH = `"$1" hop "$2" --setsid --pause-us ${PAUSE_US}`;

@@ -104,6 +104,7 @@ class Anchor : public EndpointHost {
     release_stdio();
     if (limits_asked(opts_)) send(job_.limits_report());
     send(protocol::ready(root_.pid, job_.tier(), false, std::string()));
+    if (pending_signal_ != 0) signal_root(pending_signal_);
     loop();
     return finish();
   }
@@ -243,6 +244,13 @@ class Anchor : public EndpointHost {
     start_terminate(opts_.grace_ms);
   }
 
+  // SIGNAL <n>: what Node's ChildProcess.kill does on Windows for SIGTERM,
+  // SIGKILL and SIGINT (the host sends no other): TerminateProcess with 1.
+  void signal_root(int signal) {
+    BOOL ok = TerminateProcess(root_.process, 1);
+    trace("signal %d to the root %lu: TerminateProcess %s", signal, static_cast<unsigned long>(root_.pid), ok ? "ok" : "failed");
+  }
+
   void on_control(DWORD bytes) {
     std::vector<std::string> lines;
     control_lines_.feed(read_buf_, bytes, lines);
@@ -260,10 +268,10 @@ class Anchor : public EndpointHost {
         job_.receive(c.arg);
       } else if (c.verb == protocol::Verb::kTerm || c.verb == protocol::Verb::kKill) {
         start_terminate(c.grace_ms);
-      } else if (c.verb == protocol::Verb::kSignal && root_.process && stage_ == Stage::kRunning) {
-        // What Node's ChildProcess.kill does on Windows for SIGTERM, SIGKILL and SIGINT (the host sends no other).
-        BOOL ok = TerminateProcess(root_.process, 1);
-        trace("signal %d to the root %lu: TerminateProcess %s", c.signal, static_cast<unsigned long>(root_.pid), ok ? "ok" : "failed");
+      } else if (c.verb == protocol::Verb::kSignal && stage_ == Stage::kRunning) {
+        // (One read before the root was started is carried out once it is.)
+        if (root_.process) signal_root(c.signal);
+        else pending_signal_ = c.signal;
       } else if (c.verb == protocol::Verb::kDone && stage_ >= Stage::kQuiet) {
         stage_ = Stage::kDone;
       }
@@ -499,6 +507,7 @@ class Anchor : public EndpointHost {
   Job job_;
   Root root_;
   Stage stage_ = Stage::kRunning;
+  int pending_signal_ = 0;  // a SIGNAL read before the root was started
   struct {
     protocol::Termination schedule;
     bool break_sent = false;  // CTRL_BREAK reached the root's group: its STATUS_CONTROL_C_EXIT is SIGBREAK

@@ -76,8 +76,8 @@ describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's p
   itWhere(noCc === '', 'a compiled setsid hopper that ignores SIGTERM: terminate() stops it (the forced stop, freeze first), nothing tagged left', noCc, async () => {
     const t = useTag();
     const file = hopperFile(hopperDir('cordon-xnu-hop-'), 'hop');
-    // (8 ms a generation: the model's reads are slower than XNU's, test/process-group-escapes.test.ts.)
-    const proc = spawn(fixtureProgram(), ['hop', file, '--setsid', '--ignore-term', '--pause-us', '8000'], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
+    // (16 ms a generation: the model's reads are slower than XNU's, test/process-group-escapes.test.ts.)
+    const proc = spawn(fixtureProgram(), ['hop', file, '--setsid', '--ignore-term', '--pause-us', '16000'], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
     proc.result.catch(() => undefined);
     await waitFor(() => size(file) >= 3, { timeout: watchdog(30_000), what: 'the hopper to hop 30 times', watch: t.tag });
     await within(proc.terminate({ grace: 500 }), watchdog(15_000), 'terminate() to resolve', t.tag);
