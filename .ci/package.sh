@@ -10,7 +10,8 @@
 # 2. scripts/verify-prebuilds.mjs, then `npm pack`.
 # 3. test/package.test.ts with CORDON_PACKAGE_TGZ naming the tarball: installed
 #    into a fresh project with no compiler on PATH, the main job, require from
-#    CommonJS, the README's examples under tsc --strict; the arm64 prebuild
+#    CommonJS, the README's examples under tsc --strict (and every example of
+#    README.md and docs/*.md run from the install: test/doc-examples.test.ts); the arm64 prebuild
 #    loaded under qemu-user with lane 7's arm64 node and the win32 one run
 #    under Wine with lane 4's node.exe and prefix, where those lanes left them.
 set -euo pipefail
@@ -66,6 +67,6 @@ if [[ -f $CACHE/win/package/bin/node.exe && -f $CACHE/win/prefix/system.reg ]] &
   export CORDON_PACKAGE_NODE_WIN=$CACHE/win/package/bin/node.exe WINEPREFIX=$CACHE/win/prefix WINEDEBUG=-all
   export WINEDLLOVERRIDES="mscoree,mshtml=;winedbg.exe=d"
 fi
-stamp "test/package.test.ts"
-npx vitest run --project tier-independent test/package.test.ts --reporter=default --reporter=json --outputFile="$REPORT"
+stamp "test/package.test.ts, test/doc-examples.test.ts"
+npx vitest run --project tier-independent test/package.test.ts test/doc-examples.test.ts --reporter=default --reporter=json --outputFile="$REPORT"
 stamp "done"

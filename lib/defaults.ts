@@ -1,4 +1,4 @@
-// Every default and internal bound of the facade, in one place. The README's
+// Every default and internal bound of the facade, in one place. docs/api.md's
 // option tables state the same numbers (and the CLI's usage text repeats them).
 
 /** Teardown grace: SIGTERM to every member, SIGKILL to what remains after it (CONTRACT C3). */

@@ -42,7 +42,7 @@ function columns(): Column[] {
   return out;
 }
 
-// 'marked' by platform: whose environment the anchor can read decides (README, macOS).
+// 'marked' by platform: whose environment the anchor can read decides (docs/tiers.md, macOS).
 const MARKED: Partial<Record<NodeJS.Platform, string>> = {
   linux: "if they keep the tree's environment marker (not env -i) where the anchor may read it (not a non-dumpable program such as ssh-agent, unless the host may ptrace it)",
   darwin:

@@ -162,7 +162,7 @@ export function resolveWindows(
 const BATCH = /\.(bat|cmd)$/i;
 /** Arguments that reach a batch file unquoted: nothing cmd.exe reads specially. */
 const BATCH_BARE = /^[A-Za-z0-9#$*+\-./:?@\\_]+$/;
-/** Characters no batch argument may hold (see README, "what a .cmd may receive"). */
+/** Characters no batch argument may hold (see docs/windows.md, "what a .cmd may receive"). */
 const BATCH_REFUSED = /["%!\r\n\0]/;
 
 /**

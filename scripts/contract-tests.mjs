@@ -87,7 +87,7 @@ export function testTitles(source) {
   return titles;
 }
 
-/** The sentence README.md's Development section states (test/contract-map.test.ts checks it). */
+/** The sentence docs/development.md states (test/contract-map.test.ts checks it). */
 export function readmeCount(bodies) {
   return `${bodies.all} distinct test bodies (${bodies.linux} in \`test/*.test.ts\`, ${bodies.model} in \`test/xnu-model/\`, ${bodies.win} in \`test/win/\`)`;
 }
@@ -160,6 +160,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   } else {
     writeFileSync(join(root, OUT), text);
     console.log(`wrote ${OUT}`);
-    console.log(`README.md must say: ${readmeCount(bodies)}`);
+    console.log(`docs/development.md must say: ${readmeCount(bodies)}`);
   }
 }

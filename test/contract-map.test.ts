@@ -22,8 +22,8 @@ describe('the contract, clause by clause, names the tests that prove it', () => 
     expect(readFileSync('docs/contract-tests.md', 'utf8')).toBe(rendered.text);
   });
 
-  it("README.md's Development section states how many distinct test bodies there are", () => {
-    expect(readFileSync('README.md', 'utf8')).toContain((readmeCount as (b: Rendered['bodies']) => string)(rendered.bodies));
+  it('docs/development.md states how many distinct test bodies there are', () => {
+    expect(readFileSync('docs/development.md', 'utf8')).toContain((readmeCount as (b: Rendered['bodies']) => string)(rendered.bodies));
   });
 
   it('every clause of docs/contract.md is named by a test file with tests in it', () => {

@@ -1,8 +1,15 @@
-// The README's ```js blocks, and a `tsc --strict` over them: what a new user
-// copies first, checked against this checkout's sources
-// (readme-examples.test.ts) and against the installed package
-// (package.test.ts).
-import { readFileSync, writeFileSync } from 'node:fs';
+// The code blocks of README.md and docs/*.md, what a new user copies first,
+// and a `tsc --strict` over them: run by doc-examples.test.ts (against this
+// checkout, or the packed tarball in the package lane) and type-checked
+// against the installed package by package.test.ts.
+//
+// Each fenced block in js, ts, sh or console is either run or says why not:
+// the first non-blank line after its closing fence is
+//   <!-- not runnable: <the reason> -->       it is not run, and the reason is listed
+//   <!-- expect: <a regular expression> -->   its output must match (js, ts)
+// A console block is run line by line (`$ command`) and its output compared with the
+// block's, numbers and leftover command lines aside.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { repoRoot } from './fixtures.js';
@@ -16,24 +23,74 @@ export interface ReadmeBlock {
 }
 
 export function readmeBlocks(): ReadmeBlock[] {
-  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  return [...readme.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m, i) => ({
-    n: i + 1,
-    line: readme.slice(0, m.index).split('\n').length + 1,
-    code: m[1]!,
-  }));
+  return docBlocks()
+    .filter((b) => b.file === 'README.md' && b.lang === 'js')
+    .map((b, i) => ({ n: i + 1, line: b.line, code: b.code }));
 }
+
+export const RUNNABLE_LANGS = ['js', 'ts', 'sh', 'console'] as const;
+export type Lang = (typeof RUNNABLE_LANGS)[number];
+
+export interface DocBlock {
+  /** Repository-relative path. */
+  file: string;
+  /** Line of the block's first line of code. */
+  line: number;
+  lang: Lang;
+  code: string;
+  /** Why the block is not run (undefined: it is run). */
+  notRunnable?: string;
+  /** What its output must match. */
+  expect?: RegExp;
+}
+
+/** Every js/ts/sh/console block of README.md and docs/*.md, in file order. */
+export function docBlocks(): DocBlock[] {
+  const files = ['README.md', ...readdirSync(join(repoRoot, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+  const blocks: DocBlock[] = [];
+  for (const file of files) {
+    const text = readFileSync(join(repoRoot, file), 'utf8');
+    for (const m of text.matchAll(/^```([\w-]*)[^\n]*\n([\s\S]*?)^```[ \t]*$/gm)) {
+      const lang = m[1] as Lang;
+      if (!RUNNABLE_LANGS.includes(lang)) continue;
+      const after = text.slice(m.index + m[0].length).match(/^\s*<!--\s*(not runnable|expect):\s*([\s\S]*?)\s*-->/);
+      blocks.push({
+        file,
+        line: text.slice(0, m.index).split('\n').length + 1,
+        lang,
+        code: m[2]!,
+        notRunnable: after?.[1] === 'not runnable' ? after[2] : undefined,
+        expect: after?.[1] === 'expect' ? new RegExp(after[2]!) : undefined,
+      });
+    }
+  }
+  return blocks;
+}
+
+/** `README.md:72`, for titles and messages. */
+export const where = (b: { file: string; line: number }): string => `${b.file}:${b.line}`;
 
 /**
  * Writes each block to `dir` as an ES module (`from 'cordon'` replaced by
- * `cordonFrom` when given) and type-checks them all under --strict with
- * Node's module resolution; returns the diagnostics, each prefixed by where.
+ * `cordonFrom` when given; else 'cordon' resolves from `dir`'s node_modules) and
+ * type-checks them all under --strict with Node's module resolution; returns
+ * the diagnostics, each prefixed by where.
  */
 export function typeCheckBlocks(blocks: ReadmeBlock[], dir: string, cordonFrom?: string): string[] {
-  const files = blocks.map((b) => {
-    const file = join(dir, `example-${b.n}.mts`);
-    const code = cordonFrom === undefined ? b.code : b.code.replace(/from 'cordon'/g, `from ${JSON.stringify(cordonFrom)}`);
+  return typeCheck(
+    blocks.map((b) => ({ name: `example-${b.n}.mts`, code: b.code, label: `README:${b.line}` })),
+    dir,
+    cordonFrom,
+  );
+}
+
+export function typeCheck(sources: { name: string; code: string; label: string }[], dir: string, cordonFrom?: string): string[] {
+  const labels = new Map<string, string>();
+  const files = sources.map((s) => {
+    const file = join(dir, s.name);
+    const code = cordonFrom === undefined ? s.code : s.code.replace(/from 'cordon'/g, `from ${JSON.stringify(cordonFrom)}`);
     writeFileSync(file, `${code}\nexport {};\n`);
+    labels.set(file, s.label);
     return file;
   });
   const program = ts.createProgram(files, {
@@ -48,7 +105,12 @@ export function typeCheckBlocks(blocks: ReadmeBlock[], dir: string, cordonFrom?:
     skipLibCheck: true,
   });
   return ts.getPreEmitDiagnostics(program).map((d) => {
-    const where = d.file && d.start !== undefined ? `${d.file.fileName.replace(dir, 'README')}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : '';
-    return where + ts.flattenDiagnosticMessageText(d.messageText, '\n');
+    const at = d.file && d.start !== undefined ? `${labels.get(d.file.fileName) ?? d.file.fileName}+${d.file.getLineAndCharacterOfPosition(d.start).line}: ` : '';
+    return at + ts.flattenDiagnosticMessageText(d.messageText, '\n');
   });
+}
+
+/** A TypeScript block as the ES module Node runs. */
+export function transpile(code: string): string {
+  return ts.transpileModule(code, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
 }
