@@ -13,6 +13,10 @@ const tierIndependent = ['test/build-backends.test.ts', 'test/resolve-windows.te
 // more than its platform is listed here).
 const machineHas: Partial<Record<Tier, () => boolean>> = { cgroup: cgroupWritable };
 const tiers = selectableTiers(process.platform).filter((tier) => machineHas[tier]?.() ?? true);
+// A project that cannot run here says so in the run's output, never silently.
+for (const tier of selectableTiers(process.platform).filter((t) => !tiers.includes(t))) {
+  console.warn(`vitest: the ${tier} project is not run: this machine cannot give it (${tier === 'cgroup' ? 'needs Linux 5.14+ with this host\'s cgroup v2 directory writable: run as root, or in a delegated cgroup (systemd-run --user --scope -p Delegate=yes)' : 'not available here'})`);
+}
 
 export default defineConfig({
   test: {

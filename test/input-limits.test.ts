@@ -18,7 +18,7 @@ import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist, readReport } from './helpers/host.js';
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
 import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
-import { missing } from './helpers/requirements.js';
+import { missing, onlyWhere } from './helpers/requirements.js';
 import { tempDir } from './helpers/registry.js';
 import { itWhere, tier } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
@@ -172,7 +172,8 @@ describe(`durations, ${tier} tier`, () => {
   });
 });
 
-describe.runIf(process.platform !== 'win32')(`the anchor's input, ${tier} tier`, () => {
+const posixAnchor = onlyWhere(process.platform !== 'win32', 'the POSIX anchor; Windows has test/win');
+describe.skipIf(posixAnchor.skip)(`the anchor's input, ${tier} tier${posixAnchor.note}`, () => {
   it('the anchor refuses a --grace it cannot read, instead of reading it as 0', () => {
     for (const bad of ['1e+21', '-5', '99999999999', '12abc', '']) {
       const r = spawnSync(anchorPath(), ['--grace', bad, '--', '/bin/true', 'true'], { encoding: 'utf8', timeout: 10_000 });
@@ -219,7 +220,7 @@ describe.runIf(process.platform !== 'win32')(`the anchor's input, ${tier} tier`,
 });
 
 
-describe.runIf(process.platform !== 'win32')(`launch failures the host's own state causes, ${tier} tier`, () => {
+describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, ${tier} tier${posixAnchor.note}`, () => {
   it("a deleted host working directory is a CordonError saying so; an explicit cwd still works", async () => {
     const t = useTag();
     await ensureDist();
@@ -274,7 +275,8 @@ describe.runIf(process.platform !== 'win32')(`launch failures the host's own sta
   // The host checks what the kernel would refuse before anything runs (qemu-user
   // cannot report posix_spawn's failed exec synchronously). Both limits are
   // read here with getconf, not from cordon.
-  describe.runIf(process.platform === 'linux')('E2BIG, checked by the host before anything runs', () => {
+  const linuxLimits = onlyWhere(process.platform === 'linux', "the host reads Linux's exec limits (32 pages a string); elsewhere the anchor's exec reports E2BIG");
+  describe.skipIf(linuxLimits.skip)(`E2BIG, checked by the host before anything runs${linuxLimits.note}`, () => {
     // Read now (a title names ARG_MAX) where getconf is here; elsewhere 0,
     // and every test that uses them is skipped.
     const page = noGetconf ? 0 : getconf('PAGESIZE');

@@ -19,6 +19,7 @@ import { expectCordonError, rejected } from './helpers/assert.js';
 import { useTag, within, type Tagged } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { outcome } from './helpers/trees.js';
+import { onlyWhere } from './helpers/requirements.js';
 
 interface Case {
   name: string;
@@ -232,7 +233,8 @@ describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
 // The library checks cwd before anything runs; the anchor enters it itself
 // (POSIX), so a directory removed in between is still a launch failure,
 // reported on the control channel before the command could run.
-describe.runIf(process.platform !== 'win32')('C1: the anchor cannot enter the working directory', () => {
+const posixAnchor = onlyWhere(process.platform !== 'win32', 'the POSIX anchor; Windows has test/win');
+describe.skipIf(posixAnchor.skip)(`C1: the anchor cannot enter the working directory${posixAnchor.note}`, () => {
   it('it reports NOCWD with the errno and runs nothing', async () => {
     const t = useTag();
     const dir = tempDir('cordon-launch-');

@@ -215,3 +215,12 @@ export function missing(...names: Requirement[]): string | undefined {
     pretend.has(n) ? `this run pretends is missing (${PRETEND_VAR})` : process.platform === 'linux' ? `this machine lacks (apt package ${TABLE[n].apt})` : 'this machine lacks';
   return lacking.map((n) => `needs ${TABLE[n].what}, which ${which(n)}`).join('; ');
 }
+
+/**
+ * A test that runs only where `ok` (a platform, say): where it cannot, it is
+ * skipped with the reason in its title (`skipIf(w.skip)(`title${w.note}`)`),
+ * so the run's output says why, never a silent `runIf`.
+ */
+export function onlyWhere(ok: boolean, reason: string): { skip: boolean; note: string } {
+  return ok ? { skip: false, note: '' } : { skip: true, note: ` [skipped: ${reason}]` };
+}
