@@ -21,6 +21,7 @@ import { Registry } from './registry.js';
 import { disableWarm } from './anchor.js';
 import { attachTerminal, terminalLikeUsers } from './cli-terminal.js';
 import { parseAdoptArgs, parsePsArgs, parseRunArgs, UsageError } from './cli-args.js';
+import { cliMessage } from './cli-messages.js';
 import { leftGroupLines, openJsonReport, partialView, printReport, unseen, writeJsonReport, type JsonReportTarget } from './cli-report.js';
 
 const USAGE = `Usage:
@@ -183,7 +184,7 @@ async function runCommand(argv: string[]): Promise<number> {
   } catch (err) {
     if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return 70;
   }
 }
@@ -210,7 +211,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
   } catch (err) {
     if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return 70;
   }
   const settled = result;
@@ -256,7 +257,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
     await proc.terminate();
   } catch (err) {
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return leaksReported(70, true);
   }
   process.stderr.write(`cordon: the leaked processes were terminated\n`);
@@ -265,7 +266,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
 
 function launchFailure(err: unknown): number {
   const e = err as CordonError;
-  process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
+  process.stderr.write(`cordon: ${cliMessage(e)}${e.code ? ` [${e.code}]` : ''}\n`);
   if (!isCordonError(err)) return 70;
   if (e.code === 'ENOENT' && e.syscall !== 'chdir') return 127;
   if (e.code === 'EACCES') return 126;
@@ -300,7 +301,7 @@ async function adoptCommand(argv: string[]): Promise<number> {
     proc = await new Registry().adopt(id, { token });
   } catch (err) {
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)}${e.code ? ` [${e.code}]` : ''}\n`);
     // 77: refused; 75 (EX_TEMPFAIL): the anchor did not answer, try again; 2: no such tree.
     return e.code === 'ERR_CORDON_ADOPT_DENIED' ? 77 : e.code === 'ERR_CORDON_TIMEOUT' ? 75 : 2;
   }
@@ -326,7 +327,7 @@ async function adoptCommand(argv: string[]): Promise<number> {
     return interrupts > 0 ? 130 : exitStatus(result);
   } catch (err) {
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return 70;
   }
 }
