@@ -19,7 +19,7 @@ import type { ContainedResult } from './result.js';
 import { signalNumber } from './signals.js';
 import { Registry } from './registry.js';
 import { disableWarm } from './anchor.js';
-import { attachTerminal, terminalLikeUsers } from './cli-terminal.js';
+import { attachTerminal, notice, terminalLikeUsers } from './cli-terminal.js';
 import { parseAdoptArgs, parsePsArgs, parseRunArgs, UsageError } from './cli-args.js';
 import { cliMessage } from './cli-messages.js';
 import { leftGroupLines, openJsonReport, partialView, printReport, unseen, writeJsonReport, type JsonReportTarget } from './cli-report.js';
@@ -119,7 +119,7 @@ function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortCon
     if (!proc) return; // (handlers run after the synchronous spawn, so never)
     if (signal === 'SIGHUP' && proc.lease !== undefined) {
       // The terminal went away: what a lease is for. The tree runs on under it.
-      process.stderr.write(`cordon: ${signal}: the tree runs on for its lease (cordon adopt ${proc.leaseId} --token ${proc.adoptionToken})\n`);
+      notice(`cordon: ${signal}: the tree runs on for its lease (cordon adopt ${proc.leaseId} --token ${proc.adoptionToken})\n`);
       process.exit(129);
     }
     interrupts++;
@@ -131,7 +131,7 @@ function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortCon
       void proc.terminate({ grace: interruptGrace }).catch(() => {});
       const bound = interruptGrace + 3000;
       setTimeout(() => {
-        process.stderr.write(`cordon: still not done ${formatDuration(bound)} after ${signal}; exiting (the tree's anchor finishes the teardown)\n`);
+        notice(`cordon: still not done ${formatDuration(bound)} after ${signal}; exiting (the tree's anchor finishes the teardown)\n`);
         process.exit(130);
       }, bound).unref();
     } else void proc.kill().catch(() => {});
@@ -171,7 +171,7 @@ async function runCommand(argv: string[]): Promise<number> {
   const detach = pty ? attachTerminal(proc) : () => {};
   if (proc.lease !== undefined) {
     void proc.started.then(
-      () => process.stderr.write(`cordon: leased for ${formatDuration(proc.lease!)}: cordon adopt ${proc.leaseId} --token ${proc.adoptionToken} (log: ${proc.logPath})\n`),
+      () => notice(`cordon: leased for ${formatDuration(proc.lease!)}: cordon adopt ${proc.leaseId} --token ${proc.adoptionToken} (log: ${proc.logPath})\n`),
       () => {},
     );
   }

@@ -273,6 +273,35 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  itWhere(noPython === '', "run --pty shows the tree's terminal byte for byte: CR LF once per line into a pipe and into a terminal, a bare LF left bare", noPython, async () => {
+    // The tree's terminal turns each LF into CR LF (its ONLCR); cordon passes
+    // that on as it is, as ssh -t and script do. Into a pipe nothing is added;
+    // into a terminal (test/helpers/terminal.py, a real pseudo-terminal with
+    // the default ONLCR) cordon turns the outer terminal's output processing
+    // off while attached, or it would show CR CR LF, and a full-screen
+    // program's bare LF (its terminal's ONLCR off) as CR LF.
+    const t = useTag();
+    const script = "echo a; echo b; stty -onlcr; printf 'x\\ny\\n'; stty onlcr; echo END";
+    const want = 'a\r\nb\r\nx\ny\nEND\r\n';
+    const piped = cli(['run', '--pty', '--', 'sh', '-c', script], t.env);
+    await expectExit(piped, t, 0, 'cordon run --pty into a pipe to exit');
+    expect(JSON.stringify(piped.out.text)).toBe(JSON.stringify(want));
+
+    const term = spawnChild('python3', [join(repoRoot, 'test', 'helpers', 'terminal.py'), '--', process.execPath, CLI, 'run', '--pty', '--', 'sh', '-c', script], {
+      env: t.env,
+      cwd: repoRoot,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<{ code: number | null }>((resolve) => term.once('exit', (code) => resolve({ code })));
+    const screen = capture(term.stdout);
+    await screen.until(/PTY-EXIT \d+/, watchdog(15_000));
+    await within(exited, watchdog(10_000), 'the terminal helper to exit', t.tag);
+    expect(screen.text).toMatch(/PTY-EXIT 0/);
+    const shown = screen.text.slice(0, screen.text.indexOf('\nPTY-EXIT'));
+    expect(JSON.stringify(shown), 'what the outer terminal showed').toBe(JSON.stringify(want));
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+
   it('--report names the leftovers it terminated; --json - says the same as one JSON line on stderr', async () => {
     const t = useTag();
     const run = cli(['run', '--report', '--json', '-', '--', fixture('leaky.sh')], t.env);
