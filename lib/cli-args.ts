@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from './duration.js';
 import { cliLimit } from './limits.js';
+import { cliMessage } from './cli-messages.js';
 import type { LeftoversPolicy, Tier } from './options.js';
 import type { SpawnOptions } from './process.js';
 
@@ -90,7 +91,7 @@ export function parseRunArgs(argv: string[], what: 'run' | 'leaks'): RunArgs {
     try {
       return parseDuration(`--${flag}`, text);
     } catch (err) {
-      throw new UsageError((err as Error).message);
+      throw new UsageError(cliMessage(err));
     }
   };
   if (values.timeout !== undefined) options.timeout = durationOf('timeout', values.timeout);
@@ -111,7 +112,7 @@ export function parseRunArgs(argv: string[], what: 'run' | 'leaks'): RunArgs {
     try {
       cliLimit(`--${flag}`, text, (options.limits ??= {}));
     } catch (err) {
-      throw new UsageError((err as Error).message);
+      throw new UsageError(cliMessage(err));
     }
   }
   if (values.pty && what === 'leaks') throw new UsageError('leaks captures the output through pipes: --pty does not apply');

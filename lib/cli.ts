@@ -19,8 +19,9 @@ import type { ContainedResult } from './result.js';
 import { signalNumber } from './signals.js';
 import { Registry } from './registry.js';
 import { disableWarm } from './anchor.js';
-import { attachTerminal, terminalLikeUsers } from './cli-terminal.js';
+import { attachTerminal, notice, terminalLikeUsers } from './cli-terminal.js';
 import { parseAdoptArgs, parsePsArgs, parseRunArgs, UsageError } from './cli-args.js';
+import { cliMessage } from './cli-messages.js';
 import { leftGroupLines, openJsonReport, partialView, printReport, unseen, writeJsonReport, type JsonReportTarget } from './cli-report.js';
 
 const USAGE = `Usage:
@@ -118,7 +119,7 @@ function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortCon
     if (!proc) return; // (handlers run after the synchronous spawn, so never)
     if (signal === 'SIGHUP' && proc.lease !== undefined) {
       // The terminal went away: what a lease is for. The tree runs on under it.
-      process.stderr.write(`cordon: ${signal}: the tree runs on for its lease (cordon adopt ${proc.leaseId} --token ${proc.adoptionToken})\n`);
+      notice(`cordon: ${signal}: the tree runs on for its lease (cordon adopt ${proc.leaseId} --token ${proc.adoptionToken})\n`);
       process.exit(129);
     }
     interrupts++;
@@ -130,7 +131,7 @@ function stopOnSignals(target: { proc?: ContainedProcess }, controller: AbortCon
       void proc.terminate({ grace: interruptGrace }).catch(() => {});
       const bound = interruptGrace + 3000;
       setTimeout(() => {
-        process.stderr.write(`cordon: still not done ${formatDuration(bound)} after ${signal}; exiting (the tree's anchor finishes the teardown)\n`);
+        notice(`cordon: still not done ${formatDuration(bound)} after ${signal}; exiting (the tree's anchor finishes the teardown)\n`);
         process.exit(130);
       }, bound).unref();
     } else void proc.kill().catch(() => {});
@@ -170,7 +171,7 @@ async function runCommand(argv: string[]): Promise<number> {
   const detach = pty ? attachTerminal(proc) : () => {};
   if (proc.lease !== undefined) {
     void proc.started.then(
-      () => process.stderr.write(`cordon: leased for ${formatDuration(proc.lease!)}: cordon adopt ${proc.leaseId} --token ${proc.adoptionToken} (log: ${proc.logPath})\n`),
+      () => notice(`cordon: leased for ${formatDuration(proc.lease!)}: cordon adopt ${proc.leaseId} --token ${proc.adoptionToken} (log: ${proc.logPath})\n`),
       () => {},
     );
   }
@@ -183,7 +184,7 @@ async function runCommand(argv: string[]): Promise<number> {
   } catch (err) {
     if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return 70;
   }
 }
@@ -210,7 +211,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
   } catch (err) {
     if (isCordonError(err) && err.isLaunchFailure) return launchFailure(err);
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return 70;
   }
   const settled = result;
@@ -256,7 +257,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
     await proc.terminate();
   } catch (err) {
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return leaksReported(70, true);
   }
   process.stderr.write(`cordon: the leaked processes were terminated\n`);
@@ -265,7 +266,7 @@ async function leaksCommand(argv: string[]): Promise<number> {
 
 function launchFailure(err: unknown): number {
   const e = err as CordonError;
-  process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
+  process.stderr.write(`cordon: ${cliMessage(e)}${e.code ? ` [${e.code}]` : ''}\n`);
   if (!isCordonError(err)) return 70;
   if (e.code === 'ENOENT' && e.syscall !== 'chdir') return 127;
   if (e.code === 'EACCES') return 126;
@@ -300,7 +301,7 @@ async function adoptCommand(argv: string[]): Promise<number> {
     proc = await new Registry().adopt(id, { token });
   } catch (err) {
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message}${e.code ? ` [${e.code}]` : ''}\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)}${e.code ? ` [${e.code}]` : ''}\n`);
     // 77: refused; 75 (EX_TEMPFAIL): the anchor did not answer, try again; 2: no such tree.
     return e.code === 'ERR_CORDON_ADOPT_DENIED' ? 77 : e.code === 'ERR_CORDON_TIMEOUT' ? 75 : 2;
   }
@@ -326,7 +327,7 @@ async function adoptCommand(argv: string[]): Promise<number> {
     return interrupts > 0 ? 130 : exitStatus(result);
   } catch (err) {
     const e = err as CordonError;
-    process.stderr.write(`cordon: ${e.message} [${e.code}]\n`);
+    process.stderr.write(`cordon: ${cliMessage(e)} [${e.code}]\n`);
     return 70;
   }
 }

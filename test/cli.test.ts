@@ -81,6 +81,51 @@ describe('the CLI itself', () => {
     // the test's bound is their sum, not the default 60 s (on a loaded 2-core
     // machine, load average 20, they took about 4 s each and the test 63 s).
   }, watchdog(16 * 15_000));
+
+  it("an error that reaches a CLI user is in the CLI's words (its flags, the environment, cordon ps), its code unchanged, and nothing runs", async () => {
+    // The library's messages speak to a program (`The option "tier"`, `a
+    // PATH in env`, `registry.adoptable()`); the CLI rewrites them
+    // (lib/cli-messages.ts). Each case runs the real CLI and reads its stderr.
+    const t = useTag();
+    const marker = join(tempDir('cordon-cli-words-'), 'ran');
+    const touch = ['sh', '-c', `touch '${marker}'`];
+    const tiers = '[a-z-]+(?:, [a-z-]+)*'; // (this platform's tiers, as the usage lists them)
+    const token = '0123456789abcdef0123456789abcdef';
+    const cases: Array<[string[], NodeJS.ProcessEnv, number, RegExp]> = [
+      [['run', '--tier', 'bogus', '--', ...touch], {}, 2, new RegExp(`^cordon: --tier must be one of ${tiers}; got "bogus"\\. \\[ERR_INVALID_ARG_VALUE\\]\\n$`)],
+      [['run', '--leftovers', 'sometimes', '--', ...touch], {}, 2, /^cordon: --leftovers must be one of kill, kill-on-failure, keep; got "sometimes"\. \[ERR_INVALID_ARG_VALUE\]\n$/],
+      [['run', '--', ...touch], { CORDON_TIER: 'bogus' }, 2, new RegExp(`^cordon: CORDON_TIER \\(in the environment\\) must be one of ${tiers}; got "bogus"\\. \\[ERR_INVALID_ARG_VALUE\\]\\n$`)],
+      [['run', '--', `no-such-command-${t.tag}`], {}, 127, new RegExp(`^cordon: Command not found: no-such-command-${t.tag}\\. Check the name, or give its absolute path, or set PATH in the environment to include its directory\\. \\[ENOENT\\]\\n$`)],
+      [['run', '--max-processes', '0', '--', ...touch], {}, 2, /^cordon: --max-processes must be a whole number of processes from 1 to 2147483647; got 0\.\ncordon: see cordon --help\n$/],
+      [['run', '--memory', '12Q', '--', ...touch], {}, 2, /^cordon: --memory must be a byte count or a size such as 512M or 1G; got "12Q"\.\ncordon: see cordon --help\n$/],
+      [['adopt', '1-0123456789abcdef', '--token', token], {}, 2, /^cordon: No adoptable tree 1-0123456789abcdef \(it ended, its lease ran out, or it belongs to another user\); list them with cordon ps\. \[ERR_CORDON_UNKNOWN_TREE\]\n$/],
+      [['adopt', '1-0123456789abcdef', '--token', 'nothex'], {}, 2, /^cordon: --token takes the tree's adoption token \(32 hex characters\), as cordon run --lease printed it\. \[ERR_INVALID_ARG_VALUE\]\n$/],
+    ];
+    // Limits a tier cannot enforce: the process-group tier never does (C12).
+    if (caps.tiers.includes('process-group')) {
+      cases.push([
+        ['run', '--tier', 'process-group', '--memory', '64M', '--', ...touch],
+        {},
+        2,
+        /^cordon: The process-group tier cannot enforce the memory limit on this host \(cordon capabilities: guarantees\.limits and its notes say where it can\)\. Use --tier cgroup where .*, or --best-effort to run without the limits \(--report says they were not applied\)\. \[ERR_CORDON_CONTAINMENT\]\n$/,
+      ]);
+    }
+    for (const [args, env, status, said] of cases) {
+      const c = cli(args, { ...t.env, ...env });
+      expect((await within(c.exited, watchdog(15_000), `cordon ${args.join(' ')}`, t.tag)).code, c.err.text).toBe(status);
+      expect(c.err.text).toMatch(said);
+      // None of the library's words for a program calling it.
+      expect(c.err.text).not.toMatch(/The option "|registry\.|in env\b|capabilities\(\)|containment: |proc\.|spawn\(|adopt\(/);
+    }
+    // The CLI's own working directory deleted under it: cd, not cwd or process.chdir().
+    const gone = tempDir('cordon-cli-gone-');
+    const c = spawnChild('sh', ['-c', 'cd "$1" && rmdir "$1" && exec "$2" "$3" run -- sh -c "touch \'$4\'"', 'sh', gone, process.execPath, CLI, marker], { env: t.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const err = capture(c.stderr);
+    const exited = new Promise<number | null>((resolve) => c.once('exit', (code) => resolve(code)));
+    expect(await within(exited, watchdog(15_000), 'cordon run in a deleted directory', t.tag), err.text).toBe(127);
+    expect(err.text).toMatch(/^cordon: The current directory cannot be read \(ENOENT: it was probably deleted\), and the command would inherit it; nothing ran\. cd to an existing directory and run cordon again\. \[ENOENT\]\n$/);
+    expect(existsSync(marker), 'a command ran after a refusal').toBe(false);
+  }, watchdog(11 * 15_000));
 });
 
 describe('cordon run', () => {
@@ -225,6 +270,35 @@ describe('cordon run', () => {
     await screen.until(/PTY-EXIT \d+/, watchdog(10_000));
     expect(screen.text).toMatch(/PTY-EXIT 5/);
     await within(exited, watchdog(10_000), 'the terminal helper to exit', t.tag);
+    expect(describeProcs(t.procs())).toBe('(none)');
+  });
+
+  itWhere(noPython === '', "run --pty shows the tree's terminal byte for byte: CR LF once per line into a pipe and into a terminal, a bare LF left bare", noPython, async () => {
+    // The tree's terminal turns each LF into CR LF (its ONLCR); cordon passes
+    // that on as it is, as ssh -t and script do. Into a pipe nothing is added;
+    // into a terminal (test/helpers/terminal.py, a real pseudo-terminal with
+    // the default ONLCR) cordon turns the outer terminal's output processing
+    // off while attached, or it would show CR CR LF, and a full-screen
+    // program's bare LF (its terminal's ONLCR off) as CR LF.
+    const t = useTag();
+    const script = "echo a; echo b; stty -onlcr; printf 'x\\ny\\n'; stty onlcr; echo END";
+    const want = 'a\r\nb\r\nx\ny\nEND\r\n';
+    const piped = cli(['run', '--pty', '--', 'sh', '-c', script], t.env);
+    await expectExit(piped, t, 0, 'cordon run --pty into a pipe to exit');
+    expect(JSON.stringify(piped.out.text)).toBe(JSON.stringify(want));
+
+    const term = spawnChild('python3', [join(repoRoot, 'test', 'helpers', 'terminal.py'), '--', process.execPath, CLI, 'run', '--pty', '--', 'sh', '-c', script], {
+      env: t.env,
+      cwd: repoRoot,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<{ code: number | null }>((resolve) => term.once('exit', (code) => resolve({ code })));
+    const screen = capture(term.stdout);
+    await screen.until(/PTY-EXIT \d+/, watchdog(15_000));
+    await within(exited, watchdog(10_000), 'the terminal helper to exit', t.tag);
+    expect(screen.text).toMatch(/PTY-EXIT 0/);
+    const shown = screen.text.slice(0, screen.text.indexOf('\nPTY-EXIT'));
+    expect(JSON.stringify(shown), 'what the outer terminal showed').toBe(JSON.stringify(want));
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 

@@ -50,8 +50,9 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
       chmodSync(join(shims, c), 0o755);
     }
     env = { ...process.env, PATH: `${shims}:${process.env.PATH}`, npm_config_build_from_source: '' };
-    // Install scripts allowed (npm 11 blocks a dependency's unless allowScripts names it), so
-    // that cordon's own (node-gyp-build) runs, and must find a prebuild instead of compiling.
+    // Install scripts allowed by allowScripts (npm 11.16+ runs a dependency's unlisted ones with a
+    // warning; npm 12 blocks them), so that cordon's own (node-gyp-build) runs, and must find a
+    // prebuild instead of compiling.
     writeFileSync(join(project, 'package.json'), `${JSON.stringify({ name: 'fresh', version: '1.0.0', private: true, allowScripts: { [`file:${tgz}`]: true } })}\n`);
     const t0 = Date.now();
     install = inProject('npm', ['install', '--no-audit', '--no-fund', '--foreground-scripts', tgz!], {}, INSTALL_TIMEOUT);
@@ -91,19 +92,50 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     expect(r.stdout.trim()).toBe(`cordon ${version}`);
   });
 
-  it('installed with every install script blocked (pnpm 10, --ignore-scripts), it works all the same', () => {
+  it("the tarball's only install-time script is node-gyp-build (install), the one run above; it ships no build/ to shadow the prebuilds", () => {
+    // What npm (11: advisory; 12: blocked unless allowScripts names it) and
+    // pnpm 10 gate is preinstall, install and postinstall (and prepare for a
+    // non-registry source, which npm lists but runs only for git and
+    // directory installs: a tarball's never, approved or not).
+    const listed = execFileSync('tar', ['-tzf', tgz!], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    expect(listed.filter((f) => /^package\/build\//.test(f)), 'a build/ in the package: node-gyp-build would load it before the prebuilds').toEqual([]);
+    expect(listed.filter((f) => /(^|\/)\.npmrc$|(^|\/)\.yarnrc|(^|\/)pnpm-workspace\.yaml$/.test(f))).toEqual([]);
+    expect(listed.filter((f) => f.endsWith('/package.json')), 'one package.json (a nested one could carry scripts of its own)').toEqual(['package/package.json']);
+    const shipped = JSON.parse(execFileSync('tar', ['-xzOf', tgz!, 'package/package.json'], { encoding: 'utf8' })) as { scripts?: Record<string, string> };
+    const atInstall = Object.entries(shipped.scripts ?? {}).filter(([name]) => /^(pre|post)?install$/.test(name));
+    expect(atInstall).toEqual([['install', 'node-gyp-build']]);
+    // The install above allowed scripts (--foreground-scripts shows each one run): cordon's install, nothing else of cordon's.
+    const out = `${install.stdout}${install.stderr}`;
+    expect(out).toMatch(/> cordon@\S+ install\n> node-gyp-build\n/);
+    expect(out).not.toMatch(/> cordon@\S+ (preinstall|postinstall|preprepare|prepare|postprepare)\n/);
+    expect(existsSync(join(pkg, 'tsconfig.json')), 'a prepare (tsc) could not even run from the package').toBe(false);
+  });
+
+  it('installed with every install script blocked (npm 12 by default, pnpm 10, --ignore-scripts), it works all the same: the prebuild loads at require time, run() and the CLI contain', () => {
     const other = join(project, 'blocked');
     mkdirSync(other);
     writeFileSync(join(other, 'package.json'), `${JSON.stringify({ name: 'blocked', version: '1.0.0', private: true })}\n`);
     const i = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', tgz!], { cwd: other, env, encoding: 'utf8', timeout: INSTALL_TIMEOUT });
     expect(i.status, said(i)).toBe(0);
-    // The contained command carries the test's tag: its cleanup SIGKILLs, and fails on, anything left.
+    const installed = join(other, 'node_modules', 'cordon');
+    expect(existsSync(join(installed, 'build')), 'nothing was built').toBe(false);
+    // node-gyp-build finds the prebuild itself when the package is loaded; no script put it anywhere.
+    const inBlocked = (args: string[], extraEnv: NodeJS.ProcessEnv = {}) =>
+      spawnSync(args[0]!, args.slice(1), { cwd: other, env: { ...env, ...extraEnv, PATH: env.PATH }, encoding: 'utf8', timeout: watchdog(60_000) });
+    const found = inBlocked([process.execPath, '-e', "const d = require('path').dirname(require.resolve('cordon/package.json')); console.log(require('node-gyp-build').resolve(d))"]);
+    expect(found.status, said(found)).toBe(0);
+    expect(found.stdout.trim()).toBe(join(installed, 'prebuilds', `${process.platform}-${process.arch}`, 'cordon.glibc.node'));
+    // The contained commands carry the test's tag: its cleanup SIGKILLs, and fails on, anything left.
     const t = useTag();
-    const r = spawnSync(process.execPath, ['-e', "require('cordon').run('sh', ['-c', 'sleep 100 >/dev/null 2>&1 & echo ran']).then((r) => console.log(r.stdout.trim(), r.exitCode))"], { cwd: other, env: { ...env, ...t.env, PATH: env.PATH }, encoding: 'utf8', timeout: watchdog(60_000) });
+    const r = inBlocked([process.execPath, '-e', "require('cordon').run('sh', ['-c', 'sleep 100 >/dev/null 2>&1 & echo ran']).then((r) => console.log(r.stdout.trim(), r.exitCode))"], t.env);
     expect(r.status, said(r)).toBe(0);
     expect(r.stdout).toBe('ran 0\n');
     expect(describeProcs(t.procs()), 'the background sleep outlived run()').toBe(describeProcs([]));
-  }, INSTALL_TIMEOUT + 70_000);
+    const c = inBlocked(['npx', '--no', 'cordon', 'run', '--', 'sh', '-c', 'setsid sleep 100 >/dev/null 2>&1 & echo started'], t.env);
+    expect(c.status, `${said(c)}\nstill running: ${describeProcs(t.procs())}`).toBe(0);
+    expect(c.stdout).toBe('started\n');
+    expect(describeProcs(t.procs()), 'the setsid sleep outlived cordon run').toBe(describeProcs([]));
+  }, INSTALL_TIMEOUT + 130_000);
 
   it("npx cordon run -- sh -c 'setsid sleep 100 &' leaves nothing", () => {
     const t = useTag();

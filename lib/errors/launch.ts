@@ -6,7 +6,8 @@ import { CordonError, errnoName } from './error.js';
 
 /** What a broken install is told to do. */
 const REBUILD_HINT =
-  'Reinstall or rebuild cordon (`npm rebuild cordon`, or `npm run build:native` in a checkout); a C++ compiler is needed when no prebuild matches this platform.';
+  'Reinstall or rebuild cordon (`npm rebuild cordon`, or `npm run build:native` in a checkout); a C++ compiler is needed when no prebuild matches this platform, ' +
+  'and its install script must be allowed where the package manager blocks it (npm 12: `npm install-scripts approve cordon`, then `npm rebuild cordon`; pnpm: `pnpm approve-builds`).';
 
 /** Command lookup: no such command (ENOENT), or one that is not executable (EACCES, `path` the first such). */
 export function commandLookupFailed(code: 'ENOENT' | 'EACCES', command: string, path: string): CordonError {
