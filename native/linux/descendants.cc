@@ -345,6 +345,9 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
   // skipped from now on by its entry is the one whose record decided it.
   auto consider = [&](int64_t pid, uint64_t ino) {
     if (pid <= 0 || pid == self || visited.count(pid)) return;
+    // A pid probed by number may be another thread's id (a listed entry is
+    // always a process): a thread of a marked member is not a member of its own.
+    bool probed = ino == 0;
     // The entry's owner is the process's effective uid (root's for a
     // non-dumpable one): no file is opened for another user's process,
     // unless the caller is root.
@@ -358,6 +361,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       if (ino == 0) ino = static_cast<uint64_t>(sb.st_ino);
       if (internal::skipped(pid, ino)) return;
     }
+    if (probed && !internal::is_process(pid)) return;
     Stat st;
     if (!read_stat(pid, st)) return;
     visited.insert(pid);

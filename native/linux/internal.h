@@ -57,6 +57,12 @@ bool read_file(const char* path, std::string& out, size_t limit = 65536);
 // is malformed).
 bool read_stat(int64_t pid, Stat& st);
 
+// Whether `pid` names a process (a thread group's leader), not another thread
+// of one: /proc answers for a thread's id too when it is asked by number
+// (/proc/<tid>/stat, environ, ...), though its listing shows only processes.
+// False when it cannot tell (gone).
+bool is_process(int64_t pid);
+
 // /proc/<pid>/cmdline with its arguments joined by spaces; a process caught
 // in the middle of exec is given a few milliseconds (one already exiting is
 // not: it has no command line left to wait for); "[<comm>]" when there is no

@@ -79,6 +79,18 @@ bool read_stat(int64_t pid, Stat& st) {
   return field == 22;
 }
 
+bool is_process(int64_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%lld/status", static_cast<long long>(pid));
+  // "Name:\t...\nUmask:\t...\nState:\t...\nTgid:\t<n>\n": Tgid comes early
+  // (a name is at most 64 bytes escaped).
+  std::string s;
+  if (!read_file(path, s, 512)) return false;
+  size_t at = s.find("\nTgid:");
+  if (at == std::string::npos) return false;
+  return strtoll(s.c_str() + at + 6, nullptr, 10) == pid;
+}
+
 std::string read_cmdline(int64_t pid) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%lld/cmdline", static_cast<long long>(pid));
