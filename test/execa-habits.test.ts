@@ -3,11 +3,14 @@
 // printed, the links of its own /proc/<pid>/fd, files it wrote), never from
 // cordon's bookkeeping. CONTRACT C6: run()'s execa-named facets (failed,
 // timedOut, isCanceled) follow the result's classification.
+import { execFile } from 'node:child_process';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { run, spawn, type CordonError } from '../lib/index.js';
+import { repoRoot } from './helpers/fixtures.js';
+import { ensureDist } from './helpers/host.js';
 import { useTag, waitGone, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 
@@ -249,5 +252,30 @@ describe('unknown options name cordon\'s way', () => {
       all: true, maxBuffer: 1024, encoding: 'utf8', stripFinalNewline: true, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe',
     }), 15_000, 'run', t.tag);
     expect(r.all).toBe('x');
+  });
+});
+
+describe('docs/from-execa.md', () => {
+  /** Its ```js / ```ts blocks, but one under `<!-- not runnable: … -->`. */
+  const blocks = [...readFileSync(join(repoRoot, 'docs', 'from-execa.md'), 'utf8').matchAll(/(<!-- not runnable:[^\n]*-->\n)?```(?:js|ts)\n([\s\S]*?)^```$/gm)]
+    .filter((m) => m[1] === undefined)
+    .map((m) => m[2]!);
+
+  it('every runnable example runs as written against the package and prints what its comments say', async () => {
+    const t = useTag();
+    expect(blocks.length).toBeGreaterThanOrEqual(3);
+    await ensureDist();
+    const dir = tempDir('cordon-from-execa-');
+    for (const [i, code] of blocks.entries()) {
+      const file = join(dir, `example-${i + 1}.mjs`);
+      writeFileSync(file, code.replace(/from 'cordon'/g, `from ${JSON.stringify(join(repoRoot, 'dist', 'index.js'))}`));
+      // What each `console.log(...); // shown` says it prints (a parenthesis after it is a remark).
+      const said = [...code.matchAll(/console\.log\(.*\); \/\/ (.*?)(?: \(.*\))?$/gm)].map((m) => m[1]!);
+      const printed = await within(new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, [file], { cwd: dir, env: t.env, timeout: 30_000 }, (error, stdout, stderr) => (error ? reject(new Error(`example ${i + 1}: ${stderr}`, { cause: error })) : resolve(stdout)));
+      }), 40_000, `example ${i + 1}`, t.tag);
+      expect(printed.trimEnd().split('\n'), `example ${i + 1}`).toEqual(said);
+    }
+    await waitGone(t, 5_000);
   });
 });
