@@ -24,7 +24,7 @@ export interface RunStdioOptions {
 
 export interface RunStdio {
   /** What spawn() gets as `stdio` (undefined with a terminal, which is the stdio). */
-  stdio: [StdioOption, StdioOption, StdioOption] | undefined;
+  stdio: StdioOption | [StdioOption, StdioOption, StdioOption] | undefined;
   /** Starts writing the input into the command's stdin (ends it, but on a terminal, whose input has no end). */
   feed(stdin: Writable | null, terminal: boolean): void;
   /** The command never ran: close what was opened for it. */
@@ -50,6 +50,8 @@ export function runStdio(options: RunStdioOptions): RunStdio {
   const source = input !== undefined ? 'input' : inputFile !== undefined ? 'inputFile' : undefined;
 
   let stdio: [StdioOption, StdioOption, StdioOption] | undefined;
+  /** As given where the caller gave `stdio` (spawn()'s refusal then names it as given). */
+  let spawnStdio: StdioOption | [StdioOption, StdioOption, StdioOption] | undefined;
   if (pty) {
     if (options.stdio !== undefined) throw errors.terminalConflict('stdio');
     for (const name of STREAM_NAMES) if (options[name] !== undefined) throw errors.terminalConflict(name);
@@ -57,6 +59,7 @@ export function runStdio(options: RunStdioOptions): RunStdio {
     for (const name of STREAM_NAMES) if (options[name] !== undefined) throw errors.stdioConflict(name);
     // (An array that is not three entries long is spawn()'s to refuse.)
     stdio = (Array.isArray(options.stdio) ? [...options.stdio] : [options.stdio, options.stdio, options.stdio]) as [StdioOption, StdioOption, StdioOption];
+    spawnStdio = options.stdio as StdioOption | [StdioOption, StdioOption, StdioOption];
   } else {
     stdio = [options.stdin ?? (source ? 'pipe' : 'ignore'), options.stdout ?? 'pipe', options.stderr ?? 'pipe'];
   }
@@ -77,7 +80,7 @@ export function runStdio(options: RunStdioOptions): RunStdio {
   }
 
   return {
-    stdio,
+    stdio: spawnStdio ?? stdio,
     feed(stdin, terminal) {
       if (!stdin) return;
       const stream = fileFd !== undefined ? createReadStream('', { fd: fileFd }) : input instanceof Readable ? input : undefined;
