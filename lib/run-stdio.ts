@@ -25,8 +25,12 @@ export interface RunStdioOptions {
 export interface RunStdio {
   /** What spawn() gets as `stdio` (undefined with a terminal, which is the stdio). */
   stdio: StdioOption | [StdioOption, StdioOption, StdioOption] | undefined;
-  /** Starts writing the input into the command's stdin (ends it, but on a terminal, whose input has no end). */
-  feed(stdin: Writable | null, terminal: boolean): void;
+  /**
+   * Starts writing the input into the command's stdin (ends it, but on a
+   * terminal, whose input has no end). `failed`: the input stream or file
+   * failed while it was read (stdin is ended; the caller decides the rest).
+   */
+  feed(stdin: Writable | null, terminal: boolean, failed: (source: 'input' | 'inputFile', error: unknown) => void): void;
   /** The command never ran: close what was opened for it. */
   abandon(): void;
 }
@@ -81,7 +85,7 @@ export function runStdio(options: RunStdioOptions): RunStdio {
 
   return {
     stdio: spawnStdio ?? stdio,
-    feed(stdin, terminal) {
+    feed(stdin, terminal, failed) {
       if (!stdin) return;
       const stream = fileFd !== undefined ? createReadStream('', { fd: fileFd }) : input instanceof Readable ? input : undefined;
       if (!stream) {
@@ -99,7 +103,9 @@ export function runStdio(options: RunStdioOptions): RunStdio {
       });
       stream.once('error', (error: Error) => {
         debug('%s: reading stdin\'s input failed: %s', source, error.message);
+        stream.unpipe(stdin);
         if (!terminal) stdin.end();
+        failed(source!, error);
       });
     },
     abandon() {

@@ -13,7 +13,7 @@ import type { ContainedResult } from './result.js';
 import { runStdio, type RunInput } from './run-stdio.js';
 
 export interface RunOptions extends Omit<SpawnOptions, 'stdio'> {
-  /** Written to the command's stdin, then stdin is ended: text, bytes, or a Readable piped in. Default: stdin is ignored. Not with `inputFile`. */
+  /** Written to the command's stdin, then stdin is ended: text, bytes, or a Readable piped in (one that fails midway stops the tree: ERR_CORDON_INPUT, whatever `reject` says). Default: stdin is ignored. Not with `inputFile`. */
   input?: RunInput;
   /** A file piped into the command's stdin (a path or file URL), opened before anything runs (a path that cannot be read is its errno, e.g. ENOENT). Not with `input`. */
   inputFile?: string | URL;
@@ -200,7 +200,14 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
   const out = collect(proc.stdout, maxBuffer, onOverflow, both);
   const err = collect(proc.stderr, maxBuffer, onOverflow, both);
   const terminal = Boolean(spawnOptions.pty);
-  io.feed(proc.stdin, terminal);
+  // An input that fails midway leaves the command with part of it: the tree
+  // is stopped, and run() rejects with ERR_CORDON_INPUT (never a result that
+  // looks whole).
+  let inputFailure: CordonError | undefined;
+  io.feed(proc.stdin, terminal, (source, cause) => {
+    inputFailure ??= errors.inputFailed(source, cause);
+    void proc.terminate({ grace: duration('interruptGrace', spawnOptions.interruptGrace, DEFAULT_INTERRUPT_GRACE_MS) }).catch(() => {});
+  });
 
   function decode(b: Buffer | undefined): string | Buffer | undefined {
     if (b === undefined) return undefined;
@@ -225,6 +232,10 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
     const r = e.result as ContainedResult | undefined;
     if (r) Object.assign(e, output(), { exitCode: r.exitCode, signal: r.signal });
     throw describe(e, r);
+  }
+  if (inputFailure) {
+    Object.assign(inputFailure, output(), { result, exitCode: result.exitCode, signal: result.signal });
+    throw describe(inputFailure, result);
   }
   // The streams are ended, released by every writer, or destroyed at the
   // wait delay: their close is near. Bounded all the same.

@@ -127,6 +127,20 @@ describe('run(): input as a stream, inputFile', () => {
     expect(r.stdout).toBe('from a stream\n[end]');
   });
 
+  it('an input stream that fails midway stops the tree and rejects with ERR_CORDON_INPUT and the cause', async () => {
+    const t = useTag();
+    const input = new Readable({ read() {} });
+    input.push('part\n');
+    setTimeout(() => input.destroy(new Error('the disk went away')), 300);
+    // After its stdin ends the command would sleep on: only the stop ends it.
+    const e = await rejection(run('sh', ['-c', 'cat; sleep 300'], { env: t.env, input }), t.tag);
+    expect(e.code).toBe('ERR_CORDON_INPUT');
+    expect((e.cause as Error).message).toBe('the disk went away');
+    expect(e.stdout).toBe('part');
+    expect(e.failed).toBe(true);
+    await waitGone(t, 5_000);
+  });
+
   it('inputFile is read into stdin; the host keeps no descriptor of it after', async () => {
     const t = useTag();
     const dir = tempDir('cordon-execa-');

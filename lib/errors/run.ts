@@ -30,6 +30,16 @@ export function inputFileUnreadable(path: string, cause: unknown): CordonError {
   });
 }
 
+/** run(): the `input` stream or the `inputFile` failed while it was read into the command's stdin. */
+export function inputFailed(source: 'input' | 'inputFile', cause: unknown): CordonError {
+  const why = (cause as Error)?.message ?? String(cause);
+  return new CordonError(`Reading the option "${source}" into the command's stdin failed (${why}); the command got part of its input and was terminated. See the cause; fix the stream or file and run it again.`, {
+    code: 'ERR_CORDON_INPUT',
+    cause,
+    stage: 'run',
+  });
+}
+
 /** run(): a maxBuffer that is not a positive number. */
 export function badMaxBuffer(maxBuffer: unknown): CordonError {
   return new CordonError(`The option "maxBuffer" must be a positive number. Received ${String(maxBuffer)}.`, {
