@@ -10,6 +10,7 @@ export type { Limits, LimitsOption } from './limits.js';
 export type { LinesFrom } from './lines.js';
 export { run } from './run.js';
 export type { RunOptions, RunResult, RunOutput, RunResultFor } from './run.js';
+export type { RunInput } from './run-stdio.js';
 export { capabilities } from './capabilities.js';
 export { prepareCgroupLimits } from './cgroup-leaf.js';
 export type { CgroupController, CgroupLeafError, CgroupLeafRefusal, CgroupLimitsPrepared, PrepareCgroupLimitsOptions } from './cgroup-leaf.js';

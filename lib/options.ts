@@ -14,6 +14,7 @@ import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg,
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { leaseOption } from './lease.js';
+import { optionHint } from './option-hints.js';
 import { terminalEnv, terminalOption, type Terminal, type TerminalOption } from './terminal.js';
 
 export type { Tier } from './tiers.js';
@@ -212,7 +213,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   if (typeof options !== 'object') throw invalidArg('options', options, 'an object', 'ERR_INVALID_ARG_TYPE');
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
-    if (!SPAWN_OPTION_NAMES.has(key) && o[key] !== undefined) throw unknownOption(key, SPAWN_OPTION_NAMES);
+    if (!SPAWN_OPTION_NAMES.has(key) && o[key] !== undefined) throw unknownOption(key, SPAWN_OPTION_NAMES, optionHint(key, 'spawn'));
   }
 
   let cwd: string;

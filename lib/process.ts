@@ -81,7 +81,7 @@ export type StreamsFor<O> = [PtyOf<O>] extends [true | TerminalOption]
   ? { stdin: StreamAt<O['stdio' & keyof O], 0, Writable>; stdout: StreamAt<O['stdio' & keyof O], 1, Readable>; stderr: StreamAt<O['stdio' & keyof O], 2, Readable> }
   : { stdin: Writable; stdout: Readable; stderr: Readable };
 
-export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends EventEmitter<ContainedProcessEvents> implements AsyncDisposable {
+export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends EventEmitter<ContainedProcessEvents> implements AsyncDisposable, AsyncIterable<string> {
   /** Unique within this host: how owners and UIs name the tree. */
   readonly id = `t${(++treeCounter).toString(36)}-${process.pid.toString(36)}`;
   readonly command: string;
@@ -372,6 +372,16 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
       return stream;
     });
     return readLines(streams, options.encoding);
+  }
+
+  /**
+   * `for await (const line of proc)`: the same as `proc.lines()`, stdout's
+   * lines (as execa iterates a subprocess): '\n' and '\r\n' endings removed,
+   * a last line without a newline given at the end. Stdout must be piped
+   * (ERR_INVALID_ARG_VALUE otherwise, when the loop starts).
+   */
+  [Symbol.asyncIterator](): AsyncIterableIterator<string> {
+    return this.lines();
   }
 
   /**

@@ -170,8 +170,9 @@ describe('C6/C10: run()', () => {
   it('collects stdout and stderr', async () => {
     const t = useTag();
     const r = await within(run('sh', ['-c', 'echo out; echo err >&2'], { env: t.env }), 10_000, 'run()', t.tag);
-    expect(r.stdout).toBe('out\n');
-    expect(r.stderr).toBe('err\n');
+    // (One final newline stripped, as execa: stripFinalNewline.)
+    expect(r.stdout).toBe('out');
+    expect(r.stderr).toBe('err');
     expect(r.exitCode).toBe(0);
     expect(r.reason).toBe('exit');
     expect(t.procs()).toEqual([]);
@@ -184,16 +185,16 @@ describe('C6/C10: run()', () => {
     const err = rejected<RunError>(how, 'run() resolved although the command exited 3');
     expectCordonError(err, 'ERR_CORDON_EXIT');
     expect(err.isLaunchFailure).toBe(false);
-    expect(err.stdout).toBe('partial\n');
-    expect(err.stderr).toBe('bad\n');
+    expect(err.stdout).toBe('partial');
+    expect(err.stderr).toBe('bad');
     expect(err.exitCode).toBe(3);
     expect(err.result.exitCode).toBe(3);
 
     const r = await within(run('sh', ['-c', script], { env: t.env, reject: false }), 10_000, 'run() with reject: false', t.tag);
     expect(r.exitCode).toBe(3);
     expect(r.reason).toBe('exit');
-    expect(r.stdout).toBe('partial\n');
-    expect(r.stderr).toBe('bad\n');
+    expect(r.stdout).toBe('partial');
+    expect(r.stderr).toBe('bad');
     expect(t.procs()).toEqual([]);
   });
 
@@ -205,7 +206,7 @@ describe('C6/C10: run()', () => {
       'run() with input',
       t.tag,
     );
-    expect(r.stdout).toBe('got hello\nsecond line\n');
+    expect(r.stdout).toBe('got hello\nsecond line');
     expect(r.exitCode).toBe(0);
   });
 

@@ -191,7 +191,8 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
 
   it('output is complete and its end (EIO on the terminal) is no error: 200,000 lines through the terminal', async () => {
     const t = useTag();
-    const r = await within(run('seq', ['1', '200000'], { pty: true, env: t.env }), watchdog(30_000), 'seq to finish', t.tag);
+    // (stripFinalNewline: false, so that the last line's CR-LF is seen too.)
+    const r = await within(run('seq', ['1', '200000'], { pty: true, env: t.env, stripFinalNewline: false }), watchdog(30_000), 'seq to finish', t.tag);
     expect(r.exitCode).toBe(0);
     const lines = r.stdout.split('\r\n');
     // Where a line is missing or wrong, the first place and what is there

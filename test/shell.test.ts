@@ -35,7 +35,7 @@ describe('shell: true runs a command string through /bin/sh -c', () => {
     const t = useTag();
     const args = ['a b', '$HOME', "it's", '; touch /tmp/cordon-shell-injected', '*'];
     const result = await within(run('printf "[%s]\\n"', args, { shell: true, env: t.env }), 10_000, 'run', t.tag);
-    expect(result.stdout).toBe(args.map((a) => `[${a}]\n`).join(''));
+    expect(result.stdout).toBe(args.map((a) => `[${a}]`).join('\n'));
     expect(existsSync('/tmp/cordon-shell-injected')).toBe(false);
   });
 
@@ -63,7 +63,7 @@ describe('shell: a named shell', () => {
   itWhere(existsSync('/bin/bash'), "shell: '/bin/bash' runs the line with bash", 'no /bin/bash on this machine', async () => {
     const t = useTag();
     const result = await within(run('echo "${BASH_VERSION:+bash}" $((6*7))', [], { shell: '/bin/bash', env: t.env }), 10_000, 'run', t.tag);
-    expect(result.stdout).toBe('bash 42\n');
+    expect(result.stdout).toBe('bash 42');
   });
 
   it('a shell that does not exist is ENOENT before anything runs; bad values are typed errors', () => {

@@ -23,6 +23,7 @@ export const CORDON_ERROR_CODES = [
   'ERR_CORDON_CANCELED',
   'ERR_CORDON_TIMEOUT',
   'ERR_CORDON_MAX_BUFFER',
+  'ERR_CORDON_INPUT',
   'ERR_CORDON_UNSUPPORTED',
   'ERR_CORDON_UNSAFE_BATCH_ARG',
   'ERR_CORDON_CWD_LOOKUP',
@@ -75,8 +76,18 @@ export class CordonError extends Error {
   result?: unknown;
   /** run() rejections: the message without the stderr lines (the command and the reason). */
   shortMessage?: string;
-  /** run() rejections: the command line as a reader (or a POSIX shell) would take it back. */
+  /** run() rejections once the command was started: the file and its arguments joined by spaces, unquoted (as execa's). */
   command?: string;
+  /** run() rejections: the command line as a reader (or a POSIX shell) would take it back (what the message shows). */
+  escapedCommand?: string;
+  /** run() rejections once the command was started: true (as execa's). */
+  failed?: boolean;
+  /** run() rejections: the timeout ended it (code ERR_CORDON_TIMEOUT), as execa names it. */
+  timedOut?: boolean;
+  /** run() rejections: the AbortSignal ended it (code ERR_CORDON_CANCELED), as execa names it. */
+  isCanceled?: boolean;
+  /** run() rejections: milliseconds from the spawn to the failure. */
+  durationMs?: number;
   /** run() rejections after the command ran: what it wrote (strings, or Buffers with encoding 'buffer'). */
   stdout?: string | Buffer;
   stderr?: string | Buffer;

@@ -11,7 +11,6 @@ export function nulByte(name: string): CordonError {
   });
 }
 
-/** Options: a key spawn() does not know. */
 /** Edit distance (insertions, deletions, substitutions) between two short names. */
 function distance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -37,10 +36,15 @@ function nearest(key: string, known: Iterable<string>): string | undefined {
   return best !== undefined && bestDistance <= (key.length <= 4 ? 1 : 2) ? best : undefined;
 }
 
-export function unknownOption(key: string, known: Iterable<string>): CordonError {
+/**
+ * Options: a key spawn() or run() does not take. `hint`: what to use instead,
+ * for a name cordon knows from execa or child_process (lib/option-hints.ts).
+ */
+export function unknownOption(key: string, known: Iterable<string>, hint?: string): CordonError {
   const names = [...known];
-  const guess = nearest(key, names);
-  return new CordonError(`Unknown option "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}. Known options: ${names.join(', ')}.`, {
+  const guess = hint === undefined ? nearest(key, names) : undefined;
+  const why = hint !== undefined ? `: ${hint}` : guess ? ` (did you mean "${guess}"?)` : '';
+  return new CordonError(`Unknown option "${key}"${why}. Nothing ran. Known options: ${names.join(', ')}.`, {
     code: 'ERR_INVALID_ARG_VALUE',
     stage: 'input',
   });
@@ -134,8 +138,8 @@ export function terminalUnsupported(): CordonError {
   );
 }
 
-/** An option that cannot go with "pty": stdio or run()'s stderr (the terminal is the stdio). */
-export function terminalConflict(option: 'stdio' | 'stderr'): CordonError {
+/** An option that cannot go with "pty": stdio or run()'s stdin, stdout, stderr (the terminal is the stdio). */
+export function terminalConflict(option: 'stdio' | 'stdin' | 'stdout' | 'stderr'): CordonError {
   const why = 'the terminal is the command\'s stdin, stdout and stderr (proc.stdin and proc.stdout; proc.stderr is null)';
   return new CordonError(`The option "${option}" cannot be given with "pty": ${why}. Leave one of them out; nothing ran.`, {
     code: 'ERR_INVALID_ARG_VALUE',

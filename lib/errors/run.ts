@@ -2,11 +2,41 @@
 // command line and the tail of its stderr.
 import { CordonError, type CordonErrorCode } from './error.js';
 
-/** run(): `stdio` is run()'s own business. */
-export function runStdio(): CordonError {
-  return new CordonError('The option "stdio" must be left out of run(): it collects stdout and stderr itself. Use "input" for stdin and "stderr" for where stderr goes, or spawn() for full control.', {
+/** run(): `stdio` and one of `stdin`, `stdout`, `stderr` together (as execa refuses them). */
+export function stdioConflict(name: 'stdin' | 'stdout' | 'stderr'): CordonError {
+  return new CordonError(`The options "stdio" and "${name}" cannot be given together: "stdio" sets all three. Give "stdio", or "stdin", "stdout" and "stderr"; nothing ran.`, {
     code: 'ERR_INVALID_ARG_VALUE',
     stage: 'input',
+  });
+}
+
+/** run(): two sources of stdin (`input` and `inputFile`), or one with stdin not 'pipe'. */
+export function inputConflict(first: string, second: string): CordonError {
+  return new CordonError(`The options "${first}" and "${second}" cannot be given together: the command has one stdin. Leave one of them out; nothing ran.`, {
+    code: 'ERR_INVALID_ARG_VALUE',
+    stage: 'input',
+  });
+}
+
+/** run(): an `inputFile` that cannot be opened for reading (its errno name is the code). */
+export function inputFileUnreadable(path: string, cause: unknown): CordonError {
+  const code = (cause as NodeJS.ErrnoException).code ?? 'EIO';
+  return new CordonError(`The option "inputFile" names ${JSON.stringify(path)}, which cannot be read (${code}); nothing ran. Pass the path of a readable file.`, {
+    code,
+    cause,
+    path,
+    syscall: (cause as NodeJS.ErrnoException).syscall ?? 'open',
+    stage: 'input',
+  });
+}
+
+/** run(): the `input` stream or the `inputFile` failed while it was read into the command's stdin. */
+export function inputFailed(source: 'input' | 'inputFile', cause: unknown): CordonError {
+  const why = (cause as Error)?.message ?? String(cause);
+  return new CordonError(`Reading the option "${source}" into the command's stdin failed (${why}); the command got part of its input and was terminated. See the cause; fix the stream or file and run it again.`, {
+    code: 'ERR_CORDON_INPUT',
+    cause,
+    stage: 'run',
   });
 }
 

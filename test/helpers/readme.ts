@@ -7,6 +7,8 @@
 // the first non-blank line after its closing fence is
 //   <!-- not runnable: <the reason> -->       it is not run, and the reason is listed
 //   <!-- expect: <a regular expression> -->   its output must match (js, ts)
+// or, without either, a js/ts block whose every `console.log(...); // <what it prints>`
+// says what it prints (a parenthesis after it is a remark) must print those lines.
 // A console block is run line by line (`$ command`) and its output compared with the
 // block's, numbers and leftover command lines aside.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -42,6 +44,8 @@ export interface DocBlock {
   notRunnable?: string;
   /** What its output must match. */
   expect?: RegExp;
+  /** What its `console.log(...); // …` comments say it prints, line by line ([] when none do). */
+  said: string[];
 }
 
 /** Every js/ts/sh/console block of README.md and docs/*.md, in file order. */
@@ -61,6 +65,7 @@ export function docBlocks(): DocBlock[] {
         code: m[2]!,
         notRunnable: after?.[1] === 'not runnable' ? after[2] : undefined,
         expect: after?.[1] === 'expect' ? new RegExp(after[2]!) : undefined,
+        said: [...m[2]!.matchAll(/console\.log\(.*\); \/\/ (.*?)(?: \(.*\))?$/gm)].map((s) => s[1]!),
       });
     }
   }

@@ -59,7 +59,35 @@ export async function types(): Promise<void> {
     }
   }
 
-  void [s, e, a, notBuffer, l, b, be, notString, narrowed, u, all, allBytes, maybe, s2, s3, looseString];
+  // The stdio options: a stream not piped is not collected (undefined, as execa).
+  const ignored = await run('echo', [], { stdout: 'ignore' });
+  const noOut: undefined = ignored.stdout;
+  const stillErr: string = ignored.stderr;
+  const viaStdio = await run('echo', [], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const viaOut: string = viaStdio.stdout;
+  const viaErr: undefined = viaStdio.stderr;
+  // @ts-expect-error stdout given as a value known only at run time may be undefined
+  const unknownOut: string = (await run('echo', [], { stdout: (process.env.Q ? 'ignore' : 'pipe') as 'ignore' | 'pipe' })).stdout;
+
+  // execa's names for the result's facets, on the result and on a rejection.
+  const facets: [boolean, boolean, boolean, number, string, string] = [text.failed, text.timedOut, text.isCanceled, text.durationMs, text.command, text.escapedCommand];
+  try {
+    await run('false', [], { input: process.stdin, inputFile: undefined, stripFinalNewline: false });
+  } catch (err) {
+    if (isCordonError(err)) {
+      const f: [boolean | undefined, boolean | undefined, boolean | undefined, number | undefined, string | undefined] = [err.failed, err.timedOut, err.isCanceled, err.durationMs, err.escapedCommand];
+      void f;
+    }
+  }
+
+  void [s, e, a, notBuffer, l, b, be, notString, narrowed, u, all, allBytes, maybe, s2, s3, looseString, noOut, stillErr, viaOut, viaErr, unknownOut, facets];
+}
+
+// A contained process iterates its stdout's lines (as execa's subprocess).
+export async function iterate(): Promise<string[]> {
+  const got: string[] = [];
+  for await (const line of spawn('echo', ['hi'])) got.push(line);
+  return got;
 }
 
 // spawn()'s streams follow stdio: a stream where it is 'pipe' (the default),

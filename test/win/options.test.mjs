@@ -120,7 +120,8 @@ test('bad input: a typed error before anything runs', async (ctx) => {
   for (const shell of ['powershell', 'pwsh.exe', 'C:\\tools\\bash.exe']) {
     assert.throws(() => cordon.spawn('echo hi', [], { shell }), (e) => e.code === 'ERR_CORDON_UNSUPPORTED' && e.isLaunchFailure, String(shell));
   }
-  await assert.rejects(cordon.run(process.execPath, args, { stdio: 'pipe' }), (e) => e.code === 'ERR_INVALID_ARG_VALUE');
+  // run() takes stdio, or stdin/stdout/stderr, not both.
+  await assert.rejects(cordon.run(process.execPath, args, { stdio: 'pipe', stdout: 'pipe' }), (e) => e.code === 'ERR_INVALID_ARG_VALUE');
   // A command that does not exist: ENOENT, a launch failure.
   const missing = async () => within(cordon.spawn(join(t.tmp(), 'no-such-program.exe'), [], { stdio: 'ignore' }).result, 15000, 'missing result');
   await assert.rejects(missing, (e) => e.code === 'ENOENT' && e.isLaunchFailure);
