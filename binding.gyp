@@ -9,7 +9,8 @@
       "conditions": [
         ["OS=='linux'", {"sources": [
           "native/posix/control.cc", "native/posix/spawn.cc", "native/posix/warm.cc", "native/posix/procargs.cc",
-          "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/clone.cc", "native/linux/kernel.cc"
+          "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/clone.cc", "native/linux/kernel.cc",
+          "native/posix/tree_marker.cc", "native/linux/lost_tree.cc"
         ]}],
         ["OS=='mac'", {
           "sources": ["native/posix/control.cc", "native/posix/spawn.cc", "native/posix/warm.cc", "native/posix/procargs.cc", "native/darwin/tree.cc"],

@@ -15,6 +15,7 @@
 //   anchor/windows-endpoint.ts  a leased anchor's named pipe
 //   anchor/lease-dir.ts         the per-user directory of lease records and POSIX endpoints (private; a fallback where another user holds its place)
 //   anchor/cgroup.ts            the cgroup tier: the host ends the tree through its cgroup when the anchor cannot
+//   anchor/lost.ts              the subreaper and process-group tiers: the host's sweep of a tree whose anchor died
 //   anchor/exec-size.ts         E2BIG, checked before the anchor is started
 import { join } from 'node:path';
 import { AdoptedAnchorChannel, type AdoptedAnchor } from './anchor/adopted.js';

@@ -9,6 +9,7 @@
 import type { AnchorHandlers, LimitsEvent, UsageEvent } from './anchor.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
+import type { AnchorLostSweep } from './errors.js';
 import type { GroupLeaver, Leftover } from './result.js';
 import { signalName } from './signals.js';
 import type { Tier } from './tiers.js';
@@ -75,6 +76,8 @@ export class TreeFacts {
   anchorGone = false;
   /** Nothing of the command ran; set once. */
   launchError: CordonError | undefined;
+  /** The anchor died before quiescence: what the host swept of the tree then. */
+  lostSweep: AnchorLostSweep | undefined;
   /** Quiescence cannot be proven (STUCK, an unresponsive or lost anchor); set once. */
   cleanupError: CordonError | undefined;
 
@@ -140,7 +143,7 @@ export class TreeFacts {
     this.anchorGone = true;
     queueMicrotask(() => this.events.anchorGone());
     if (!this.quiescentSeen && !this.launchError) {
-      this.cleanupError ??= errors.anchorLost(code, signal, error);
+      this.cleanupError ??= errors.anchorLost(code, signal, error, this.lostSweep);
       if (!this.rootExit) this.startedD.reject(this.cleanupError);
       this.quiescentD.reject(this.cleanupError);
     } else {
@@ -236,6 +239,10 @@ class FactReports implements AnchorHandlers {
 
   usage(usage: UsageEvent): void {
     this.f.usage = usage;
+  }
+
+  anchorLost(sweep: AnchorLostSweep): void {
+    this.f.lostSweep = sweep;
   }
 
   anchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {

@@ -16,7 +16,7 @@ export { prepareCgroupLimits } from './cgroup-leaf.js';
 export type { CgroupController, CgroupLeafError, CgroupLeafRefusal, CgroupLimitsPrepared, PrepareCgroupLimitsOptions } from './cgroup-leaf.js';
 export type { Capabilities, Coverage, Guarantees, EscapeeCatch } from './capabilities.js';
 export { CORDON_ERROR_CODES, CordonError, isCordonError } from './errors.js';
-export type { CordonErrorCode } from './errors.js';
+export type { AnchorLostSweep, CordonErrorCode } from './errors.js';
 export type { Duration, DurationUnit } from './duration.js';
 export {
   DEFAULT_GRACE_MS,

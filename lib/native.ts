@@ -75,8 +75,16 @@ export interface PosixBinding extends CommonBinding {
    * connection (-1 if the anchor closed it).
    */
   leaseRequest(endpoint: string, line: string, timeoutMs: number): { fd: number; received: string; fds: number[] };
-  /** Reaps the anchor if it exited (null while it runs; code -1 and signal -1: reaped elsewhere). */
-  reapAnchor(pid: number): { code: number; signal: number } | null;
+  /** Reaps the anchor if it exited (null while it runs; code -1 and signal -1: reaped elsewhere); with `keep`, reads its exit and leaves it a zombie. */
+  reapAnchor(pid: number, keep?: boolean): { code: number; signal: number } | null;
+  /**
+   * Linux: the host's sweep of a tree whose anchor died (native/linux/lost_tree.h):
+   * SIGKILL through a pidfd to every process of this user started since
+   * `since` that carries `token` or is in `session` (0: none), checked
+   * again through the pidfd; walks again while a walk finds one more.
+   * Throws ENOSYS without pidfds. Absent on macOS.
+   */
+  sweepLostTree?(token: string, session: number, since: number): { killed: number[]; unreached: number[]; rounds: number; elapsedMs: number };
   /** Signals the anchor while it is an unreaped child of the host (its pid pinned); throws ECHILD otherwise. */
   signalAnchor(pid: number, signal: number): void;
   /** Internal, for tests: a kern.procargs2 buffer as the process-group tier parses it on macOS (native/posix/procargs.h). */

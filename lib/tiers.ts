@@ -35,6 +35,18 @@ export interface Guarantees {
   survivesHostSigkill: boolean;
   /** C2: if the anchor itself dies, the host still ends the tree through a handle it holds (a cgroup, a job). */
   survivesAnchorDeath: boolean;
+  /**
+   * C2: what the host ends of a tree whose anchor died before it was
+   * quiescent (ERR_CORDON_ANCHOR_LOST, whose `anchorLost` says what it did):
+   * 'always' every member (the cgroup tier's cgroup.kill, the job);
+   * 'marked' every member it can still tell is the tree's, by the tree's
+   * marker (CORDON_TREE) in an environment the host's user can read, and in
+   * the process-group tier by the session its anchor led (pinned by the dead
+   * anchor, kept an unreaped zombie of the host meanwhile), each killed
+   * through a pidfd: a member that left that session and scrubbed the marker
+   * (env -i) is not found and may run on (lib/anchor/lost.ts); 'never'.
+   */
+  anchorLossSwept: EscapeeCatch;
   /** C3: polite signal, grace, then forced kill, to every member. */
   gracefulStop: boolean;
   /**
@@ -156,6 +168,7 @@ export const TIERS = [
       pidReuseSafe: pidfd,
       survivesHostSigkill: true,
       survivesAnchorDeath: true,
+      anchorLossSwept: 'always',
       gracefulStop: true,
       stopCostIsTheTree: true,
       waitDelay: true,
@@ -191,6 +204,7 @@ export const TIERS = [
       pidReuseSafe: pidfd,
       survivesHostSigkill: true,
       survivesAnchorDeath: false,
+      anchorLossSwept: pidfd ? 'marked' : 'never',
       gracefulStop: true,
       stopCostIsTheTree: true,
       waitDelay: true,
@@ -203,7 +217,10 @@ export const TIERS = [
     }),
     notes: ({ pidfd }) => [
       ...(pidfd ? [] : [noPidfdLinux]),
-      'No cgroup is used (none is writable here, or the subreaper tier was asked for): resource limits are not enforced, and a tree whose anchor is killed is not ended.',
+      'No cgroup is used (none is writable here, or the subreaper tier was asked for): resource limits are not enforced.',
+      pidfd
+        ? "Every member inherits the tree's marker in its environment (CORDON_TREE, with a per-tree 128-bit secret), which the anchor itself never needs (every orphan is its child): if the anchor is killed, its orphans go to init, and the host sweeps this user's processes for the marker and kills every one it finds through a pidfd, again until a sweep finds none new (ERR_CORDON_ANCHOR_LOST's anchorLost lists them). A member that scrubbed its environment (env -i), made itself non-dumpable or runs as another user is not found then and may run on."
+        : 'A tree whose anchor is killed is not ended: this kernel has no pidfd to sweep it with.',
     ],
     membersByGroup: false,
     limits: 'none',
@@ -220,6 +237,7 @@ export const TIERS = [
       pidReuseSafe: pidfd,
       survivesHostSigkill: true,
       survivesAnchorDeath: false,
+      anchorLossSwept: platform === 'linux' && pidfd ? 'marked' : 'never',
       gracefulStop: true,
       stopCostIsTheTree: false,
       waitDelay: true,
@@ -238,6 +256,9 @@ export const TIERS = [
         ? "Every process of the tree's session (the anchor's: no process can join it) is a member to the sweeps too, so one that leaves the group but not the session (setpgid, as a shell's job control moves each job) is caught whatever its environment. Third-party programs are read like the user's others (another user's too when the anchor runs as root). What the marker cannot catch: a member that leaves the session (setsid) and starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or runs a cs_restricted program (Apple's system binaries that SIP protects, /bin/sh, /bin/sleep, /usr/bin/perl, and setuid programs): macOS withholds its environment, and that of every process it forks until one execs another program, from every other process, root's too (XNU's kern_sysctl.c, kern_fork.c). Such a member is caught all the same once a snapshot saw it while still a descendant, and when it was forked by a process the anchor knew as a member: since macOS 15.4 the kernel keeps the pid version of the process that forked it across exec and reparenting; before 15.4 only its unique id, which an exec resets to its parent's at that moment since macOS 13 (launchd's for an orphan). One forked by a process that exited before any walk saw it (a double fork: `(setsid /bin/sleep &)`, daemon(3) in an Apple binary) is not caught. These are XNU's rules as its source gives them, run on a model of its process table (docs/xnu-model.md); nothing here ran on a Mac. So results say coverage: 'partial' and list in leftGroup the members found outside the group."
         : "Every process of the tree's session (the anchor's: no process can join it) is a member to the sweeps too, so one that leaves the group but not the session (setpgid, as a shell's job control moves each job) is caught whatever its environment. What neither catches: a member that leaves the session (setsid) and starts a program with a scrubbed environment (env -i), runs as another user while the anchor is not root, or makes itself non-dumpable (ssh-agent, gpg-agent: its environment is unreadable without CAP_SYS_PTRACE); one a snapshot saw while still a descendant is caught all the same. So results say coverage: 'partial' and list in leftGroup the members found outside the group.",
       'Orphans are reparented to init, not to the anchor: init reaps them.',
+      platform === 'linux' && pidfd
+        ? "If the anchor is killed, the host sweeps what it can still tell is the tree's: every process of the session the anchor led (the dead anchor is kept an unreaped zombie of the host until the sweep is done, so no other session can have its id) and every process carrying the tree's marker, each killed through a pidfd after it is checked again through it, again until a sweep finds none new (ERR_CORDON_ANCHOR_LOST's anchorLost lists them). A member that left the session and scrubbed the marker (env -i), made itself non-dumpable or runs as another user is not found then and may run on."
+        : 'If the anchor is killed, the tree is not ended: ' + (platform === 'darwin' ? 'the host does not sweep for it on macOS.' : 'this kernel has no pidfd to sweep it with.'),
       "With a terminal (pty) the anchor leads the tree's session and holds the terminal as its controlling terminal, with the tree's group in the foreground, so the command stays in the tree's pinned group; a shell's job control moves jobs (and the shell) into groups of their own, which the tier then knows from its snapshots and the marker as it knows any member outside the group" + (platform === 'darwin' ? ' (macOS: built from the same sources as on Linux, the pty master polled through its kqueue filter per XNU\'s source; nothing here ran it on a Mac).' : '.'),
       ...(pidfd
         ? []
@@ -262,6 +283,7 @@ export const TIERS = [
       pidReuseSafe: true,
       survivesHostSigkill: true,
       survivesAnchorDeath: true,
+      anchorLossSwept: 'always',
       gracefulStop: true,
       stopCostIsTheTree: false, // not measured on Windows: not claimed
       waitDelay: true,
@@ -310,6 +332,7 @@ export const TIERS = [
       pidReuseSafe: true,
       survivesHostSigkill: false,
       survivesAnchorDeath: false,
+      anchorLossSwept: 'never',
       gracefulStop: true,
       stopCostIsTheTree: false, // not measured on Windows: not claimed
       waitDelay: true,

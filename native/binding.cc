@@ -9,6 +9,9 @@
 #ifndef _WIN32
 #include "posix/procargs.h"
 #endif
+#if CORDON_LINUX_PROC
+#include "linux/lost_tree.h"
+#endif
 
 namespace {
 
@@ -225,8 +228,9 @@ Napi::Value LeaseRequest(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// reapAnchor(pid) -> null while it runs, else { code, signal } (-1 / 0 when
-// not applicable; both -1 when someone else reaped it).
+// reapAnchor(pid, keep?) -> null while it runs, else { code, signal } (-1 / 0
+// when not applicable; both -1 when someone else reaped it). With keep: its
+// exit, read without reaping it (it stays a zombie until reapAnchor(pid)).
 Napi::Value ReapAnchor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsNumber()) {
@@ -234,7 +238,8 @@ Napi::Value ReapAnchor(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   int code = -1, signal = 0;
-  int rc = cordon::reap_anchor(info[0].As<Napi::Number>().Int64Value(), code, signal);
+  bool keep = info.Length() > 1 && info[1].IsBoolean() && info[1].As<Napi::Boolean>().Value();
+  int rc = cordon::reap_anchor(info[0].As<Napi::Number>().Int64Value(), code, signal, keep);
   if (rc == 0) return env.Null();
   if (rc == -ECHILD) code = -1, signal = -1;
   else if (rc < 0) return Fail(env, rc, "waitpid");
@@ -243,6 +248,34 @@ Napi::Value ReapAnchor(const Napi::CallbackInfo& info) {
   out.Set("signal", Napi::Number::New(env, signal));
   return out;
 }
+
+#if CORDON_LINUX_PROC
+// sweepLostTree(token, session, since) -> { killed: pid[], unreached: pid[],
+// rounds, elapsedMs }: the host's sweep of a tree whose anchor died
+// (linux/lost_tree.h). Throws ENOSYS without pidfds.
+Napi::Value SweepLostTree(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber()) {
+    Napi::TypeError::New(env, "sweepLostTree(token, session, since) takes a string and two numbers").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  cordon::LostSweep sweep;
+  int rc = cordon::sweep_lost_tree(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::Number>().Int64Value(),
+                                   static_cast<uint64_t>(info[2].As<Napi::Number>().Int64Value()), 64, 1000, sweep);
+  if (rc < 0) return Fail(env, rc, "sweep");
+  auto list = [&](const std::vector<int64_t>& pids) {
+    Napi::Array a = Napi::Array::New(env, pids.size());
+    for (size_t i = 0; i < pids.size(); i++) a.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(pids[i])));
+    return a;
+  };
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("killed", list(sweep.killed));
+  out.Set("unreached", list(sweep.unreached));
+  out.Set("rounds", Napi::Number::New(env, sweep.rounds));
+  out.Set("elapsedMs", Napi::Number::New(env, static_cast<double>(sweep.elapsed_ms)));
+  return out;
+}
+#endif
 
 // signalAnchor(pid, signal): signals the anchor only while it is an unreaped
 // child of the host (its pid pinned). Throws ECHILD when it is not.
@@ -449,6 +482,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("launchWarm", Napi::Function::New(env, LaunchWarm, "launchWarm"));
   exports.Set("reapAnchor", Napi::Function::New(env, ReapAnchor, "reapAnchor"));
   exports.Set("signalAnchor", Napi::Function::New(env, SignalAnchor, "signalAnchor"));
+#if CORDON_LINUX_PROC
+  exports.Set("sweepLostTree", Napi::Function::New(env, SweepLostTree, "sweepLostTree"));
+#endif
   exports.Set("leaseRequest", Napi::Function::New(env, LeaseRequest, "leaseRequest"));
   exports.Set("parseProcargs2", Napi::Function::New(env, ParseProcargs2, "parseProcargs2"));
 #endif

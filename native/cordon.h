@@ -366,7 +366,7 @@ int launch_warm(int control_fd, const std::vector<std::string>& args, const std:
                 const int stdio[3], int host_fds[3]);
 // Reap the anchor if it has exited: 1 (code, or -1 and the signal), 0 while
 // it runs, a negative errno (-ECHILD: reaped by someone else).
-int reap_anchor(int64_t pid, int& code, int& signal);
+int reap_anchor(int64_t pid, int& code, int& signal, bool keep = false);
 // Signal the anchor, only while it is an unreaped child of the caller (its pid
 // pinned): -ECHILD otherwise, nothing signalled. An exited anchor not yet
 // reaped is not signalled (0).

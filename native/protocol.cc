@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kNames[] = {
     "GROUP", "READY",  "NOCONTAIN", "EXECFAIL", "NOCWD", "EXIT", "LEFT", "LEFTEND", "LEFTGROUP", "RELEASED",
-    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "TERM", "KILL", "JOB", "LEASE", "DONE", "RESIZE", "SIGNAL", "ADOPT", "INFO", "",
+    "STUCK", "QUIET",  "LIMITS",    "LIMITDIR", "USAGE", "MARKER", "TERM", "KILL", "JOB", "LEASE", "DONE", "RESIZE", "SIGNAL", "ADOPT", "INFO", "",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Verb::kUnknown) + 1, "one name a verb");
 
@@ -49,6 +49,13 @@ const char* name(Verb verb) { return kNames[static_cast<size_t>(verb)]; }
 std::string group(int64_t pgid) {
   std::string line = start(Verb::kGroup);
   arg(line, pgid);
+  return end(line);
+}
+
+std::string marker(const std::string& token, int64_t session) {
+  std::string line = start(Verb::kMarker);
+  arg(line, token);
+  arg(line, session);
   return end(line);
 }
 

@@ -9,6 +9,9 @@
 //
 // anchor -> host (Verb, in the order a tree's life sends them):
 //   GROUP <pgid>                    the process-group tier: the tree's process group (before READY)
+//   MARKER <token> <session|0>      the subreaper and process-group tiers (before READY): the tree's
+//                                   marker token (CORDON_TREE) and the session the anchor leads (0:
+//                                   none), so that the host can sweep the tree if the anchor dies
 //   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
 //   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
 //                                   (<what> setuid: the command could not take --uid/--gid)
@@ -117,6 +120,7 @@ enum class Verb {
   kLimits,
   kLimitDir,
   kUsage,
+  kMarker,
   // host -> anchor
   kTerm,
   kKill,
@@ -138,6 +142,7 @@ const char* name(Verb verb);
 // ---- anchor -> host: each returns its whole line, '\n' included ------------
 
 std::string group(int64_t pgid);
+std::string marker(const std::string& token, int64_t session);
 // `cgroup_dir` empty: no cgroup (every tier but the cgroup tier).
 std::string ready(int64_t root, const std::string& tier, bool pidfd, const std::string& cgroup_dir);
 std::string no_contain(int err, const char* what);

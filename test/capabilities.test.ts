@@ -41,6 +41,16 @@ describe('capabilities', () => {
     for (const tier of capabilities().tiers) {
       expect(capabilities({ tier }).guarantees.survivesAnchorDeath, tier).toBe(tier === 'cgroup');
     }
+    // What the host's sweep after a lost anchor promises: every member in the
+    // cgroup tier; in the others only what the tree's marker or session tells
+    // (a member that scrubbed the marker and left the session: not promised).
+    const pidfd = capabilities().pidfd;
+    for (const tier of capabilities().tiers) {
+      const caps = capabilities({ tier });
+      expect(caps.guarantees.anchorLossSwept, tier).toBe(tier === 'cgroup' ? 'always' : pidfd ? 'marked' : 'never');
+      if (tier !== 'cgroup' && pidfd) expect(caps.notes.join(' '), tier).toMatch(/If the anchor is killed|if the anchor is killed/);
+      if (tier !== 'cgroup' && pidfd) expect(caps.notes.join(' '), tier).toMatch(/env -i\)[^.]*may run on/);
+    }
   });
 
   itWhere(canReap, 'the subreaper tier catches every escapee and reaps orphans', unknown || 'this host does not allow a subreaper (see test/tier-availability.test.ts)', () => {

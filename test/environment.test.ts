@@ -10,7 +10,7 @@ import { spawn } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { TAG_VAR, useTag, waitGone, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
-import { caps } from './helpers/tier.js';
+import { caps, tier } from './helpers/tier.js';
 import { pollUntil } from './helpers/common.mjs';
 import { watchdog } from './helpers/time.js';
 
@@ -82,9 +82,11 @@ describe('env extends process.env by default', () => {
     // (sh may add PWD, SHLVL and its own defaults; none of the host's own variables.)
     expect(env[TAG_VAR]).toBe(t.tag);
     expect(env.FOO).toBe('only');
-    // The process-group tier adds its tree's marker (cordon's own, not the
-    // host's: README, "marked"); no other tier adds anything.
-    const marked = caps.guarantees.catchesEscapees === 'marked';
+    // The process-group and subreaper tiers add their tree's marker
+    // (cordon's own, not the host's: README, "marked"; the subreaper tier's
+    // is for the host's sweep if the anchor dies, anchorLossSwept); no other
+    // tier adds anything.
+    const marked = caps.guarantees.catchesEscapees === 'marked' || tier === 'subreaper';
     if (marked) expect(env.CORDON_TREE).toMatch(/^\d+\.\d+\.[0-9a-f]{32}$/);
     else expect(env.CORDON_TREE).toBeUndefined();
     const extra = Object.keys(env).filter((k) => ![TAG_VAR, 'FOO', 'PWD', 'SHLVL', '_', 'OLDPWD', ...(marked ? ['CORDON_TREE'] : [])].includes(k));

@@ -7,6 +7,10 @@ import { encodeCommand, parseAnswer, parseLine, splitLines } from '../lib/anchor
 describe('anchor protocol: lines from the anchor', () => {
   it('reads every verb', () => {
     expect(parseLine('GROUP 4242')).toEqual({ type: 'group', pgid: 4242 });
+    expect(parseLine('MARKER 123.4567.0123456789abcdef0123456789abcdef 123')).toEqual({ type: 'marker', token: '123.4567.0123456789abcdef0123456789abcdef', session: 123 });
+    expect(parseLine('MARKER 123.4567.0123456789abcdef0123456789abcdef 0')).toEqual({ type: 'marker', token: '123.4567.0123456789abcdef0123456789abcdef', session: 0 });
+    // A token that is not <pid>.<start>.<32 hex> is never swept for.
+    for (const bad of ['MARKER 1.2.xyz 0', 'MARKER 123.4567.0123456789abcdef0123456789abcdef0 0', 'MARKER', 'MARKER 123.4567.0123456789abcdef0123456789abcdef']) expect(parseLine(bad).type, bad).toBe('malformed');
     expect(parseLine('READY 100 subreaper 1')).toEqual({ type: 'ready', pid: 100, tier: 'subreaper', pidfd: true });
     expect(parseLine('READY 100 process-group 0')).toEqual({ type: 'ready', pid: 100, tier: 'process-group', pidfd: false });
     expect(parseLine('NOCONTAIN 1 cgroup')).toEqual({ type: 'noContain', errno: 1, what: 'cgroup' });

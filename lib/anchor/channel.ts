@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import type { Readable, Stream, Writable } from 'node:stream';
 import { debug } from '../debug.js';
 import { anchorSpawnFailed, argsTooLarge, type CordonError } from '../errors.js';
+import type { AnchorLostSweep } from '../errors.js';
 import { encodeCommand, parseLine, splitLines, type AnchorEvent } from './protocol.js';
 
 /** What an anchor's USAGE line says (null: not measured). */
@@ -43,6 +44,12 @@ export interface AnchorHandlers {
    * ANCHOR_WAIT_SLACK_MS (stopped, or stuck): quiescence cannot be proven.
    */
   unresponsive(waitedMs: number): void;
+  /**
+   * The anchor died before its tree was quiescent, and the host swept what it
+   * could still tell is the tree's (./lost.ts; the cgroup tier: its cgroup):
+   * reported right before anchorExit.
+   */
+  anchorLost?(sweep: AnchorLostSweep): void;
   anchorExit(code: number | null, signal: NodeJS.Signals | null, error?: Error): void;
 }
 
@@ -321,6 +328,7 @@ export abstract class AnchorChannel {
         return on.usage(usage);
       }
       case 'limitDir':
+      case 'marker':
         return; // the channel's own (observe)
     }
   }

@@ -9,13 +9,18 @@ import { signalName, signalNumber } from '../signals.js';
 
 export type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
 const unreaped = new Map<number, ExitListener>();
+/** Anchors that exited and are kept unreaped (zombies) until releaseAnchor(): see watchExit's `hold`. */
+const held = new Set<number>();
 
 export function reap(pid: number): boolean {
   const listener = unreaped.get(pid);
   if (!listener) return true;
-  const r = posixBinding().reapAnchor(pid);
+  const hold = holding.has(pid);
+  const r = posixBinding().reapAnchor(pid, hold);
   if (r === null) return false;
   unreaped.delete(pid);
+  holding.delete(pid);
+  if (hold) held.add(pid);
   if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
   listener(r.code >= 0 ? r.code : null, r.signal > 0 ? signalName(r.signal) : null);
   return true;
@@ -40,9 +45,29 @@ export function signalAnchor(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
-export function watchExit(pid: number, listener: ExitListener): void {
+const holding = new Set<number>();
+
+/**
+ * Calls `listener` once `pid` (the host's anchor) has exited. With `hold`, it
+ * is left unreaped, a zombie, until releaseAnchor(pid): its pid, and the ids
+ * of the session and process group it leads, stay taken meanwhile, so nobody
+ * can make a session or group of that id (lib/anchor/lost.ts sweeps a dead
+ * anchor's session by it).
+ */
+export function watchExit(pid: number, listener: ExitListener, hold = false): void {
   if (unreaped.size === 0) process.on('SIGCHLD', reapAll);
   unreaped.set(pid, listener);
+  if (hold) holding.add(pid);
+}
+
+/** Reaps an anchor watchExit() held: its pid (and session id) may be anyone's from now on. */
+export function releaseAnchor(pid: number): void {
+  if (!held.delete(pid)) return;
+  try {
+    posixBinding().reapAnchor(pid);
+  } catch (err) {
+    debug('reaping anchor %d: %s', pid, (err as Error).message);
+  }
 }
 
 /** Reaps `pid` once it exits, retrying for a while (a retired warm anchor, its exit not signalled to a worker thread). */

@@ -16,7 +16,8 @@ import { execSizeError } from './exec-size.js';
 import { endCgroup, killCgroup, removeLimitDirs } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
 import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
-import { reap, signalAnchor, watchExit } from './posix-reap.js';
+import { sweepLostTree, type TreeMarker } from './lost.js';
+import { reap, releaseAnchor, signalAnchor, watchExit } from './posix-reap.js';
 import { takeWarm } from './warm.js';
 
 /**
@@ -84,6 +85,9 @@ export class PosixAnchorChannel extends AnchorChannel {
   /** The v1 cgroups the anchor made for the tree's limits (LIMITDIR). */
   private readonly limitDirs: string[] = [];
   private quiescentSeen = false;
+  private readySeen = false;
+  /** The subreaper and process-group tiers: the tree's marker and session (MARKER), for the sweep if the anchor dies. */
+  private marker: TreeMarker | undefined;
   /** Starts the next warm anchor (./warm.ts), once this one has launched the command. */
   private warmNext: (() => void) | undefined;
   /** When the host stops waiting on the anchor (grace + ANCHOR_WAIT_SLACK_MS), and its timer. */
@@ -145,7 +149,9 @@ export class PosixAnchorChannel extends AnchorChannel {
       this.leased = true;
       this.send(encodeCommand({ type: 'lease', ms: lease.ms, token: lease.token }));
     }
-    watchExit(started.pid, (code, signal) => this.anchorExited(code, signal));
+    // Held unreaped once it exits until its exit is reported (close()): the
+    // session and group ids it leads stay the tree's for the sweep (./lost.ts).
+    watchExit(started.pid, (code, signal) => this.anchorExited(code, signal), true);
     // The host waits for the anchor's READY (spawn's `started`): the command
     // may already run and stop it (kill -STOP $PPID) before it reports.
     keepContinuing(this);
@@ -178,6 +184,7 @@ export class PosixAnchorChannel extends AnchorChannel {
   protected override observe(event: AnchorEvent): void {
     switch (event.type) {
       case 'ready':
+        this.readySeen = true;
         if (event.cgroup !== undefined) this.cgroup = event.cgroup;
         this.launchSettled();
         break;
@@ -188,6 +195,9 @@ export class PosixAnchorChannel extends AnchorChannel {
         break;
       case 'quiescent':
         this.quiescentSeen = true;
+        break;
+      case 'marker':
+        this.marker = { token: event.token, session: event.session };
         break;
       case 'limitDir':
         this.limitDirs.push(event.dir);
@@ -210,17 +220,34 @@ export class PosixAnchorChannel extends AnchorChannel {
     this.child.stdin?.destroy();
   }
 
-  /** The cgroup tier, the anchor gone before its tree was quiescent: the host ends the tree through its cgroup. */
+  /**
+   * The anchor gone before its tree was quiescent: the host ends the tree
+   * through its cgroup (the cgroup tier), else by its marker and session
+   * (./lost.ts), and says what it did (AnchorHandlers.anchorLost).
+   */
   protected override cleanupAfterExit(): Promise<void> | undefined {
-    if (this.cgroup === undefined || this.quiescentSeen) return undefined;
-    // Emptied with the tree's cgroup (every member is in both): then removed too.
-    const dirs = this.limitDirs;
-    return endCgroup(this.cgroup).then(() => removeLimitDirs(dirs));
+    if (this.quiescentSeen) return undefined;
+    if (this.cgroup !== undefined) {
+      // Emptied with the tree's cgroup (every member is in both): then removed too.
+      const dirs = this.limitDirs;
+      const started = Date.now();
+      return endCgroup(this.cgroup).then(() => {
+        removeLimitDirs(dirs);
+        this.on.anchorLost?.({ by: 'cgroup', swept: [], unreached: [], ms: Date.now() - started });
+      });
+    }
+    if (!this.readySeen) return undefined; // nothing ran
+    return new Promise((resolve) => {
+      this.on.anchorLost?.(sweepLostTree(this.marker));
+      resolve();
+    });
   }
 
   protected override close(): void {
     this.stopWaiting();
     super.close();
+    // Its exit is reported: the host lets the anchor's zombie go.
+    releaseAnchor(this.child.pid);
   }
 
   /**

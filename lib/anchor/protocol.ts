@@ -7,6 +7,8 @@
 //
 // anchor -> host (one line each, '\n'-terminated):
 //   GROUP <pgid>                                  the process-group tier: the tree's group (before READY)
+//   MARKER <token> <session|0>                    the subreaper and process-group tiers (before READY): the tree's
+//                                                 marker and the session its anchor leads, for the host's sweep if the anchor dies
 //   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]
 //   NOCONTAIN <errno> <what>   EXECFAIL <errno>   NOCWD <errno>     (nothing ran; NOCONTAIN's what 'setuid': uid/gid)
 //   EXIT <code|-1> <signal|0>                     the root exited (and was reaped)
@@ -41,6 +43,8 @@ export const STUCK_REPORT_MS = 5000;
 export type AnchorEvent =
   /** The process-group tier: the tree's process group (sent before READY). */
   | { type: 'group'; pgid: number }
+  /** The subreaper and process-group tiers: the tree's marker token (CORDON_TREE) and the session its anchor leads (0: none). */
+  | { type: 'marker'; token: string; session: number }
   /** The command runs, contained: its pid, the tier in force, whether members are signalled through pidfds; the cgroup tier names its cgroup. */
   | { type: 'ready'; pid: number; tier: string; pidfd: boolean; cgroup?: string }
   /** Containment could not be established; nothing ran. */
@@ -115,6 +119,9 @@ export function parseLine(line: string): ParsedLine {
     switch (verb) {
       case 'GROUP':
         return { type: 'group', pgid: int(words, 0, 'pgid') };
+      case 'MARKER':
+        if (!/^\d+\.\d+\.[0-9a-f]{32}$/.test(words[0] ?? '')) throw new Malformed('the token is not <pid>.<start>.<32 hex>');
+        return { type: 'marker', token: words[0]!, session: int(words, 1, 'session') };
       case 'READY': {
         const event: AnchorEvent = { type: 'ready', pid: int(words, 0, 'pid'), tier: words[1] ?? '', pidfd: words[2] === '1' };
         if (words.length > 3) event.cgroup = words.slice(3).join(' ');

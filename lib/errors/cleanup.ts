@@ -1,6 +1,6 @@
 // Cleanup failures (stage 'cleanup'): the tree may not be gone, so none of
 // these is ever success.
-import { CordonError } from './error.js';
+import { CordonError, type AnchorLostSweep } from './error.js';
 
 /**
  * The anchor's STUCK: members survived SIGKILL for the anchor's stuck delay
@@ -27,11 +27,26 @@ export function anchorUnresponsive(anchorPid: number | undefined, waitedMs: numb
   );
 }
 
-/** The anchor ended before it reported quiescence. */
-export function anchorLost(code: number | null, signal: NodeJS.Signals | null, error?: Error): CordonError {
+/**
+ * The anchor ended before it reported quiescence; `sweep`: what the host then
+ * ended of the tree by the means it still had (lib/anchor/lost.ts).
+ */
+export function anchorLost(code: number | null, signal: NodeJS.Signals | null, error?: Error, sweep?: AnchorLostSweep): CordonError {
   const how = error ? error.message : signal ? `signal ${signal}` : `code ${code}`;
-  return new CordonError(
-    `The anchor of this tree ended unexpectedly (${how}) before the tree was quiescent; its members may still run.`,
-    { code: 'ERR_CORDON_ANCHOR_LOST', cause: error, stage: 'cleanup' },
-  );
+  let after = 'its members may still run.';
+  if (sweep?.by === 'cgroup') after = 'the host killed what was left through its cgroup (cgroup.kill).';
+  else if (sweep?.by === 'marker') {
+    const swept = sweep.swept.length > 0 ? `killed ${sweep.swept.length} member(s) (pids ${sweep.swept.join(', ')})` : 'found no member left';
+    const unreached = sweep.unreached.length > 0 ? `; could not end pids ${sweep.unreached.join(', ')}` : '';
+    after =
+      `the host swept what it could still tell is the tree's (its marker, and its session in the process-group tier) and ${swept}${unreached}. ` +
+      'A member that left the session and scrubbed the marker from its environment (env -i) cannot be told and may still run.';
+  }
+  const err = new CordonError(`The anchor of this tree ended unexpectedly (${how}) before the tree was quiescent; ${after}`, {
+    code: 'ERR_CORDON_ANCHOR_LOST',
+    cause: error,
+    stage: 'cleanup',
+  });
+  if (sweep) err.anchorLost = sweep;
+  return err;
 }

@@ -64,6 +64,23 @@ export interface CordonErrorOptions {
   stage?: 'input' | 'launch' | 'run' | 'cleanup';
 }
 
+/** What the host did about a tree whose anchor died before it was quiescent (`CordonError.anchorLost`, with ERR_CORDON_ANCHOR_LOST; lib/anchor/lost.ts). */
+export interface AnchorLostSweep {
+  /**
+   * How the host found the tree: `'cgroup'` (cgroup.kill of the tree's
+   * cgroup: every member, none named), `'marker'` (a sweep of the user's
+   * processes for the tree's marker and, in the process-group tier, its
+   * session), `'none'` (nothing to find it by: no marker, or no pidfds).
+   */
+  by: 'cgroup' | 'marker' | 'none';
+  /** The members the host killed (SIGKILL through a pidfd), by pid. */
+  swept: number[];
+  /** Members found but not ended: the signal refused, or alive after it (uninterruptible sleep). */
+  unreached: number[];
+  /** How long the sweep took (ms). */
+  ms: number;
+}
+
 export class CordonError extends Error {
   readonly code: CordonErrorCode;
   readonly errno?: number;
@@ -74,6 +91,8 @@ export class CordonError extends Error {
   readonly isCordonError = true as const;
   /** Present on errors that carry a (possibly partial) result. */
   result?: unknown;
+  /** ERR_CORDON_ANCHOR_LOST: what the host swept of the tree after its anchor died (POSIX). */
+  anchorLost?: AnchorLostSweep;
   /** run() rejections: the message without the stderr lines (the command and the reason). */
   shortMessage?: string;
   /** run() rejections once the command was started: the file and its arguments joined by spaces, unquoted (as execa's). */

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,16 @@ struct NotMember {
 // process skipped (one of `found` too), by the parent's entry in the /proc
 // directory `dir` now; `found` keeps the others.
 void skip_if_outside(int dir, std::vector<NotMember>& found);
+
+}  // namespace internal
+
+// `sig` to `pid` through a pidfd opened first, once `still_ours()` (called
+// with the pidfd held) said it is the process meant: race-free, never a
+// recycled pid. -ESRCH when it is gone or no longer that process; -ENOSYS
+// without pidfds (nothing is sent by pid). pinned_signal.cc
+int signal_if(int64_t pid, int sig, const std::function<bool()>& still_ours);
+
+namespace internal {
 
 inline int sys_pidfd_open(int64_t pid) {
   return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));

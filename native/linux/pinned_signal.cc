@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace cordon {
 
@@ -31,14 +32,14 @@ bool is_member(int64_t anchor, int64_t group, const Member& member) {
 
 namespace {
 
-// Sends sigs[0..n) to the member, pinned and verified once (see cordon.h);
-// returns what sending sigs[0] returned.
-int signal_pinned(int64_t anchor, int64_t group, const Member& member, const int* sigs, int n,
-                  bool use_pidfd) {
-  auto still_ours = [&]() { return is_member(anchor, group, member); };
+// Sends sigs[0..n) to `pid`, pinned first, then checked with `still_ours`;
+// returns what sending sigs[0] returned. Without pidfds, only with
+// `fallback_by_pid` (see below); else -ENOSYS.
+int signal_pinned_if(int64_t pid, const std::function<bool()>& still_ours, const int* sigs, int n, bool use_pidfd,
+                     bool fallback_by_pid) {
   int first = 0;
   if (use_pidfd) {
-    int fd = internal::sys_pidfd_open(member.pid);
+    int fd = internal::sys_pidfd_open(pid);
     if (fd < 0) return -errno;
     // The pidfd now pins one process. Verify it is the one we enumerated and
     // still ours; if it dies after this check, the signal fails with ESRCH
@@ -54,18 +55,30 @@ int signal_pinned(int64_t anchor, int64_t group, const Member& member, const int
     close(fd);
     return first;
   }
+  if (!fallback_by_pid) return -ENOSYS;
   // No pidfd: a direct unreaped child of the calling anchor is pinned (only we
   // reap it, and not concurrently). Anything else is verified then signalled;
   // capabilities() reports this fallback as not pid-reuse safe.
   if (!still_ours()) return -ESRCH;
   for (int i = 0; i < n; i++) {
-    int rc = kill(static_cast<pid_t>(member.pid), sigs[i]);
+    int rc = kill(static_cast<pid_t>(pid), sigs[i]);
     if (i == 0) first = rc == 0 ? 0 : -errno;
   }
   return first;
 }
 
+// Sends sigs[0..n) to the member, pinned and verified once (see cordon.h).
+int signal_pinned(int64_t anchor, int64_t group, const Member& member, const int* sigs, int n,
+                  bool use_pidfd) {
+  return signal_pinned_if(
+      member.pid, [&]() { return is_member(anchor, group, member); }, sigs, n, use_pidfd, true);
+}
+
 }  // namespace
+
+int signal_if(int64_t pid, int sig, const std::function<bool()>& still_ours) {
+  return signal_pinned_if(pid, still_ours, &sig, 1, true, false);
+}
 
 int signal_member(int64_t anchor, int64_t group, const Member& member, int sig,
                   bool use_pidfd) {

@@ -208,6 +208,7 @@ class Anchor : public anchor::TierHost {
     if (relay_.active()) relay_.start();  // (takes fds 0 and 1 first)
     release_stdio();
     if (tier_->group() > 0) send(protocol::group(tier_->group()));
+    if (!tier_->marker().empty()) send(protocol::marker(tier_->marker(), tier_->session()));
     std::string limits = tier_->limits_report();
     if (limits.empty() && limits_.any()) limits = protocol::limits(0, 0, 0, "none");
     send(limits);

@@ -201,7 +201,22 @@ int signal_anchor(int64_t pid, int sig) {
   return 0;
 }
 
-int reap_anchor(int64_t pid, int& code, int& signal) {
+int reap_anchor(int64_t pid, int& code, int& signal, bool keep) {
+  if (keep) {
+    // Its exit, read without reaping it: it stays a zombie, its pid (and the
+    // session and group ids it leads) taken, until reap_anchor() without keep.
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int r;
+    do {
+      r = waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return -errno;
+    if (si.si_pid == 0) return 0;
+    code = si.si_code == CLD_EXITED ? si.si_status : -1;
+    signal = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED ? si.si_status : 0;
+    return 1;
+  }
   int status = 0;
   pid_t r;
   do {

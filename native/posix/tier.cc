@@ -11,7 +11,7 @@ namespace cordon {
 namespace anchor {
 
 // Each in its own file.
-std::unique_ptr<Tier> make_subreaper_tier(TierHost& host);
+std::unique_ptr<Tier> make_subreaper_tier(TierHost& host, bool marked);
 std::unique_ptr<Tier> make_cgroup_tier(TierHost& host, std::unique_ptr<Tier> subreaper);
 std::unique_ptr<Tier> make_process_group_tier(TierHost& host);
 
@@ -29,8 +29,8 @@ struct TierRow {
 
 // The cgroup tier is the subreaper tier plus a cgroup of the tree's own.
 const TierRow kTiers[] = {
-    {"cgroup", [](TierHost& h) { return make_cgroup_tier(h, make_subreaper_tier(h)); }, "subreaper", true},
-    {"subreaper", make_subreaper_tier, "process-group", false},
+    {"cgroup", [](TierHost& h) { return make_cgroup_tier(h, make_subreaper_tier(h, false)); }, "subreaper", true},
+    {"subreaper", [](TierHost& h) { return make_subreaper_tier(h, true); }, "process-group", false},
     {"process-group", make_process_group_tier, nullptr, false},
 };
 

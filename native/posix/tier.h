@@ -84,6 +84,11 @@ class Tier {
   // The tree's process group (GROUP, and what list_tree and signal_member
   // take), or 0.
   virtual int64_t group() const { return 0; }
+  // The tree's marker token (CORDON_TREE), or empty where the tier gives the
+  // command none; and the session the anchor leads for the tree, or 0. Both
+  // go to the host (MARKER), which sweeps the tree by them if the anchor dies.
+  virtual std::string marker() const { return std::string(); }
+  virtual int64_t session() const { return 0; }
   // Whether the anchor leads the session the command runs in (--pty: then
   // the anchor takes the terminal, and the command does not setsid()).
   virtual bool anchor_leads_session() const { return false; }
@@ -190,6 +195,8 @@ class TierWrapper : public Tier {
   int contain(const char*& what) override { return inner_->contain(what); }
   void allow_fallback(bool allowed) override { inner_->allow_fallback(allowed); }
   int64_t group() const override { return inner_->group(); }
+  std::string marker() const override { return inner_->marker(); }
+  int64_t session() const override { return inner_->session(); }
   bool anchor_leads_session() const override { return inner_->anchor_leads_session(); }
   std::string cgroup_dir() const override { return inner_->cgroup_dir(); }
   std::string limits_report() const override { return inner_->limits_report(); }

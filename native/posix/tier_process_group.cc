@@ -153,6 +153,8 @@ class ProcessGroupTier : public Tier {
   }
 
   int64_t group() const override { return group_; }
+  std::string marker() const override { return marker_.token(); }
+  int64_t session() const override { return session_; }
 
   // With --pty the terminal is the anchor's (contain() made it a session
   // leader), so the command stays in the tree's group: a session leader could

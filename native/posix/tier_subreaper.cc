@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <utility>
 
 #include "tier.h"
+#include "tree_marker.h"
 
 namespace cordon {
 namespace anchor {
@@ -20,13 +22,24 @@ namespace {
 
 class SubreaperTier : public Tier {
  public:
-  using Tier::Tier;
+  SubreaperTier(TierHost& host, bool marked) : Tier(host), marked_(marked) {}
 
   const char* name() const override { return "subreaper"; }
 
+  // Asked for as itself (not inside the cgroup tier, which has its cgroup),
+  // the tier marks the tree as the process-group tier does (CORDON_TREE,
+  // tree_marker.h): the anchor itself never sweeps for it (every orphan is
+  // its child), but if the anchor dies, its orphans go to init, and the
+  // marker is how the host still finds them (MARKER, lib/anchor/lost.ts).
+  std::string marker() const override { return marker_.token(); }
+
   int contain(const char*& what) override {
     int rc = cordon::become_subreaper();
-    if (rc == 0) return 0;
+    if (rc == 0) {
+      uint64_t start = 0;
+      if (marked_ && !marker_.make(start)) trace("no tree marker: %s", strerror(errno));
+      return 0;
+    }
     trace("subreaper unavailable: %s", strerror(-rc));
     what = "subreaper";
     return rc;
@@ -43,6 +56,13 @@ class SubreaperTier : public Tier {
   // to the host's group in that short window), the child reads EOF and exits
   // without running anything.
   int before_fork() override {
+    // Into the anchor's own environment, which the command is exec'd with
+    // (the child may share the anchor's memory: nothing is set there). An
+    // outer tree's tokens stay first.
+    if (!marker_.token().empty()) {
+      marker_entry_ = marker_.entry(getenv(kMarkerName));
+      putenv(&marker_entry_[0]);
+    }
     if (pipe(barrier_) != 0) {
       int err = errno;
       barrier_[0] = barrier_[1] = -1;
@@ -198,6 +218,9 @@ class SubreaperTier : public Tier {
   static constexpr int kLastCallMs = 100;
   static constexpr int64_t kStuckReportMs = protocol::kStuckReportMs;
 
+  bool marked_;
+  TreeMarker marker_;         // empty unless marked_
+  std::string marker_entry_;  // CORDON_TREE=..., put in the anchor's environment for the command
   int barrier_[2] = {-1, -1};
   int child_barrier_[2] = {-1, -1};  // the child's copy: see child_before_exec()
   bool full_walk_ = false;  // no children files: list_tree
@@ -214,7 +237,9 @@ class SubreaperTier : public Tier {
 
 }  // namespace
 
-std::unique_ptr<Tier> make_subreaper_tier(TierHost& host) { return std::make_unique<SubreaperTier>(host); }
+std::unique_ptr<Tier> make_subreaper_tier(TierHost& host, bool marked) {
+  return std::make_unique<SubreaperTier>(host, marked);
+}
 
 }  // namespace anchor
 }  // namespace cordon

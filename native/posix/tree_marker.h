@@ -40,6 +40,9 @@ class TreeMarker {
   std::string entry(const char* outer) const;
 
   const std::string& token() const { return token_; }
+  // Takes a token made elsewhere (the host's sweep of a tree whose anchor
+  // died: the anchor sent it, MARKER).
+  void take(const std::string& token) { token_ = token; }
 
  private:
   std::string token_;
