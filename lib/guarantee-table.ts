@@ -13,6 +13,7 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['waitDelay', 'C4 bounded output drain (waitDelay)'],
   ['survivesHostSigkill', 'C8 tree ends when the host is SIGKILLed'],
   ['survivesAnchorDeath', 'tree ends when its anchor is killed'],
+  ['anchorLossSwept', "when its anchor is killed, the host kills what it can still identify as the tree's (ERR_CORDON_ANCHOR_LOST says what)"],
   ['reapsOrphans', 'C9 orphans reaped by the anchor'],
   ['limits', 'memory / process / CPU limits (cgroup: where controllers are delegated, v2, or v1 is writable; Job Object: set with best-effort only, enforcement not observed)'],
   ['terminal', 'contained terminal (pty option): every guarantee above with the command on a pseudo-terminal'],
