@@ -23,7 +23,7 @@ import { beforeAll, describe, expect, onTestFinished } from 'vitest';
 import { Registry, spawn, type ContainedProcess } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { fixtureProgram } from './helpers/compiled.js';
-import { hopperDir, hopperFile, size, taggedByWalks } from './helpers/hopper.js';
+import { hopperDir, hopperFile, size, taggedByWalks, taggedSeen } from './helpers/hopper.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
@@ -120,11 +120,12 @@ async function expectStopped(t: Tagged, file: string, after: string): Promise<vo
 
 /**
  * Ends where no promise of the host's resolves (the host is gone): waits,
- * bounded, until several walks in a row find nothing tagged, then checks
- * the heartbeat as above.
+ * bounded, until 20 walks that send no signal (taggedSeen) find nothing
+ * tagged (a check that stops and kills would do the anchor's work), then
+ * checks as above (the freeze check, and the heartbeat).
  */
 async function expectStoppedWithoutHost(t: Tagged, file: string, after: string, timeout: number): Promise<void> {
-  await waitFor(() => taggedByWalks(t, 5) === '(none)', { timeout, what: `nothing tagged to be left after ${after}`, watch: t.tag });
+  await waitFor(() => taggedSeen(t) === '(none)', { timeout, what: `nothing tagged to be left after ${after}`, watch: t.tag });
   await expectStopped(t, file, after);
 }
 
