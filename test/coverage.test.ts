@@ -14,7 +14,7 @@ import { fixtureProgram } from './helpers/compiled.js';
 import { capture } from './helpers/fixtures.js';
 import { daemonTitle, daemons } from './helpers/daemons.js';
 import { ensureDist, startCli } from './helpers/host.js';
-import { hopperDir, hopperFile, size, taggedByWalks } from './helpers/hopper.js';
+import { beatsAfter, hopperDir, hopperFile, silentFor, size, taggedByWalks } from './helpers/hopper.js';
 import { describeProcs, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing } from './helpers/requirements.js';
 import { caps, escapePromised, itWhere, tier } from './helpers/tier.js';
@@ -32,8 +32,9 @@ const noSetsidF = missing('setsid -f') ?? '';
 
 // A pid hopper: fork, the parent exits, the child goes on, hundreds of times
 // a second (test/fixtures/cordon-fixture.c's `hop`). One /proc walk
-// easily misses it; every 100 generations it appends a byte to a file, so a
-// live hopper is seen by the file growing, whatever a walk sees.
+// easily misses it; every generation appends a byte to a file (`--every 1`),
+// so a live hopper is seen by the file growing, whatever a walk sees; that it
+// is gone is the freeze check's word (helpers/procs.ts, killTagged).
 // Its own off switch, so that a regression cannot leave it burning the CPU
 // for the rest of the run (a tag walk cannot catch it, nor can a pid): every
 // generation ends when `<file>.stop` exists, and after LIFETIME_S seconds.
@@ -47,16 +48,15 @@ describe('C3: quiescence is exact', () => {
     const began = Date.now();
     for (let round = 1; round <= 5; round++) {
       const file = hopperFile(dir, `hop${round}`);
-      const proc = spawn(fixtureProgram(), ['hop', file, '--every', '100', '--lifetime', String(LIFETIME_S)], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
+      const proc = spawn(fixtureProgram(), ['hop', file, '--every', '1', '--lifetime', String(LIFETIME_S)], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
       await within(proc.started, 10_000, 'the hopper to start', t.tag);
-      // A hop costs a few ms of a fork (about 4 ms on an idle 2-core machine);
-      // a loaded one can be ten times slower: 30 s for 200 hops.
-      await waitFor(() => size(file) >= 2, { timeout: watchdog(30_000), what: `round ${round}: the hopper to hop 200 times`, watch: t.tag });
+      // Every generation beats (`--every 1`): 200 generations, waited for
+      // (helpers/hopper.ts, beatsAfter: 30 s at the most on a loaded machine).
+      await beatsAfter(file, 0, 200, `round ${round}`, t);
       await within(proc.terminate({ grace: 1000 }), 15_000, `round ${round}: terminate() to resolve`, t.tag);
-      const at = size(file);
-      await sleep(300);
-      expect(size(file), `round ${round}: the hopper still hops after terminate() resolved`).toBe(at);
+      // The freeze check first (it cannot be dodged), then the heartbeat as its corollary.
       expect(taggedByWalks(t), `round ${round}: tagged processes after terminate() resolved`).toBe('(none)');
+      expect(await silentFor(file, 400), `round ${round}: the hopper still hops after terminate() resolved`).toBe(true);
       const result = await within(proc.result, 10_000, `round ${round}: the result`, t.tag);
       expect(result.coverage).toBe(complete ? 'complete' : 'partial');
     }
@@ -64,6 +64,30 @@ describe('C3: quiescence is exact', () => {
     expect(Date.now() - began, 'the rounds outlasted the hoppers\' own lifetime: they prove nothing').toBeLessThan(LIFETIME_S * 1000);
     // Each round may wait 30 s for its hops and 15 s for terminate() on a loaded machine.
   }, watchdog(240_000));
+});
+
+// The forced stop's part of C3: a hopper that ignores every polite signal
+// (SIGTERM, SIGHUP, SIGINT) and beats every generation, stopped with a short
+// grace or by kill(). Right after the call resolves, with no grace for the
+// test, the freeze check (helpers/procs.ts, killTagged) finds nothing tagged.
+describe('C3: the forced stop ends a hopper that ignores the polite signals', () => {
+  for (const how of ['terminate()', 'kill()'] as const) {
+    itWhere(noCc === '', `by ${how}${how === 'terminate()' ? ' with a 300 ms grace' : ''}: it resolves only once nothing tagged is alive (3 rounds)`, noCc, async () => {
+      const t = useTag();
+      const dir = hopperDir('cordon-coverage-');
+      for (let round = 1; round <= 3; round++) {
+        const file = hopperFile(dir, `hop${round}`);
+        const proc = spawn(fixtureProgram(), ['hop', file, '--ignore-polite', '--every', '1', '--lifetime', String(LIFETIME_S)], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
+        proc.result.catch(() => undefined);
+        await within(proc.started, 10_000, 'the hopper to start', t.tag);
+        const before = await beatsAfter(file, 0, 100, `round ${round}`, t);
+        const stopped = how === 'terminate()' ? proc.terminate({ grace: 300 }) : proc.kill();
+        await within(stopped, 15_000, `round ${round}: ${how} to resolve`, t.tag);
+        expect(taggedByWalks(t), `round ${round}: tagged processes alive when ${how} resolved (heartbeat at ${before} before it)`).toBe('(none)');
+        expect(await silentFor(file, 400), `round ${round}: the heartbeat still grows after ${how} resolved`).toBe(true);
+      }
+    }, watchdog(150_000));
+  }
 });
 
 describe('C11: what a tier cannot see is not reported as clean', () => {

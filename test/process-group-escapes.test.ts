@@ -23,7 +23,7 @@ import { beforeAll, describe, expect, onTestFinished } from 'vitest';
 import { Registry, spawn, type ContainedProcess } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { fixtureProgram } from './helpers/compiled.js';
-import { hopperDir, hopperFile, size, taggedByWalks } from './helpers/hopper.js';
+import { beatsAfter, hopperDir, hopperFile, silentFor, size, taggedByWalks, taggedSeen } from './helpers/hopper.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
@@ -120,11 +120,12 @@ async function expectStopped(t: Tagged, file: string, after: string): Promise<vo
 
 /**
  * Ends where no promise of the host's resolves (the host is gone): waits,
- * bounded, until several walks in a row find nothing tagged, then checks
- * the heartbeat as above.
+ * bounded, until 20 walks that send no signal (taggedSeen) find nothing
+ * tagged (a check that stops and kills would do the anchor's work), then
+ * checks as above (the freeze check, and the heartbeat).
  */
 async function expectStoppedWithoutHost(t: Tagged, file: string, after: string, timeout: number): Promise<void> {
-  await waitFor(() => taggedByWalks(t, 5) === '(none)', { timeout, what: `nothing tagged to be left after ${after}`, watch: t.tag });
+  await waitFor(() => taggedSeen(t) === '(none)', { timeout, what: `nothing tagged to be left after ${after}`, watch: t.tag });
   await expectStopped(t, file, after);
 }
 
@@ -140,6 +141,45 @@ async function hopping(t: Tagged, file: string): Promise<void> {
   // A hop is a fork and a 2 ms sleep; a loaded 2-core machine can be ten times slower: 30 s for 30 hops.
   await waitFor(() => size(file) >= 3, { timeout: watchdog(30_000), what: 'the hopper to hop 30 times', watch: t.tag });
 }
+
+/**
+ * The forced stop's own proof: a setsid hopper that ignores every polite
+ * signal (SIGTERM, SIGHUP, SIGINT: `--ignore-polite`) and beats every
+ * generation (`--every 1`), so the grace ends nothing and only the forced
+ * stop (in the process-group tier: freeze the members outside the group,
+ * then kill them) can. Right after terminate() or kill() resolves, with no
+ * grace for the test, the freeze check (taggedByWalks: killTagged) must find
+ * nothing tagged alive.
+ */
+async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promise<void> {
+  const t = useTag();
+  const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
+  // No pause between generations: it forks as fast as the machine lets it,
+  // faster than a walk of every process (with the bystanders) reads them.
+  const proc: ContainedProcess = spawn(fixtureProgram(), ['hop', file, '--setsid', '--ignore-polite', '--every', '1'], {
+    env: t.env,
+    leftovers: 'keep',
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  proc.result.catch(() => undefined);
+  await within(proc.started, watchdog(10_000), 'the hopper to start', t.tag);
+  if (!caps.guarantees.stopCostIsTheTree) await bystanders();
+  const before = await beatsAfter(file, 0, 30, `round ${round}`, t);
+  // A short grace (the hopper ignores the polite signal): the forced stop does the work.
+  const stopped = how === 'terminate()' ? proc.terminate({ grace: 300 }) : proc.kill();
+  // The bound: the grace, then the forced stop's freeze rounds (1 s each at the most) on a loaded machine.
+  await within(stopped, watchdog(15_000), `round ${round}: ${how} to resolve`, t.tag);
+  expect(taggedByWalks(t), `round ${round}: tagged processes alive when ${how} resolved (heartbeat at ${before} before it)`).toBe('(none)');
+  expect(await silentFor(file, 400), `round ${round}: the heartbeat still grows after ${how} resolved`).toBe(true);
+}
+
+describe('C2/C3: the forced stop ends a setsid hopper that ignores the polite signals', () => {
+  for (const how of ['terminate()', 'kill()'] as const) {
+    itWhere(hopperWhy === '', `by ${how}${how === 'terminate()' ? ' with a 300 ms grace' : ''}: nothing tagged is alive when it resolves (3 rounds)`, hopperWhy, async () => {
+      for (let round = 1; round <= 3; round++) await forcedRound(how, round);
+    }, watchdog(150_000));
+  }
+});
 
 describe('C2/C3: a setsid hopper is stopped', () => {
   for (const how of ['terminate()', 'kill()', 'an AbortSignal'] as const) {

@@ -64,7 +64,9 @@ export default function setup() {
   process.env[REQUIREMENTS_VAR] = g[PROBED];
   const before = treeCgroups();
   return async () => {
-    // Stop-then-kill until five walks in a row are empty (a hopper cannot dodge it).
+    // killTagged (procs.ts): SIGSTOP as each walk reads, until 10 walks in a row
+    // find nothing tagged running unstopped; SIGKILL all; walks until 5 in a row
+    // find nothing alive (a hopper a walk missed sends it back to the freeze).
     const left = killTagged();
     if (left.length > 0) {
       failRun(`the test run left processes behind (now SIGKILLed):\n${describeProcs(left)}`);
