@@ -156,6 +156,7 @@ describe('the process observers', () => {
         zombie: o.stat(zombie),
         hasTag: [o.hasTag(rootPid, t.tag), o.hasTag(grandchild, t.tag), o.hasTag(longer.pid!, t.tag), o.hasTag(elsewhere.pid!, t.tag)],
         cmdline: o.cmdline(rootPid),
+        environ: o.environ(rootPid),
         starts: members.map((pid) => o.stat(pid)!.start),
         startsAgain: members.map((pid) => o.stat(pid)!.start),
         signals: o.signals(rootPid),
@@ -178,6 +179,7 @@ describe('the process observers', () => {
       expect(s.zombie?.ppid, why("the zombie's parent")).toBe(zparent);
       expect(s.tagged, why('a zombie is not a live tagged process')).not.toContain(zombie);
       expect(s.cmdline, why("the root's command line")).toBe(['sh', ...ROOT_ARGS].join(' '));
+      expect(s.environ, why("the root's environment: the tag, an entry of its own")).toContain(`${TAG_VAR}=${t.tag}`);
       expect(s.startsAgain, why('start identities do not move')).toEqual(s.starts);
       expect(s.signals, why("the root's signals")).toBeDefined();
       expect(s.signals!.ignored & (1n << 14n), why('SIGTERM ignored')).not.toBe(0n);
@@ -208,6 +210,7 @@ describe('the process observers', () => {
       if (st) expect(st.start, `${o.name}: pid ${v} is another process now`).not.toBe(vStarts[i]);
       else {
         expect(o.cmdline(v), `${o.name}: no command line for a dead pid`).toBe('');
+        expect(o.environ(v), `${o.name}: no environment for a dead pid`).toBeUndefined();
         expect(o.hasTag(v, t.tag), `${o.name}: no tag on a dead pid`).toBe(false);
         expect(o.signals(v), `${o.name}: no signals for a dead pid`).toBeUndefined();
       }

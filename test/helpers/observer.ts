@@ -50,6 +50,13 @@ export interface Observer {
   stat(pid: number): Stat | undefined;
   /** Its arguments joined by spaces ('' when gone). */
   cmdline(pid: number): string;
+  /**
+   * Its environment, one `NAME=value` a string, as far as this observer may
+   * read it ([] for an empty one or one withheld: another user's, or on macOS
+   * a platform binary's); undefined when gone. ps joins entries with blanks:
+   * a value with a blank before a `NAME=` in it is split there.
+   */
+  environ(pid: number): string[] | undefined;
   /** Every live process but this one (and the observer's own) whose environment matches, zombies left out. */
   tagged(match: TagMatch): ProcInfo[];
   /** The process's environment has TAG_VAR=`tag` (false when gone). */
@@ -109,10 +116,23 @@ function procCmdline(pid: number): string {
   }
 }
 
+function procEnviron(pid: number): string[] | undefined {
+  let env: string;
+  try {
+    env = readFileSync(`/proc/${pid}/environ`, 'utf8');
+  } catch (e) {
+    // Another user's: there, but not readable (as ps shows it: no environment).
+    return (e as NodeJS.ErrnoException).code === 'EACCES' ? [] : undefined;
+  }
+  const st = procStat(pid);
+  return !st || dead(st.state) ? undefined : env.split('\0').filter((e) => e !== '');
+}
+
 export const procObserver: Observer = {
   name: 'proc',
   stat: procStat,
   cmdline: procCmdline,
+  environ: procEnviron,
   tagged(match) {
     const out: ProcInfo[] = [];
     for (const pid of procPids()) {
@@ -243,10 +263,29 @@ function psCmdline(pid: number): string {
   return ps(['-p', String(pid), '-ww', '-o', 'args=']).out.replace(/\n$/, '').replace(/^\s+/, '');
 }
 
+/** A word that starts an environment entry: NAME= (ps shows the entries after the arguments, blank-separated). */
+const ENTRY_START = /\s+(?=[A-Za-z_][A-Za-z0-9_]*=)/;
+
+function psEnviron(pid: number): string[] | undefined {
+  // Two looks, with and without the environment: what follows the arguments
+  // is the environment. An exec between them changes the arguments: look again.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const columns = ['-p', String(pid), '-ww', '-o', `${STAT_COLUMNS},args=`];
+    const withEnv = parsePsLines(ps([...columns, WITH_ENV]).out).find((r) => r.pid === pid);
+    const bare = parsePsLines(ps(columns).out).find((r) => r.pid === pid);
+    if (!withEnv || !bare || dead(bare.stat.state)) return undefined;
+    if (bare.stat.start !== withEnv.stat.start || !withEnv.rest.startsWith(bare.rest)) continue;
+    const tail = withEnv.rest.slice(bare.rest.length).trim();
+    return tail === '' ? [] : tail.split(ENTRY_START);
+  }
+  throw new ObserverError(`the ps observer could not read the environment of pid ${pid}: its arguments kept changing between two looks`);
+}
+
 export const psObserver: Observer = {
   name: 'ps',
   stat: psStat,
   cmdline: psCmdline,
+  environ: psEnviron,
   tagged(match) {
     const pattern = tagPattern(match);
     const { out, self } = ps(['-A', '-ww', '-o', `${STAT_COLUMNS},args=`, WITH_ENV]);
