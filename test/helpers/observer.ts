@@ -63,6 +63,12 @@ export interface Observer {
   hasTag(pid: number, tag: string): boolean;
   /** Every process with its stat. */
   list(): Array<{ pid: number } & Stat>;
+  /**
+   * Its CPU time, user and system, in seconds; undefined when gone. /proc
+   * counts clock ticks (10 ms); ps shows `time`: hundredths on macOS, whole
+   * seconds from procps.
+   */
+  cpuSeconds(pid: number): number | undefined;
   /** Its ignored and caught signals as bit masks (bit n-1 is signal n); undefined when gone. */
   signals(pid: number): { ignored: bigint; caught: bigint } | undefined;
   /** Its open descriptors, fd -> what /proc links it to. Only /proc can answer. */
@@ -128,11 +134,43 @@ function procEnviron(pid: number): string[] | undefined {
   return !st || dead(st.state) ? undefined : env.split('\0').filter((e) => e !== '');
 }
 
+let clockTicks: number | undefined;
+
+/** USER_HZ, the unit of /proc's utime and stime (getconf CLK_TCK; 100 on every Linux cordon builds for). */
+function ticksPerSecond(): number {
+  if (clockTicks === undefined) {
+    const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8', timeout: 20_000 });
+    const n = Number(r.stdout?.trim());
+    clockTicks = r.status === 0 && Number.isInteger(n) && n > 0 ? n : 100;
+  }
+  return clockTicks;
+}
+
+function procCpuSeconds(pid: number): number | undefined {
+  let s: string;
+  try {
+    s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / ticksPerSecond();
+}
+
+/** ps's `time`, [[dd-]hh:]mm:ss[.cc] (procps: [dd-]hh:mm:ss), in seconds. */
+export function parsePsTime(text: string): number {
+  const m = /^\s*(?:(\d+)-)?((?:\d+:){1,2}\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (!m) throw new ObserverError(`the ps observer cannot read this CPU time of ps: ${JSON.stringify(text)}`);
+  const seconds = m[2]!.split(':').reduce((sum, part) => sum * 60 + Number(part), 0);
+  return Number(m[1] ?? 0) * 86_400 + seconds;
+}
+
 export const procObserver: Observer = {
   name: 'proc',
   stat: procStat,
   cmdline: procCmdline,
   environ: procEnviron,
+  cpuSeconds: procCpuSeconds,
   tagged(match) {
     const out: ProcInfo[] = [];
     for (const pid of procPids()) {
@@ -286,6 +324,11 @@ export const psObserver: Observer = {
   stat: psStat,
   cmdline: psCmdline,
   environ: psEnviron,
+  cpuSeconds(pid) {
+    const line = ps(['-p', String(pid), '-o', 'pid=,time=']).out;
+    const m = /^\s*(\d+)\s+(\S+)\s*$/m.exec(line);
+    return !m || Number(m[1]) !== pid ? undefined : parsePsTime(m[2]!);
+  },
   tagged(match) {
     const pattern = tagPattern(match);
     const { out, self } = ps(['-A', '-ww', '-o', `${STAT_COLUMNS},args=`, WITH_ENV]);
