@@ -69,8 +69,8 @@ export interface Observer {
    * seconds from procps.
    */
   cpuSeconds(pid: number): number | undefined;
-  /** Its ignored and caught signals as bit masks (bit n-1 is signal n); undefined when gone. */
-  signals(pid: number): { ignored: bigint; caught: bigint } | undefined;
+  /** Its ignored, caught and blocked signals as bit masks (bit n-1 is signal n); undefined when gone. */
+  signals(pid: number): { ignored: bigint; caught: bigint; blocked: bigint } | undefined;
   /** Its open descriptors, fd -> what /proc links it to. Only /proc can answer. */
   openFds(pid: number | 'self'): Map<number, string>;
 }
@@ -199,7 +199,11 @@ export const procObserver: Observer = {
     }
     const ign = /^SigIgn:\s*([0-9a-f]+)$/m.exec(status)?.[1];
     const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
-    return ign === undefined || cgt === undefined ? undefined : { ignored: BigInt(`0x${ign}`), caught: BigInt(`0x${cgt}`) };
+    // The process's own mask (a thread's is per thread: SigBlk of the main thread, as ps shows it).
+    const blk = /^SigBlk:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+    return ign === undefined || cgt === undefined || blk === undefined
+      ? undefined
+      : { ignored: BigInt(`0x${ign}`), caught: BigInt(`0x${cgt}`), blocked: BigInt(`0x${blk}`) };
   },
   openFds: procFds,
 };
@@ -353,10 +357,10 @@ export const psObserver: Observer = {
     return parsePsLines(ps(['-A', '-o', STAT_COLUMNS]).out).map((r) => ({ pid: r.pid, ...r.stat }));
   },
   signals(pid) {
-    const line = ps(['-p', String(pid), '-o', 'pid=,ignored=,caught=']).out;
-    const m = /^\s*(\d+)\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s*$/m.exec(line);
+    const line = ps(['-p', String(pid), '-o', 'pid=,ignored=,caught=,blocked=']).out;
+    const m = /^\s*(\d+)\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s*$/m.exec(line);
     if (!m || Number(m[1]) !== pid) return undefined;
-    return { ignored: BigInt(`0x${m[2]}`), caught: BigInt(`0x${m[3]}`) };
+    return { ignored: BigInt(`0x${m[2]}`), caught: BigInt(`0x${m[3]}`), blocked: BigInt(`0x${m[4]}`) };
   },
   openFds() {
     throw new ObserverError(
