@@ -9,9 +9,10 @@
 //   node scripts/check-portable-tests.mjs      exit 1 and the offending lines, if any
 //
 // The rule, line by line (whole-line comments are skipped): `/proc/` (or the
-// path '/proc' in quotes) and `runuser` are allowed only in test/helpers/
+// path '/proc' in quotes), `runuser`, `script -qc`, `flock`, `ss` (run as a
+// program) and `stat -c` are allowed only in test/helpers/
 // (the observer and the helpers, reviewed in docs/macos-suite.md) and in the
-// files listed here: LINUX_ONLY, whose uses prove Linux-only facts and sit
+// files listed here: LINUX_ONLY, whose uses need Linux (or its tools) and sit
 // behind a guard that skips them elsewhere with the reason in the title; and
 // REMAINING, not yet made portable (the table in docs/macos-suite.md says what
 // is left). A listed file that no longer uses either is an error too: the
@@ -36,6 +37,11 @@ export const LINUX_ONLY = {
   'test/host-death.test.ts': "which process holds the channel's socket (/proc/<pid>/fd links, ss)",
   'test/wait-delay.test.ts': "which process holds a pipe's other end (/proc/<pid>/fd links, ss)",
   'test/escapees.test.ts': "a threaded escapee: only on Linux do threads have pids a walk can probe (/proc/<pid>/task)",
+  'test/warm.test.ts': "warm anchors are Linux-only (cgroup and subreaper tiers): a waiting anchor's /proc/<pid>/cwd and start time",
+  'test/fixtures/host.mjs': "--leak-channel finds its sockets by /proc/self/fd links: only host-death's ss test asks for it, and the fixture refuses it off Linux",
+  'test/stdio.test.ts': "what a descriptor is linked to (/proc/<pid>/fd) and its flags (/proc/<pid>/fdinfo): those tests skip off Linux; the signal test is portable",
+  'test/control-channel.test.ts': "descriptor links (/proc/<pid>/fd: which socket a descriptor is) and socket buffers (/proc/sys/net/core, ss): skipped off Linux and under ps",
+  'test/leftovers.test.ts': "one test runs util-linux's script -qc and flock and coreutils' timeout, which macOS does not ship",
   'test/observer.test.ts': "the observers' own test: /proc against ps, where /proc exists",
   'test/other-users.test.ts': "acting as another user through util-linux's runuser (skipped where missing('runuser'))",
 };
@@ -43,14 +49,11 @@ export const LINUX_ONLY = {
 /** Files not yet portable: what remains is in docs/macos-suite.md. */
 export const REMAINING = {
   'test/credentials.test.ts': 'ids and groups from /proc/<pid>/status (ps -o ruid,uid,svuid,rgid,gid,svgid would do)',
-  'test/warm.test.ts': "a warm anchor's working directory (/proc/<pid>/cwd) and start time (its tests are Linux-only already: warm anchors are)",
   'test/process-group-escapes.test.ts': 'CORDON_TREE of a process from /proc/<pid>/environ, runuser (owned by another engineer: observer.environ would do)',
-  'test/fixtures/host.mjs': "the leaked channel: its own sockets from /proc/self/fd",
-  'test/control-channel.test.ts': "descriptor links (ls -l /proc/<pid>/fd inside the tree: an unguarded test), socket buffers (/proc/sys/net/core, guarded)",
-  'test/stdio.test.ts': "what a descriptor is linked to (/proc/<pid>/fd), fdinfo flags, /proc/self/status signal masks: unguarded",
 };
 
-const PATTERN = /\/proc\/|['"`]\/proc['"`]|\brunuser\b/;
+// /proc; util-linux's runuser, script -qc and flock; iproute2's ss; GNU stat -c.
+const PATTERN = /\/proc\/|['"`]\/proc['"`]|\brunuser\b|\bscript -qc\b|\bflock \S|['"`]ss['"`]|\bstat -c\b/;
 const COMMENT = /^\s*(\/\/|\*|\/\*|#)/;
 
 /** The files scanned: test/*.test.ts and test/fixtures/*. */
@@ -80,9 +83,9 @@ export function check(root = ROOT) {
   const listed = { ...LINUX_ONLY, ...REMAINING };
   for (const [file, hits] of Object.entries(uses)) {
     if (file in listed) continue;
-    for (const [line, text] of hits) problems.push(`${file}:${line}: uses what only Linux has (/proc or runuser): read through test/helpers/observer.ts, or list the file in scripts/check-portable-tests.mjs with its reason: ${text.trim().slice(0, 160)}`);
+    for (const [line, text] of hits) problems.push(`${file}:${line}: uses what only Linux has (/proc, runuser, script -qc, flock, ss, stat -c): read through test/helpers/observer.ts, or list the file in scripts/check-portable-tests.mjs with its reason: ${text.trim().slice(0, 160)}`);
   }
-  for (const file of Object.keys(listed)) if (!(file in uses)) problems.push(`${file}: listed in scripts/check-portable-tests.mjs but uses no /proc or runuser any more: drop it from the list (and update docs/macos-suite.md)`);
+  for (const file of Object.keys(listed)) if (!(file in uses)) problems.push(`${file}: listed in scripts/check-portable-tests.mjs but uses nothing Linux-only any more: drop it from the list (and update docs/macos-suite.md)`);
   // A Linux-only file has a guard at all: a platform check or a skip with its reason.
   for (const file of Object.keys(LINUX_ONLY)) {
     if (!(file in uses)) continue;

@@ -12,7 +12,7 @@ import { capture } from './helpers/fixtures.js';
 import { ensureDist, startHost } from './helpers/host.js';
 import { alive, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { collectResult, expectLeftover } from './helpers/trees.js';
-import { missing } from './helpers/requirements.js';
+import { missing, onlyWhere } from './helpers/requirements.js';
 import { observer } from './helpers/observer.js';
 import { itWhere } from './helpers/tier.js';
 import { promised, watchdog } from './helpers/time.js';
@@ -174,7 +174,9 @@ describe('leftovers policy (C5)', () => {
   // session of its own), timeout (in a process group of its own), flock.
   // Every one of the six is listed, named by what it ran, and gone. The root
   // exits once each inner command has written its pid (exec keeps it).
-  const twoWhy = missing('script') ?? '';
+  // (util-linux's script -qc, coreutils' timeout and util-linux's flock: macOS ships none of them as such.)
+  const gnuTools = onlyWhere(process.platform === 'linux', "needs util-linux's script -qc and flock and coreutils' timeout, which macOS does not ship");
+  const twoWhy = missing('script') ?? (gnuTools.skip ? gnuTools.note.replace(/^ \[skipped: (.*)\]$/, '$1') : '');
   itWhere(twoWhy === '', 'leftovers of two processes each (script -qc, timeout, flock): all six listed, named and gone', twoWhy, async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));

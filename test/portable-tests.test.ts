@@ -1,5 +1,6 @@
 // The suite stays runnable on macOS (docs/macos-suite.md): no test file or
-// fixture reads /proc or calls runuser unless scripts/check-portable-tests.mjs
+// fixture reads /proc or runs a Linux-only tool (runuser, script -qc, flock,
+// ss, stat -c) unless scripts/check-portable-tests.mjs
 // lists it, as Linux-only with its reason (and a guard in the file) or as not
 // yet portable; a listed file that no longer does is dropped from the list;
 // the setsid shim stays wired; every listed file is in the doc's table.
