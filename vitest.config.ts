@@ -13,7 +13,12 @@ const tierIndependent = ['test/build-backends.test.ts', 'test/resolve-windows.te
 // CORDON_TEST_SETSID_SHIM=1): the compiled fixture under that name, first on
 // the PATH every worker and every tree inherits (test/helpers/setsid-shim.ts).
 if (wantSetsidShim()) {
-  const dir = setsidShimDir();
+  let dir: string;
+  try {
+    dir = setsidShimDir();
+  } catch (e) {
+    throw new Error(`vitest: the suite's setsid (off Linux, util-linux's is missing) is built with cc, which failed: ${(e as Error).message} (macOS: xcode-select --install)`, { cause: e });
+  }
   process.env.PATH = `${dir}:${process.env.PATH ?? '/usr/bin:/bin'}`;
   console.warn(`vitest: setsid is the suite's own (${dir}/setsid -> test/fixtures/cordon-fixture.c)`);
 }
