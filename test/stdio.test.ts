@@ -17,14 +17,14 @@ import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { useTag, waitFor, within } from './helpers/procs.js';
 import { observer } from './helpers/observer.js';
-import { onlyWhere } from './helpers/requirements.js';
+import { itWhere } from './helpers/tier.js';
 import { tempDir } from './helpers/registry.js';
 
 /** The root prints `FD<n> <link target>` for each of its fds 0-2, then runs `rest`. */
 const SHOW_FDS = 'for n in 0 1 2; do echo "FD$n $(readlink /proc/$$/fd/$n)"; done';
 
-/** The tests that read descriptor links (/proc/<pid>/fd, fdinfo): Linux only. */
-const links = onlyWhere(process.platform === 'linux', 'reads descriptor links from /proc/<pid>/fd, which only Linux has');
+/** Why the tests that read descriptor links (/proc/<pid>/fd, fdinfo) cannot run here ('' on Linux, where they can). */
+const linksWhy = process.platform === 'linux' ? '' : 'reads descriptor links from /proc/<pid>/fd, which only Linux has';
 
 function fdsIn(text: string): Record<number, string> {
   const out: Record<number, string> = {};
@@ -41,7 +41,7 @@ async function runShown(options: SpawnOptions, tag: string, script = SHOW_FDS) {
 }
 
 describe('stdio reaches the command as asked', () => {
-  it.skipIf(links.skip)(`'pipe': stdin reaches the command, stdout and stderr come back, all three are pipes${links.note}`, async () => {
+  itWhere(linksWhy === '', "'pipe': stdin reaches the command, stdout and stderr come back, all three are pipes", linksWhy, async () => {
     const t = useTag();
     // (Printed on stderr, each echo redirected after its readlink ran.)
     const showOnStderr = 'for n in 0 1 2; do echo "FD$n $(readlink /proc/$$/fd/$n)" >&2; done';
@@ -58,7 +58,7 @@ describe('stdio reaches the command as asked', () => {
     expect(new Set([fds[0], fds[1], fds[2]]).size, 'three distinct pipes').toBe(3);
   });
 
-  it.skipIf(links.skip)(`'ignore' gives the command /dev/null${links.note}`, async () => {
+  itWhere(linksWhy === '', "'ignore' gives the command /dev/null", linksWhy, async () => {
     const t = useTag();
     const { result, out } = await runShown({ env: t.env, stdio: ['ignore', 'pipe', 'ignore'] }, t.tag);
     expect(result.exitCode).toBe(0);
@@ -67,7 +67,7 @@ describe('stdio reaches the command as asked', () => {
     expect(fds[2]).toBe('/dev/null');
   });
 
-  it.skipIf(links.skip)(`'inherit' gives the command the host's own descriptors${links.note}`, async () => {
+  itWhere(linksWhy === '', "'inherit' gives the command the host's own descriptors", linksWhy, async () => {
     const t = useTag();
     const { result, out } = await runShown({ env: t.env, stdio: ['inherit', 'pipe', 'inherit'] }, t.tag);
     expect(result.exitCode).toBe(0);
@@ -76,7 +76,7 @@ describe('stdio reaches the command as asked', () => {
     expect(fds[2]).toBe(readlinkSync('/proc/self/fd/2'));
   });
 
-  it.skipIf(links.skip)(`a descriptor number: the command writes into the host's file${links.note}`, async () => {
+  itWhere(linksWhy === '', "a descriptor number: the command writes into the host's file", linksWhy, async () => {
     const t = useTag();
     const file = join(tempDir('cordon-stdio-'), 'out.txt');
     const fd = openSync(file, 'w');
@@ -90,7 +90,7 @@ describe('stdio reaches the command as asked', () => {
     expect(readFileSync(file, 'utf8')).toBe('to-stderr\n');
   });
 
-  it.skipIf(links.skip)(`an opened file stream: the command writes into it${links.note}`, async () => {
+  itWhere(linksWhy === '', "an opened file stream: the command writes into it", linksWhy, async () => {
     const t = useTag();
     const file = join(tempDir('cordon-stdio-'), 'stream.txt');
     const stream = createWriteStream(file);
@@ -133,7 +133,7 @@ describe('stdio reaches the command as asked', () => {
     expect(outB).toBe('to-stdout\n');
   });
 
-  it.skipIf(links.skip)(`'inherit' of a stdout Node made non-blocking: the command still gets a blocking one${links.note}`, async () => {
+  itWhere(linksWhy === '', "'inherit' of a stdout Node made non-blocking: the command still gets a blocking one", linksWhy, async () => {
     const t = useTag();
     await ensureDist();
     // A host whose stdout is a pipe and who has written to it (Node then puts
