@@ -9,8 +9,10 @@
 # process (stat, command line, tags in the environment, signal dispositions)
 # is answered by `ps` with environments, the way the suite observes processes
 # on macOS, where there is no /proc. This proves the ps path of the helpers
-# here; the macOS ps (BSD, `-E`) itself is not run by this lane. Writes a
-# vitest JSON report to <report.json>.
+# here; the macOS ps (BSD, `-E`) itself is not run by this lane. setsid is
+# the suite's own too (CORDON_TEST_SETSID_SHIM=1: test/helpers/setsid-shim.ts),
+# as on macOS, where util-linux is missing. Writes a vitest JSON report to
+# <report.json>.
 set -euo pipefail
 exec </dev/null
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,5 +21,6 @@ REPORT=$(realpath -m "$REPORT")
 command -v ps >/dev/null || { echo "ps-observer: no ps on PATH (Debian: apt-get install procps)" >&2; exit 1; }
 echo "ps-observer: $(ps --version 2>/dev/null || echo 'ps (version unknown)')"
 export CORDON_TEST_OBSERVER=ps
+export CORDON_TEST_SETSID_SHIM=1
 exec npx vitest run --project process-group --project tier-independent \
   --reporter=default --reporter=json --outputFile="$REPORT"

@@ -33,6 +33,7 @@ import { TAG_VAR } from './helpers/observer.js';
 import { tempDir } from './helpers/registry.js';
 import { promised, watchdog } from './helpers/time.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
+import { onlyWhere } from './helpers/requirements.js';
 import { collect, outcome, waitPidsGone } from './helpers/trees.js';
 
 // Background sleeps, a setsid'd one, a double-forked one, one that scrubbed
@@ -133,7 +134,7 @@ describe(`the anchor killed, ${tier} tier`, () => {
 // stderr and on every other descriptor it holds (a leaked control channel
 // would take them), then kills its anchor (its parent) and exits 0.
 const FORGER = [
-  'for fd in $(ls /proc/self/fd); do [ "$fd" -gt 2 ] && { printf "EXIT 0 0\\nQUIET\\nLEFTEND\\n" >&$fd; } 2>/dev/null; done',
+  'for fd in $(ls /dev/fd); do [ "$fd" -gt 2 ] && { printf "EXIT 0 0\\nQUIET\\nLEFTEND\\n" >&$fd; } 2>/dev/null; done',
   'printf "EXIT 0 0\\nQUIET\\nLEFTEND\\n"; printf "EXIT 0 0\\nQUIET\\n" >&2',
   'echo "exited with code 0: cleanup complete"',
   'kill -KILL $PPID; exit 0',
@@ -167,7 +168,8 @@ describe(`a cleanup failure is not laundered (C6), ${tier} tier`, () => {
   });
 });
 
-describe.runIf(process.platform === 'linux')(`the tree's cgroup, ${tier} tier`, () => {
+const cgroups = onlyWhere(process.platform === 'linux', 'cgroups are Linux-only (/proc/self/cgroup)');
+describe.skipIf(cgroups.skip)(`the tree's cgroup, ${tier} tier${cgroups.note}`, () => {
   it(tier === 'cgroup' ? 'the command is born in a cgroup of its own, removed with the tree' : 'no cgroup is made: the command stays in the host\'s', async () => {
     const t = useTag();
     // The root's first command reads its own cgroup: where it was born.

@@ -1,13 +1,16 @@
 // The command's environment (issue #16, as execa): `env` is laid over the
 // host's environment unless `extendEnv: false`; `preferLocal` puts the
 // `node_modules/.bin` of cwd (or `localDir`) and its parents first on PATH.
-// Observed from outside: the environment each member really has, read from
-// /proc/<pid>/environ, and which executable really ran.
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// Observed from outside: the environment each member really has, read through
+// the observer (/proc/<pid>/environ, or ps with environments), and which
+// executable really ran.
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
+import { fixtureProgram } from './helpers/compiled.js';
+import { observer } from './helpers/observer.js';
 import { TAG_VAR, useTag, waitGone, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
 import { caps, tier } from './helpers/tier.js';
@@ -16,7 +19,7 @@ import { watchdog } from './helpers/time.js';
 
 function readEnviron(pid: number): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+  for (const entry of observer.environ(pid) ?? []) {
     const eq = entry.indexOf('=');
     if (eq > 0) out[entry.slice(0, eq)] = entry.slice(eq + 1);
   }
@@ -33,18 +36,30 @@ function readEnviron(pid: number): Record<string, string> {
 async function environOf(pid: number): Promise<Record<string, string>> {
   let env: Record<string, string> = {};
   const readable = await pollUntil(() => TAG_VAR in (env = readEnviron(pid)), watchdog(5000), 10);
-  if (!readable) throw new Error(`/proc/${pid}/environ never showed ${TAG_VAR}: ${JSON.stringify(env)}`);
+  if (!readable) throw new Error(`the ${observer.name} observer never showed, in the environment of pid ${pid}, ${TAG_VAR}: ${JSON.stringify(env)}`);
   return env;
 }
 
+/**
+ * sleep, as a program whose environment the observer may read: on macOS not
+ * Apple's (a platform binary, whose environment ps is not shown) but the
+ * suite's compiled fixture's (test/helpers/compiled.ts: needs cc there).
+ */
+function sleepCommand(): string {
+  return process.platform === 'darwin' ? `'${fixtureProgram()}' sleep` : 'sleep';
+}
+
 /** A root with a child, both holding their environment (exec sleep), printing their pids. */
-const TREE = ['-c', 'sleep 300 & echo "PID child $!"; echo "PID root $$"; exec sleep 300'];
+function tree(): string[] {
+  const sleep = sleepCommand();
+  return ['-c', `${sleep} 300 & echo "PID child $!"; echo "PID root $$"; exec ${sleep} 300`];
+}
 
 describe('env extends process.env by default', () => {
   it('env: { only the tag, FOO } keeps PATH and HOME, and the tag reaches every member', async () => {
     const t = useTag();
     expect(process.env.PATH, 'the host has a PATH').toBeTruthy();
-    const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, FOO: '1' }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const proc = spawn('sh', tree(), { env: { [TAG_VAR]: t.tag, FOO: '1' }, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     await out.until(/PID root \d+/);
     const pids = out.pids();
@@ -63,7 +78,7 @@ describe('env extends process.env by default', () => {
 
   it('a variable set to undefined is unset; a caller value replaces the host one', async () => {
     const t = useTag();
-    const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, HOME: undefined, PATH: '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const proc = spawn('sh', tree(), { env: { [TAG_VAR]: t.tag, HOME: undefined, PATH: '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     await out.until(/PID root \d+/);
     const env = await environOf(out.pids().root!);
@@ -75,7 +90,7 @@ describe('env extends process.env by default', () => {
 
   it('extendEnv: false: env is the whole environment (no PATH, no HOME)', async () => {
     const t = useTag();
-    const proc = spawn('sh', TREE, { env: { [TAG_VAR]: t.tag, FOO: 'only' }, extendEnv: false, stdio: ['ignore', 'pipe', 'ignore'] });
+    const proc = spawn('sh', tree(), { env: { [TAG_VAR]: t.tag, FOO: 'only' }, extendEnv: false, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     await out.until(/PID root \d+/);
     const env = await environOf(out.pids().root!);
@@ -114,7 +129,7 @@ describe('preferLocal', () => {
     // The same name at two levels: the nearest one wins.
     for (const [dir, says] of [[join(root, 'node_modules', '.bin'), 'outer'], [join(root, 'pkg', 'node_modules', '.bin'), 'inner']] as const) {
       const tool = join(dir, 'cordon-local-tool');
-      writeFileSync(tool, `#!/bin/sh\necho "${says} $$"\nexec sleep 300\n`);
+      writeFileSync(tool, `#!/bin/sh\necho "${says} $$"\nexec ${sleepCommand()} 300\n`);
       chmodSync(tool, 0o755);
     }
     return { root, inner };

@@ -13,6 +13,10 @@ import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { useTag, waitGone, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
+import { onlyWhere } from './helpers/requirements.js';
+
+/** Two tests read descriptor links (/proc/<pid>/fd), which only Linux has. */
+const fdLinks = onlyWhere(process.platform === 'linux', 'reads descriptor links through /proc/<pid>/fd, which only Linux has');
 
 async function rejection(promise: Promise<unknown>, tag: string): Promise<CordonError> {
   const settled = await within(promise.then(() => undefined, (e: unknown) => e), 15_000, 'run() to settle', tag);
@@ -81,7 +85,7 @@ describe('run(): stripFinalNewline', () => {
 });
 
 describe('run(): stdin, stdout, stderr, stdio', () => {
-  it("stdout 'ignore' or a file's descriptor reaches the command's fd 1; the field is undefined, as execa's", async () => {
+  it.skipIf(fdLinks.skip)(`stdout 'ignore' or a file's descriptor reaches the command's fd 1; the field is undefined, as execa's${fdLinks.note}`, async () => {
     const t = useTag();
     const dir = tempDir('cordon-execa-');
     const file = join(dir, 'out.txt');
@@ -141,7 +145,7 @@ describe('run(): input as a stream, inputFile', () => {
     await waitGone(t, 5_000);
   });
 
-  it('inputFile is read into stdin; the host keeps no descriptor of it after', async () => {
+  it.skipIf(fdLinks.skip)(`inputFile is read into stdin; the host keeps no descriptor of it after${fdLinks.note}`, async () => {
     const t = useTag();
     const dir = tempDir('cordon-execa-');
     const file = join(dir, 'in.txt');

@@ -19,6 +19,7 @@ import { ensureDist, readReport } from './helpers/host.js';
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
 import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { missing, onlyWhere } from './helpers/requirements.js';
+import { observer } from './helpers/observer.js';
 import { tempDir } from './helpers/registry.js';
 import { itWhere, tier } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
@@ -79,11 +80,11 @@ function getconf(name: string): number {
 }
 const noGetconf = missing('getconf') ?? '';
 
-/** utime + stime of a process, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
-function cpuTicks(pid: number): number {
-  const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]);
+/** User + system CPU time of a live process, in seconds, as the observer reads it (/proc: clock ticks; ps: its `time`). */
+function cpuSeconds(pid: number): number {
+  const s = observer.cpuSeconds(pid);
+  if (s === undefined) throw new Error(`pid ${pid} is gone: no CPU time to read`);
+  return s;
 }
 
 describe(`durations, ${tier} tier`, () => {
@@ -198,10 +199,9 @@ describe.skipIf(posixAnchor.skip)(`the anchor's input, ${tier} tier${posixAnchor
 
   itWhere(noGetconf === '', 'a 16 MiB control line without a newline costs little CPU, and the TERM after it is obeyed', noGetconf, async () => {
     const t = useTag();
-    const clockTicks = getconf('CLK_TCK');
     const { proc, file } = await startSlowTrap(t, { grace: 20_000 });
     const anchor = proc.anchorPid!;
-    const before = cpuTicks(anchor);
+    const before = cpuSeconds(anchor);
     // A KILL buried in an over-long line must not be obeyed either.
     const junk = Buffer.alloc(16 * 1024 * 1024, 'x');
     junk.write('KILL', 0);
@@ -209,7 +209,7 @@ describe.skipIf(posixAnchor.skip)(`the anchor's input, ${tier} tier${posixAnchor
     // The trap starting means the anchor has read everything up to the TERM;
     // it lives on while the trap runs, so its CPU time can be read now.
     await waitFor(() => existsSync(file), { timeout: 30_000, what: 'the TERM after the long line to reach the trap', watch: t.tag });
-    const spent = (cpuTicks(anchor) - before) / clockTicks;
+    const spent = cpuSeconds(anchor) - before;
     await within(proc.result, 20_000, 'the tree to end through its TERM trap', t.tag);
     expect(readFileSync(file, 'utf8'), 'the TERM after the long line was obeyed, with its grace').toBe('done\n');
     // A regression detector, not a benchmark: reading 16 MiB in 64 KiB pieces

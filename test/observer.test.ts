@@ -14,6 +14,7 @@ import { capture } from './helpers/fixtures.js';
 import {
   ObserverError,
   parsePsLines,
+  parsePsTime,
   procObserver,
   psObserver,
   selectObserver,
@@ -67,6 +68,15 @@ describe('the process observers', () => {
     expect(selectObserver({ CORDON_TEST_OBSERVER: 'proc' }, 'linux').name).toBe('proc');
     expect(() => selectObserver({ CORDON_TEST_OBSERVER: 'proc' }, 'darwin')).toThrow(ObserverError);
     expect(() => selectObserver({ CORDON_TEST_OBSERVER: 'pss' }, 'linux')).toThrow(/must be proc or ps/);
+  });
+
+  it("ps's CPU time reads as seconds, from procps ([dd-]hh:mm:ss) and from BSD ps (mm:ss.cc); anything else is an error", () => {
+    expect(parsePsTime('00:00:01')).toBe(1);
+    expect(parsePsTime('2-01:00:03')).toBe(2 * 86_400 + 3603);
+    expect(parsePsTime('0:00.12')).toBeCloseTo(0.12);
+    expect(parsePsTime('  1:02:03.50')).toBeCloseTo(3723.5);
+    expect(() => parsePsTime('12')).toThrow(ObserverError);
+    expect(() => parsePsTime('-')).toThrow(ObserverError);
   });
 
   it('ps lines parse with arguments and environment after the columns, and a line that does not parse is an error', () => {
@@ -156,6 +166,8 @@ describe('the process observers', () => {
         zombie: o.stat(zombie),
         hasTag: [o.hasTag(rootPid, t.tag), o.hasTag(grandchild, t.tag), o.hasTag(longer.pid!, t.tag), o.hasTag(elsewhere.pid!, t.tag)],
         cmdline: o.cmdline(rootPid),
+        environ: o.environ(rootPid),
+        cpu: o.cpuSeconds(rootPid),
         starts: members.map((pid) => o.stat(pid)!.start),
         startsAgain: members.map((pid) => o.stat(pid)!.start),
         signals: o.signals(rootPid),
@@ -178,6 +190,8 @@ describe('the process observers', () => {
       expect(s.zombie?.ppid, why("the zombie's parent")).toBe(zparent);
       expect(s.tagged, why('a zombie is not a live tagged process')).not.toContain(zombie);
       expect(s.cmdline, why("the root's command line")).toBe(['sh', ...ROOT_ARGS].join(' '));
+      expect(s.environ, why("the root's environment: the tag, an entry of its own")).toContain(`${TAG_VAR}=${t.tag}`);
+      expect(s.cpu, why("the root's CPU time: a count of seconds")).toBeGreaterThanOrEqual(0);
       expect(s.startsAgain, why('start identities do not move')).toEqual(s.starts);
       expect(s.signals, why("the root's signals")).toBeDefined();
       expect(s.signals!.ignored & (1n << 14n), why('SIGTERM ignored')).not.toBe(0n);
@@ -208,6 +222,8 @@ describe('the process observers', () => {
       if (st) expect(st.start, `${o.name}: pid ${v} is another process now`).not.toBe(vStarts[i]);
       else {
         expect(o.cmdline(v), `${o.name}: no command line for a dead pid`).toBe('');
+        expect(o.environ(v), `${o.name}: no environment for a dead pid`).toBeUndefined();
+        expect(o.cpuSeconds(v), `${o.name}: no CPU time for a dead pid`).toBeUndefined();
         expect(o.hasTag(v, t.tag), `${o.name}: no tag on a dead pid`).toBe(false);
         expect(o.signals(v), `${o.name}: no signals for a dead pid`).toBeUndefined();
       }

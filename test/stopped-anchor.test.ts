@@ -40,11 +40,11 @@ function releaseAnchorAfter(pid: number, tag: string): void {
 }
 
 // The shell stops its parent only while that parent is still the anchor it
-// was started by (read from /proc): a dead anchor's pid is never signalled.
+// was started by (its parent, as ps reads it): a dead anchor's pid is never signalled.
 // `go` waits for the file $STOP_FILE, which the test creates once the anchor
 // has reported READY (spawn's `started`).
 const STOP_PARENT =
-  'a=$PPID; stop() { read -r s < /proc/$$/stat; set -- $s; [ "$4" = "$a" ] && kill -STOP "$a"; }; ' +
+  'a=$PPID; stop() { [ "$(ps -o ppid= -p $$ | tr -d " ")" = "$a" ] && kill -STOP "$a"; }; ' +
   'go() { while [ ! -e "$STOP_FILE" ]; do sleep 0.02; done; }';
 
 /** A tag whose environment names a fresh STOP_FILE, and the function that creates it. */

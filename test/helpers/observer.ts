@@ -50,14 +50,27 @@ export interface Observer {
   stat(pid: number): Stat | undefined;
   /** Its arguments joined by spaces ('' when gone). */
   cmdline(pid: number): string;
+  /**
+   * Its environment, one `NAME=value` a string, as far as this observer may
+   * read it ([] for an empty one or one withheld: another user's, or on macOS
+   * a platform binary's); undefined when gone. ps joins entries with blanks:
+   * a value with a blank before a `NAME=` in it is split there.
+   */
+  environ(pid: number): string[] | undefined;
   /** Every live process but this one (and the observer's own) whose environment matches, zombies left out. */
   tagged(match: TagMatch): ProcInfo[];
   /** The process's environment has TAG_VAR=`tag` (false when gone). */
   hasTag(pid: number, tag: string): boolean;
   /** Every process with its stat. */
   list(): Array<{ pid: number } & Stat>;
-  /** Its ignored and caught signals as bit masks (bit n-1 is signal n); undefined when gone. */
-  signals(pid: number): { ignored: bigint; caught: bigint } | undefined;
+  /**
+   * Its CPU time, user and system, in seconds; undefined when gone. /proc
+   * counts clock ticks (10 ms); ps shows `time`: hundredths on macOS, whole
+   * seconds from procps.
+   */
+  cpuSeconds(pid: number): number | undefined;
+  /** Its ignored, caught and blocked signals as bit masks (bit n-1 is signal n); undefined when gone. */
+  signals(pid: number): { ignored: bigint; caught: bigint; blocked: bigint } | undefined;
   /** Its open descriptors, fd -> what /proc links it to. Only /proc can answer. */
   openFds(pid: number | 'self'): Map<number, string>;
 }
@@ -109,10 +122,55 @@ function procCmdline(pid: number): string {
   }
 }
 
+function procEnviron(pid: number): string[] | undefined {
+  let env: string;
+  try {
+    env = readFileSync(`/proc/${pid}/environ`, 'utf8');
+  } catch (e) {
+    // Another user's: there, but not readable (as ps shows it: no environment).
+    return (e as NodeJS.ErrnoException).code === 'EACCES' ? [] : undefined;
+  }
+  const st = procStat(pid);
+  return !st || dead(st.state) ? undefined : env.split('\0').filter((e) => e !== '');
+}
+
+let clockTicks: number | undefined;
+
+/** USER_HZ, the unit of /proc's utime and stime (getconf CLK_TCK; 100 on every Linux cordon builds for). */
+function ticksPerSecond(): number {
+  if (clockTicks === undefined) {
+    const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8', timeout: 20_000 });
+    const n = Number(r.stdout?.trim());
+    clockTicks = r.status === 0 && Number.isInteger(n) && n > 0 ? n : 100;
+  }
+  return clockTicks;
+}
+
+function procCpuSeconds(pid: number): number | undefined {
+  let s: string;
+  try {
+    s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / ticksPerSecond();
+}
+
+/** ps's `time`, [[dd-]hh:]mm:ss[.cc] (procps: [dd-]hh:mm:ss), in seconds. */
+export function parsePsTime(text: string): number {
+  const m = /^\s*(?:(\d+)-)?((?:\d+:){1,2}\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (!m) throw new ObserverError(`the ps observer cannot read this CPU time of ps: ${JSON.stringify(text)}`);
+  const seconds = m[2]!.split(':').reduce((sum, part) => sum * 60 + Number(part), 0);
+  return Number(m[1] ?? 0) * 86_400 + seconds;
+}
+
 export const procObserver: Observer = {
   name: 'proc',
   stat: procStat,
   cmdline: procCmdline,
+  environ: procEnviron,
+  cpuSeconds: procCpuSeconds,
   tagged(match) {
     const out: ProcInfo[] = [];
     for (const pid of procPids()) {
@@ -141,7 +199,11 @@ export const procObserver: Observer = {
     }
     const ign = /^SigIgn:\s*([0-9a-f]+)$/m.exec(status)?.[1];
     const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
-    return ign === undefined || cgt === undefined ? undefined : { ignored: BigInt(`0x${ign}`), caught: BigInt(`0x${cgt}`) };
+    // The process's own mask (a thread's is per thread: SigBlk of the main thread, as ps shows it).
+    const blk = /^SigBlk:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+    return ign === undefined || cgt === undefined || blk === undefined
+      ? undefined
+      : { ignored: BigInt(`0x${ign}`), caught: BigInt(`0x${cgt}`), blocked: BigInt(`0x${blk}`) };
   },
   openFds: procFds,
 };
@@ -243,10 +305,34 @@ function psCmdline(pid: number): string {
   return ps(['-p', String(pid), '-ww', '-o', 'args=']).out.replace(/\n$/, '').replace(/^\s+/, '');
 }
 
+/** A word that starts an environment entry: NAME= (ps shows the entries after the arguments, blank-separated). */
+const ENTRY_START = /\s+(?=[A-Za-z_][A-Za-z0-9_]*=)/;
+
+function psEnviron(pid: number): string[] | undefined {
+  // Two looks, with and without the environment: what follows the arguments
+  // is the environment. An exec between them changes the arguments: look again.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const columns = ['-p', String(pid), '-ww', '-o', `${STAT_COLUMNS},args=`];
+    const withEnv = parsePsLines(ps([...columns, WITH_ENV]).out).find((r) => r.pid === pid);
+    const bare = parsePsLines(ps(columns).out).find((r) => r.pid === pid);
+    if (!withEnv || !bare || dead(bare.stat.state)) return undefined;
+    if (bare.stat.start !== withEnv.stat.start || !withEnv.rest.startsWith(bare.rest)) continue;
+    const tail = withEnv.rest.slice(bare.rest.length).trim();
+    return tail === '' ? [] : tail.split(ENTRY_START);
+  }
+  throw new ObserverError(`the ps observer could not read the environment of pid ${pid}: its arguments kept changing between two looks`);
+}
+
 export const psObserver: Observer = {
   name: 'ps',
   stat: psStat,
   cmdline: psCmdline,
+  environ: psEnviron,
+  cpuSeconds(pid) {
+    const line = ps(['-p', String(pid), '-o', 'pid=,time=']).out;
+    const m = /^\s*(\d+)\s+(\S+)\s*$/m.exec(line);
+    return !m || Number(m[1]) !== pid ? undefined : parsePsTime(m[2]!);
+  },
   tagged(match) {
     const pattern = tagPattern(match);
     const { out, self } = ps(['-A', '-ww', '-o', `${STAT_COLUMNS},args=`, WITH_ENV]);
@@ -271,10 +357,10 @@ export const psObserver: Observer = {
     return parsePsLines(ps(['-A', '-o', STAT_COLUMNS]).out).map((r) => ({ pid: r.pid, ...r.stat }));
   },
   signals(pid) {
-    const line = ps(['-p', String(pid), '-o', 'pid=,ignored=,caught=']).out;
-    const m = /^\s*(\d+)\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s*$/m.exec(line);
+    const line = ps(['-p', String(pid), '-o', 'pid=,ignored=,caught=,blocked=']).out;
+    const m = /^\s*(\d+)\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s*$/m.exec(line);
     if (!m || Number(m[1]) !== pid) return undefined;
-    return { ignored: BigInt(`0x${m[2]}`), caught: BigInt(`0x${m[3]}`) };
+    return { ignored: BigInt(`0x${m[2]}`), caught: BigInt(`0x${m[3]}`), blocked: BigInt(`0x${m[4]}`) };
   },
   openFds() {
     throw new ObserverError(
