@@ -119,6 +119,9 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     ...(opts.gid !== undefined ? ['--gid', String(opts.gid)] : []),
     // Shell mode on Windows: the anchor runs the line verbatim through the system's cmd.exe.
     ...(opts.shell?.kind === 'cmd' ? ['--cmd-shell'] : []),
+    // Windows: the command's STARTUPINFO says SW_HIDE (else it gets no show
+    // state from the anchor, which itself always starts hidden).
+    ...(opts.windowsHide && process.platform === 'win32' ? ['--hide-window'] : []),
     ...watch,
     ...anchorLimitArgs(input.limits),
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),

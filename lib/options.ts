@@ -94,6 +94,13 @@ export interface SpawnOptionsBase {
   uid?: number;
   /** POSIX: the group id the command runs as (supplementary groups are dropped with uid or gid). */
   gid?: number;
+  /**
+   * Windows: start the command's windows hidden (its STARTUPINFO gets
+   * STARTF_USESHOWWINDOW with SW_HIDE), as child_process.spawn's option.
+   * Default false: the command shows its windows as it would by itself.
+   * POSIX: accepted and ignored, as Node does.
+   */
+  windowsHide?: boolean;
 }
 
 /** The `stop` hook as the facade calls it (process.ts types its argument). */
@@ -124,6 +131,8 @@ export interface NormalizedOptions {
   stop: StopHook | undefined;
   uid: number | undefined;
   gid: number | undefined;
+  /** Windows: the command starts with SW_HIDE (ignored elsewhere). */
+  windowsHide: boolean;
 }
 
 /** spawn()'s option names (run() takes these but stdio, and its own: RUN_OPTION_NAMES in run.ts). */
@@ -132,6 +141,7 @@ export const SPAWN_OPTION_NAMES: ReadonlySet<string> = new Set([
   'containment', 'tier', 'log', 'argv0',
   'limits', 'lease', 'pty',
   'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
+  'windowsHide',
 ]);
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
@@ -321,6 +331,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     stop: stopOption<StopHook>(o.stop),
     uid: credentialOption('uid', o.uid),
     gid: credentialOption('gid', o.gid),
+    windowsHide: flag('windowsHide', o.windowsHide, false),
   };
 }
 

@@ -266,7 +266,7 @@ class Termination {
 
 //   cordon-anchor [--tier T] [--best-effort] [--fallback] [--job-from-host] [--grace MS]
 //                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
-//                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--watch-fd N]... [--cwd DIR] [--trace FILE]
+//                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--hide-window] [--watch-fd N]... [--cwd DIR] [--trace FILE]
 //                 [--lease MS --lease-id ID [--lease-dir DIR]] [--pty COLS ROWS]
 //                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
@@ -284,6 +284,7 @@ enum Extra : unsigned {
   kLogOption = 512,        // --log PATH (Windows, leased): see "Leases: Windows" below
   kPtyOption = 1024,       // --pty COLS ROWS (POSIX): the command's stdio is a new terminal's slave,
                            // which the anchor relays: fd 0 (input) to it, its output to fd 1
+  kHideWindowOption = 2048,  // --hide-window (Windows): the command starts with STARTF_USESHOWWINDOW + SW_HIDE
 };
 
 template <typename Char>
@@ -303,6 +304,7 @@ struct Options {
   int64_t cpu_quota_us = 0;
   int polite_signal = 0;       // --polite-signal: 0 = the platform's own (SIGTERM; Windows CTRL_BREAK)
   bool cmd_shell = false;      // --cmd-shell: the system's cmd.exe runs the one argument verbatim
+  bool hide_window = false;    // --hide-window (the windowsHide option): the command starts with SW_HIDE
   int uid = -1;                // --uid, --gid: -1 = the anchor's own
   int gid = -1;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
@@ -423,6 +425,8 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       if (!parse_uint31(argv[++i], o.polite_signal) || o.polite_signal == 0) usage("--polite-signal takes a signal number");
     } else if (detail::is(a, "--cmd-shell") && (extra & kCmdShellOption)) {
       o.cmd_shell = true;
+    } else if (detail::is(a, "--hide-window") && (extra & kHideWindowOption)) {
+      o.hide_window = true;
     } else if (detail::is(a, "--uid") && has_value && (extra & kCredentialsOption)) {
       if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
     } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {

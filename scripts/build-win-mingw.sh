@@ -16,6 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${1:-build-win/Release}
 CXX=${CORDON_MINGW_CXX:-x86_64-w64-mingw32-g++-posix}
 DLLTOOL=${CORDON_MINGW_DLLTOOL:-x86_64-w64-mingw32-dlltool}
+WINDRES=${CORDON_MINGW_WINDRES:-x86_64-w64-mingw32-windres}
 mkdir -p "$OUT" build-win/obj
 HEADERS=$(node -p "require('node-api-headers').include_dir")
 ADDON_API=$(node -p "require('node-addon-api').include_dir")
@@ -32,7 +33,9 @@ fi
 # The anchor: the same sources as binding.gyp's cordon-anchor target on Windows.
 HOOKS=()
 if [[ ${CORDON_TEST_HOOKS:-} == 1 ]]; then HOOKS=(-DCORDON_TEST_HOOKS); fi
-"$CXX" "${FLAGS[@]}" "${HOOKS[@]}" -o "$OUT/cordon-anchor.exe" \
+# Its manifest (native/win/cordon-anchor.manifest: longPathAware, asInvoker) as a resource.
+"$WINDRES" -O coff -I native/win -o build-win/obj/cordon-anchor.res.o native/win/cordon-anchor.rc
+"$CXX" "${FLAGS[@]}" "${HOOKS[@]}" -o "$OUT/cordon-anchor.exe" build-win/obj/cordon-anchor.res.o \
   native/win/anchor.cc native/win/channel.cc native/win/control.cc native/win/job.cc native/win/launch.cc native/win/lease.cc \
   native/win/relay.cc native/win/released.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32 -luser32
 echo "built $OUT/cordon-anchor.exe${HOOKS[*]:+ (test build: ${HOOKS[*]})}$([[ ${2:-} != anchor ]] && echo " and $OUT/cordon.node")"

@@ -58,6 +58,7 @@ const tools = [
     ? [
         [process.env.CORDON_MINGW_CXX || 'x86_64-w64-mingw32-g++-posix', 'g++-mingw-w64-x86-64-posix'],
         [process.env.CORDON_MINGW_DLLTOOL || 'x86_64-w64-mingw32-dlltool', 'binutils-mingw-w64-x86-64'],
+        [process.env.CORDON_MINGW_WINDRES || 'x86_64-w64-mingw32-windres', 'binutils-mingw-w64-x86-64'],
       ]
     : []),
 ];

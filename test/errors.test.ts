@@ -130,6 +130,8 @@ describe('public entry points refuse bad input with a listed code at stage input
     ['spawn(): an environment value that is a Symbol', (env) => spawn('sh', ['-c', 'sleep 300'], { env: { ...env, A: Symbol('a') as never } }), 'ERR_INVALID_ARG_TYPE'],
     ["spawn(): an environment as an array of 'NAME=value' (a variable named 0)", (env) => spawn('sh', ['-c', 'sleep 300'], { env: Object.assign(['A=1'], env) as never }), 'ERR_INVALID_ARG_TYPE'],
     ["spawn(): a duration with a space (' 1s')", (env) => spawn('sh', ['-c', 'sleep 300'], { env, timeout: ' 1s' as never }), 'ERR_INVALID_ARG_VALUE'],
+    // (checked on every platform, as Node's child_process does, though only Windows uses it)
+    ["spawn(): windowsHide not a boolean ('yes')", (env) => spawn('sh', ['-c', 'sleep 300'], { env, windowsHide: 'yes' as never }), 'ERR_INVALID_ARG_TYPE'],
   ];
   for (const [name, call, code] of spawnCases) {
     it(`${name} -> ${code}, nothing runs`, () => {
@@ -151,6 +153,13 @@ describe('public entry points refuse bad input with a listed code at stage input
     expect((err as CordonError).stage).toBe('launch');
     expect((err as CordonError).isLaunchFailure).toBe(true);
     expect(t.procs()).toEqual([]);
+  });
+
+  it('spawn(): windowsHide: true is accepted and ignored on POSIX, as Node does (the command runs, exit 0)', async () => {
+    const t = useTag();
+    const proc = spawn('sh', ['-c', 'exit 0'], { env: t.env, windowsHide: true });
+    const result = await outcome(proc.result, 15000, 'the result');
+    expect(result.ok ? result.value.exitCode : result.error).toBe(0);
   });
 
   it('registry.owner(\'\') -> ERR_INVALID_ARG_VALUE', () => {

@@ -31,7 +31,11 @@ constexpr ULONG_PTR kKeyRoot = 3;     // the root exited (posted by its waiter)
 constexpr ULONG_PTR kKeyOut = 4;      // writes to the first host's pipe (fd 3)
 constexpr ULONG_PTR kKeyEndpoint = 5;  // the lease endpoint's instances (and an adopter's connection)
 
-constexpr DWORD kKilledCode = 1;  // what TerminateJobObject gives every member, as Node's kill()
+// What our forced stop (TerminateJobObject, TerminateProcess) gives every
+// member: not 1 (Node's kill() code), which a program also exits with by
+// itself, so that a root exiting 1 as the forced stop begins is reported
+// as its exit 1, and only a root ended by the forced stop as signal 9.
+constexpr DWORD kKilledCode = 0xC0D00009;
 constexpr DWORD kControlCExit = 0xC000013A;  // STATUS_CONTROL_C_EXIT: a root ended by CTRL_BREAK
 
 // Milliseconds since boot (GetTickCount64).

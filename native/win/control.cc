@@ -23,7 +23,9 @@
 // (not tried under Wine, which has no GenerateConsoleCtrlEvent).
 //
 // EXIT reports the exit code; a root ended by our TerminateJobObject reports
-// signal 9 (as Node reports SIGKILL for a killed child), one ended by
+// signal 9 (as Node reports SIGKILL for a killed child): a forced stop under
+// way and the exit code it gives (kKilledCode, which no other stop gives and
+// a program seldom chooses), never a plain exit 1 that lands meanwhile; one ended by
 // CTRL_BREAK (STATUS_CONTROL_C_EXIT) 21 (SIGBREAK). Then USAGE and LEFT for
 // each member still there; RELEASED once nothing else holds the captured
 // output (released.h), and QUIET (after USAGE again) once the job is empty.

@@ -245,15 +245,17 @@ std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, cons
   std::wstring line;
   if (!command_line(opts, app, line)) return protocol::exec_fail(EINVAL);
 
-  STARTUPINFOW mine;
-  GetStartupInfoW(&mine);
   STARTUPINFOEXW si;
   ZeroMemory(&si, sizeof si);
   si.StartupInfo.cb = sizeof si;
   si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
-  if (mine.dwFlags & STARTF_USESHOWWINDOW) {
+  // The show state is the caller's (windowsHide), never the anchor's own:
+  // the host always starts the anchor hidden, and a command that inherited
+  // that would start every window hidden. Without --hide-window the command
+  // gets no STARTF_USESHOWWINDOW: it shows its windows as it would itself.
+  if (opts.hide_window) {
     si.StartupInfo.dwFlags |= STARTF_USESHOWWINDOW;
-    si.StartupInfo.wShowWindow = mine.wShowWindow;
+    si.StartupInfo.wShowWindow = SW_HIDE;
   }
   HANDLE std_handles[3] = {GetStdHandle(STD_INPUT_HANDLE), GetStdHandle(STD_OUTPUT_HANDLE),
                            GetStdHandle(STD_ERROR_HANDLE)};
