@@ -52,6 +52,9 @@ describe('cordon/child_process: containment', () => {
     }), 20_000, 'exec() to call back', t.tag);
     expect(seen.stdout).toBe('started\n');
     expect(seen.alive, 'sleep 600 processes carrying the tag when the callback ran').toBe(0);
+    // (An escapee still between its fork and its exec then would be sleep 600 a moment later.)
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(sleepers(t), 'sleep 600 processes carrying the tag 500 ms after the callback').toEqual([]);
   });
 
   it('a host that spawns a detached child, unref()s it and ends: the host exits, and the tree ends with it', async () => {
