@@ -215,11 +215,16 @@ class ContainedChildProcess extends EventEmitter {
     this.stderr = proc.stderr;
     this.stdio = [this.stdin, this.stdout, this.stderr];
     // A timeout or an abort stops the tree (cordon's timers, set first, fire first): killed, as Node says it.
-    if (launch.timeout > 0) setTimeout(() => this.stoppedByCordon(), launch.timeout).unref();
-    launch.signal?.addEventListener('abort', () => {
+    const timer = launch.timeout > 0 ? setTimeout(() => this.stoppedByCordon(), launch.timeout).unref() : undefined;
+    const onAbort = () => {
       this.stoppedByCordon();
       this.emit('error', errors.childAborted(launch.signal!.reason));
-    }, { once: true });
+    };
+    launch.signal?.addEventListener('abort', onAbort, { once: true });
+    this.once('close', () => {
+      clearTimeout(timer);
+      launch.signal?.removeEventListener('abort', onAbort);
+    });
     proc.on('spawn', (pid) => {
       this.pid = pid;
       this.emit('spawn');

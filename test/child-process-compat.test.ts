@@ -173,6 +173,22 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(sleepers(t)).toEqual([]);
   });
 
+  it('an abort: the callback gets an AbortError (as Node\'s), killed is true, and the tree is gone', async () => {
+    const t = useTag();
+    const controller = new AbortController();
+    const child = spawn('sh', ['-c', 'sleep 600 & echo ready; wait'], { env: t.env, signal: controller.signal });
+    const { events, done } = record(child);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d));
+    await waitFor(() => out.includes('ready'), { timeout: 20_000, what: 'the tree to start', watch: t.tag });
+    controller.abort();
+    await within(done, 15_000, "'close'", t.tag);
+    expect(events[0]).toBe('spawn()');
+    expect(events.slice(1).filter((e) => !e.startsWith('exit')), "'error' (AbortError) before 'close'").toEqual(['error(ABORT_ERR)', 'close(null,SIGTERM)']);
+    expect(child.killed).toBe(true);
+    expect(sleepers(t)).toEqual([]);
+  });
+
   it('an unsupported stdio form is ERR_CORDON_UNSUPPORTED and a bad type ERR_INVALID_ARG_TYPE, before anything runs', () => {
     const t = useTag();
     expect(() => spawn('sh', ['-c', 'sleep 600'], { env: t.env, stdio: ['pipe', 'pipe', 'pipe', 'ipc'] })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
