@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { contained, exec, execFile, spawn } from '../lib/child_process.js';
+import { contained, exec, execFile, execFileSync, execSync, spawn, spawnSync } from '../lib/child_process.js';
 import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { useTag, waitFor, waitGone, within } from './helpers/procs.js';
@@ -196,6 +196,57 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(() => spawn(42 as unknown as string)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
     expect(() => spawn('sh', 'nope' as unknown as string[])).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
     expect(t.procs()).toEqual([]);
+  });
+});
+
+describe('cordon/child_process: the sync variants (a helper process waits)', () => {
+  it('execSync(\'sh -c "setsid sleep 600 & echo hi"\') returns hi, and no sleep 600 of the test is alive once it did', async () => {
+    const t = useTag();
+    await ensureDist();
+    const stdout = execSync('sh -c "setsid sleep 600 & echo hi"', { env: t.env, encoding: 'utf8', timeout: 20_000 });
+    const alive = sleepers(t).length;
+    expect(stdout).toBe('hi\n');
+    expect(alive, 'sleep 600 processes carrying the tag when execSync returned').toBe(0);
+  });
+
+  it("spawnSync, execFileSync and execSync give what node:child_process's give: exit 2, ENOENT, input, a timeout", async () => {
+    const t = useTag();
+    await ensureDist();
+    const args = ['-c', 'cat; echo e >&2; exit 2'];
+    const pick = (r: ReturnType<typeof node.spawnSync>) => ({ status: r.status, signal: r.signal, output: r.output, stdout: r.stdout, stderr: r.stderr, error: r.error && (({ message, code, errno, syscall, path, spawnargs }) => ({ message, code, errno, syscall, path, spawnargs }))(r.error as NodeJS.ErrnoException & { spawnargs?: string[] }) });
+    const ours = spawnSync('sh', args, { env: t.env, input: 'in' });
+    expect(ours.pid).toBeGreaterThan(0);
+    expect(pick(ours)).toEqual(pick(node.spawnSync('sh', args, { env: t.env, input: 'in' })));
+    const missing = (fn: typeof node.spawnSync) => fn('cordon-no-such-command-48', ['a'], { env: t.env });
+    expect(pick(missing(spawnSync))).toEqual(pick(missing(node.spawnSync)));
+    const thrown = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (e) {
+        const { message, status, signal, stdout, stderr } = e as Error & Record<string, unknown>;
+        return { message, status, signal, stdout, stderr };
+      }
+      throw new Error('expected a throw');
+    };
+    expect(thrown(() => execFileSync('sh', args, { env: t.env, stdio: 'pipe', encoding: 'utf8' }))).toEqual(thrown(() => node.execFileSync('sh', args, { env: t.env, stdio: 'pipe', encoding: 'utf8' })));
+    expect(thrown(() => execSync('exit 4', { env: t.env, stdio: 'pipe' }))).toEqual(thrown(() => node.execSync('exit 4', { env: t.env, stdio: 'pipe' })));
+    const late = spawnSync('sh', ['-c', 'sleep 600 & wait'], { env: t.env, timeout: 300 });
+    expect([late.status, late.signal, (late.error as NodeJS.ErrnoException | undefined)?.code]).toEqual([null, 'SIGTERM', 'ETIMEDOUT']);
+    expect(sleepers(t)).toEqual([]);
+  });
+
+  it('a host SIGKILLed while it waits in execSync: the tree ends all the same', async () => {
+    const t = useTag();
+    await ensureDist();
+    const dir = scratch('cordon-cp-sync-host-');
+    mkdirSync(join(dir, 'node_modules'));
+    symlinkSync(repoRoot, join(dir, 'node_modules', 'cordon'));
+    writeFileSync(join(dir, 'host.mjs'), "import { execSync } from 'cordon/child_process';\nexecSync('setsid sleep 600 & exec sleep 600', { stdio: 'ignore' });\n");
+    const host = node.spawn(process.execPath, ['host.mjs'], { cwd: dir, env: t.env, stdio: 'ignore' });
+    onTestFinished(() => void host.kill('SIGKILL'));
+    await waitFor(() => sleepers(t).length === 2, { timeout: 20_000, what: 'the host to start the tree (two sleep 600)', watch: t.tag });
+    host.kill('SIGKILL');
+    await waitGone(t, 5_000);
   });
 });
 

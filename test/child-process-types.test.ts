@@ -16,7 +16,7 @@ import { watchdog } from './helpers/time.js';
 
 const require = createRequire(join(repoRoot, 'package.json'));
 
-const IMPORTER = `import { spawn, exec, execFile, contained, type ChildProcess, type ExecException, type SpawnOptions } from 'cordon/child_process';
+const IMPORTER = `import { spawn, exec, execFile, spawnSync, execSync, execFileSync, contained, type ChildProcess, type ExecException, type SpawnOptions } from 'cordon/child_process';
 import { promisify } from 'node:util';
 const options: SpawnOptions = { detached: true, timeout: 1000, killSignal: 'SIGINT', windowsHide: true };
 const child = spawn('sh', ['-c', 'echo hi'], { stdio: 'pipe' });
@@ -33,6 +33,11 @@ const buffers = await promisify(exec)('echo hi', { encoding: 'buffer' });
 const bytes: Buffer = buffers.stdout;
 const result = await contained(child)?.result;
 console.log(text, bytes, result?.exitCode);
+const sync = spawnSync('echo', ['hi'], { encoding: 'utf8' });
+const syncText: string = sync.stdout;
+const lines: string = execSync('echo hi', { encoding: 'utf8' });
+const raw: Buffer = execFileSync('echo', ['hi']);
+console.log(syncText, lines, raw, sync.status, sync.error?.message);
 // @ts-expect-error: Node's spawn takes no number for a command
 spawn(42);
 // @ts-expect-error: exec's stdout is a string with the default encoding
@@ -56,7 +61,7 @@ describe("cordon/child_process's types are node:child_process's", () => {
     ['TypeScript 5', 'typescript'],
     ['TypeScript 7', 'typescript7'],
   ] as const) {
-    it(`${name}: tsc --strict compiles a file that imports spawn, exec and execFile from 'cordon/child_process'`, () => {
+    it(`${name}: tsc --strict compiles a file that imports spawn, exec, execFile and the sync variants from 'cordon/child_process'`, () => {
       const tsc = join(dirname(require.resolve(`${pkg}/package.json`)), 'bin', 'tsc');
       const r = spawnSync(process.execPath, [tsc, '--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', 'use.mts'], {
         cwd: project,

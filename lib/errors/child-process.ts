@@ -11,18 +11,26 @@ export function childCommandFailed(cmd: string, stderr: string, props: { code: n
   return Object.assign(new Error(`Command failed: ${cmd}\n${stderr}`), props);
 }
 
-/** The launch failed (ENOENT, EACCES, ...): Node's message `spawn <file> <code>`, errno, syscall, path and spawnargs. */
-export function childSpawnFailed(cause: CordonError, file: string, args: readonly string[]): CordonError {
-  const code = String(cause.code);
-  const error = new CordonError(`spawn ${file} ${code}`, {
-    code,
+/**
+ * The launch failed (ENOENT, EACCES, ...), or a sync call ended as Node's
+ * does with a system error (ETIMEDOUT, ENOBUFS): Node's message
+ * `<verb> <file> <code>`, errno, syscall, path and spawnargs.
+ */
+export function childSpawnFailed(failure: { code: string; errno?: number }, file: string, args: readonly string[], verb: 'spawn' | 'spawnSync' = 'spawn', cause?: unknown): CordonError {
+  const error = new CordonError(`${verb} ${file} ${failure.code}`, {
+    code: failure.code,
     cause,
-    errno: cause.errno,
-    syscall: `spawn ${file}`,
+    errno: failure.errno,
+    syscall: `${verb} ${file}`,
     path: file,
     stage: 'launch',
   });
   return Object.assign(error, { spawnargs: [...args] });
+}
+
+/** execSync()/execFileSync(): a nonzero exit (Node's shape: the spawnSync result's fields on a plain Error). */
+export function childSyncCommandFailed<T extends object>(message: string, result: T): Error & T {
+  return Object.assign(new Error(message), result);
 }
 
 /** The AbortSignal given as `signal` was aborted: Node's AbortError (name, code, the signal's reason as cause). */
