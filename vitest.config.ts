@@ -8,7 +8,7 @@ import { setsidShimDir, wantSetsidShim } from './test/helpers/setsid-shim.js';
 // tier this machine has (on Linux the cgroup tier where a cgroup v2 directory
 // is writable, the subreaper tier and the process-group tier, which is the
 // macOS strategy). Tier-independent files run once.
-const tierIndependent = ['test/build-backends.test.ts', 'test/resolve-windows.test.ts', 'test/capabilities.test.ts', 'test/observer.test.ts', 'test/leak-check.test.ts', 'test/process-group.test.ts', 'test/broken-install.test.ts', 'test/protocol.test.ts', 'test/tier-availability.test.ts', 'test/run-types.test.ts', 'test/cgroup-v2-leaf.test.ts', 'test/errors.test.ts', 'test/contract-map.test.ts', 'test/doc-examples.test.ts', 'test/thread-ids.test.ts', 'test/procargs.test.ts', 'test/package.test.ts', 'test/windows-lease-job.test.ts', 'test/types.test.ts', 'test/portable-tests.test.ts'];
+const tierIndependent = ['test/build-backends.test.ts', 'test/resolve-windows.test.ts', 'test/capabilities.test.ts', 'test/observer.test.ts', 'test/leak-check.test.ts', 'test/process-group.test.ts', 'test/broken-install.test.ts', 'test/protocol.test.ts', 'test/tier-availability.test.ts', 'test/run-types.test.ts', 'test/cgroup-v2-leaf.test.ts', 'test/errors.test.ts', 'test/contract-map.test.ts', 'test/doc-examples.test.ts', 'test/thread-ids.test.ts', 'test/procargs.test.ts', 'test/package.test.ts', 'test/windows-lease-job.test.ts', 'test/types.test.ts', 'test/portable-tests.test.ts', 'test/child-process-types.test.ts'];
 // util-linux's setsid where the platform has none (macOS; on Linux when
 // CORDON_TEST_SETSID_SHIM=1): the compiled fixture under that name, first on
 // the PATH every worker and every tree inherits (test/helpers/setsid-shim.ts).

@@ -12,3 +12,4 @@ export * from './errors/run.js';
 export * from './errors/owners.js';
 export * from './errors/leases.js';
 export * from './errors/cgroup.js';
+export * from './errors/child-process.js';

@@ -1,0 +1,46 @@
+// The process cordon/child_process's sync functions (spawnSync, execSync,
+// execFileSync: lib/child_process.ts) wait in. A synchronous call blocks the
+// host's event loop, which serves every anchor's channel; so the host runs
+// Node's own spawnSync on this helper, and the helper runs the command
+// contained with the stdio it was given (inherited: the host's pipes, its
+// `input`, or what the caller passed), on an event loop of its own. It says
+// on descriptor 3 (one JSON object a line) the root's pid, then how the tree
+// ended or why it never ran. Its host gone (SIGKILL, a crash: this process is
+// reparented) it exits, and its tree ends with it (CONTRACT C8); a signal that
+// stops it (spawnSync's maxBuffer) stops the tree the same way.
+import { writeSync } from 'node:fs';
+import { spawn } from './process.js';
+import type { CordonError } from './errors.js';
+
+const report = (message: object): void => {
+  try {
+    writeSync(3, `${JSON.stringify(message)}\n`);
+  } catch {
+    // the host is gone: nobody reads it
+  }
+};
+
+const request = JSON.parse(process.env.CORDON_SYNC_REQUEST ?? '{}') as { file: string; args: string[]; options: Record<string, unknown> };
+delete process.env.CORDON_SYNC_REQUEST;
+
+const host = process.ppid;
+const watch = setInterval(() => {
+  if (process.ppid !== host) process.exit(1);
+}, 100);
+
+const failed = (error: unknown): void => {
+  const e = error as CordonError;
+  report({ error: { code: String(e.code ?? 'EINVAL'), errno: e.errno, stage: e.stage, message: e.message } });
+};
+
+try {
+  const proc = spawn(request.file, request.args, { ...request.options, stdio: 'inherit' });
+  proc.on('spawn', (pid) => report({ pid }));
+  proc.result.then(
+    (result) => report({ exit: { code: result.exitCode, signal: result.signal, reason: result.reason } }),
+    failed,
+  ).finally(() => clearInterval(watch));
+} catch (error) {
+  failed(error);
+  clearInterval(watch);
+}
