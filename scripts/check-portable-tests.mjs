@@ -45,13 +45,13 @@ export const LINUX_ONLY = {
   'test/observer.test.ts': "the observers' own test: /proc against ps, where /proc exists",
   'test/execa-habits.test.ts': "two tests check which file a descriptor is (/proc/<pid>/fd links): they skip off Linux",
   'test/thread-ids.test.ts': "thread ids share the pid space only on Linux (/proc/<pid>/task): the whole file skips elsewhere",
+  'test/process-group-escapes.test.ts': "its pid-reuse tests: Linux reuses a pid whose /proc entry the sweep skipped (macOS skips by unique id); runuser where present; the rest is portable",
   'test/other-users.test.ts': "acting as another user through util-linux's runuser (skipped where missing('runuser'))",
 };
 
 /** Files not yet portable: what remains is in docs/macos-suite.md. */
 export const REMAINING = {
   'test/credentials.test.ts': 'ids and groups from /proc/<pid>/status (ps -o ruid,uid,svuid,rgid,gid,svgid would do)',
-  'test/process-group-escapes.test.ts': 'CORDON_TREE of a process from /proc/<pid>/environ, runuser (owned by another engineer: observer.environ would do)',
 };
 
 // /proc; util-linux's runuser, script -qc and flock; iproute2's ss; GNU stat -c.

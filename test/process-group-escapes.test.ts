@@ -27,6 +27,7 @@ import { beatsAfter, hopperDir, hopperFile, silentFor, size, taggedByWalks, tagg
 import { ensureDist, startHost } from './helpers/host.js';
 import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
+import { observer } from './helpers/observer.js';
 import { alive, sameAlive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing, runuserPath } from './helpers/requirements.js';
 import { caps, itWhere, xnu } from './helpers/tier.js';
@@ -279,19 +280,16 @@ describe('C2: a member of another user is caught', () => {
 });
 
 // The marker's reading: the tree's CORDON_TREE as a member's environment has it.
+// Read through the observer (/proc, or ps -E on macOS), as every other reading here.
 function markerOf(pid: number): string | undefined {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((e) => e.startsWith('CORDON_TREE='))?.slice('CORDON_TREE='.length);
-  } catch {
-    return undefined;
-  }
+  return observer.environ(pid)?.find((e) => e.startsWith('CORDON_TREE='))?.slice('CORDON_TREE='.length);
 }
 
 const reuseWhy =
   caps.guarantees.catchesEscapees !== 'marked'
     ? `the ${caps.tier} tier has no marker (catchesEscapees ${JSON.stringify(caps.guarantees.catchesEscapees)})`
     : process.platform !== 'linux'
-      ? 'reads /proc'
+      ? "a pid's reuse after the sweep skipped its entry is Linux's mechanism (macOS skips by unique id: test/xnu-model)"
       : '';
 
 /** A tree and the pid of a process it skips by its /proc entry, now killed and reaped. */
