@@ -73,7 +73,7 @@ export function tierLimitSupport(tier: Tier): LimitSupport {
 }
 
 /** Linux: whether this process has CAP_SYS_ADMIN (bit 21 of CapEff), which a cgroup namespace needs. */
-function hasCapSysAdmin(): boolean {
+export function hasCapSysAdmin(): boolean {
   try {
     const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
     return m !== null && (BigInt(`0x${m[1]}`) & (1n << 21n)) !== 0n;

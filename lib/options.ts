@@ -15,6 +15,7 @@ import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { leaseOption } from './lease.js';
 import { optionHint } from './option-hints.js';
+import { confineOption, type Confine, type ConfineOption } from './confine.js';
 import { terminalEnv, terminalOption, type Terminal, type TerminalOption } from './terminal.js';
 
 export type { Tier } from './tiers.js';
@@ -94,6 +95,15 @@ export interface SpawnOptionsBase {
   uid?: number;
   /** POSIX: the group id the command runs as (supplementary groups are dropped with uid or gid). */
   gid?: number;
+  /**
+   * Linux: the tree confined by the kernel from its first instruction, every
+   * descendant included (Landlock, a network namespace): it may write only
+   * below `write` (and its own TMPDIR and the usual devices), read
+   * everything but `denyRead`, and reach the `network` asked for
+   * (docs/confine.md). Refused (a CordonError) before anything runs where
+   * it cannot be enforced; result.confined says how it was.
+   */
+  confine?: ConfineOption;
 }
 
 /** The `stop` hook as the facade calls it (process.ts types its argument). */
@@ -124,6 +134,7 @@ export interface NormalizedOptions {
   stop: StopHook | undefined;
   uid: number | undefined;
   gid: number | undefined;
+  confine: Confine | undefined;
 }
 
 /** spawn()'s option names (run() takes these but stdio, and its own: RUN_OPTION_NAMES in run.ts). */
@@ -131,7 +142,7 @@ export const SPAWN_OPTION_NAMES: ReadonlySet<string> = new Set([
   'cwd', 'env', 'stdio', 'signal', 'timeout', 'grace', 'interruptGrace', 'waitDelay', 'leftovers',
   'containment', 'tier', 'log', 'argv0',
   'limits', 'lease', 'pty',
-  'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
+  'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid', 'confine',
 ]);
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
@@ -321,6 +332,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     stop: stopOption<StopHook>(o.stop),
     uid: credentialOption('uid', o.uid),
     gid: credentialOption('gid', o.gid),
+    confine: confineOption(o.confine),
   };
 }
 

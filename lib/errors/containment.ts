@@ -41,6 +41,14 @@ export function noContainment(errno: number, what: string): CordonError {
       { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
     );
   }
+  if (what === 'confine') {
+    // The anchor could not build the Landlock ruleset, or the command's side of its fork could not enter it (or its network namespace).
+    return new CordonError(
+      `The tree could not be confined as asked (confine: ${code}); nothing ran. ` +
+        'The kernel refused the Landlock ruleset, one of its paths, the network namespace or landlock_restrict_self (CORDON_TRACE=<file> has the anchor name the step); see docs/confine.md.',
+      { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
+    );
+  }
   return new CordonError(
     `Containment (${what}) could not be established on this host (${code}); nothing ran. ` +
       "Use containment: 'best-effort' to run with the strongest tier available, or see capabilities().",
