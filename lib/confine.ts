@@ -7,7 +7,7 @@
 import { mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, sep } from 'node:path';
-import { CordonError, invalidArg } from './errors.js';
+import { confineUnenforceable, confineUnsupported, invalidArg, type CordonError } from './errors.js';
 
 export type ConfineNetwork = 'none' | 'loopback' | 'all';
 
@@ -89,24 +89,9 @@ export function confineOption(value: unknown): Confine | undefined {
 
 /** Where `confine` cannot be enforced here: the error to throw before anything runs, else undefined. */
 export function confineRefusal(c: Confine, platform: NodeJS.Platform, landlockAbi: number, capSysAdmin: boolean): CordonError | undefined {
-  if (platform !== 'linux') {
-    return new CordonError(`The option "confine" is Linux only for now (Landlock and network namespaces); ${platform} has no confinement in this build. Nothing ran.`, {
-      code: 'ERR_CORDON_UNSUPPORTED',
-      stage: 'input',
-    });
-  }
-  if (landlockAbi < 1) {
-    return new CordonError(
-      'The option "confine" needs Landlock, which this kernel does not have (Linux 5.13+, built with CONFIG_SECURITY_LANDLOCK and enabled in the lsm= boot list): the tree cannot be confined. Nothing ran.',
-      { code: 'ERR_CORDON_CONTAINMENT', syscall: 'confine', stage: 'input' },
-    );
-  }
-  if (c.network !== 'all' && !capSysAdmin) {
-    return new CordonError(
-      `confine.network '${c.network}' needs a network namespace of the tree's own, which the anchor can make only with CAP_SYS_ADMIN (root); an unprivileged user namespace is not used (it would remap the tree's user ids). Use network: 'all', or a privileged host. Nothing ran.`,
-      { code: 'ERR_CORDON_CONTAINMENT', syscall: 'confine', stage: 'input' },
-    );
-  }
+  if (platform !== 'linux') return confineUnsupported(platform);
+  if (landlockAbi < 1) return confineUnenforceable('landlock');
+  if (c.network !== 'all' && !capSysAdmin) return confineUnenforceable('netns', c.network);
   return undefined;
 }
 

@@ -66,3 +66,20 @@ export function privilegeDropFailed(errno: number, uid: number | undefined, gid:
     { code, errno: -Math.abs(errno), syscall: 'setuid', stage: 'launch' },
   );
 }
+
+/** The option "confine" off Linux (stage 'input'): no confinement in this build. */
+export function confineUnsupported(platform: NodeJS.Platform): CordonError {
+  return new CordonError(`The option "confine" is Linux only for now (Landlock and network namespaces); ${platform} has no confinement in this build. Nothing ran.`, {
+    code: 'ERR_CORDON_UNSUPPORTED',
+    stage: 'input',
+  });
+}
+
+/** The option "confine" where this host cannot enforce it (stage 'input'): never a silent no-op. */
+export function confineUnenforceable(why: 'landlock' | 'netns', network?: string): CordonError {
+  const message =
+    why === 'landlock'
+      ? 'The option "confine" needs Landlock, which this kernel does not have (Linux 5.13+, built with CONFIG_SECURITY_LANDLOCK and enabled in the lsm= boot list): the tree cannot be confined. Nothing ran.'
+      : `confine.network '${network}' needs a network namespace of the tree's own, which the anchor can make only with CAP_SYS_ADMIN (root); an unprivileged user namespace is not used (it would remap the tree's user ids). Use network: 'all', or a privileged host. Nothing ran.`;
+  return new CordonError(message, { code: 'ERR_CORDON_CONTAINMENT', syscall: 'confine', stage: 'input' });
+}
