@@ -172,6 +172,25 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
   });
 });
 
+describe.skipIf(netns.skip || (probe().landlock ?? 0) > 7)(`confine: what it does not cover, as docs/confine.md says${netns.skip ? netns.note : (probe().landlock ?? 0) > 7 ? ' [skipped: a Landlock ABI newer than 7 may cover it: check docs/confine.md]' : ''}`, () => {
+  it("a pathname Unix socket stays reachable by path, with network 'none' and its directory in denyRead", async () => {
+    const t = useTag();
+    const dir = scratch('sock');
+    const path = join(dir, 's.sock');
+    let n = 0;
+    const server = createServer((s) => {
+      n++;
+      s.destroy();
+    });
+    onTestFinished(() => void server.close());
+    await within(new Promise<void>((r) => server.listen(path, r)), 5000, 'the test socket listening');
+    const script = `const s=require('net').connect(${JSON.stringify(path)});s.on('connect',()=>{console.log('connected');process.exit(0)});s.on('error',e=>{console.log('error '+e.code);process.exit(0)})`;
+    const r = await run(process.execPath, ['-e', script], { env: t.env, confine: { write: [], network: 'none', denyRead: [dir] } });
+    expect(r.stdout.trim()).toBe('connected');
+    await waitFor(() => n === 1, { timeout: 5000, what: 'the accept' });
+  });
+});
+
 describe.skipIf(process.platform === 'linux')('confine elsewhere', () => {
   it('is refused with ERR_CORDON_UNSUPPORTED before anything runs', async () => {
     const err = (await run('true', [], { confine: { write: [tmpdir()] } }).catch((e: CordonError) => e)) as CordonError;
