@@ -4,7 +4,7 @@
 // a read of a denied file says. A setsid daemon the tree starts is confined
 // the same way: it writes after the root exited, when the test lets it
 // through a FIFO.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createSocket } from 'node:dgram';
@@ -18,6 +18,7 @@ import { hasCapSysAdmin } from '../lib/capabilities.js';
 import { useTag, waitFor, within } from './helpers/procs.js';
 import { onlyWhere } from './helpers/requirements.js';
 import { caps } from './helpers/tier.js';
+import { repoRoot } from './helpers/fixtures.js';
 import { watchdog } from './helpers/time.js';
 
 const linux = onlyWhere(process.platform === 'linux' && caps.guarantees.confine, 'confine is Linux-only (Landlock), and needs a kernel with Landlock');
@@ -120,6 +121,20 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(r.stdout).toContain('via-tty');
     expect(r.stdout).toMatch(/24 80/);
     expect(r.stdout).toContain('null-ok');
+  });
+
+  it('cordon run --confine-write (relative, from the current directory): writes there, not beside it; a bad --network is a usage error', () => {
+    const t = useTag();
+    const dir = scratch('cli');
+    execFileSync('mkdir', [join(dir, 'out')]);
+    const cli = join(repoRoot, 'dist', 'cli.js');
+    const r = spawnSync(process.execPath, [cli, 'run', '--confine-write', 'out', '--', 'sh', '-c', 'echo a > out/a; echo b > b'], { cwd: dir, env: t.env, encoding: 'utf8', timeout: watchdog(20_000) });
+    expect(existsSync(join(dir, 'out', 'a'))).toBe(true);
+    expect(existsSync(join(dir, 'b'))).toBe(false);
+    expect(r.stderr).toMatch(/Permission denied/);
+    const bad = spawnSync(process.execPath, [cli, 'run', '--network', 'lan', '--', 'true'], { env: t.env, encoding: 'utf8', timeout: watchdog(20_000) });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--network takes none, loopback or all/);
   });
 
   it('refuses what it cannot honour before anything runs (typed errors)', async () => {
