@@ -4,7 +4,7 @@
 // enters it (and a network namespace of its own) right before exec
 // (native/linux/confine.h). docs/confine.md says what is enforced and what
 // is not.
-import { mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { chownSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, sep } from 'node:path';
 import { confineUnenforceable, confineUnsupported, invalidArg, type CordonError } from './errors.js';
@@ -96,8 +96,18 @@ export function confineRefusal(c: Confine, platform: NodeJS.Platform, landlockAb
 }
 
 /** The tree's own temp dir (0700, made by mkdtemp), the TMPDIR its members write to. */
-export function makeConfineTmpdir(): string {
-  return realpathSync(mkdtempSync(join(tmpdir(), 'cordon-confine-')));
+export function makeConfineTmpdir(uid?: number, gid?: number): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'cordon-confine-')));
+  // The command's own when it runs as another user (uid, gid): still 0700.
+  // (A host that may not chown cannot switch users either: the anchor then refuses the launch, typed.)
+  if (uid !== undefined || gid !== undefined) {
+    try {
+      chownSync(dir, uid ?? -1, gid ?? -1);
+    } catch {
+      // (left the host's)
+    }
+  }
+  return dir;
 }
 
 export function removeConfineTmpdir(dir: string): void {

@@ -201,7 +201,7 @@ export function launchTree(command: string, args: readonly string[] | undefined,
     const lease = opts.lease === undefined ? undefined : { ms: opts.lease, token: token!, id: newLeaseId(), dir: anchors.leaseDir(), logPath: opts.log! };
     if (opts.confine) {
       // The tree's own temp dir, as its TMPDIR: the one place it may write besides `write`.
-      const dir = makeConfineTmpdir();
+      const dir = makeConfineTmpdir(opts.uid, opts.gid);
       confined = { landlockAbi: probe().landlock ?? 0, write: [...opts.confine.write, dir], denyRead: [...opts.confine.denyRead], network: opts.confine.network, tmpdir: dir };
       opts.env = { ...opts.env, TMPDIR: dir };
     }

@@ -137,6 +137,14 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(bad.stderr).toMatch(/--network takes none, loopback or all/);
   });
 
+  it.skipIf(process.getuid?.() !== 0)(`with uid/gid: the command, another user, writes its TMPDIR and its write path, not elsewhere${process.getuid?.() !== 0 ? ' [skipped: switching users needs root]' : ''}`, async () => {
+    const t = useTag();
+    const allowed = scratch('w');
+    execFileSync('chmod', ['0777', allowed]);
+    const r = await run('sh', ['-c', 'id -u; touch "$TMPDIR/x" && echo tmp-ok; touch "$1/x" && echo write-ok; touch /var/tmp/cordon-confine-uid-test 2>/dev/null || echo elsewhere-denied', 'sh', allowed], { env: t.env, uid: 65534, gid: 65534, confine: { write: [allowed] } });
+    expect(r.stdout.trim().split('\n')).toEqual(['65534', 'tmp-ok', 'write-ok', 'elsewhere-denied']);
+  });
+
   it('refuses what it cannot honour before anything runs (typed errors)', async () => {
     const dir = scratch('v');
     const bad = async (confine: unknown, code: string, message: RegExp) => {
