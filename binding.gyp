@@ -9,7 +9,7 @@
       "conditions": [
         ["OS=='linux'", {"sources": [
           "native/posix/control.cc", "native/posix/spawn.cc", "native/posix/warm.cc", "native/posix/procargs.cc",
-          "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/clone.cc", "native/linux/kernel.cc",
+          "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/clone.cc", "native/linux/kernel.cc", "native/linux/confine.cc",
           "native/posix/tree_marker.cc", "native/linux/lost_tree.cc"
         ]}],
         ["OS=='mac'", {
@@ -39,7 +39,7 @@
         }],
         ["OS=='linux'", {
           "sources": [
-            "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/clone.cc", "native/linux/kernel.cc"
+            "native/linux/proc.cc", "native/linux/descendants.cc", "native/linux/pinned_signal.cc", "native/linux/cgroup.cc", "native/linux/clone.cc", "native/linux/kernel.cc", "native/linux/confine.cc"
           ],
           "ldflags": ["<!@(node -p \"process.env.CORDON_ANCHOR_DYNAMIC ? '' : '-static'\")"]
         }],

@@ -47,9 +47,13 @@ export function tierGuarantees(
   pidfd: boolean,
   capSysAdmin = true,
   limits: LimitSupport = ALL_LIMITS,
+  landlock = README_LANDLOCK,
 ): { guarantees: Guarantees; notes: string[] } {
-  return describeTier(tier, { platform, pidfd, capSysAdmin, limitSupport: limits });
+  return describeTier(tier, { platform, pidfd, capSysAdmin, limitSupport: limits, landlock: platform === 'linux' ? landlock : 0 });
 }
+
+/** The README's assumption: a kernel with Landlock's network rules and scoping (6.12+: ABI 6). */
+const README_LANDLOCK = 6;
 
 /** The README's assumption: a host whose cgroup controllers cordon may use. */
 const ALL_LIMITS: LimitSupport = { memory: 'v2', processes: 'v2', cpu: 'v2' };
@@ -73,7 +77,7 @@ export function tierLimitSupport(tier: Tier): LimitSupport {
 }
 
 /** Linux: whether this process has CAP_SYS_ADMIN (bit 21 of CapEff), which a cgroup namespace needs. */
-function hasCapSysAdmin(): boolean {
+export function hasCapSysAdmin(): boolean {
   try {
     const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
     return m !== null && (BigInt(`0x${m[1]}`) & (1n << 21n)) !== 0n;
@@ -115,7 +119,7 @@ export function capabilities(options: { tier?: Tier } = {}): Capabilities {
     throw tierUnavailable(tier, tiers);
   }
   const pidfd = process.platform === 'linux' && probe().pidfd;
-  const described = tierGuarantees(processTablePlatform(), tier, pidfd, process.platform === 'linux' && hasCapSysAdmin(), hostLimitSupport());
+  const described = tierGuarantees(processTablePlatform(), tier, pidfd, process.platform === 'linux' && hasCapSysAdmin(), hostLimitSupport(), process.platform === 'linux' ? (probe().landlock ?? 0) : 0);
   tierSpec(tier)!.amend?.(described, probe());
   return { platform: process.platform, tier, tiers, pidfd, ...described };
 }

@@ -1,5 +1,6 @@
 // The CLI's arguments, read with node:util's parseArgs: what each subcommand
 // takes, and a usage error (one line, exit 2) for anything else.
+import { resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDuration } from './duration.js';
 import { cliLimit } from './limits.js';
@@ -21,6 +22,9 @@ const RUN_FLAGS = {
   log: { type: 'string' },
   lease: { type: 'string' },
   pty: { type: 'boolean' },
+  'confine-write': { type: 'string', multiple: true },
+  'deny-read': { type: 'string', multiple: true },
+  network: { type: 'string' },
   'best-effort': { type: 'boolean' },
   memory: { type: 'string' },
   'max-processes': { type: 'string' },
@@ -114,6 +118,17 @@ export function parseRunArgs(argv: string[], what: 'run' | 'leaks'): RunArgs {
     } catch (err) {
       throw new UsageError(cliMessage(err));
     }
+  }
+  // Any confine flag confines the tree (the confine option): writes only below
+  // --confine-write (none given: its own TMPDIR alone). Relative paths are the shell's: from here.
+  if (values['confine-write'] !== undefined || values['deny-read'] !== undefined || values.network !== undefined) {
+    const network = values.network;
+    if (network !== undefined && network !== 'none' && network !== 'loopback' && network !== 'all') throw new UsageError('--network takes none, loopback or all');
+    options.confine = {
+      write: (values['confine-write'] ?? []).map((p) => resolvePath(p)),
+      ...(values['deny-read'] ? { denyRead: values['deny-read'].map((p) => resolvePath(p)) } : {}),
+      ...(network !== undefined ? { network } : {}),
+    };
   }
   if (values.pty && what === 'leaks') throw new UsageError('leaks captures the output through pipes: --pty does not apply');
   const help = values.help === true;

@@ -18,6 +18,7 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['limits', 'memory / process / CPU limits (cgroup: where controllers are delegated, v2, or v1 is writable; Job Object: set with best-effort only, enforcement not observed)'],
   ['terminal', 'contained terminal (pty option): every guarantee above with the command on a pseudo-terminal'],
   ['terminalOutputKept', "C13 a terminal's last output kept for a host whose event loop stalls as the tree ends (as a pipe's)"],
+  ['confine', 'confine option: writes, reads and network confined by the kernel, every descendant included (Landlock; network namespace with CAP_SYS_ADMIN)'],
   ['cgroupNamespace', 'command in a cgroup namespace of its tree (host with CAP_SYS_ADMIN)'],
   ['holdsHostileMembers', 'contains a hostile member with the host\'s privileges (not a sandbox)'],
 ];

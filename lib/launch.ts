@@ -8,13 +8,14 @@
 // planned by planLaunch, which is pure.
 import { closeSync } from 'node:fs';
 import { anchors, overriding, startAnchor, type AnchorHandlers, type AnchorSpawn } from './anchor.js';
-import { defaultTier, tierLimitSupport } from './capabilities.js';
+import { defaultTier, hasCapSysAdmin, tierLimitSupport } from './capabilities.js';
+import { anchorConfineArgs, confineRefusal, makeConfineTmpdir, removeConfineTmpdir, type ConfinedResult } from './confine.js';
 import { debug } from './debug.js';
 import { alreadyAborted, invalidArg, logUnopenable } from './errors.js';
 import { anchorLimitArgs, hasLimits, planLimits, type Limits } from './limits.js';
 import { newLeaseId, newToken, removeRecord, writeRecord } from './lease.js';
 import { defaultLogDir, newLogPath, openLog } from './log-file.js';
-import { anchorPath, binding } from './native.js';
+import { anchorPath, binding, probe } from './native.js';
 import { normalizeOptions, validateCommand, type NormalizedOptions, type SpawnOptionsBase, type StdioOption } from './options.js';
 import { checkBatchArgs, resolveCommand } from './resolve.js';
 import { shellLaunch } from './shell.js';
@@ -65,6 +66,8 @@ export interface LaunchInput {
   /** The limits to ask the anchor for (none where best-effort runs without them). */
   limits: Limits | undefined;
   lease: LeasePlan | undefined;
+  /** With `confine`: the tree's own temp dir (its TMPDIR), one more path it may write below. */
+  confineTmpdir?: string | undefined;
 }
 
 export interface LaunchPlan {
@@ -130,6 +133,8 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     ...(lease ? ['--lease', String(lease.ms), '--lease-id', lease.id] : []),
     // A terminal: the anchor opens it, the command's stdio is its slave.
     ...(opts.pty ? ['--pty', String(opts.pty.cols), String(opts.pty.rows)] : []),
+    // Confined by the kernel: the anchor builds the Landlock ruleset, the command enters it before exec.
+    ...anchorConfineArgs(opts.confine, input.confineTmpdir),
     ...(input.trace ? ['--trace', input.trace] : []),
     '--',
     input.path,
@@ -138,7 +143,7 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
   ];
   // What a warm anchor started ahead of need is told (anchor/warm.ts): the
   // tiers whose containment is the anchor's own, without limits or a lease.
-  const warmable = !lease && !hasLimits(input.limits) && (tier === 'cgroup' || tier === 'subreaper');
+  const warmable = !lease && !hasLimits(input.limits) && !opts.confine && (tier === 'cgroup' || tier === 'subreaper');
   const warm = warmable
     ? ['--tier', tier, ...(fallback ? ['--fallback'] : []), ...(opts.containment === 'best-effort' ? ['--best-effort'] : []), ...(input.trace ? ['--trace', input.trace] : [])]
     : undefined;
@@ -166,6 +171,11 @@ export function launchTree(command: string, args: readonly string[] | undefined,
   const checked = validateCommand(command, args);
   const opts = normalizeOptions(options);
   if (opts.signal?.aborted) throw alreadyAborted(opts.signal.reason);
+  // (A confinement this host cannot enforce runs nothing: never a silent no-op.)
+  if (opts.confine) {
+    const refusal = confineRefusal(opts.confine, process.platform, process.platform === 'linux' ? (probe().landlock ?? 0) : 0, process.platform === 'linux' && hasCapSysAdmin());
+    if (refusal) throw refusal;
+  }
   // (Before a leased tree's log is made: a lease this host cannot keep runs nothing.)
   if (opts.lease !== undefined) anchors.checkLease();
   const token = opts.lease === undefined ? undefined : (context?.token ?? newToken());
@@ -175,6 +185,7 @@ export function launchTree(command: string, args: readonly string[] | undefined,
   if (fresh) opts.log = newLogPath(context?.logDir?.() ?? defaultLogDir(), context?.logStem ?? 'lease');
   checkLogStdio(opts);
   let logFd: number | undefined;
+  let confined: ConfinedResult | undefined;
   if (opts.log !== undefined) {
     try {
       logFd = openLog(opts.log, fresh);
@@ -191,7 +202,13 @@ export function launchTree(command: string, args: readonly string[] | undefined,
     const limits = hasLimits(opts.limits) ? planLimits(tier, tierSpec(tier)!.limits, tierLimitSupport(tier), opts.limits, opts.containment) : undefined;
     if (limits && !limits.enforced) debug('limits not enforced in the %s tier here: %s', tier, limits.send ? 'set where the OS takes them' : 'running without them');
     const lease = opts.lease === undefined ? undefined : { ms: opts.lease, token: token!, id: newLeaseId(), dir: anchors.leaseDir(), logPath: opts.log! };
-    const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor: anchorPath(), log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits: limits?.send, lease });
+    if (opts.confine) {
+      // The tree's own temp dir, as its TMPDIR: the one place it may write besides `write`.
+      const dir = makeConfineTmpdir(opts.uid, opts.gid);
+      confined = { landlockAbi: probe().landlock ?? 0, write: [...opts.confine.write, dir], denyRead: [...opts.confine.denyRead], network: opts.confine.network, tmpdir: dir };
+      opts.env = { ...opts.env, TMPDIR: dir };
+    }
+    const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor: anchorPath(), log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits: limits?.send, lease, confineTmpdir: confined?.tmpdir });
     const tree: AnchoredTree = {
       ...checked,
       executable: path,
@@ -201,6 +218,7 @@ export function launchTree(command: string, args: readonly string[] | undefined,
       logFd,
       limits,
       lease: lease && { ms: lease.ms, token: lease.token },
+      confined,
       startedAt: Date.now(),
       adopted: false,
       connect: (on) => {
@@ -220,6 +238,7 @@ export function launchTree(command: string, args: readonly string[] | undefined,
     return tree;
   } catch (err) {
     if (logFd !== undefined) closeSync(logFd);
+    if (confined) removeConfineTmpdir(confined.tmpdir);
     throw err;
   }
 }

@@ -31,6 +31,8 @@ export interface RawProbe {
   pageSize?: number;
   /** Linux: sysconf(_SC_ARG_MAX), the most one exec can carry in all. */
   argMax?: number;
+  /** Linux: the newest Landlock ABI this kernel has (0: none): what the `confine` option needs. */
+  landlock?: number;
 }
 
 export interface RawMember {

@@ -15,6 +15,7 @@ import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { leaseOption } from './lease.js';
 import { optionHint } from './option-hints.js';
+import { confineOption, type Confine, type ConfineOption } from './confine.js';
 import { terminalEnv, terminalOption, type Terminal, type TerminalOption } from './terminal.js';
 
 export type { Tier } from './tiers.js';
@@ -101,6 +102,15 @@ export interface SpawnOptionsBase {
    * POSIX: accepted and ignored, as Node does.
    */
   windowsHide?: boolean;
+  /**
+   * Linux: the tree confined by the kernel from its first instruction, every
+   * descendant included (Landlock, a network namespace): it may write only
+   * below `write` (and its own TMPDIR and the usual devices), read
+   * everything but `denyRead`, and reach the `network` asked for
+   * (docs/confine.md). Refused (a CordonError) before anything runs where
+   * it cannot be enforced; result.confined says how it was.
+   */
+  confine?: ConfineOption;
 }
 
 /** The `stop` hook as the facade calls it (process.ts types its argument). */
@@ -133,6 +143,7 @@ export interface NormalizedOptions {
   gid: number | undefined;
   /** Windows: the command starts with SW_HIDE (ignored elsewhere). */
   windowsHide: boolean;
+  confine: Confine | undefined;
 }
 
 /** spawn()'s option names (run() takes these but stdio, and its own: RUN_OPTION_NAMES in run.ts). */
@@ -141,7 +152,7 @@ export const SPAWN_OPTION_NAMES: ReadonlySet<string> = new Set([
   'containment', 'tier', 'log', 'argv0',
   'limits', 'lease', 'pty',
   'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
-  'windowsHide',
+  'windowsHide', 'confine',
 ]);
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
@@ -332,6 +343,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     uid: credentialOption('uid', o.uid),
     gid: credentialOption('gid', o.gid),
     windowsHide: flag('windowsHide', o.windowsHide, false),
+    confine: confineOption(o.confine),
   };
 }
 

@@ -5,6 +5,7 @@
 // stopping.ts's; the output pipes, the log and the bounded drain after the
 // root exits (C4) are output.ts's. Here: the wiring, cancellation (C10), and
 // what callers call.
+import { removeConfineTmpdir } from './confine.js';
 import { EventEmitter } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { AnchorChannel } from './anchor.js';
@@ -139,7 +140,11 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
         this.output.rootExited();
       },
       leftGroup: (leaver) => this.emit('leftGroup', leaver),
-      anchorGone: () => this.emit('quiescent'),
+      anchorGone: () => {
+        // The tree is gone: its confined temp dir goes with it (a leased tree's outlives this host's anchor channel).
+        if (tree.confined && !tree.lease) removeConfineTmpdir(tree.confined.tmpdir);
+        this.emit('quiescent');
+      },
       changed: () => this.settlement?.advance(),
     }, () => this.anchorPid);
     const { channel, leaseId } = tree.connect(this.facts.handlers());
@@ -175,7 +180,7 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
       leftovers: opts.leftovers,
       grace: opts.grace,
       anchor: this.anchor,
-      describe: { command: this.command, args: this.args, limits: tree.limits, startedAt: this.startedAt, logPath: opts.log, coverage: () => this.coverage },
+      describe: { command: this.command, args: this.args, limits: tree.limits, confined: tree.confined, startedAt: this.startedAt, logPath: opts.log, coverage: () => this.coverage },
       onLeftovers: (leftovers, fate) => this.emit('leftovers', leftovers, fate),
       onSettled: (result) => this.emit('settled', result),
       onDone: () => {

@@ -4,6 +4,7 @@
 import type { LimitsEvent, UsageEvent } from './anchor.js';
 import type { Coverage } from './capabilities.js';
 import type { Limits, LimitsPlan } from './limits.js';
+import type { ConfinedResult } from './confine.js';
 import type { Tier } from './tiers.js';
 
 /** Why the root ended; 'limit': a resource limit of the tree ended it (see `limit`). */
@@ -85,6 +86,8 @@ export interface ContainedResult {
   limit?: LimitHit;
   /** Present when limits were asked for: what was enforced and what the tree ran into. */
   limits?: LimitsResult;
+  /** Present when `confine` was asked for (Linux): the tree ran confined by the kernel, so (docs/confine.md). */
+  confined?: ConfinedResult;
   /** What the tree used, measured by the kernel where the tier can (null: not measured). Taken when the tree ended (when the root exited, if leftovers were kept). */
   usage: TreeUsage;
   /** Descendants held the captured output past `waitDelay` after the root exited; our ends were closed. */
@@ -131,6 +134,7 @@ export interface ResultInput {
   /** The facade ended the root: by its AbortSignal, or its timeout. */
   cancelReason: 'canceled' | 'timeout' | undefined;
   limits: LimitsPlan | undefined;
+  confined?: ConfinedResult | undefined;
   limitsInForce: LimitsEvent | undefined;
   usage: UsageEvent | undefined;
   waitDelayExceeded: boolean;
@@ -202,6 +206,7 @@ export function buildResult(input: ResultInput): ContainedResult {
     reason,
     ...(limit !== undefined ? { limit } : {}),
     ...(plan ? { limits: { requested: { ...plan.asked }, applied: limitsApplied(plan, accepted), accepted, hit } } : {}),
+    ...(input.confined ? { confined: { ...input.confined, write: [...input.confined.write], denyRead: [...input.confined.denyRead] } } : {}),
     usage: {
       cpuMs: input.usage?.cpuUs != null ? input.usage.cpuUs / 1000 : null,
       peakMemory: input.usage?.memoryPeak ?? null,

@@ -12,6 +12,7 @@
 // A launch failure (once its anchor is gone) or a cleanup failure goes to
 // 'settling' from wherever it is. The tree itself may live on after the
 // result (kept leftovers): its state is TreeFacts.state, not this.
+import type { ConfinedResult } from './confine.js';
 import type { Coverage } from './capabilities.js';
 import type { CordonError } from './errors.js';
 import { deferred, type TreeFacts } from './facts.js';
@@ -31,7 +32,7 @@ export interface SettlementParts {
   /** The anchor's TERM (KILL at grace 0), and letting the host exit while a kept tree runs. */
   anchor: { terminate(graceMs: number): void; unref(): void };
   /** What the result says besides the facts. */
-  describe: { command: string; args: readonly string[]; limits: LimitsPlan | undefined; startedAt: number; logPath: string | undefined; coverage(): Coverage };
+  describe: { command: string; args: readonly string[]; limits: LimitsPlan | undefined; confined?: ConfinedResult | undefined; startedAt: number; logPath: string | undefined; coverage(): Coverage };
   /** Leftovers were found: they are being killed, or kept. */
   onLeftovers(leftovers: Leftover[], fate: 'killing' | 'kept'): void;
   /** The result resolved. */
@@ -151,6 +152,7 @@ export class Settlement {
       rootExit: facts.rootExit!,
       cancelReason: this.cancelReason,
       limits: describe.limits,
+      confined: describe.confined,
       limitsInForce: facts.limitsInForce,
       usage: facts.usage,
       waitDelayExceeded: output.waitDelayExceeded,

@@ -88,6 +88,14 @@ export interface Guarantees {
    */
   terminalOutputKept: boolean;
   /**
+   * The `confine` option: the tree confined by the kernel from its first
+   * instruction, every descendant included (Linux: Landlock for the
+   * filesystem, a network namespace of its own for network 'none' and
+   * 'loopback', which needs CAP_SYS_ADMIN). Where false, spawn() refuses
+   * the option (docs/confine.md).
+   */
+  confine: boolean;
+  /**
    * A member running with the host's privileges cannot leave the tree or stop
    * its anchor. Never given: cordon is not a sandbox (docs/contract.md).
    */
@@ -107,6 +115,8 @@ export interface TierContext {
    * hierarchy), null where it cannot. The README's table assumes all three.
    */
   limitSupport: { memory: string | null; processes: string | null; cpu: string | null };
+  /** Linux: the newest Landlock ABI the kernel has (0: none). The README's table assumes one. */
+  landlock: number;
 }
 
 export interface TierSpec {
@@ -162,7 +172,7 @@ export const TIERS = [
     selectable: true,
     // (a cgroup tier's anchor is a subreaper too)
     available: (probe) => probe().subreaper && !!probe().cgroup,
-    guarantees: ({ pidfd, capSysAdmin, limitSupport }) => ({
+    guarantees: ({ pidfd, capSysAdmin, limitSupport, landlock }) => ({
       containedBeforeExec: true,
       catchesEscapees: 'always',
       pidReuseSafe: pidfd,
@@ -177,6 +187,7 @@ export const TIERS = [
       cgroupNamespace: capSysAdmin,
       terminal: true,
       terminalOutputKept: true,
+      confine: landlock >= 1,
       holdsHostileMembers: false,
     }),
     notes: ({ pidfd, capSysAdmin, limitSupport }) => [
@@ -198,7 +209,7 @@ export const TIERS = [
     platforms: ['linux'],
     selectable: true,
     available: (probe) => probe().subreaper,
-    guarantees: ({ pidfd }) => ({
+    guarantees: ({ pidfd, landlock }) => ({
       containedBeforeExec: true,
       catchesEscapees: 'always',
       pidReuseSafe: pidfd,
@@ -213,6 +224,7 @@ export const TIERS = [
       cgroupNamespace: false,
       terminal: true,
       terminalOutputKept: true,
+      confine: landlock >= 1,
       holdsHostileMembers: false,
     }),
     notes: ({ pidfd }) => [
@@ -231,7 +243,7 @@ export const TIERS = [
     platforms: ['linux', 'darwin'],
     selectable: true,
     available: () => true,
-    guarantees: ({ platform, pidfd }) => ({
+    guarantees: ({ platform, pidfd, landlock }) => ({
       containedBeforeExec: true,
       catchesEscapees: 'marked',
       pidReuseSafe: pidfd,
@@ -246,6 +258,7 @@ export const TIERS = [
       cgroupNamespace: false,
       terminal: true,
       terminalOutputKept: platform !== 'darwin',
+      confine: platform === 'linux' && landlock >= 1,
       holdsHostileMembers: false,
     }),
     notes: ({ platform, pidfd }) => [
@@ -292,6 +305,7 @@ export const TIERS = [
       cgroupNamespace: false,
       terminal: false, // no pseudo console yet: spawn() refuses pty
       terminalOutputKept: false,
+      confine: false,
       holdsHostileMembers: false,
     }),
     notes: () => [
@@ -341,6 +355,7 @@ export const TIERS = [
       cgroupNamespace: false,
       terminal: false,
       terminalOutputKept: false,
+      confine: false,
       holdsHostileMembers: false,
     }),
     notes: () => [
@@ -382,10 +397,20 @@ export function availableTiers(probe: () => RawProbe, platform: NodeJS.Platform 
 const NOT_A_SANDBOX =
   "cordon contains careless and daemonizing programs, not hostile ones: a member running as the host's user can signal, stop or ptrace the anchor, and one with root privileges can leave the tree's cgroup or job. Use a separate user, a container or VM for untrusted code (docs/contract.md).";
 
+/** The `confine` option's note: what the kernel enforces here, or why it cannot (docs/confine.md). */
+function confineNotes(ctx: TierContext, confine: boolean): string[] {
+  if (ctx.platform !== 'linux') return [`The confine option is not available on ${ctx.platform === 'darwin' ? 'macOS' : ctx.platform === 'win32' ? 'Windows' : ctx.platform} (no Seatbelt or AppContainer confinement yet): spawn() refuses it with ERR_CORDON_UNSUPPORTED.`];
+  if (!confine) return ["The confine option is refused here (ERR_CORDON_CONTAINMENT): this kernel has no Landlock (Linux 5.13+, enabled in the lsm= boot list)."];
+  return [
+    `The confine option (Landlock ABI ${ctx.landlock}): the tree, every descendant included, may write only below its write paths, its own TMPDIR and the usual devices, and read everything but its denyRead paths, from its first instruction; network 'none' and 'loopback' put it in a network namespace of its own (no interface up, or only lo), which needs CAP_SYS_ADMIN${ctx.capSysAdmin ? '' : ' (this host lacks it: only network \'all\' is accepted)'}; 'none' also handles TCP bind and connect through Landlock${ctx.landlock >= 4 ? '' : ' (not on this ABI: 4+)'}. Pathname Unix sockets (a docker.sock) stay reachable by path whatever the confinement, denyRead included: Landlock up to ABI 7 does not control connect() to them (docs/confine.md).`,
+  ];
+}
+
 /** What a tier guarantees in a context, and why, in words. */
 export function describeTier(tier: Tier, ctx: TierContext): { guarantees: Guarantees; notes: string[] } {
   const spec = byName.get(tier)!;
-  return { guarantees: spec.guarantees(ctx), notes: [NOT_A_SANDBOX, ...spec.notes(ctx)] };
+  const guarantees = spec.guarantees(ctx);
+  return { guarantees, notes: [NOT_A_SANDBOX, ...spec.notes(ctx), ...confineNotes(ctx, guarantees.confine)] };
 }
 
 /** The platforms' names in the README, and whether they have pidfds at best. */

@@ -6,6 +6,7 @@
 // reports to the facade's handlers.
 import type { AnchorChannel, AnchorHandlers } from './anchor.js';
 import type { LimitsPlan } from './limits.js';
+import type { ConfinedResult } from './confine.js';
 import type { NormalizedOptions, StdioOption } from './options.js';
 import type { Tier } from './tiers.js';
 
@@ -27,6 +28,8 @@ export interface AnchoredTree {
   limits: LimitsPlan | undefined;
   /** A leased tree: the lease in ms, and the token a new host adopts it with (undefined: an adopted tree's is not known here). */
   lease: { ms: number; token: string | undefined } | undefined;
+  /** With `confine`: how the tree is confined (result.confined), its temp dir removed once its anchor is gone. */
+  confined?: ConfinedResult | undefined;
   /** Epoch milliseconds (an adopted tree: when its first host started it). */
   startedAt: number;
   /** This host did not start the tree: it adopted it (stdin is null, a terminal's tree's: its input). */

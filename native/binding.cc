@@ -67,6 +67,7 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   if (p.xnu) out.Set("xnu", Napi::Boolean::New(env, true));
   if (p.page_size > 0) out.Set("pageSize", Napi::Number::New(env, static_cast<double>(p.page_size)));
   if (p.arg_max > 0) out.Set("argMax", Napi::Number::New(env, static_cast<double>(p.arg_max)));
+  out.Set("landlock", Napi::Number::New(env, p.landlock_abi));
 #if CORDON_LINUX_PROC
   out.Set("cgroup", Napi::Boolean::New(env, cordon::cgroup_available()));
 #else

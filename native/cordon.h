@@ -83,6 +83,9 @@ struct Probe {
   // (MAX_ARG_STRLEN), and a total over sysconf(_SC_ARG_MAX) at the most.
   long page_size = 0;
   long arg_max = 0;
+  // Linux: the newest Landlock ABI the kernel has (0: none), what the
+  // `confine` option needs (native/linux/confine.h).
+  int landlock_abi = 0;
 };
 
 int probe(Probe& out);

@@ -268,6 +268,7 @@ class Termination {
 //                 [--memory BYTES] [--max-processes N] [--cpu-quota US]
 //                 [--polite-signal N] [--uid N] [--gid N] [--cmd-shell] [--hide-window] [--watch-fd N]... [--cwd DIR] [--trace FILE]
 //                 [--lease MS --lease-id ID [--lease-dir DIR]] [--pty COLS ROWS]
+//                 [--confine [--confine-write DIR]... [--confine-deny-read DIR]... [--confine-network none|loopback|all]]
 //                 -- PATH ARGV0 [ARGS...]
 // Options only one platform's anchor takes:
 enum Extra : unsigned {
@@ -285,6 +286,10 @@ enum Extra : unsigned {
   kPtyOption = 1024,       // --pty COLS ROWS (POSIX): the command's stdio is a new terminal's slave,
                            // which the anchor relays: fd 0 (input) to it, its output to fd 1
   kHideWindowOption = 2048,  // --hide-window (Windows): the command starts with STARTF_USESHOWWINDOW + SW_HIDE
+  kConfineOptions = 4096,  // --confine, --confine-write DIR, --confine-deny-read DIR, --confine-network
+                           // none|loopback|all (Linux): the tree is confined by the kernel (Landlock,
+                           // a network namespace) from its first instruction (native/linux/confine.h);
+                           // what cannot be set up is NOCONTAIN <errno> confine, and nothing runs
 };
 
 template <typename Char>
@@ -314,6 +319,10 @@ struct Options {
   String log;                  // --log (Windows): the tree's log file
   int pty_cols = 0;            // --pty: the terminal's size (0: no terminal)
   int pty_rows = 0;
+  bool confine = false;                    // --confine: everything below applies
+  std::vector<String> confine_write;       // --confine-write: absolute, canonical
+  std::vector<String> confine_deny_read;   // --confine-deny-read: absolute, canonical
+  int confine_network = 0;                 // --confine-network: 0 all, 1 none, 2 loopback
   String cwd;                  // the command's working directory (else the anchor's)
   String path;
   std::vector<String> argv;
@@ -445,6 +454,18 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
         usage("--pty takes a number of columns and of rows, 1 to 65535 each");
       }
       i += 2;
+    } else if (detail::is(a, "--confine") && (extra & kConfineOptions)) {
+      o.confine = true;
+    } else if (detail::is(a, "--confine-write") && has_value && (extra & kConfineOptions)) {
+      o.confine_write.push_back(argv[++i]);
+    } else if (detail::is(a, "--confine-deny-read") && has_value && (extra & kConfineOptions)) {
+      o.confine_deny_read.push_back(argv[++i]);
+    } else if (detail::is(a, "--confine-network") && has_value && (extra & kConfineOptions)) {
+      const Char* v = argv[++i];
+      if (detail::is(v, "all")) o.confine_network = 0;
+      else if (detail::is(v, "none")) o.confine_network = 1;
+      else if (detail::is(v, "loopback")) o.confine_network = 2;
+      else usage("--confine-network takes none, loopback or all");
     } else if (detail::is(a, "--trace") && has_value) {
       open_trace(argv[++i]);
     } else {

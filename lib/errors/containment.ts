@@ -41,6 +41,14 @@ export function noContainment(errno: number, what: string): CordonError {
       { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
     );
   }
+  if (what === 'confine') {
+    // The anchor could not build the Landlock ruleset, or the command's side of its fork could not enter it (or its network namespace).
+    return new CordonError(
+      `The tree could not be confined as asked (confine: ${code}); nothing ran. ` +
+        'The kernel refused the Landlock ruleset, one of its paths, the network namespace or landlock_restrict_self (CORDON_TRACE=<file> has the anchor name the step); see docs/confine.md.',
+      { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
+    );
+  }
   return new CordonError(
     `Containment (${what}) could not be established on this host (${code}); nothing ran. ` +
       "Use containment: 'best-effort' to run with the strongest tier available, or see capabilities().",
@@ -57,4 +65,21 @@ export function privilegeDropFailed(errno: number, uid: number | undefined, gid:
       '(root, or CAP_SETUID/CAP_SETGID); leave uid and gid out to run as the host.',
     { code, errno: -Math.abs(errno), syscall: 'setuid', stage: 'launch' },
   );
+}
+
+/** The option "confine" off Linux (stage 'input'): no confinement in this build. */
+export function confineUnsupported(platform: NodeJS.Platform): CordonError {
+  return new CordonError(`The option "confine" is Linux only for now (Landlock and network namespaces); ${platform} has no confinement in this build. Nothing ran.`, {
+    code: 'ERR_CORDON_UNSUPPORTED',
+    stage: 'input',
+  });
+}
+
+/** The option "confine" where this host cannot enforce it (stage 'input'): never a silent no-op. */
+export function confineUnenforceable(why: 'landlock' | 'netns', network?: string): CordonError {
+  const message =
+    why === 'landlock'
+      ? 'The option "confine" needs Landlock, which this kernel does not have (Linux 5.13+, built with CONFIG_SECURITY_LANDLOCK and enabled in the lsm= boot list): the tree cannot be confined. Nothing ran.'
+      : `confine.network '${network}' needs a network namespace of the tree's own, which the anchor can make only with CAP_SYS_ADMIN (root); an unprivileged user namespace is not used (it would remap the tree's user ids). Use network: 'all', or a privileged host. Nothing ran.`;
+  return new CordonError(message, { code: 'ERR_CORDON_CONTAINMENT', syscall: 'confine', stage: 'input' });
 }

@@ -6,6 +6,7 @@
 // descriptor at or above a bound but one in a forked child before exec
 // (close_range(2), or what /proc/self/fd lists before Linux 5.9).
 #include "internal.h"
+#include "confine.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +32,7 @@ int probe(Probe& out) {
   out.proc_scan = access("/proc/self/stat", R_OK) == 0;
   out.page_size = sysconf(_SC_PAGESIZE);
   out.arg_max = sysconf(_SC_ARG_MAX);
+  out.landlock_abi = confine::landlock_abi();
   return 0;
 }
 

@@ -33,6 +33,9 @@
 #include "pty_relay.h"
 #include "tier.h"
 #include "warm.h"
+#ifdef __linux__
+#include "../linux/confine.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -321,8 +324,10 @@ class Anchor : public anchor::TierHost {
     child.gid = opts_.gid;
     child.path = opts_.path.c_str();
     child.argv = argv.data();
+    if (opts_.confine && !prepare_confinement(child)) return false;
     std::string failure;
     pid_t pid = anchor::start_command(child, failure);
+    if (child.confine_ruleset_fd >= 0) close(child.confine_ruleset_fd);
     if (pid <= 0) {
       send(failure);
       return false;
@@ -330,6 +335,34 @@ class Anchor : public anchor::TierHost {
     root_ = pid;
     trace("root %d started (%s tier)", static_cast<int>(pid), tier_->name());
     return true;
+  }
+
+  // --confine: the Landlock ruleset, built here (it allocates and walks
+  // directories), entered by the command's child right before exec.
+  bool prepare_confinement(anchor::CommandChild& child) {
+#ifdef __linux__
+    cordon::confine::Spec spec;
+    spec.write = opts_.confine_write;
+    spec.deny_read = opts_.confine_deny_read;
+    spec.network = opts_.confine_network;
+    cordon::confine::Prepared prepared;
+    std::string what;
+    int rc = cordon::confine::prepare(spec, prepared, what);
+    if (rc != 0) {
+      trace("confinement not prepared (%s): %s", what.c_str(), strerror(-rc));
+      send(protocol::no_contain(-rc, "confine"));
+      return false;
+    }
+    trace("confined: landlock ABI %d, network %d", prepared.abi, prepared.network);
+    child.confine_ruleset_fd = prepared.ruleset_fd;
+    child.confine_network = prepared.network;
+    child.confine_abi = prepared.abi;
+    return true;
+#else
+    (void)child;
+    send(protocol::no_contain(ENOSYS, "confine"));
+    return false;
+#endif
   }
 
   // The anchor must never hold the command's pipes: closing them is what

@@ -20,6 +20,7 @@ namespace anchor {
                             "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
                             "[--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
                             "[--lease MS --lease-id ID --lease-dir DIR] [--pty COLS ROWS] "
+                            "[--confine [--confine-write DIR]... [--confine-deny-read DIR]... [--confine-network none|loopback|all]] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -44,9 +45,17 @@ Options parse_args(int argc, char** argv) {
   protocol::parse_options(argc, argv,
                           protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions |
                               protocol::kPoliteSignalOption | protocol::kCredentialsOption | protocol::kLeaseOptions |
-                              protocol::kLeaseDirOption | protocol::kPtyOption,
+                              protocol::kLeaseDirOption | protocol::kPtyOption | protocol::kConfineOptions,
                           o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
+  if (!o.confine && (!o.confine_write.empty() || !o.confine_deny_read.empty() || o.confine_network != 0)) {
+    usage("--confine-write, --confine-deny-read and --confine-network go with --confine");
+  }
+  for (const auto* list : {&o.confine_write, &o.confine_deny_read}) {
+    for (const auto& p : *list) {
+      if (p.empty() || p[0] != '/') usage("--confine-write and --confine-deny-read take absolute paths");
+    }
+  }
   if ((o.lease_ms > 0) != !o.lease_dir.empty() || (o.lease_ms > 0) != !o.lease_id.empty()) {
     usage("--lease, --lease-id and --lease-dir go together");
   }

@@ -14,6 +14,9 @@
 #endif
 
 #include "../protocol.h"
+#ifdef __linux__
+#include "../linux/confine.h"
+#endif
 
 extern char** environ;
 
@@ -67,6 +70,23 @@ void exec_command(const CommandChild& c) {
   // nothing of it is written or freed here, as the anchor's memory may be shared.)
   for (int fd : c.close) close(fd);
   c.tier->child_before_exec();
+  // --confine: the tree's network namespace and Landlock domain, after
+  // every step that needs what they take away (the tier's, the terminal's)
+  // and before the privilege drop (a network namespace needs the anchor's
+  // privilege). Plain system calls on what the anchor prepared: nothing here
+  // allocates (this child may share the anchor's memory).
+  if (c.confine_ruleset_fd >= 0) {
+#ifdef __linux__
+    confine::Prepared p;
+    p.ruleset_fd = c.confine_ruleset_fd;
+    p.network = c.confine_network;
+    p.abi = c.confine_abi;
+    err = confine::enter(p);
+#else
+    err = ENOSYS;
+#endif
+    if (err != 0) fail(c.status_fd, kStageConfine, err);
+  }
   // stdio as a shell would hand it over: blocking. A descriptor the host
   // passed on ('inherit') may be one Node made non-blocking (its own stdout
   // on a pipe), and a command writing to it would get EAGAIN.
@@ -159,6 +179,7 @@ pid_t start_command(CommandChild child, std::string& failure) {
   if (report[0] == kStageTier) failure = protocol::no_contain(report[1], tier.name());
   else if (report[0] == kStageSetuid) failure = protocol::no_contain(report[1], "setuid");
   else if (report[0] == kStageTerminal) failure = protocol::no_contain(report[1], "pty");
+  else if (report[0] == kStageConfine) failure = protocol::no_contain(report[1], "confine");
   else failure = protocol::exec_fail(report[1]);
   return 0;
 }

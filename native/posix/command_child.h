@@ -22,6 +22,7 @@ enum ChildStage : int {
   kStageTier = 1,     // NOCONTAIN <errno> <tier>: joining the tree's process group
   kStageSetuid = 2,   // NOCONTAIN <errno> setuid: --uid/--gid
   kStageTerminal = 3, // NOCONTAIN <errno> pty: the terminal as stdio (and controlling terminal)
+  kStageConfine = 4,  // NOCONTAIN <errno> confine: --confine (a network namespace, the Landlock domain)
 };
 
 struct CommandChild {
@@ -31,6 +32,11 @@ struct CommandChild {
   std::vector<int> close;   // the anchor's own descriptors, closed before anything else
   int uid = -1;
   int gid = -1;
+  // --confine (Linux): what the anchor prepared (native/linux/confine.h),
+  // entered right before exec; ruleset_fd -1: not confined.
+  int confine_ruleset_fd = -1;
+  int confine_network = 0;
+  int confine_abi = 0;
   const char* path = nullptr;
   char** argv = nullptr;
 };
