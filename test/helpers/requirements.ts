@@ -92,13 +92,13 @@ function nobodyHere(): boolean {
 const TABLE = {
   cc: {
     what: 'a C compiler (cc)',
-    for: 'the compiled fixture, test/fixtures/cordon-fixture.c: the pid hoppers (coverage, process-group-escapes), a setsid of its own (process-group-escapes), the darwin model (test/xnu-model)',
+    for: 'the compiled fixture, test/fixtures/cordon-fixture.c: the pid hoppers and bystanders (coverage, process-group-escapes, leak-check), the suite\'s setsid and sleep off Linux, sessions on macOS (getsid), the darwin model (test/xnu-model)',
     apt: 'gcc',
     probe: () => runs('cc', ['--version']),
   },
   perl: {
     what: 'perl',
-    for: 'the bystanders (process-group-escapes), the marking fork storm (cgroup-scale), the fork loop (limits, cgroup-v2-leaf)',
+    for: 'the marking fork storm (cgroup-scale), the fork loop (limits, cgroup-v2-leaf)',
     apt: 'perl',
     probe: () => runs('perl', ['-e', 'use POSIX (); exit 0']),
   },
