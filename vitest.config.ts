@@ -10,7 +10,8 @@ import { setsidShimDir, wantSetsidShim } from './test/helpers/setsid-shim.js';
 // macOS strategy). Tier-independent files run once.
 const tierIndependent = ['test/build-backends.test.ts', 'test/resolve-windows.test.ts', 'test/capabilities.test.ts', 'test/observer.test.ts', 'test/leak-check.test.ts', 'test/process-group.test.ts', 'test/broken-install.test.ts', 'test/protocol.test.ts', 'test/tier-availability.test.ts', 'test/run-types.test.ts', 'test/cgroup-v2-leaf.test.ts', 'test/errors.test.ts', 'test/contract-map.test.ts', 'test/doc-examples.test.ts', 'test/thread-ids.test.ts', 'test/procargs.test.ts', 'test/package.test.ts', 'test/windows-lease-job.test.ts', 'test/types.test.ts', 'test/portable-tests.test.ts', 'test/child-process-types.test.ts'];
 // util-linux's setsid where the platform has none (macOS; on Linux when
-// CORDON_TEST_SETSID_SHIM=1): the compiled fixture under that name, first on
+// CORDON_TEST_SETSID_SHIM=1), and a sleep whose environment ps can read (not
+// Apple's): the compiled fixture under those names, first on
 // the PATH every worker and every tree inherits (test/helpers/setsid-shim.ts).
 if (wantSetsidShim()) {
   let dir: string;
@@ -20,7 +21,7 @@ if (wantSetsidShim()) {
     throw new Error(`vitest: the suite's setsid (off Linux, util-linux's is missing) is built with cc, which failed: ${(e as Error).message} (macOS: xcode-select --install)`, { cause: e });
   }
   process.env.PATH = `${dir}:${process.env.PATH ?? '/usr/bin:/bin'}`;
-  console.warn(`vitest: setsid is the suite's own (${dir}/setsid -> test/fixtures/cordon-fixture.c)`);
+  console.warn(`vitest: setsid and sleep are the suite's own (${dir}/setsid, ${dir}/sleep -> test/fixtures/cordon-fixture.c)`);
 }
 // The tiers come from cordon's tier table (lib/tiers.ts); whether this machine
 // has one is the tests' own check, never cordon's probe (a tier that needs

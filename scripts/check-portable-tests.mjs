@@ -50,9 +50,7 @@ export const LINUX_ONLY = {
 };
 
 /** Files not yet portable: what remains is in docs/macos-suite.md. */
-export const REMAINING = {
-  'test/credentials.test.ts': 'ids and groups from /proc/<pid>/status (ps -o ruid,uid,svuid,rgid,gid,svgid would do)',
-};
+export const REMAINING = {};
 
 // /proc; util-linux's runuser, script -qc and flock; iproute2's ss; GNU stat -c.
 const PATTERN = /\/proc\/|['"`]\/proc['"`]|\brunuser\b|\bscript -qc\b|\bflock \S|['"`]ss['"`]|\bstat -c\b/;

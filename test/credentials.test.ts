@@ -1,7 +1,10 @@
 // uid/gid (issue #16): the command, never the anchor, runs as the given user
-// and group, and stays contained. Observed from outside: /proc/<pid>/status of
-// the root, its child and the anchor.
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+// and group, and stays contained. Observed from outside, through the observer
+// (/proc/<pid>/status, or ps: ruid, uid, svuid, rgid, gid, svgid; procps adds
+// the filesystem ids and the supplementary groups, which macOS ps does not
+// show) of the root, its child and the anchor. nobody is the system's own
+// (`id -u nobody`: requirements.ts), never a constant.
+import { realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -9,20 +12,26 @@ import { spawn } from '../lib/index.js';
 import { credentialOption } from '../lib/credentials.js';
 import { capture } from './helpers/fixtures.js';
 import { alive, useTag, waitGone, within } from './helpers/procs.js';
-import { missing } from './helpers/requirements.js';
+import { observer } from './helpers/observer.js';
+import { missing, nobodyIds } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
 
-const NOBODY = 65534;
 const isRoot = process.getuid?.() === 0;
 /** Why the command cannot run as nobody here, or in nobody's group ('' where it can). */
 const asNobodyWhy = !isRoot ? 'needs a root host to change user' : (missing('nobody') ?? '');
 const inNobodysGroupWhy = !isRoot ? 'needs a root host to change group' : (missing('nobody') ?? '');
+/** nobody's uid and gid on this system (only read where the tests that use them run). */
+const NOBODY = asNobodyWhy === '' ? nobodyIds()! : { uid: -1, gid: -1 };
+/** How many ids of each kind the observer shows: real, effective, saved, and on Linux the filesystem id. */
+const KINDS = process.platform === 'linux' ? 4 : 3;
 
-/** Real, effective, saved and filesystem ids from /proc/<pid>/status, and the supplementary groups. */
-function ids(pid: number): { uid: number[]; gid: number[]; groups: number[] } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (name: string) => (new RegExp(`^${name}:[ \\t]*([^\\n]*)$`, 'm').exec(status)?.[1] ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
-  return { uid: field('Uid'), gid: field('Gid'), groups: field('Groups') };
+/** The process's ids through the observer: all of them, the supplementary groups where it shows them. */
+function ids(pid: number): { uid: number[]; gid: number[]; groups: number[] | undefined } {
+  const c = observer.credentials(pid);
+  if (!c) throw new Error(`pid ${pid} is gone: no ids to read`);
+  expect(c.uid.length, `pid ${pid}: the observer shows ${KINDS} uids`).toBe(KINDS);
+  expect(c.gid.length, `pid ${pid}: the observer shows ${KINDS} gids`).toBe(KINDS);
+  return c;
 }
 
 /**
@@ -49,8 +58,8 @@ describe('uid and gid', () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 300 & echo "PID child $!"; echo "PID root $$"; exec sleep 300'], {
       env: t.env,
-      uid: NOBODY,
-      gid: NOBODY,
+      uid: NOBODY.uid,
+      gid: NOBODY.gid,
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     const out = capture(proc.stdout);
@@ -58,9 +67,10 @@ describe('uid and gid', () => {
     const pids = out.pids();
     for (const name of ['root', 'child']) {
       const got = ids(pids[name]!);
-      expect(got.uid, `${name}'s uids`).toEqual([NOBODY, NOBODY, NOBODY, NOBODY]);
-      expect(got.gid, `${name}'s gids`).toEqual([NOBODY, NOBODY, NOBODY, NOBODY]);
-      expect(got.groups, `${name}'s supplementary groups`).toEqual([]);
+      expect(got.uid, `${name}'s uids`).toEqual(Array(KINDS).fill(NOBODY.uid));
+      expect(got.gid, `${name}'s gids`).toEqual(Array(KINDS).fill(NOBODY.gid));
+      // macOS ps does not show them (observer.credentials: undefined).
+      if (got.groups !== undefined || process.platform === 'linux') expect(got.groups, `${name}'s supplementary groups`).toEqual([]);
     }
     expect(ids(proc.anchorPid!).uid[0], 'the anchor keeps the host\'s user').toBe(0);
     await within(proc.terminate({ grace: 1000 }), 10_000, 'terminate', t.tag);
@@ -71,12 +81,12 @@ describe('uid and gid', () => {
 
   itWhere(inNobodysGroupWhy === '', 'gid alone changes only the group', inNobodysGroupWhy, async () => {
     const t = useTag();
-    const proc = spawn('sh', ['-c', 'echo "PID root $$"; exec sleep 300'], { env: t.env, gid: NOBODY, stdio: ['ignore', 'pipe', 'ignore'] });
+    const proc = spawn('sh', ['-c', 'echo "PID root $$"; exec sleep 300'], { env: t.env, gid: NOBODY.gid, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = capture(proc.stdout);
     await within(out.until(/PID root \d+/), 10_000, 'the root to start', t.tag);
     const got = ids(out.pids().root!);
     expect(got.uid[0]).toBe(0);
-    expect(got.gid[0]).toBe(NOBODY);
+    expect(got.gid[0]).toBe(NOBODY.gid);
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
 
@@ -93,7 +103,7 @@ describe('uid and gid', () => {
         p.stdout.on('data', (d) => process.stdout.write(d));
         try { await p.result; console.log('NO ERROR'); } catch (e) { console.log('ERR', e.code, e.stage, e.isLaunchFailure); }
       });`;
-    const host = spawn(process.execPath, ['--input-type=module', '-e', script], { env: t.env, uid: NOBODY, gid: NOBODY, cwd: '/tmp' });
+    const host = spawn(process.execPath, ['--input-type=module', '-e', script], { env: t.env, uid: NOBODY.uid, gid: NOBODY.gid, cwd: '/tmp' });
     const out = capture(host.stdout);
     const result = await within(host.result, 20_000, 'the nobody host', t.tag);
     expect(result.exitCode).toBe(0);

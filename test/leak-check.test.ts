@@ -7,16 +7,47 @@
 // form. Observed from outside: the hopper's heartbeat (one byte per
 // generation) proves it alive before the check, and a second check finds
 // nothing after it.
-import { spawn as spawnChild } from 'node:child_process';
+//
+// And the leak check without the environment (docs/macos-suite.md): on macOS
+// ps is not shown the environment of Apple's sh, so a leaked sh above a
+// tagged process is taken by lineage (observer.hiddenParents, and
+// .ci/leak-check-ps.sh). Here a sh started with an empty environment (env -i)
+// stands for it: ps shows it no environment, as macOS shows Apple's none.
+import { spawn as spawnChild, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, onTestFinished } from 'vitest';
 import { fixtureProgram } from './helpers/compiled.js';
+import { capture } from './helpers/fixtures.js';
 import { beatsAfter, hopperDir, hopperFile, silentFor, size } from './helpers/hopper.js';
-import { describeProcs, killTagged, useTag } from './helpers/procs.js';
+import { observer, psObserver } from './helpers/observer.js';
+import { alive, describeProcs, killPids, killTagged, useTag, waitFor, within, TAG_VAR } from './helpers/procs.js';
 import { missing } from './helpers/requirements.js';
 import { itWhere } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
 
 const noCc = missing('cc') ?? '';
+const noPsCc = missing('ps', 'cc') ?? '';
+const underPs = observer.name === 'ps' ? noPsCc : noPsCc || 'the hidden-parent rule is the ps observer\'s (/proc is shown every environment of this user\'s): run with CORDON_TEST_OBSERVER=ps';
+
+/**
+ * A sh with an empty environment (env -i: ps shows it none, as macOS shows
+ * Apple's sh none) that runs the compiled sleep with only `name`=`value` in
+ * its environment, and waits. Both pids SIGKILLed when the test ends.
+ */
+async function hiddenShOverTagged(name: string, value: string): Promise<{ sh: number; leaf: number }> {
+  // NAME=value never whole in the sh's own arguments (ps shows them: it would be tagged by them).
+  const script = `n=${name}; v=${value}; /usr/bin/env "$n=$v" '${fixtureProgram()}' sleep 300 & echo "PID leaf $!"; echo "PID sh $$"; wait`;
+  const child = spawnChild('env', ['-i', '/bin/sh', '-c', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  const out = capture(child.stdout);
+  onTestFinished(() => killPids(Object.values(out.pids())));
+  child.unref();
+  await within(out.until(/PID sh \d+/), watchdog(10_000), 'the sh to start');
+  const { sh, leaf } = out.pids();
+  // The leaf has exec'd (its command line is the sleep's).
+  await waitFor(() => / sleep 300$/.test(psObserver.cmdline(leaf!)), { timeout: watchdog(10_000), what: 'the leaf to exec' });
+  expect(psObserver.environ(sh!), 'ps shows the sh no environment').toEqual([]);
+  return { sh: sh!, leaf: leaf! };
+}
 const ROUNDS = 20;
 
 describe('the leak check a pid hopper cannot dodge', () => {
@@ -45,4 +76,39 @@ describe('the leak check a pid hopper cannot dodge', () => {
     expect(caught.length).toBe(ROUNDS);
     // 20 rounds of a few hundred ms each on an idle machine; a loaded one is slower.
   }, watchdog(90_000));
+});
+
+describe('the leak check without the environment: a parent ps is not shown the environment of', () => {
+  itWhere(noPsCc === '', 'observer.hiddenParents (ps) names the sh above a tagged process, and neither the tagged one nor this worker', noPsCc, async () => {
+    const t = useTag();
+    const { sh, leaf } = await hiddenShOverTagged(TAG_VAR, t.tag);
+    const tagged = psObserver.tagged({ value: t.tag });
+    expect(tagged.map((p) => p.pid), 'ps sees the tagged leaf only').toEqual([leaf]);
+    expect(psObserver.hiddenParents(tagged).map((p) => p.pid), 'the hidden parent: the sh, not this worker').toEqual([sh]);
+    killPids([leaf, sh]);
+    await waitFor(() => !alive(sh) && !alive(leaf), { timeout: watchdog(5_000), what: 'both to be gone' });
+  });
+
+  itWhere(underPs === '', 'killTagged under the ps observer kills the sh above a tagged process too', underPs, async () => {
+    const t = useTag();
+    const { sh, leaf } = await hiddenShOverTagged(TAG_VAR, t.tag);
+    const killed = killTagged(t.tag).map((p) => p.pid).sort((a, b) => a - b);
+    expect(killed, 'the leaf and the sh').toEqual([leaf, sh].sort((a, b) => a - b));
+    await waitFor(() => !alive(sh) && !alive(leaf), { timeout: watchdog(5_000), what: 'both to be gone' });
+  });
+
+  itWhere(noPsCc === '', '.ci/leak-check-ps.sh kills the tagged leaf and the sh above it, exits 1, and finds nothing the second time', noPsCc, async () => {
+    // A variable of this test's alone: the script kills every process carrying it.
+    const name = `CORDON_LEAK_CHECK_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+    const { sh, leaf } = await hiddenShOverTagged(name, 'x');
+    const script = fileURLToPath(new URL('../.ci/leak-check-ps.sh', import.meta.url));
+    const first = spawnSync('bash', [script, name], { encoding: 'utf8', timeout: watchdog(30_000) });
+    expect(first.status, first.stdout + first.stderr).toBe(1);
+    expect(first.stdout).toContain(`pid ${leaf} `);
+    expect(first.stdout).toMatch(new RegExp(`pid ${sh} ppid \\d+ \\(hidden-parent\\)`));
+    expect(first.stdout, 'two found').toMatch(/^2 process\(es\)/m);
+    await waitFor(() => !alive(sh) && !alive(leaf), { timeout: watchdog(5_000), what: 'both to be gone' });
+    const second = spawnSync('bash', [script, name], { encoding: 'utf8', timeout: watchdog(30_000) });
+    expect(second.status, second.stdout + second.stderr).toBe(0);
+  });
 });

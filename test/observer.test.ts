@@ -18,6 +18,7 @@ import {
   procObserver,
   psObserver,
   selectObserver,
+  sessionByGetsid,
   tagPattern,
   TAG_VAR,
   type Observer,
@@ -98,6 +99,51 @@ describe('the process observers', () => {
     // BSD ps shows a session handle of 0 where it hides sessions: asking for it is an error.
     const hidden = parsePsLines('  412     1   412     0 Mon Nov  2 03:04:05 2026 Ss   sh\n', false)[0]!;
     expect(() => hidden.stat.sid).toThrow(/cannot tell the session/);
+  });
+
+  it('a session read when asked (macOS: getsid through the compiled fixture) is read once, and one of a process gone is an error', () => {
+    const asked: number[] = [];
+    const rows = parsePsLines('  412     1   412     0 Mon Nov  2 03:04:05 2026 Ss   sh\n  413   412   412     0 Mon Nov  2 03:04:05 2026 S    sh\n', (pid) => {
+      asked.push(pid);
+      return pid === 412 ? '412' : undefined;
+    });
+    expect(asked, 'nothing asked while parsing').toEqual([]);
+    expect(rows[0]!.stat.sid).toBe('412');
+    expect(rows[0]!.stat.sid).toBe('412');
+    expect(asked, 'asked once').toEqual([412]);
+    expect(() => rows[1]!.stat.sid).toThrow(/cannot tell the session of pid 413: it is gone/);
+  });
+
+  const noPsCc = missing('ps', 'cc') ?? '';
+  itWhere(noPsCc === '', "the compiled fixture's getsid (how the ps observer reads sessions on macOS) gives the session ps -o sid and /proc give, and nothing for a dead pid", noPsCc, async () => {
+    // Ours, our parent's, and a child's in a session of its own.
+    const child = spawnChild('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    onTestFinished(() => void child.kill('SIGKILL'));
+    for (const pid of [process.pid, process.ppid, child.pid!]) {
+      const got = sessionByGetsid(pid);
+      expect(got, `pid ${pid}`).toMatch(/^\d+$/);
+      if (process.platform !== 'darwin') expect(got, `pid ${pid}: getsid and ps -o sid`).toBe(psObserver.stat(pid)!.sid);
+      if (hasProc) expect(got, `pid ${pid}: getsid and /proc`).toBe(procObserver.stat(pid)!.sid);
+    }
+    expect(sessionByGetsid(child.pid!), "the detached child's session is its own").toBe(String(child.pid));
+    child.kill('SIGKILL');
+    await exited(child);
+    expect(sessionByGetsid(child.pid!), 'a reaped pid').toBeUndefined();
+  });
+
+  itWhere(noPs === '', `${observers.map((o) => o.name).join(' and ')} give this process's user and group ids (real, effective, saved${hasProc ? ', filesystem; and the supplementary groups' : ''})`, noPs, () => {
+    const uid = process.getuid!();
+    const gid = process.getgid!();
+    for (const o of observers) {
+      const c = o.credentials(process.pid)!;
+      const n = process.platform === 'linux' ? 4 : 3;
+      expect(c.uid, `${o.name}: uids`).toEqual(Array(n).fill(uid));
+      expect(c.gid, `${o.name}: gids`).toEqual(Array(n).fill(gid));
+      // Supplementary groups: /proc and procps; BSD ps has no keyword for them.
+      if (hasProc) expect(c.groups, `${o.name}: groups, as /proc gives them`).toEqual(procObserver.credentials(process.pid)!.groups);
+      else expect(c.groups, 'macOS ps: no supplementary groups').toBeUndefined();
+    }
+    expect(psObserver.credentials(2 ** 22 + 12_345), 'no such process').toBeUndefined();
   });
 
   itWhere(noPs === '', `${observers.map((o) => o.name).join(' and ')} agree on a tree the test started (pids, parents, groups, sessions, tag, start, signals, zombie, a dead pid)`, noPs, async () => {

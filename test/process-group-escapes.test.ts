@@ -36,8 +36,10 @@ import { watchdog } from './helpers/time.js';
 const catchesMarked = caps.guarantees.catchesEscapees !== 'never';
 const notCaught = `the ${caps.tier} tier does not catch escapees`;
 // The hopper is the compiled fixture (a program of the suite's own, whose
-// environment every platform lets the anchor read); the bystanders are perl.
-const hopperWhy = !catchesMarked ? notCaught : (missing('cc', 'perl') ?? '');
+// environment every platform lets the anchor read), and so are the
+// bystanders (`cordon-fixture bystanders`: not Apple's perl, whose
+// environment, and so their tag, macOS ps is not shown).
+const hopperWhy = !catchesMarked ? notCaught : (missing('cc') ?? '');
 const noCc = missing('cc') ?? '';
 
 // The setsid hopper: test/fixtures/cordon-fixture.c's `hop --setsid`, a
@@ -64,12 +66,11 @@ const HOP_SH = `"$1" hop "$2" --setsid --pause-us ${PAUSE_US}`;
 // five or six times a /proc stat read here (docs/xnu-model.md): a quarter of
 // them make a walk about as long.
 const BYSTANDERS = xnu && process.platform === 'linux' ? 100 : 400;
-const IDLE = `$| = 1; $SIG{CHLD} = 'IGNORE'; for (1..${BYSTANDERS}) { my $p = fork; last unless defined $p; if (!$p) { sleep 300; exit 0 } } print "up\n"; sleep 300`;
 
 async function bystanders(): Promise<void> {
   const b = useTag();
   // A process group of their own (detached), ended with one signal to it.
-  const child = spawnChild('perl', ['-e', IDLE], { env: b.env, stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  const child = spawnChild(fixtureProgram(), ['bystanders', String(BYSTANDERS)], { env: b.env, stdio: ['ignore', 'pipe', 'ignore'], detached: true });
   onTestFinished(async () => {
     try {
       process.kill(-child.pid!, 'SIGKILL');

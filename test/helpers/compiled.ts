@@ -9,8 +9,12 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fixture } from './fixtures.js';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Node's modules only: the observer (observer.ts) asks this program for
+// sessions on macOS, and fixtures.ts imports the observer through procs.ts.
+const SOURCE = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'cordon-fixture.c');
 
 let built: string | undefined;
 
@@ -35,7 +39,7 @@ function chmodded(dir: string): string {
 /** The path of the compiled fixture, built now if this version of its source has not been. */
 export function fixtureProgram(): string {
   if (built) return built;
-  const source = fixture('cordon-fixture.c');
+  const source = SOURCE;
   const hash = createHash('sha256').update(readFileSync(source)).digest('hex').slice(0, 12);
   const dir = buildDir(hash);
   const program = join(dir, 'cordon-fixture');

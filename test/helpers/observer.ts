@@ -12,11 +12,13 @@
 // Identity: a process is its pid and its start time, an opaque string compared
 // for equality only. /proc gives the start in clock ticks (10 ms); ps gives
 // `lstart`, whole seconds: with ps, a pid handed out again within the same
-// second is taken for the same process. Sessions too are opaque strings
-// (Linux: the session id; macOS ps has no session id, only `sess`, an opaque
-// session handle), compared for equality only.
+// second is taken for the same process. Sessions too are opaque strings,
+// compared for equality only: the session id (/proc; procps `sid`; on macOS,
+// whose ps has no session id, only `sess`, an opaque handle often 0, the
+// compiled fixture's `getsid <pid>`, getsid(2), asked when a test reads it).
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { fixtureProgram } from './compiled.js';
 
 export const OBSERVER_VAR = 'CORDON_TEST_OBSERVER';
 export const TAG_VAR = 'CORDON_TEST_TAG';
@@ -39,6 +41,17 @@ export interface ProcInfo {
   ppid: number;
   state: string;
   command: string;
+}
+
+/**
+ * A process's user and group ids: uid and gid are [real, effective, saved]
+ * and, where the system has one (Linux), the filesystem id; groups are the
+ * supplementary groups, undefined where the observer cannot tell (macOS ps).
+ */
+export interface Credentials {
+  uid: number[];
+  gid: number[];
+  groups: number[] | undefined;
 }
 
 /** Which processes carry the tag variable: with this exact value, or with a value starting with `prefix`. */
@@ -69,6 +82,17 @@ export interface Observer {
    * seconds from procps.
    */
   cpuSeconds(pid: number): number | undefined;
+  /** Its user and group ids (Credentials); undefined when gone. */
+  credentials(pid: number): Credentials | undefined;
+  /**
+   * The processes above `found` (their parents, and theirs) whose environment
+   * this observer is not shown, up to pid 1 and never this process or one of
+   * its ancestors: on macOS, Apple's sh or perl that started a tagged process
+   * carries the tag unseen (ps -E is withheld a platform binary's
+   * environment), so the leak check takes it by lineage. /proc is shown every
+   * environment of this user's: none there.
+   */
+  hiddenParents(found: ProcInfo[]): ProcInfo[];
   /** Its ignored, caught and blocked signals as bit masks (bit n-1 is signal n); undefined when gone. */
   signals(pid: number): { ignored: bigint; caught: bigint; blocked: bigint } | undefined;
   /** Its open descriptors, fd -> what /proc links it to. Only /proc can answer. */
@@ -205,6 +229,17 @@ export const procObserver: Observer = {
       ? undefined
       : { ignored: BigInt(`0x${ign}`), caught: BigInt(`0x${cgt}`), blocked: BigInt(`0x${blk}`) };
   },
+  credentials(pid) {
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    } catch {
+      return undefined;
+    }
+    const field = (name: string) => (new RegExp(`^${name}:[ \\t]*([^\\n]*)$`, 'm').exec(status)?.[1] ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
+    return { uid: field('Uid'), gid: field('Gid'), groups: field('Groups') };
+  },
+  hiddenParents: () => [],
   openFds: procFds,
 };
 
@@ -232,6 +267,20 @@ const darwin = process.platform === 'darwin';
 const STAT_COLUMNS = `pid=,ppid=,pgid=,${darwin ? 'sess' : 'sid'}=,lstart=,stat=`;
 // The environment after the arguments: BSD `-E`, procps's BSD-style `e`.
 const WITH_ENV = darwin ? '-E' : 'e';
+/**
+ * The session of a process by getsid(2), through the compiled fixture
+ * (`cordon-fixture getsid <pid>`): macOS ps shows no session id. undefined
+ * when the process is gone. Needs a C compiler (requirements: cc).
+ */
+export function sessionByGetsid(pid: number): string | undefined {
+  const r = spawnSync(fixtureProgram(), ['getsid', String(pid)], { encoding: 'utf8', timeout: 20_000 });
+  if (r.error) throw new ObserverError(`the ps observer could not run the compiled fixture's getsid: ${r.error.message}`, { cause: r.error });
+  const sid = r.stdout.trim();
+  if (r.status === 0 && /^\d+$/.test(sid)) return sid;
+  if (/No such process/i.test(r.stderr)) return undefined;
+  throw new ObserverError(`the ps observer: getsid(${pid}) failed (status ${r.status}): ${r.stderr.trim()}`);
+}
+
 const LINE = /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+([A-Z][a-z]{2}\s+[A-Z][a-z]{2}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4})\s+(\S+)(?:\s(.*))?$/;
 
 interface PsRow {
@@ -259,8 +308,13 @@ function ps(args: string[]): { out: string; self: number | undefined } {
   return { out: r.stdout, self: r.pid };
 }
 
-/** Parses ps lines of STAT_COLUMNS (then anything); a line that does not parse is an error, not a process less. */
-export function parsePsLines(out: string, withSession = !darwin): PsRow[] {
+/**
+ * Parses ps lines of STAT_COLUMNS (then anything); a line that does not parse
+ * is an error, not a process less. The session: the column itself (true:
+ * procps `sid`), read when asked through `withSession` (a function: macOS,
+ * getsid), or none (false: asking is an error).
+ */
+export function parsePsLines(out: string, withSession: boolean | ((pid: number) => string | undefined) = darwin ? sessionByGetsid : true): PsRow[] {
   const rows: PsRow[] = [];
   for (const line of out.split('\n')) {
     if (line.trim() === '') continue;
@@ -268,7 +322,19 @@ export function parsePsLines(out: string, withSession = !darwin): PsRow[] {
     if (!m) throw new ObserverError(`the ps observer cannot parse this line of ps: ${JSON.stringify(line)}`);
     const pid = Number(m[1]);
     const stat: Stat = { ppid: Number(m[2]), pgid: Number(m[3]), sid: m[4]!, start: m[5]!.replace(/\s+/g, ' '), state: m[6]![0]! };
-    if (!withSession && /^0+$/.test(m[4]!)) {
+    if (typeof withSession === 'function') {
+      // Read once, when a test asks (a list of every process asks for few).
+      const read = withSession;
+      let sid: string | undefined;
+      Object.defineProperty(stat, 'sid', {
+        enumerable: false,
+        get() {
+          sid ??= read(pid);
+          if (sid === undefined) throw new ObserverError(`the ps observer cannot tell the session of pid ${pid}: it is gone`);
+          return sid;
+        },
+      });
+    } else if (!withSession && /^0+$/.test(m[4]!)) {
       // BSD ps's `sess` of 0: this system hides the session handle; asking for it is an error, not a shared session.
       Object.defineProperty(stat, 'sid', {
         enumerable: false,
@@ -354,7 +420,43 @@ export const psObserver: Observer = {
     return row !== undefined && tagPattern({ value: tag }).test(row.rest);
   },
   list() {
-    return parsePsLines(ps(['-A', '-o', STAT_COLUMNS]).out).map((r) => ({ pid: r.pid, ...r.stat }));
+    // The session may be a getter (macOS: getsid when asked): kept, not spread.
+    return parsePsLines(ps(['-A', '-o', STAT_COLUMNS]).out).map((r) => Object.defineProperties({ pid: r.pid }, Object.getOwnPropertyDescriptors(r.stat)) as { pid: number } & Stat);
+  },
+  credentials(pid) {
+    // BSD ps: real, effective, saved (uid is the effective); procps adds the
+    // filesystem ids and the supplementary groups.
+    const columns = darwin ? 'pid=,ruid=,uid=,svuid=,rgid=,gid=,svgid=' : 'pid=,ruid=,uid=,svuid=,fuid=,rgid=,gid=,svgid=,fgid=,supgid=';
+    const line = ps(['-p', String(pid), '-o', columns]).out.split('\n').find((l) => l.trim() !== '');
+    const f = line?.trim().split(/\s+/);
+    if (!f || Number(f[0]) !== pid) return undefined;
+    const n = darwin ? 3 : 4;
+    const ids = (from: number) => f.slice(from, from + n).map(Number);
+    const groups = darwin ? undefined : f[1 + 2 * n] === '-' || f[1 + 2 * n] === undefined ? [] : f[1 + 2 * n]!.split(',').map(Number);
+    return { uid: ids(1), gid: ids(1 + n), groups };
+  },
+  hiddenParents(found) {
+    if (found.length === 0) return [];
+    // One look at every process, with and without the environment: a process
+    // whose two lines are the same shows no environment.
+    const bare = new Map(parsePsLines(ps(['-A', '-ww', '-o', `${STAT_COLUMNS},args=`]).out, true).map((r) => [r.pid, r]));
+    const withEnv = new Map(parsePsLines(ps(['-A', '-ww', '-o', `${STAT_COLUMNS},args=`, WITH_ENV]).out, true).map((r) => [r.pid, r]));
+    const ours = new Set<number>();
+    for (let pid: number | undefined = process.pid; pid !== undefined && pid > 1 && !ours.has(pid); pid = bare.get(pid)?.stat.ppid) ours.add(pid);
+    const seen = new Set(found.map((p) => p.pid));
+    const out: ProcInfo[] = [];
+    for (const p of found) {
+      for (let ppid = p.ppid; ppid > 1 && !seen.has(ppid) && !ours.has(ppid); ) {
+        const b = bare.get(ppid);
+        const e = withEnv.get(ppid);
+        // Gone, another process now, showing an environment, or a zombie: the line ends.
+        if (!b || !e || b.stat.start !== e.stat.start || e.rest !== b.rest || dead(b.stat.state)) break;
+        seen.add(ppid);
+        out.push({ pid: ppid, ppid: b.stat.ppid, state: b.stat.state, command: b.rest });
+        ppid = b.stat.ppid;
+      }
+    }
+    return out;
   },
   signals(pid) {
     const line = ps(['-p', String(pid), '-o', 'pid=,ignored=,caught=,blocked=']).out;

@@ -134,8 +134,13 @@ function environMatches(pid: number, entry: string, exact: boolean): boolean {
 function tagWalker(tag?: string): (onFound: (p: ProcInfo) => void) => void {
   const match = tag === undefined ? { prefix: process.env[RUN_VAR] ?? '' } : { value: tag };
   if (observer.name !== 'proc') {
+    // ps: one snapshot a walk; and the parents of what it finds that ps is
+    // not shown the environment of (on macOS Apple's sh or perl above a
+    // tagged process: observer.hiddenParents), taken by lineage.
     return (onFound) => {
-      for (const p of observer.tagged(match)) onFound(p);
+      const found = observer.tagged(match);
+      for (const p of found) onFound(p);
+      for (const p of observer.hiddenParents(found)) onFound(p);
     };
   }
   const entry = 'value' in match ? `${TAG_VAR}=${match.value}` : `${TAG_VAR}=${match.prefix}`;

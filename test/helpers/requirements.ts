@@ -40,38 +40,65 @@ function runs(command: string, args: string[], out?: RegExp): boolean {
   return r.error === undefined && r.status === 0 && (out === undefined || out.test(r.stdout));
 }
 
-/** Whether id 65534 is mapped in this process's user namespace (/proc/self/uid_map or gid_map). */
-function mapped(file: string): boolean {
+/** Whether `id` is mapped in this process's user namespace (Linux: /proc/self/uid_map or gid_map). */
+function mapped(file: string, id: number): boolean {
   if (!existsSync(file)) return false;
   return readFileSync(file, 'utf8')
     .trim()
     .split('\n')
     .some((line) => {
       const [inside, , count] = line.trim().split(/\s+/).map(Number);
-      return inside! <= 65534 && 65534 < inside! + count!;
+      return inside! <= id && id < inside! + count!;
     });
 }
 
-/** The user nobody is uid 65534 (name service, else /etc/passwd), and uid and gid 65534 are usable here. */
-function nobodyHere(): boolean {
-  const r = spawnSync('getent', ['passwd', 'nobody'], { encoding: 'utf8', timeout: 20_000 });
-  let entry = r.status === 0 ? r.stdout : undefined;
-  if (entry === undefined && r.error !== undefined && existsSync('/etc/passwd')) {
-    entry = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('nobody:'));
+let nobody: { uid: number; gid: number } | null | undefined;
+
+/**
+ * The ids the system's user nobody really has (`id -u nobody`, `id -g
+ * nobody`): 65534 on Debian, -2 on macOS. undefined where there is no such
+ * user. Tests that act as nobody use these, never a constant.
+ */
+export function nobodyIds(): { uid: number; gid: number } | undefined {
+  if (nobody === undefined) {
+    const id = (flag: string): number | undefined => {
+      const r = spawnSync('id', [flag, 'nobody'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 20_000 });
+      const n = Number(r.stdout?.trim());
+      return r.status === 0 && r.stdout.trim() !== '' && Number.isInteger(n) ? n : undefined;
+    };
+    const uid = id('-u');
+    const gid = id('-g');
+    nobody = uid === undefined || gid === undefined ? null : { uid, gid };
   }
-  return entry?.split(':')[2] === '65534' && mapped('/proc/self/uid_map') && mapped('/proc/self/gid_map');
+  return nobody ?? undefined;
+}
+
+/** An id cordon's uid and gid options take (lib/credentials.ts): macOS's nobody, -2, is not one. */
+const acceptable = (id: number): boolean => Number.isInteger(id) && id >= 0 && id <= 2147483647;
+
+/**
+ * The user nobody is there with ids cordon accepts, usable here: on Linux
+ * uid 65534 (as the tests of other users expect) mapped in this user
+ * namespace (/proc/self/uid_map and gid_map); elsewhere, whatever `id` says,
+ * in cordon's range (macOS's nobody is -2: missing there).
+ */
+function nobodyHere(): boolean {
+  const ids = nobodyIds();
+  if (!ids || !acceptable(ids.uid) || !acceptable(ids.gid)) return false;
+  if (process.platform !== 'linux') return true;
+  return ids.uid === 65534 && mapped('/proc/self/uid_map', ids.uid) && mapped('/proc/self/gid_map', ids.gid);
 }
 
 const TABLE = {
   cc: {
     what: 'a C compiler (cc)',
-    for: 'the compiled fixture, test/fixtures/cordon-fixture.c: the pid hoppers (coverage, process-group-escapes), a setsid of its own (process-group-escapes), the darwin model (test/xnu-model)',
+    for: 'the compiled fixture, test/fixtures/cordon-fixture.c: the pid hoppers and bystanders (coverage, process-group-escapes, leak-check), the suite\'s setsid and sleep off Linux, sessions on macOS (getsid), the darwin model (test/xnu-model)',
     apt: 'gcc',
     probe: () => runs('cc', ['--version']),
   },
   perl: {
     what: 'perl',
-    for: 'the bystanders (process-group-escapes), the marking fork storm (cgroup-scale), the fork loop (limits, cgroup-v2-leaf)',
+    for: 'the marking fork storm (cgroup-scale), the fork loop (limits, cgroup-v2-leaf)',
     apt: 'perl',
     probe: () => runs('perl', ['-e', 'use POSIX (); exit 0']),
   },
@@ -106,7 +133,7 @@ const TABLE = {
     probe: () => runuserPath() !== undefined,
   },
   nobody: {
-    what: 'the user nobody, uid and gid 65534 usable here',
+    what: "the user nobody with ids cordon takes (Linux: 65534, mapped here; macOS's nobody is -2, which cordon's uid/gid refuse)",
     for: 'another user (other-users, credentials, lease, process-group-escapes)',
     apt: 'base-passwd',
     probe: nobodyHere,

@@ -7,6 +7,13 @@
 // program of the suite's own (the name shows as `setsid <program>` until its
 // exec, as util-linux's does).
 //
+// Beside it, `sleep`, the same program (run under that name it is sleep(1):
+// fractions, suffixes, `infinity`): Apple's /bin/sleep is a platform binary
+// whose environment ps -E is not shown, so a leftover `sleep` of the system's
+// would carry its tag invisibly; the suite's own shows it, and the leak check
+// finds it (docs/macos-suite.md, "The leak check without the environment").
+// A script that names /bin/sleep by its path still gets Apple's.
+//
 // On Linux the shim is used only when CORDON_TEST_SETSID_SHIM=1 (how it is
 // proven here: the process-group project with it, and the ps observer).
 import { mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
@@ -20,12 +27,19 @@ export function wantSetsidShim(env: NodeJS.ProcessEnv = process.env, platform: N
   return platform !== 'linux' || env[SETSID_SHIM_VAR] === '1';
 }
 
-/** The directory holding the `setsid` link (the fixture built first if it is not): needs a C compiler. */
+/** The programs of the suite's own the shim directory holds, each a link to the compiled fixture. */
+export const SHIM_PROGRAMS = ['setsid', 'sleep'] as const;
+
+/** The directory holding the `setsid` and `sleep` links (the fixture built first if it is not): needs a C compiler. */
 export function setsidShimDir(): string {
   const program = fixtureProgram();
   const dir = join(dirname(program), 'bin');
   mkdirSync(dir, { recursive: true, mode: 0o755 });
-  const link = join(dir, 'setsid');
+  for (const name of SHIM_PROGRAMS) linkTo(program, join(dir, name));
+  return dir;
+}
+
+function linkTo(program: string, link: string): void {
   let current: string | undefined;
   try {
     current = readlinkSync(link);
@@ -39,5 +53,4 @@ export function setsidShimDir(): string {
     symlinkSync(program, partial);
     renameSync(partial, link);
   }
-  return dir;
 }
