@@ -13,7 +13,7 @@ import { spawnSync as nodeSpawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { DEFAULT_WAIT_DELAY_MS } from './defaults.js';
@@ -177,6 +177,32 @@ function launchOf(file: unknown, argsIn: unknown, optionsIn: unknown): Launch {
  * EventEmitter over one contained tree ('spawn', 'exit', 'close', 'error' in
  * Node's order). contained(child) gives cordon's ContainedProcess.
  */
+/**
+ * A readable the caller gets for `pipe`, fed by it only after release(): the
+ * pipe keeps its data (the kernel's buffer, then backpressure) until then.
+ * Destroying the caller's stream destroys the pipe.
+ */
+function holdUntilSpawn(pipe: Readable): { stream: Readable; release(): void } {
+  const stream = new PassThrough();
+  let released = false;
+  stream.once('close', () => {
+    if (!pipe.destroyed) pipe.destroy();
+  });
+  return {
+    stream,
+    release() {
+      if (released) return;
+      released = true;
+      pipe.on('error', (error) => stream.destroy(error));
+      // A pipe cordon closes at the wait delay ends without 'end': the caller's ends too.
+      pipe.on('close', () => {
+        if (!stream.writableEnded) stream.end();
+      });
+      pipe.pipe(stream);
+    },
+  };
+}
+
 class ContainedChildProcess extends EventEmitter {
   pid: number | undefined = undefined;
   stdin: Writable | null = null;
@@ -217,8 +243,20 @@ class ContainedChildProcess extends EventEmitter {
     this[kCordon] = proc;
     this.waitDelay = duration('waitDelay', launch.options.waitDelay, DEFAULT_WAIT_DELAY_MS);
     this.stdin = proc.stdin;
-    this.stdout = proc.stdout;
-    this.stderr = proc.stderr;
+    // Node emits 'spawn' before any output (it knows the pid at once); cordon
+    // learns the pid from the anchor, which may report it after the command's
+    // first bytes reached the pipe. So the caller reads each output through a
+    // stream that the pipe starts to feed only once 'spawn' was emitted (or the
+    // launch failed): until then the pipe is not read, and nothing is lost.
+    const held = [proc.stdout, proc.stderr].map((pipe) => (pipe ? holdUntilSpawn(pipe) : null));
+    this.stdout = held[0]?.stream ?? null;
+    this.stderr = held[1]?.stream ?? null;
+    const release = () => {
+      for (const h of held) h?.release();
+    };
+    this.once('spawn', release);
+    this.once('error', release);
+    this.once('close', release);
     this.stdio = [this.stdin, this.stdout, this.stderr];
     // A timeout or an abort stops the tree (cordon's timers, set first, fire first): killed, as Node says it.
     const timer = launch.timeout > 0 ? setTimeout(() => this.stoppedByCordon(), launch.timeout).unref() : undefined;

@@ -102,6 +102,19 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect((await contained(child)!.result).exitCode).toBe(3);
   });
 
+  it("'spawn' comes before the first output, as Node's does, however fast the command writes (20 rounds)", async () => {
+    const t = useTag();
+    for (let round = 0; round < 20; round++) {
+      const child = spawn('sh', ['-c', 'echo out; echo err >&2'], { env: t.env });
+      const { events, done } = record(child);
+      child.stdout!.on('data', () => events.push('data(stdout)'));
+      child.stderr!.on('data', () => events.push('data(stderr)'));
+      await within(done, 15_000, "'close'", t.tag);
+      expect(events[0], `round ${round}: ${events.join(' ')}`).toBe('spawn()');
+      expect(events.filter((e) => e.startsWith('data')).sort(), `round ${round}`).toEqual(['data(stderr)', 'data(stdout)']);
+    }
+  });
+
   it('ENOENT: \'error\' then \'close\', no \'spawn\', as node:child_process emits them', async () => {
     const t = useTag();
     const name = 'cordon-no-such-command-48';

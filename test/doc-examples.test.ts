@@ -63,7 +63,8 @@ beforeAll(() => {
   } else {
     mkdirSync(join(project, 'node_modules', '.bin'), { recursive: true });
     symlinkSync(repoRoot, join(project, 'node_modules', 'cordon'));
-    symlinkSync(join('..', 'cordon', 'dist', 'cli.js'), join(project, 'node_modules', '.bin', 'cordon'));
+    // What npm's bin link does, without needing dist/cli.js to be executable in a checkout.
+    writeFileSync(join(project, 'node_modules', '.bin', 'cordon'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(join(repoRoot, 'dist', 'cli.js'))} "$@"\n`, { mode: 0o755 });
   }
   writeFileSync(join(project, 'server.js'), SERVER_JS);
   const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=docs', '-c', 'user.email=docs@example.invalid', ...args], { cwd: project, stdio: 'pipe' });

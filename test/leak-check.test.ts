@@ -26,6 +26,10 @@ import { itWhere } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
 
 const noCc = missing('cc') ?? '';
+// Under ps a walk is two ps runs (the list, then each process's environment):
+// a hopper's generation is gone by the second, so the check cannot promise to
+// catch one there, and this test is the /proc observer's (macOS: docs/macos-suite.md).
+const hopperWhy = noCc || (observer.name === 'ps' ? "under the ps observer a walk is two ps runs and a hopper's generation is gone by the second: the undodgeable check is /proc's" : '');
 const noPsCc = missing('ps', 'cc') ?? '';
 const underPs = observer.name === 'ps' ? noPsCc : noPsCc || 'the hidden-parent rule is the ps observer\'s (/proc is shown every environment of this user\'s): run with CORDON_TEST_OBSERVER=ps';
 
@@ -51,7 +55,7 @@ async function hiddenShOverTagged(name: string, value: string): Promise<{ sh: nu
 const ROUNDS = 20;
 
 describe('the leak check a pid hopper cannot dodge', () => {
-  itWhere(noCc === '', `killTagged finds and kills a SIGTERM/SIGHUP/SIGINT-ignoring pid hopper left alive on purpose, ${ROUNDS} times in ${ROUNDS} (half of them setsid in each generation)`, noCc, async () => {
+  itWhere(hopperWhy === '', `killTagged finds and kills a SIGTERM/SIGHUP/SIGINT-ignoring pid hopper left alive on purpose, ${ROUNDS} times in ${ROUNDS} (half of them setsid in each generation)`, hopperWhy, async () => {
     const dir = hopperDir('cordon-leak-check-');
     const prog = fixtureProgram();
     const caught: number[] = [];
