@@ -177,6 +177,17 @@ function launchOf(file: unknown, argsIn: unknown, optionsIn: unknown): Launch {
  * EventEmitter over one contained tree ('spawn', 'exit', 'close', 'error' in
  * Node's order). contained(child) gives cordon's ContainedProcess.
  */
+let failedOutputSeen: { value: null | undefined } | undefined;
+/**
+ * What this Node's own spawnSync gives as stdout/stderr when the command
+ * cannot start: null up to Node 22, undefined since. Asked of Node once, the
+ * first time it is needed (a path that cannot exist: nothing runs).
+ */
+function failedOutput(): null | undefined {
+  failedOutputSeen ??= { value: (nodeSpawnSync('/nonexistent/cordon-spawnsync-probe').stdout as unknown) === undefined ? undefined : null };
+  return failedOutputSeen.value;
+}
+
 /**
  * A readable the caller gets for `pipe`, fed by it only after release(): the
  * pipe keeps its data (the kernel's buffer, then backpressure) until then.
@@ -479,8 +490,8 @@ const HELPER = ((built: string) => (existsSync(built) ? built : fileURLToPath(ne
 interface SyncResult {
   pid: number;
   output: Array<string | Buffer | null> | null;
-  stdout: string | Buffer | null;
-  stderr: string | Buffer | null;
+  stdout: string | Buffer | null | undefined;
+  stderr: string | Buffer | null | undefined;
   status: number | null;
   signal: NodeJS.Signals | null;
   error?: Error;
@@ -509,8 +520,8 @@ function spawnSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): Syn
     signal: null,
     output: null,
     pid: 0,
-    stdout: null,
-    stderr: null,
+    stdout: failedOutput(),
+    stderr: failedOutput(),
   });
   // What cordon refuses is refused here, before the helper runs: bad input
   // throws; a launch failure known now (a missing cwd) is the result's error.
@@ -585,7 +596,7 @@ function execFileSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): 
   if (inheritStderr && ret.stderr) process.stderr.write(ret.stderr);
   const error = execSyncError(ret, [file, ...((args ?? []) as string[])].join(' '));
   if (error) throw error;
-  return ret.stdout;
+  return ret.stdout ?? null;
 }
 
 function execSyncImpl(command: string, optionsIn?: unknown): string | Buffer | null {
@@ -596,7 +607,7 @@ function execSyncImpl(command: string, optionsIn?: unknown): string | Buffer | n
   if (inheritStderr && ret.stderr) process.stderr.write(ret.stderr);
   const error = execSyncError(ret, command);
   if (error) throw error;
-  return ret.stdout;
+  return ret.stdout ?? null;
 }
 
 /** Node's spawnSync(): the tree contained (it runs in a helper process the call waits for). */
