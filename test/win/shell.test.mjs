@@ -11,10 +11,10 @@ import { assertCmdTreeEndsWhole, cordon, track, treeArgs, within } from './helpe
 test('shell: true runs a cmd.exe line: &&, quotes kept, the exit code of the line', async (ctx) => {
   track(ctx);
   const r = await within(cordon.run('echo one&& echo "two words"& exit /b 3', [], { shell: true, reject: false }), 20000, 'run(shell)');
-  assert.equal(r.stdout, 'one\r\n"two words"\r\n');
+  assert.equal(r.stdout, 'one\r\n"two words"'); // the final newline stripped (stripFinalNewline)
   assert.equal(r.exitCode, 3);
   const named = await within(cordon.run('echo %CORDON_SHELL_WORD%', [], { shell: 'cmd.exe', env: { CORDON_SHELL_WORD: 'expanded' } }), 20000, 'run(cmd.exe)');
-  assert.equal(named.stdout, 'expanded\r\n');
+  assert.equal(named.stdout, 'expanded');
 });
 
 test('a line that starts a tree (cmd -> node -> detached grandchild) is ended whole', async (ctx) => {
@@ -46,5 +46,5 @@ test('shell: true keeps ! literal even where the registry turns delayed expansio
     return;
   }
   const r = await within(cordon.run('echo [!CORDON_BANG!]', [], { shell: true, env }), 20000, 'run(shell) with !');
-  assert.equal(r.stdout, '[!CORDON_BANG!]\r\n');
+  assert.equal(r.stdout, '[!CORDON_BANG!]');
 });
