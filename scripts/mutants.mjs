@@ -100,11 +100,11 @@ export const MUTANTS = [
   },
   {
     id: 'pg-session-ignored',
-    what: "process-group tier: membership of the tree's session ignored (the pty path's members that left the group)",
+    what: "process-group tier: membership of the tree's session ignored (a member that left the group, not the session, with a scrubbed environment; the terminal's session)",
     file: 'native/posix/tier_process_group.cc',
     search: '    if (session_ <= 0 || m.pid == getpid()) return false;',
     replace: '    if (session_ <= 0 || m.pid == getpid() || true) return false;',
-    tests: ['test/pty.test.ts', 'test/process-group-escapes.test.ts'],
+    tests: ['test/escapees.test.ts', 'test/pty.test.ts'],
     project: 'process-group',
   },
   {
