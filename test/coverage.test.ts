@@ -15,10 +15,10 @@ import { capture } from './helpers/fixtures.js';
 import { daemonTitle, daemons } from './helpers/daemons.js';
 import { ensureDist, startCli } from './helpers/host.js';
 import { beatsAfter, hopperDir, hopperFile, silentFor, size, taggedByWalks } from './helpers/hopper.js';
-import { describeProcs, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { alive, describeProcs, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing } from './helpers/requirements.js';
 import { caps, escapePromised, itWhere, tier } from './helpers/tier.js';
-import { watchdog } from './helpers/time.js';
+import { LOAD_ALLOWANCE_MS, promised, watchdog } from './helpers/time.js';
 
 const complete = caps.guarantees.catchesEscapees === 'always';
 // The daemons below keep their environment: a tier that finds members by the
@@ -183,12 +183,24 @@ describe('C4: an escaped holder of the output pipes', () => {
 
   itWhere(noSetsidF === '', 'the result settles and our ends of the pipes close by waitDelay, in every tier', noSetsidF, async () => {
     const t = useTag();
-    const proc = spawn(ESCAPED_HOLDER[0]!, ESCAPED_HOLDER.slice(1), { env: t.env, waitDelay: 500 });
+    // (The holder, its root saying its pid first.)
+    const proc = spawn('sh', ['-c', `echo "PID root $$"; ${ESCAPED_HOLDER[2]!}`], { env: t.env, waitDelay: 500 });
+    const settledAt = proc.result.then(
+      () => Date.now(),
+      () => Date.now(),
+    );
     const closed = Promise.all([proc.stdout!, proc.stderr!].map((s) => new Promise((resolve) => s.once('close', resolve))));
-    proc.stdout!.resume();
+    const out = capture(proc.stdout);
     proc.stderr!.resume();
-    const result = await within(proc.result, 15_000, 'the result to settle', t.tag);
+    await out.until(/^PID root \d+$/m, watchdog(10_000));
+    const root = out.pids().root!;
+    // The wait delay's cause, the root's exit, as seen from outside (up to a
+    // poll interval late: the bound below is that much looser, no stricter).
+    let rootGone = 0;
+    await waitFor(() => (alive(root) ? false : ((rootGone = Date.now()), true)), { timeout: watchdog(10_000), what: 'the root to exit', watch: [t.tag, root] });
+    const result = await within(proc.result, watchdog(15_000), 'the result to settle', t.tag);
     expect(result.waitDelayExceeded).toBe(true);
+    expect((await settledAt) - rootGone, `settled after the root's exit (ms; allowance ${LOAD_ALLOWANCE_MS} ms)`).toBeLessThanOrEqual(promised(500));
     await within(closed, 15_000, "our ends of the output pipes to close", t.tag);
     if (holderPromised()) await waitGone(t, 2000);
     else for (const p of t.procs()) t.notPromised(p.pid);

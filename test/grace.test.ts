@@ -7,12 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { readStat, useTag, waitFor, within } from './helpers/procs.js';
 import { tempDir } from './helpers/registry.js';
-import { LOAD_ALLOWANCE_MS } from './helpers/time.js';
+import { LOAD_ALLOWANCE_MS, promised } from './helpers/time.js';
 import { catchesTerm, collect, expectAlive, expectGone, expectLateMemberTermed, startTermIgnoringTree, startTrapTree } from './helpers/trees.js';
 
 const GRACE = 1000;
-/** Slack for a loaded two-core machine: the documented allowance (promised()). */
-const SLACK = LOAD_ALLOWANCE_MS;
 
 describe('C3: the grace window', () => {
   it('a whole tree ignoring SIGTERM is killed after the grace, not before, not much later', async () => {
@@ -25,7 +23,11 @@ describe('C3: the grace window', () => {
     const elapsed = Date.now() - t0;
     expectGone(all, t.tag, 'after terminate() resolved');
     expect(elapsed, 'the forced kill came before the grace was over').toBeGreaterThanOrEqual(GRACE);
-    expect(elapsed, 'the forced kill came long after the grace').toBeLessThanOrEqual(GRACE + SLACK);
+    // Timed from the call: the grace starts when terminate() is called; the
+    // allowance is this machine's measured delay (promised(), common.mjs), so
+    // a forced kill at 1.5x the grace fails wherever the allowance is under
+    // half the grace (an idle machine: the 150 ms floor).
+    expect(elapsed, `the forced kill came long after the grace (allowance ${LOAD_ALLOWANCE_MS} ms)`).toBeLessThanOrEqual(promised(GRACE));
     const result = await within(proc.result, 5000, 'the result to settle', t.tag);
     expect(result.signal).toBe('SIGKILL');
   });

@@ -1,6 +1,10 @@
 // Types of common.mjs (plain JavaScript, shared with the Windows suite).
 import type { Readable } from 'node:stream';
 
+export const ALLOWANCE_VAR: string;
+export const ALLOWANCE_FLOOR_MS: number;
+export const ALLOWANCE_CAP_MS: number;
+export function clampAllowance(measured: number): number;
 export const LOAD_ALLOWANCE_MS: number;
 export function promised(ms: number): number;
 export function sleep(ms: number): Promise<void>;

@@ -18,7 +18,9 @@
 // counts as failed in .ci/run's summary, the report being green.
 import { existsSync, rmdirSync, unlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { allowanceLine, measureAllowance } from './allowance.js';
 import { cgroupWritable } from './cgroup.js';
+import { ALLOWANCE_VAR } from './common.mjs';
 import { observer, OBSERVER_VAR } from './observer.js';
 import { describeProcs, killTagged, RUN_VAR } from './procs.js';
 import { probeAll, REQUIREMENTS_VAR, requirementsLine } from './requirements.js';
@@ -34,16 +36,17 @@ function treeCgroups(): { dir: string; names: Set<string> } | undefined {
 // found, live on globalThis.
 const SHOWN = Symbol.for('cordon.test.observerShown');
 const PROBED = Symbol.for('cordon.test.requirements');
+const MEASURED = Symbol.for('cordon.test.allowance');
 
 function failRun(message: string): never {
   process.exitCode = 1;
   throw new Error(message);
 }
 
-export default function setup() {
+export default async function setup() {
   process.env[RUN_VAR] ??= `r${process.pid}${Math.random().toString(36).slice(2, 6)}`;
   const asked = process.env[OBSERVER_VAR];
-  const g = globalThis as { [SHOWN]?: boolean; [PROBED]?: string };
+  const g = globalThis as { [SHOWN]?: boolean; [PROBED]?: string; [MEASURED]?: string };
   if (!g[SHOWN]) console.log(`process observer: ${observer.name} (${asked ? `${OBSERVER_VAR}=${asked}` : `the default on ${process.platform}`})`);
   if (!g[SHOWN]) {
     process.on('exit', () => {
@@ -60,8 +63,23 @@ export default function setup() {
     console.log(requirementsLine(found));
     g[PROBED] = JSON.stringify(found);
   }
+  // The timing allowance of promised bounds (allowance.ts), measured once,
+  // before any test loads the machine; CORDON_TEST_ALLOWANCE_MS set by hand
+  // is used as it is (kept between the floor and the cap).
+  if (g[MEASURED] === undefined) {
+    const given = process.env[ALLOWANCE_VAR];
+    if (given !== undefined && given !== '') {
+      console.log(`timing allowance: ${given} ms (${ALLOWANCE_VAR} given)`);
+      g[MEASURED] = given;
+    } else {
+      const m = await measureAllowance();
+      console.log(allowanceLine(m));
+      g[MEASURED] = String(m.allowance);
+    }
+  }
   // The workers inherit this process's environment.
   process.env[REQUIREMENTS_VAR] = g[PROBED];
+  process.env[ALLOWANCE_VAR] = g[MEASURED];
   const before = treeCgroups();
   return async () => {
     // killTagged (procs.ts): SIGSTOP as each walk reads, until 10 walks in a row

@@ -1,0 +1,320 @@
+#!/usr/bin/env node
+// Mutation testing of the suite (#47): does it notice when a core behaviour
+// breaks? Each mutant below is one small change to the product (a file, a
+// text found there exactly once, its replacement) and the test files and
+// project the contract names for it. One at a time, in a scratch copy of
+// this checkout's HEAD (never the working tree), the mutant is applied, the
+// native code rebuilt where a native file changed (node-gyp build: only the
+// changed file is recompiled, build/ having been copied with its times) and
+// the TypeScript where a lib/ file changed, the named tests run, and the
+// file restored. A mutant is caught when its tests fail, survived when they
+// pass; a mutant whose text is no longer in its file is "stale" (fix the
+// list), one that does not build is "no build". The table printed (markdown)
+// goes into docs/mutants.md.
+//
+//   node scripts/mutants.mjs                 every mutant, in order
+//   node scripts/mutants.mjs --only a,b      those ids
+//   node scripts/mutants.mjs --list          the list, nothing run
+//   node scripts/mutants.mjs --baseline      also run each mutant's tests unmutated first
+//   node scripts/mutants.mjs --keep          leave the scratch copy (its path is printed)
+//
+// Sequential and slow (a native rebuild and a vitest run per mutant): on a
+// 2-core machine run nothing else heavy meanwhile. A failing test of a
+// mutant's run may be a flake rather than the mutant: the table lists the
+// first failing tests, and --baseline shows whether they pass unmutated.
+import { spawn, execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The mutants. `tests`: the test files to run (the one or two the contract
+ * names first for the behaviour); `project`: the vitest project (a tier).
+ */
+export const MUTANTS = [
+  {
+    id: 'wait-delay-x4',
+    what: 'C4: the wait delay applied 4x too long (the drain deadline)',
+    file: 'lib/output.ts',
+    search: '    }, this.spec.waitDelay);',
+    replace: '    }, this.spec.waitDelay * 4);',
+    tests: ['test/wait-delay.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'grace-x2',
+    what: "C3: the forced kill at 2x the grace (the anchor's deadline)",
+    file: 'native/protocol.cc',
+    search: 'int64_t deadline = now + (grace_ms < 0 ? 0 : grace_ms);',
+    replace: 'int64_t deadline = now + (grace_ms < 0 ? 0 : 2 * grace_ms);',
+    tests: ['test/grace.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'wait-delay-x1.5',
+    what: 'C4: the wait delay applied 50% too long',
+    file: 'lib/output.ts',
+    search: '    }, this.spec.waitDelay);',
+    replace: '    }, this.spec.waitDelay * 1.5);',
+    tests: ['test/wait-delay.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'grace-x1.5',
+    what: 'C3: the forced kill at 1.5x the grace',
+    file: 'native/protocol.cc',
+    search: 'int64_t deadline = now + (grace_ms < 0 ? 0 : grace_ms);',
+    replace: 'int64_t deadline = now + (grace_ms < 0 ? 0 : grace_ms + grace_ms / 2);',
+    tests: ['test/grace.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'pg-freeze-sigkill',
+    what: "process-group tier: the forced stop's freeze sends SIGKILL instead of SIGSTOP",
+    file: 'native/posix/tier_process_group.cc',
+    search: 'int rc = cordon::signal_member(getpid(), group_, m, SIGSTOP, host_.pidfd());',
+    replace: 'int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, host_.pidfd());',
+    tests: ['test/process-group-escapes.test.ts', 'test/coverage.test.ts'],
+    project: 'process-group',
+  },
+  {
+    id: 'pg-freeze-removed',
+    what: "process-group tier: the forced stop's freeze walk removed (said done)",
+    file: 'native/posix/tier_process_group.cc',
+    search: 'frozen_ = freeze_outside(now_ms() + kFreezeMs);',
+    replace: 'frozen_ = true;',
+    tests: ['test/process-group-escapes.test.ts', 'test/coverage.test.ts'],
+    project: 'process-group',
+  },
+  {
+    id: 'pg-quiet-one-walk',
+    what: 'process-group tier: quiescence from one empty walk, even once members were found outside the group',
+    file: 'native/posix/tier_process_group.cc',
+    search: 'walks < (found_outside_ ? kQuietWalks : 1); walks++)',
+    replace: 'walks < 1; walks++)',
+    tests: ['test/process-group-escapes.test.ts', 'test/coverage.test.ts'],
+    project: 'process-group',
+  },
+  {
+    id: 'pg-session-ignored',
+    what: "process-group tier: membership of the tree's session ignored (a member that left the group, not the session, with a scrubbed environment; the terminal's session)",
+    file: 'native/posix/tier_process_group.cc',
+    search: '    if (session_ <= 0 || m.pid == getpid()) return false;',
+    replace: '    if (session_ <= 0 || m.pid == getpid() || true) return false;',
+    tests: ['test/escapees.test.ts', 'test/pty.test.ts'],
+    project: 'process-group',
+  },
+  {
+    id: 'host-death-ignored',
+    what: "C8: the anchor does not end the tree when its host's channel closes (host death)",
+    file: 'native/posix/anchor.cc',
+    search: '    trace("control channel closed: terminating tree");\n    host_gone_ = true;\n    control_open_ = false;\n    start_terminate(opts_.grace_ms);',
+    replace: '    trace("control channel closed: terminating tree");\n    host_gone_ = true;\n    control_open_ = false;',
+    tests: ['test/host-death.test.ts'],
+    project: 'process-group',
+  },
+  {
+    id: 'pg-root-exit-sweep-removed',
+    what: "process-group tier: the root-exit sweep for setsid'd daemons outside the group removed",
+    file: 'native/posix/tier_process_group.cc',
+    search: '      found = sweep([](Member& m) { m.command = cordon::command_line(m.pid); });',
+    replace: '      (void)0;',
+    tests: ['test/escapees.test.ts', 'test/leftovers.test.ts'],
+    project: 'process-group',
+  },
+  {
+    id: 'leftovers-ignored',
+    what: "C5: the leftovers policy ignored ('keep' and 'kill-on-failure' kill as 'kill' does)",
+    file: 'lib/settlement.ts',
+    search: "const kill = policy === 'kill' || (policy === 'kill-on-failure' && rootFailed(facts.rootExit!, this.cancelReason !== undefined, output.waitDelayExceeded));",
+    replace: "const kill = policy !== undefined || rootFailed(facts.rootExit!, this.cancelReason !== undefined, output.waitDelayExceeded);",
+    tests: ['test/leftovers.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'pids-max-not-written',
+    what: 'cgroup limits: pids.max never written (limits.processes)',
+    file: 'native/posix/cgroup_limits.cc',
+    search: 'if (rc == 0 && spec.processes > 0) rc = write_small(pids_.dir + "/pids.max"',
+    replace: 'if (rc == 0 && spec.processes < 0) rc = write_small(pids_.dir + "/pids.max"',
+    tests: ['test/limits.test.ts'],
+    project: 'cgroup',
+  },
+  {
+    id: 'recycled-pid-unchecked',
+    what: "Linux: signalling a member does not check its start time (a recycled pid is signalled)",
+    file: 'native/linux/pinned_signal.cc',
+    search: '  if (st.start != member.start_time) return false;  // recycled pid',
+    replace: '  if (st.start != member.start_time && false) return false;  // recycled pid',
+    tests: ['test/pid-reuse.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'lease-length-ignored',
+    what: "leases: the lease's length ignored after the host is gone (the tree ends 100 ms later)",
+    file: 'native/posix/anchor.cc',
+    search: '      lease_deadline_ = now_ms() + opts_.lease_ms;\n      trace("control channel closed: lease of %d ms starts", opts_.lease_ms);',
+    replace: '      lease_deadline_ = now_ms() + 100;\n      trace("control channel closed: lease of %d ms starts", opts_.lease_ms);',
+    tests: ['test/lease.test.ts'],
+    project: 'subreaper',
+  },
+];
+
+function parseArgs(argv) {
+  const a = { only: undefined, list: false, keep: false, baseline: false, timeoutMin: 15 };
+  for (let i = 0; i < argv.length; i++) {
+    const x = argv[i];
+    if (x === '--only') a.only = argv[++i].split(',');
+    else if (x === '--list') a.list = true;
+    else if (x === '--keep') a.keep = true;
+    else if (x === '--baseline') a.baseline = true;
+    else if (x === '--timeout-min') a.timeoutMin = Number(argv[++i]);
+    else throw new Error(`mutants: unknown argument ${x} (see the header of scripts/mutants.mjs)`);
+  }
+  return a;
+}
+
+/** Runs a command in `cwd`, its own process group, killed by that group's id past `ms`. */
+function run(cmd, args, cwd, ms) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const c = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.stderr.on('data', (d) => (out += d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-c.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }, ms);
+    c.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, out, timedOut, ms: Date.now() - started });
+    });
+  });
+}
+
+/** A scratch copy of HEAD, with this checkout's build/ and dist/ (times kept) and its node_modules linked. */
+function scratchCopy() {
+  const dir = mkdtempSync(join(tmpdir(), 'cordon-mutants-'));
+  execFileSync('sh', ['-c', `git -C "${ROOT}" archive HEAD | tar -x -C "${dir}"`]);
+  for (const d of ['build', 'dist']) if (existsSync(join(ROOT, d))) cpSync(join(ROOT, d), join(dir, d), { recursive: true, preserveTimestamps: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
+/** The titles of the failed tests of a vitest JSON report, if any. */
+function failedTests(reportPath) {
+  try {
+    const r = JSON.parse(readFileSync(reportPath, 'utf8'));
+    const failed = [];
+    for (const f of r.testResults ?? []) for (const t of f.assertionResults ?? []) if (t.status === 'failed') failed.push(t.title);
+    if (failed.length === 0 && r.success === false) failed.push('(the run failed outside any test: a leak, a setup error)');
+    return failed;
+  } catch {
+    return ['(no report)'];
+  }
+}
+
+/** npm's own node-gyp (the one `npm run build:native` runs), for an incremental build. */
+const NODE_GYP = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+
+async function build(dir, file, log) {
+  if (file.startsWith('native/')) {
+    // Incremental (only what changed is recompiled); without npm's node-gyp,
+    // the full rebuild of `npm run build:native`.
+    const r = existsSync(NODE_GYP) ? await run(process.execPath, [NODE_GYP, 'build'], dir, 20 * 60_000) : await run('npm', ['run', 'build:native'], dir, 20 * 60_000);
+    if (r.code !== 0) {
+      log(r.out.slice(-3000));
+      return false;
+    }
+  } else {
+    const r = await run('npx', ['tsc', '-p', 'tsconfig.json'], dir, 10 * 60_000);
+    if (r.code !== 0) {
+      log(r.out.slice(-3000));
+      return false;
+    }
+  }
+  return true;
+}
+
+async function runTests(dir, m, args, tag) {
+  const report = join(dir, `.mutant-${m.id}-${tag}.json`);
+  rmSync(report, { force: true });
+  const r = await run('npx', ['vitest', 'run', '--project', m.project, '--reporter=json', `--outputFile=${report}`, ...m.tests], dir, args.timeoutMin * 60_000);
+  return { ...r, failed: r.code === 0 ? [] : r.timedOut ? [`(timed out after ${args.timeoutMin} min)`] : failedTests(report) };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const chosen = args.only ? MUTANTS.filter((m) => args.only.includes(m.id)) : MUTANTS;
+  if (args.only) for (const id of args.only) if (!MUTANTS.some((m) => m.id === id)) throw new Error(`mutants: no mutant ${id}`);
+  if (args.list) {
+    for (const m of chosen) console.log(`${m.id}\t${m.file}\t${m.project}: ${m.tests.join(' ')}\n\t${m.what}`);
+    return;
+  }
+  const dir = scratchCopy();
+  const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  const log = (s) => process.stderr.write(`${s}\n`);
+  log(`mutants: scratch copy of ${head} in ${dir}`);
+  const rows = [];
+  try {
+    // (A copy whose build/ is older than its sources rebuilds them once here.)
+    if (!(await build(dir, 'native/', log))) throw new Error('mutants: the unmutated copy does not build');
+    for (const m of chosen) {
+      const path = join(dir, m.file);
+      const original = readFileSync(path, 'utf8');
+      const count = original.split(m.search).length - 1;
+      const row = { m, verdict: '', ms: 0, failed: [], baseline: '' };
+      rows.push(row);
+      if (count !== 1) {
+        row.verdict = `stale (text found ${count} times)`;
+        log(`mutants: ${m.id}: ${row.verdict}`);
+        continue;
+      }
+      if (args.baseline) {
+        const b = await runTests(dir, m, args, 'baseline');
+        row.baseline = b.code === 0 ? 'pass' : `FAIL: ${b.failed.slice(0, 2).join('; ')}`;
+        log(`mutants: ${m.id}: baseline ${row.baseline}`);
+      }
+      const t0 = Date.now();
+      writeFileSync(path, original.replace(m.search, m.replace));
+      try {
+        if (!(await build(dir, m.file, log))) {
+          row.verdict = 'no build';
+        } else {
+          const r = await runTests(dir, m, args, 'mutant');
+          row.verdict = r.code === 0 ? 'SURVIVED' : 'caught';
+          row.failed = r.failed;
+        }
+      } finally {
+        writeFileSync(path, original);
+      }
+      row.ms = Date.now() - t0;
+      log(`mutants: ${m.id}: ${row.verdict} (${Math.round(row.ms / 1000)} s)${row.failed.length ? `: ${row.failed.slice(0, 3).join('; ')}` : ''}`);
+    }
+  } finally {
+    if (args.keep) log(`mutants: scratch copy kept: ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+  const cell = (s) => String(s).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  console.log(`Mutants of ${head}, ${new Date().toISOString().slice(0, 10)} (node scripts/mutants.mjs):\n`);
+  console.log(`| mutant | what it breaks | file | tests (project) | verdict | time | first failing tests |${args.baseline ? ' unmutated |' : ''}`);
+  console.log(`| --- | --- | --- | --- | --- | --- | --- |${args.baseline ? ' --- |' : ''}`);
+  for (const r of rows) {
+    const tests = `${r.m.tests.map((t) => t.replace(/^test\//, '')).join(', ')} (${r.m.project})`;
+    const failed = r.failed.slice(0, 2).map((f) => (f.length > 90 ? `${f.slice(0, 87)}...` : f)).join('; ') + (r.failed.length > 2 ? ` (+${r.failed.length - 2})` : '');
+    console.log(`| ${r.m.id} | ${cell(r.m.what)} | ${r.m.file} | ${tests} | ${r.verdict} | ${Math.round(r.ms / 1000)} s | ${cell(failed)} |${args.baseline ? ` ${cell(r.baseline)} |` : ''}`);
+  }
+  const survived = rows.filter((r) => r.verdict === 'SURVIVED').length;
+  console.log(`\n${rows.length} mutants: ${rows.filter((r) => r.verdict === 'caught').length} caught, ${survived} survived, ${rows.filter((r) => !['caught', 'SURVIVED'].includes(r.verdict)).length} not run.`);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await main();
