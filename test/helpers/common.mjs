@@ -35,8 +35,8 @@
  * for emulation.
  */
 export const ALLOWANCE_VAR = 'CORDON_TEST_ALLOWANCE_MS';
-/** The least allowance: a timer, a kill and a reap on an idle machine. */
-export const ALLOWANCE_FLOOR_MS = 150;
+/** The least allowance: a timer, a kill and a reap on an idle machine take under 100 ms, but load that comes after the measurement (CI builds the zig prebuilds beside lane 1) was seen to add up to about 200 ms: 500 ms keeps a 2.5x margin over that. */
+export const ALLOWANCE_FLOOR_MS = 500;
 /** The most allowance: a machine slower than this fails the bounds, as it should. */
 export const ALLOWANCE_CAP_MS = 2000;
 
