@@ -34,8 +34,9 @@ let project = '';
 // A console block shows a report of a tier that sees the whole tree: it runs in
 // one (the process-group tier's reports add what it saw leave the group, and
 // say its coverage is partial; under qemu-user, lane 7, it is the only tier).
-const completeTier = cgroupWritable() ? 'cgroup' : capabilities().tiers.includes('subreaper') ? 'subreaper' : undefined;
-const noCompleteTier = completeTier ? undefined : `this machine has no tier that sees the whole tree (tiers: ${capabilities().tiers.join(', ')}); the samples show such a tier's report`;
+const tiersHere = capabilities().tiers; // (under qemu-user only process-group, whatever the cgroups say)
+const completeTier = tiersHere.includes('cgroup') && cgroupWritable() ? 'cgroup' : tiersHere.includes('subreaper') ? 'subreaper' : undefined;
+const noCompleteTier = completeTier ? undefined : `this machine has no tier that sees the whole tree (tiers: ${tiersHere.join(', ')}); the samples show such a tier's report`;
 if (noCompleteTier) console.warn(`doc examples: console blocks skipped: ${noCompleteTier}`);
 
 const SERVER_JS = `import { createServer } from 'node:http';
