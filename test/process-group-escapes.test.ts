@@ -158,7 +158,10 @@ async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promis
   const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
   // No pause between generations: it forks as fast as the machine lets it,
   // faster than a walk of every process (with the bystanders) reads them.
-  const proc: ContainedProcess = spawn(fixtureProgram(), ['hop', file, '--setsid', '--ignore-polite', '--every', '1'], {
+  // On the model of XNU a generation must live long enough for the model's
+  // kernel to be told of it (the pause the other hoppers take there, above).
+  const pause = xnu && process.platform === 'linux' ? ['--pause-us', PAUSE_US] : [];
+  const proc: ContainedProcess = spawn(fixtureProgram(), ['hop', file, '--setsid', '--ignore-polite', '--every', '1', ...pause], {
     env: t.env,
     leftovers: 'keep',
     stdio: ['ignore', 'ignore', 'ignore'],

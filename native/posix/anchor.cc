@@ -33,7 +33,7 @@
 #include "pty_relay.h"
 #include "tier.h"
 #include "warm.h"
-#ifdef __linux__
+#if CORDON_LINUX_PROC  // (the model of XNU builds the rest for Linux, without native/linux)
 #include "../linux/confine.h"
 #endif
 
@@ -340,7 +340,7 @@ class Anchor : public anchor::TierHost {
   // --confine: the Landlock ruleset, built here (it allocates and walks
   // directories), entered by the command's child right before exec.
   bool prepare_confinement(anchor::CommandChild& child) {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     cordon::confine::Spec spec;
     spec.write = opts_.confine_write;
     spec.deny_read = opts_.confine_deny_read;

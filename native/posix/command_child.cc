@@ -13,8 +13,9 @@
 #include <sys/syscall.h>
 #endif
 
+#include "../cordon.h"  // CORDON_LINUX_PROC
 #include "../protocol.h"
-#ifdef __linux__
+#if CORDON_LINUX_PROC
 #include "../linux/confine.h"
 #endif
 
@@ -76,7 +77,7 @@ void exec_command(const CommandChild& c) {
   // privilege). Plain system calls on what the anchor prepared: nothing here
   // allocates (this child may share the anchor's memory).
   if (c.confine_ruleset_fd >= 0) {
-#ifdef __linux__
+#if CORDON_LINUX_PROC
     confine::Prepared p;
     p.ruleset_fd = c.confine_ruleset_fd;
     p.network = c.confine_network;
