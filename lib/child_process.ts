@@ -9,20 +9,15 @@
 // (lib/sync-helper.ts).
 /// <reference types="node" preserve="true" />
 import type * as cp from 'node:child_process';
-import { spawnSync as nodeSpawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { DEFAULT_WAIT_DELAY_MS } from './defaults.js';
 import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
-import { normalizeOptions, validateCommand, type StdioOption } from './options.js';
-import { ContainedProcess, spawn as cordonSpawn, type SpawnOptions as CordonSpawnOptions } from './process.js';
-import { DEFAULT_SHELL } from './shell.js';
+import { ContainedProcess, spawn as cordonSpawn } from './process.js';
+import { launchOf, optionsObject, signalName, type Launch } from './child-process-options.js';
 
 export type {
   ChildProcess,
@@ -48,145 +43,9 @@ export type {
   StdioPipeNamed,
 } from 'node:child_process';
 export type { ContainedProcess } from './process.js';
-
-/**
- * cordon's own options, taken beside Node's by every function here
- * (`waitDelay` bounds 'close' after the root exits: default 2000 ms).
- */
-export type CordonExtras = Pick<CordonSpawnOptions, 'waitDelay' | 'grace' | 'interruptGrace' | 'leftovers' | 'containment' | 'tier' | 'log' | 'limits'>;
-const CORDON_EXTRAS = ['waitDelay', 'grace', 'interruptGrace', 'leftovers', 'containment', 'tier', 'log', 'limits'] as const;
+export type { CordonExtras } from './child-process-options.js';
 
 const kCordon = Symbol('cordon');
-
-/** A Node-shaped option object: anything but an object is Node's ERR_INVALID_ARG_TYPE. */
-function optionsObject(value: unknown, name = 'options'): Record<string, unknown> {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw errors.invalidArg(name, value, 'an object', 'ERR_INVALID_ARG_TYPE');
-  return value as Record<string, unknown>;
-}
-
-function signalName(value: unknown, name: string): NodeJS.Signals | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value === 'number') {
-    const found = Object.entries(osConstants.signals).find(([, n]) => n === value)?.[0];
-    if (found) return found as NodeJS.Signals;
-  } else if (typeof value === 'string' && value in osConstants.signals) {
-    return value as NodeJS.Signals;
-  }
-  throw errors.invalidArg(name, value, "a signal name such as 'SIGTERM', or its number", typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-}
-
-/** Node's stdio forms as cordon's three entries; what has no equal is refused before anything runs. */
-function stdioOption(value: unknown): StdioOption | [StdioOption, StdioOption, StdioOption] | undefined {
-  if (value === undefined) return undefined;
-  const entry = (v: unknown, i: number): StdioOption => {
-    if (v === null || v === undefined || v === 'overlapped') return 'pipe';
-    if (v === 'ipc') throw errors.childUnsupported("stdio 'ipc'", 'an IPC channel (send(), fork()) is not provided yet.');
-    return v as StdioOption;
-  };
-  if (typeof value === 'string') return entry(value, 0);
-  if (!Array.isArray(value)) throw errors.invalidArg('stdio', value, 'a string or an array', 'ERR_INVALID_ARG_TYPE');
-  const three = [0, 1, 2].map((i) => entry(value[i], i)) as [StdioOption, StdioOption, StdioOption];
-  for (let i = 3; i < value.length; i++) {
-    const extra: unknown = value[i];
-    if (extra === 'ipc') entry(extra, i);
-    if (extra !== null && extra !== undefined && extra !== 'ignore') {
-      throw errors.childUnsupported(`stdio[${i}] (${typeof extra === 'string' ? `'${extra}'` : typeof extra})`, 'a command gets stdin, stdout and stderr only; descriptors past 2 can only be \'ignore\'.');
-    }
-  }
-  return three;
-}
-
-interface Launch {
-  /** The stdio entries as cordon takes them (undefined: all 'pipe'). */
-  stdio: StdioOption | [StdioOption, StdioOption, StdioOption] | undefined;
-  file: string;
-  args: string[];
-  /** What Node reports: spawnfile and spawnargs. */
-  spawnfile: string;
-  spawnargs: string[];
-  options: CordonSpawnOptions;
-  killSignal: NodeJS.Signals;
-  signal: AbortSignal | undefined;
-  timeout: number;
-}
-
-/** Node's spawn() arguments (args optional, options in second place) read and checked, as cordon's spawn options. */
-function launchOf(file: unknown, argsIn: unknown, optionsIn: unknown): Launch {
-  if (typeof file !== 'string') throw errors.invalidArg('file', file, 'a string', 'ERR_INVALID_ARG_TYPE');
-  if (file.length === 0) throw errors.invalidArg('file', file, 'a non-empty string');
-  let args: unknown = argsIn;
-  let raw: unknown = optionsIn;
-  if (args !== undefined && args !== null && !Array.isArray(args)) {
-    if (typeof args !== 'object') throw errors.invalidArg('args', args, 'an array of strings', 'ERR_INVALID_ARG_TYPE');
-    raw = args;
-    args = [];
-  }
-  const list = (args ?? []) as unknown[];
-  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') throw errors.invalidArg(`args[${i}]`, list[i], 'a string', 'ERR_INVALID_ARG_TYPE');
-  const o = optionsObject(raw);
-  if (o.detached !== undefined && typeof o.detached !== 'boolean') throw errors.invalidArg('detached', o.detached, 'a boolean', 'ERR_INVALID_ARG_TYPE');
-  for (const name of ['windowsHide', 'windowsVerbatimArguments'] as const) {
-    if (o[name] !== undefined && typeof o[name] !== 'boolean') throw errors.invalidArg(name, o[name], 'a boolean', 'ERR_INVALID_ARG_TYPE');
-  }
-  if (o.windowsVerbatimArguments === true && process.platform === 'win32') {
-    throw errors.childUnsupported('windowsVerbatimArguments: true', 'cordon quotes each argument for the command itself on Windows.');
-  }
-  if (o.serialization !== undefined && o.serialization !== 'json' && o.serialization !== 'advanced') {
-    throw errors.invalidArg('serialization', o.serialization, "'json' or 'advanced'");
-  }
-  if (o.timeout !== undefined && (typeof o.timeout !== 'number' || !Number.isInteger(o.timeout) || o.timeout < 0)) {
-    throw errors.invalidArg('timeout', o.timeout, 'a whole number of milliseconds, 0 or more', typeof o.timeout === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-  }
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw errors.invalidArg('signal', o.signal, 'an AbortSignal', 'ERR_INVALID_ARG_TYPE');
-  const killSignal = signalName(o.killSignal, 'killSignal') ?? 'SIGTERM';
-  const shell = o.shell;
-  if (shell !== undefined && typeof shell !== 'boolean' && typeof shell !== 'string') throw errors.invalidArg('shell', shell, 'a boolean or a string', 'ERR_INVALID_ARG_TYPE');
-  let command = file;
-  let commandArgs = list as string[];
-  let spawnfile = file;
-  let spawnargs = [typeof o.argv0 === 'string' ? o.argv0 : file, ...commandArgs];
-  if (shell) {
-    // Node joins the file and its arguments with spaces: one line for the shell.
-    command = [file, ...commandArgs].join(' ');
-    commandArgs = [];
-    spawnfile = typeof shell === 'string' ? shell : process.platform === 'win32' ? process.env.comspec || 'cmd.exe' : DEFAULT_SHELL;
-    spawnargs = process.platform === 'win32' ? [spawnfile, '/d', '/s', '/c', `"${command}"`] : [spawnfile, '-c', command];
-  }
-  const options: CordonSpawnOptions = {
-    cwd: o.cwd as string | URL | undefined,
-    // Node's env is the whole environment, not laid over process.env.
-    env: (o.env ?? process.env) as NodeJS.ProcessEnv,
-    extendEnv: false,
-    argv0: o.argv0 as string | undefined,
-    stdio: stdioOption(o.stdio),
-    uid: o.uid as number | undefined,
-    gid: o.gid as number | undefined,
-    shell: shell === undefined || shell === false ? undefined : (shell as boolean | string),
-    timeout: o.timeout as number | undefined,
-    // SIGKILL is no polite signal: the forced kill at once.
-    ...(killSignal === 'SIGKILL' ? { interruptGrace: 0 } : { killSignal }),
-  };
-  if (o.signal && !(o.signal as AbortSignal).aborted) options.signal = o.signal as AbortSignal;
-  for (const name of CORDON_EXTRAS) if (o[name] !== undefined) (options as Record<string, unknown>)[name] = o[name];
-  return { stdio: options.stdio, file: command, args: commandArgs, spawnfile, spawnargs, options, killSignal, signal: o.signal as AbortSignal | undefined, timeout: (o.timeout as number | undefined) ?? 0 };
-}
-
-/**
- * What spawn(), exec() and execFile() return: a ChildProcess-shaped
- * EventEmitter over one contained tree ('spawn', 'exit', 'close', 'error' in
- * Node's order). contained(child) gives cordon's ContainedProcess.
- */
-let failedOutputSeen: { value: null | undefined } | undefined;
-/**
- * What this Node's own spawnSync gives as stdout/stderr when the command
- * cannot start: null up to Node 22, undefined since. Asked of Node once, the
- * first time it is needed (a path that cannot exist: nothing runs).
- */
-function failedOutput(): null | undefined {
-  failedOutputSeen ??= { value: (nodeSpawnSync('/nonexistent/cordon-spawnsync-probe').stdout as unknown) === undefined ? undefined : null };
-  return failedOutputSeen.value;
-}
 
 /**
  * A readable the caller gets for `pipe`, fed by it only after release(): the
@@ -214,6 +73,11 @@ function holdUntilSpawn(pipe: Readable): { stream: Readable; release(): void } {
   };
 }
 
+/**
+ * What spawn(), exec() and execFile() return: a ChildProcess-shaped
+ * EventEmitter over one contained tree ('spawn', 'exit', 'close', 'error' in
+ * Node's order). contained(child) gives cordon's ContainedProcess.
+ */
 class ContainedChildProcess extends EventEmitter {
   pid: number | undefined = undefined;
   stdin: Writable | null = null;
@@ -482,137 +346,5 @@ export function contained(child: cp.ChildProcess): ContainedProcess | undefined 
   return child[kCordon];
 }
 
-// The sync variants: Node's spawnSync runs lib/sync-helper.ts, which runs the
-// command contained (see there). Built, it sits beside this file; run from
-// the TypeScript sources (the tests), it is the built one in dist/.
-const HELPER = ((built: string) => (existsSync(built) ? built : fileURLToPath(new URL('../dist/sync-helper.js', import.meta.url))))(fileURLToPath(new URL('./sync-helper.js', import.meta.url)));
-
-interface SyncResult {
-  pid: number;
-  output: Array<string | Buffer | null> | null;
-  stdout: string | Buffer | null | undefined;
-  stderr: string | Buffer | null | undefined;
-  status: number | null;
-  signal: NodeJS.Signals | null;
-  error?: Error;
-}
-
-function spawnSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): SyncResult {
-  let args = argsIn;
-  let raw = optionsIn;
-  if (args !== undefined && args !== null && !Array.isArray(args)) {
-    raw = args;
-    args = [];
-  }
-  const o = optionsObject(raw);
-  const launch = launchOf(file, args ?? [], o);
-  const maxBuffer = o.maxBuffer === undefined ? 1024 * 1024 : o.maxBuffer;
-  if (typeof maxBuffer !== 'number' || Number.isNaN(maxBuffer) || maxBuffer < 0) {
-    throw errors.invalidArg('maxBuffer', maxBuffer, 'a number, 0 or more (Infinity allowed)', typeof maxBuffer === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-  }
-  const encoding = o.encoding === undefined || o.encoding === null ? 'buffer' : o.encoding;
-  if (encoding !== 'buffer' && (typeof encoding !== 'string' || !Buffer.isEncoding(encoding))) throw errors.invalidArg('encoding', encoding, "a text encoding or 'buffer'");
-  const { stdio, signal: _signal, ...options } = launch.options;
-  if (options.cwd instanceof URL) options.cwd = fileURLToPath(options.cwd);
-  const failure = (code: string, errno: number | undefined, cause?: unknown): SyncResult => ({
-    error: errors.childSpawnFailed({ code, errno }, launch.spawnfile, launch.spawnargs.slice(1), 'spawnSync', cause),
-    status: null,
-    signal: null,
-    output: null,
-    pid: 0,
-    stdout: failedOutput(),
-    stderr: failedOutput(),
-  });
-  // What cordon refuses is refused here, before the helper runs: bad input
-  // throws; a launch failure known now (a missing cwd) is the result's error.
-  try {
-    validateCommand(launch.file, launch.args);
-    normalizeOptions(options);
-  } catch (error) {
-    const e = error as CordonError;
-    if (e.stage !== 'launch') throw e;
-    return failure(String(e.code), e.errno, e);
-  }
-  const three = Array.isArray(launch.stdio) ? launch.stdio : [launch.stdio ?? 'pipe', launch.stdio ?? 'pipe', launch.stdio ?? 'pipe'];
-  const ran = nodeSpawnSync(process.execPath, ['--no-warnings', HELPER], {
-    stdio: [...three, 'pipe'] as cp.StdioOptions,
-    env: { ...process.env, CORDON_SYNC_REQUEST: JSON.stringify({ file: launch.file, args: launch.args, options }) },
-    input: o.input as string | NodeJS.ArrayBufferView | undefined,
-    maxBuffer,
-    killSignal: 'SIGTERM',
-    windowsHide: true,
-  });
-  let pid = 0;
-  let exit: { code: number | null; signal: NodeJS.Signals | null; reason: string } | undefined;
-  let launchError: { code: string; errno?: number; stage?: string; message: string } | undefined;
-  for (const line of (ran.output?.[3]?.toString() ?? '').split('\n')) {
-    if (!line) continue;
-    const m = JSON.parse(line) as { pid?: number; exit?: typeof exit; error?: typeof launchError };
-    if (m.pid !== undefined) pid = m.pid;
-    if (m.exit) exit = m.exit;
-    if (m.error) launchError = m.error;
-  }
-  if (launchError && pid === 0) return failure(launchError.code, launchError.errno);
-  const decode = (b: Buffer | string | null | undefined): string | Buffer | null => (b === null || b === undefined ? null : encoding === 'buffer' ? (b as Buffer) : b.toString(encoding as BufferEncoding));
-  const stdout = decode(ran.output?.[1]);
-  const stderr = decode(ran.output?.[2]);
-  const result: SyncResult = { status: exit?.code ?? null, signal: exit?.signal ?? null, output: [null, stdout, stderr], pid, stdout, stderr };
-  const code = (ran.error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'ENOBUFS') {
-    // spawnSync stopped the helper (maxBuffer): the tree ended with it.
-    Object.assign(result, { status: null, signal: launch.killSignal, error: errors.childSpawnFailed({ code, errno: -(osConstants.errno.ENOBUFS ?? 105) }, launch.spawnfile, launch.spawnargs.slice(1), 'spawnSync') });
-  } else if (ran.error) {
-    throw ran.error;
-  } else if (exit?.reason === 'timeout') {
-    Object.assign(result, { status: null, signal: exit.signal ?? launch.killSignal, error: errors.childSpawnFailed({ code: 'ETIMEDOUT', errno: -(osConstants.errno.ETIMEDOUT ?? 110) }, launch.spawnfile, launch.spawnargs.slice(1), 'spawnSync') });
-  } else if (launchError) {
-    // The tree ran and its cleanup failed: never taken for success.
-    result.error = errors.childSpawnFailed({ code: launchError.code, errno: launchError.errno }, launch.spawnfile, launch.spawnargs.slice(1), 'spawnSync');
-  } else if (!exit) {
-    result.error = errors.childSpawnFailed({ code: 'ERR_CORDON_ANCHOR_LOST' }, launch.spawnfile, launch.spawnargs.slice(1), 'spawnSync');
-  }
-  return result;
-}
-
-/** As Node's checkExecSyncError: the spawnSync error with the result on it, or a nonzero exit as an Error. */
-function execSyncError(ret: SyncResult, cmd: string): Error | undefined {
-  if (ret.error) return Object.assign(ret.error, ret);
-  if (ret.status === 0) return undefined;
-  let message = `Command failed: ${cmd}`;
-  if (ret.stderr && ret.stderr.length > 0) message += `\n${ret.stderr.toString()}`;
-  return errors.childSyncCommandFailed(message, ret);
-}
-
-function execFileSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): string | Buffer | null {
-  let args = argsIn;
-  let raw = optionsIn;
-  if (args !== undefined && args !== null && !Array.isArray(args)) {
-    raw = args;
-    args = [];
-  }
-  const o = optionsObject(raw);
-  const inheritStderr = !o.stdio;
-  const ret = spawnSyncImpl(file, args ?? [], o);
-  if (inheritStderr && ret.stderr) process.stderr.write(ret.stderr);
-  const error = execSyncError(ret, [file, ...((args ?? []) as string[])].join(' '));
-  if (error) throw error;
-  return ret.stdout ?? null;
-}
-
-function execSyncImpl(command: string, optionsIn?: unknown): string | Buffer | null {
-  const o = { ...optionsObject(optionsIn) };
-  o.shell = typeof o.shell === 'string' ? o.shell : true;
-  const inheritStderr = !o.stdio;
-  const ret = spawnSyncImpl(command, [], o);
-  if (inheritStderr && ret.stderr) process.stderr.write(ret.stderr);
-  const error = execSyncError(ret, command);
-  if (error) throw error;
-  return ret.stdout ?? null;
-}
-
-/** Node's spawnSync(): the tree contained (it runs in a helper process the call waits for). */
-export const spawnSync = spawnSyncImpl as unknown as typeof cp.spawnSync;
-/** Node's execFileSync(): the tree contained. */
-export const execFileSync = execFileSyncImpl as unknown as typeof cp.execFileSync;
-/** Node's execSync(): the tree contained. */
-export const execSync = execSyncImpl as unknown as typeof cp.execSync;
+// The sync variants wait in a helper process: lib/child-process-sync.ts.
+export { execFileSync, execSync, spawnSync } from './child-process-sync.js';
