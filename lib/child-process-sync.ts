@@ -27,14 +27,14 @@ interface SyncResult {
   error?: Error;
 }
 
+/** Node's (file, args?, options?) with args left out: the options in second place. */
+function argsAndOptions(argsIn: unknown, optionsIn: unknown): { args: unknown; o: Record<string, unknown> } {
+  const shifted = argsIn !== undefined && argsIn !== null && !Array.isArray(argsIn);
+  return { args: shifted ? [] : argsIn, o: optionsObject(shifted ? argsIn : optionsIn) };
+}
+
 function spawnSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): SyncResult {
-  let args = argsIn;
-  let raw = optionsIn;
-  if (args !== undefined && args !== null && !Array.isArray(args)) {
-    raw = args;
-    args = [];
-  }
-  const o = optionsObject(raw);
+  const { args, o } = argsAndOptions(argsIn, optionsIn);
   const launch = launchOf(file, args ?? [], o);
   const maxBuffer = o.maxBuffer === undefined ? 1024 * 1024 : o.maxBuffer;
   if (typeof maxBuffer !== 'number' || Number.isNaN(maxBuffer) || maxBuffer < 0) {
@@ -114,13 +114,7 @@ function execSyncError(ret: SyncResult, cmd: string): Error | undefined {
 }
 
 function execFileSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): string | Buffer | null {
-  let args = argsIn;
-  let raw = optionsIn;
-  if (args !== undefined && args !== null && !Array.isArray(args)) {
-    raw = args;
-    args = [];
-  }
-  const o = optionsObject(raw);
+  const { args, o } = argsAndOptions(argsIn, optionsIn);
   const inheritStderr = !o.stdio;
   const ret = spawnSyncImpl(file, args ?? [], o);
   if (inheritStderr && ret.stderr) process.stderr.write(ret.stderr);
