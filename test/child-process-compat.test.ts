@@ -16,8 +16,24 @@ import { contained, exec, execFile, execFileSync, execSync, spawn, spawnSync } f
 import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { escapePromised } from './helpers/tier.js';
 
 const sleepers = (t: ReturnType<typeof useTag>) => t.procs().filter((p) => p.command === 'sleep 600' && p.state !== 'Z');
+
+/**
+ * `sh -c "setsid sleep 600 &"` under exec()'s own shell: the sleep is forked by
+ * the inner sh, which may exit before any walk saw it. On XNU (the model of it
+ * here) `sleep` is an Apple program whose environment the kernel withholds, so
+ * that escapee is not promised there (capabilities' notes say so: escapePromised
+ * asserts it); elsewhere it is. Where it is not, what is left is excused.
+ */
+function noSleeperLeft(t: ReturnType<typeof useTag>, alive: number, when: string): void {
+  if (escapePromised({ program: 'sleep', forkedBy: 'unseen' })) {
+    expect(alive, `sleep 600 processes carrying the tag ${when}`).toBe(0);
+    return;
+  }
+  for (const p of sleepers(t)) t.notPromised(p.pid);
+}
 
 function scratch(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -42,7 +58,7 @@ describe('cordon/child_process: containment', () => {
     }), 20_000, 'exec() to call back', t.tag);
     expect(seen.error).toBeNull();
     expect(seen.stdout).toBe('hi\n');
-    expect(seen.alive, 'sleep 600 processes carrying the tag when the callback ran').toBe(0);
+    noSleeperLeft(t, seen.alive, 'when the callback ran');
   });
 
   it('an escapee that lets go of the output (setsid, >/dev/null) is gone once the callback ran, though the callback comes at once', async () => {
@@ -219,7 +235,7 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
     const stdout = execSync('sh -c "setsid sleep 600 & echo hi"', { env: t.env, encoding: 'utf8', timeout: 20_000 });
     const alive = sleepers(t).length;
     expect(stdout).toBe('hi\n');
-    expect(alive, 'sleep 600 processes carrying the tag when execSync returned').toBe(0);
+    noSleeperLeft(t, alive, 'when execSync returned');
   });
 
   it("spawnSync, execFileSync and execSync give what node:child_process's give: exit 2, ENOENT, input, a timeout", async () => {

@@ -114,7 +114,8 @@ describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${
         expect(linesMatch(printed.map(shape), shown.map(shape)), `printed:\n${r.stdout}`).toBe(true);
       }, RUN_TIMEOUT + 10_000);
     } else if (b.lang === 'js' || b.lang === 'ts') {
-      it(`${label(b)} runs and prints what it says`, () => {
+      const lacking = b.needs && (capabilities().guarantees as unknown as Record<string, unknown>)[b.needs] !== true ? `this host does not give ${b.needs} (capabilities().guarantees.${b.needs})` : undefined;
+      it.skipIf(!!lacking)(`${label(b)} runs and prints what it says${lacking ? ` [skipped: ${lacking}]` : ''}`, () => {
         const tag = useTag();
         const file = join(project, `run-${i}.mjs`);
         writeFileSync(file, b.lang === 'ts' ? transpile(b.code) : b.code);

@@ -7,7 +7,10 @@
 // the first non-blank line after its closing fence is
 //   <!-- not runnable: <the reason> -->       it is not run, and the reason is listed
 //   <!-- expect: <a regular expression> -->   its output must match (js, ts)
-// or, without either, a js/ts block whose every `console.log(...); // <what it prints>`
+// A line `<!-- needs: confine -->` right above the fence names what the block needs
+// of this host (capabilities().guarantees.<need>); where it lacks it the block is
+// skipped, saying so.
+// Or, without either, a js/ts block whose every `console.log(...); // <what it prints>`
 // says what it prints (a parenthesis after it is a remark) must print those lines.
 // A console block is run line by line (`$ command`) and its output compared with the
 // block's, numbers and leftover command lines aside.
@@ -44,6 +47,8 @@ export interface DocBlock {
   notRunnable?: string;
   /** What its output must match. */
   expect?: RegExp;
+  /** What it needs of this host (a guarantee of capabilities() that must be true), from `<!-- needs: … -->` above it. */
+  needs?: string;
   /** What its `console.log(...); // …` comments say it prints, line by line ([] when none do). */
   said: string[];
 }
@@ -65,6 +70,7 @@ export function docBlocks(): DocBlock[] {
         code: m[2]!,
         notRunnable: after?.[1] === 'not runnable' ? after[2] : undefined,
         expect: after?.[1] === 'expect' ? new RegExp(after[2]!) : undefined,
+        needs: text.slice(0, m.index).match(/<!--\s*needs:\s*(\w+)\s*-->\s*$/)?.[1],
         said: [...m[2]!.matchAll(/console\.log\(.*\); \/\/ (.*?)(?: \(.*\))?$/gm)].map((s) => s[1]!),
       });
     }
