@@ -4,17 +4,9 @@
 // an installed package's subpath export (node_modules/cordon), with
 // TypeScript 5 and 7. The @ts-expect-error lines prove the types are Node's
 // and not `any`: tsc fails on one that is no error.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot } from './helpers/fixtures.js';
-import { ensureDist } from './helpers/host.js';
+import { describe, expect, it } from 'vitest';
+import { COMPILERS, compileStrict, useImporterProject } from './helpers/importer.js';
 import { watchdog } from './helpers/time.js';
-
-const require = createRequire(join(repoRoot, 'package.json'));
 
 const IMPORTER = `import { spawn, exec, execFile, spawnSync, execSync, execFileSync, contained, type ChildProcess, type ExecException, type SpawnOptions } from 'cordon/child_process';
 import { promisify } from 'node:util';
@@ -46,29 +38,12 @@ console.log(wrong);
 `;
 
 describe("cordon/child_process's types are node:child_process's", () => {
-  let project: string;
-  beforeAll(async () => {
-    await ensureDist();
-    project = mkdtempSync(join(tmpdir(), 'cordon-cp-types-'));
-    mkdirSync(join(project, 'node_modules', '@types'), { recursive: true });
-    symlinkSync(repoRoot, join(project, 'node_modules', 'cordon'));
-    symlinkSync(dirname(require.resolve('@types/node/package.json')), join(project, 'node_modules', '@types', 'node'));
-    writeFileSync(join(project, 'use.mts'), IMPORTER);
-  });
-  afterAll(() => rmSync(project, { recursive: true, force: true }));
-
-  for (const [name, pkg] of [
-    ['TypeScript 5', 'typescript'],
-    ['TypeScript 7', 'typescript7'],
-  ] as const) {
+  const project = useImporterProject('cordon-cp-types-', IMPORTER);
+  for (const [name, pkg] of COMPILERS) {
     it(`${name}: tsc --strict compiles a file that imports spawn, exec, execFile and the sync variants from 'cordon/child_process'`, () => {
-      const tsc = join(dirname(require.resolve(`${pkg}/package.json`)), 'bin', 'tsc');
-      const r = spawnSync(process.execPath, [tsc, '--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', 'use.mts'], {
-        cwd: project,
-        encoding: 'utf8',
-        timeout: watchdog(60_000),
-      });
-      expect(`${r.stdout}${r.stderr}`, `${name}: tsc --strict use.mts`).toBe('');
+      const r = compileStrict(pkg, project());
+      expect(r.version).toMatch(name === 'TypeScript 5' ? /^Version 5\./ : /^Version 7\./);
+      expect(r.output, `${r.version}: tsc --strict use.mts`).toBe('');
       expect(r.status).toBe(0);
     }, watchdog(90_000));
   }

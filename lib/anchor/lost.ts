@@ -1,4 +1,4 @@
-// A lost anchor (SIGKILLed by a member, a careless `pkill -9 -f cordon`, the
+// A lost anchor (SIGKILLed by a member, by a careless kill of every process named like it, the
 // OOM killer) before its tree was quiescent: the host sweeps what it can
 // still tell is the tree's and kills it, so the tree does not live on
 // orphaned. The cgroup tier has its cgroup for that (./cgroup.ts,

@@ -720,11 +720,15 @@ LineageIds lineage_ids_of(int64_t pid) {
 // forked and last exec'd before the anchor. So with `since` (the anchor's
 // sweeps) a walk ends there. A process older than the anchor that exec'd
 // since is at the head again: its unique id (handed out in increasing order
-// at fork, kept across exec: kern_fork.c) is below the anchor's, and it is
-// skipped unread. Then the listing again, each time to the anchor's entry:
-// what was forked while a walk ran is at the head, and so is anything
-// already visited that exec'd meanwhile, which is skipped but does not end
-// the walk (rounds, while each finds something new).
+// at fork, kept across exec: xnu-11417 kern_fork.c:988) is below the
+// anchor's, and it is skipped unread. Then the listing again, each time to
+// the anchor's entry: what was forked while a walk ran is at the head, and so
+// is anything already visited that exec'd meanwhile (same pid and start time:
+// kern_fork.c:1131-1135), which is skipped but does not end the walk. Rounds
+// go on while each finds a new member (Visit::kMember): a bystander that
+// forks all the while (a shell loop of the host's) cannot keep the sweep
+// listing for ever, and a member's own fork during a round is at the head of
+// the next listing, which that round's new member makes happen.
 //
 // Which processes: every user's for root; else those the caller may signal
 // (XNU's cansignal, kern_sig.c: the caller's real or effective uid is the

@@ -108,15 +108,20 @@ const dead = (state: string): boolean => state === 'Z' || state === 'X';
 
 // ---- proc ----------------------------------------------------------------
 
-function procStat(pid: number): Stat | undefined {
+/** /proc/<pid>/stat's fields from the state on (the name, which may hold spaces, left out); undefined when gone. */
+function procStatFields(pid: number): string[] | undefined {
   let s: string;
   try {
     s = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return undefined;
   }
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return { state: f[0]!, ppid: Number(f[1]), pgid: Number(f[2]), sid: f[3]!, start: f[19]! };
+  return s.slice(s.lastIndexOf(')') + 2).split(' ');
+}
+
+function procStat(pid: number): Stat | undefined {
+  const f = procStatFields(pid);
+  return f && { state: f[0]!, ppid: Number(f[1]), pgid: Number(f[2]), sid: f[3]!, start: f[19]! };
 }
 
 function procPids(): number[] {
@@ -171,14 +176,8 @@ function ticksPerSecond(): number {
 }
 
 function procCpuSeconds(pid: number): number | undefined {
-  let s: string;
-  try {
-    s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / ticksPerSecond();
+  const f = procStatFields(pid);
+  return f && (Number(f[11]) + Number(f[12])) / ticksPerSecond();
 }
 
 /** ps's `time`, [[dd-]hh:]mm:ss[.cc] (procps: [dd-]hh:mm:ss), in seconds. */
