@@ -218,8 +218,8 @@ class FactReports implements AnchorHandlers {
     this.f.events.changed();
   }
 
-  stuck(pids: number[]): void {
-    this.f.cleanupFailed(errors.cleanupStuck(pids));
+  stuck(pids: number[], states: string[]): void {
+    this.f.cleanupFailed(errors.cleanupStuck(pids, states));
   }
 
   unresponsive(waitedMs: number): void {

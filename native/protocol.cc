@@ -176,9 +176,15 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// Each member as <pid>:<state> (its state letter as the listing read it:
+// 'D' is a wait in the kernel that SIGKILL does not end; '?' where the
+// listing reads none), so that the host's error says why it is stuck.
 std::string stuck(const std::vector<Member>& members) {
   std::string line = start(Verb::kStuck);
-  for (auto& m : members) arg(line, m.pid);
+  for (auto& m : members) {
+    char state = (m.state >= 'A' && m.state <= 'Z') || (m.state >= 'a' && m.state <= 'z') ? m.state : '?';
+    arg(line, std::to_string(static_cast<long long>(m.pid)) + ':' + state);
+  }
   return end(line);
 }
 

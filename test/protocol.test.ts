@@ -21,8 +21,9 @@ describe('anchor protocol: lines from the anchor', () => {
     expect(parseLine('LEFTEND')).toEqual({ type: 'leftEnd' });
     expect(parseLine('LEFTGROUP 9 sh -c daemon')).toEqual({ type: 'leftGroup', pid: 9, command: 'sh -c daemon' });
     expect(parseLine('RELEASED')).toEqual({ type: 'released' });
-    expect(parseLine('STUCK 5 6')).toEqual({ type: 'stuck', pids: [5, 6] });
-    expect(parseLine('STUCK')).toEqual({ type: 'stuck', pids: [] });
+    expect(parseLine('STUCK 5:D 6:?')).toEqual({ type: 'stuck', pids: [5, 6], states: ['D', '?'] });
+    expect(parseLine('STUCK')).toEqual({ type: 'stuck', pids: [], states: [] });
+    expect(parseLine('STUCK 5')).toMatchObject({ type: 'malformed' });
     expect(parseLine('QUIET')).toEqual({ type: 'quiescent' });
   });
 
@@ -67,7 +68,7 @@ describe('anchor protocol: lines from the anchor', () => {
   });
 
   it('a known verb whose numbers cannot be read is malformed, and says which field', () => {
-    for (const line of ['READY x subreaper 1', 'READY', 'EXIT 1', 'EXIT a 0', 'GROUP', 'LEFT one 1 sh', 'STUCK 1 x', 'NOCONTAIN', 'EXECFAIL 1.5']) {
+    for (const line of ['READY x subreaper 1', 'READY', 'EXIT 1', 'EXIT a 0', 'GROUP', 'LEFT one 1 sh', 'STUCK 1:x 2', 'NOCONTAIN', 'EXECFAIL 1.5']) {
       const r = parseLine(line);
       expect(r.type, line).toBe('malformed');
       expect(r, line).toMatchObject({ line, reason: expect.stringMatching(/is not an integer/) });

@@ -32,7 +32,8 @@ export interface AnchorHandlers {
   /** The process-group tier: a member the anchor saw outside the tree's process group. */
   leftGroup(pid: number, command: string): void;
   released(): void;
-  stuck(pids: number[]): void;
+  /** STUCK: members alive 5 s after the forced kill, each with its state letter ('D': waiting in the kernel). */
+  stuck(pids: number[], states: string[]): void;
   /** QUIET: the tree is quiescent (every member gone and reaped); the anchor exits. */
   quiescent(): void;
   /** LIMITS: what the kernel enforces on the tree (before READY). */
@@ -312,7 +313,7 @@ export abstract class AnchorChannel {
       case 'released':
         return on.released();
       case 'stuck':
-        return on.stuck(event.pids);
+        return on.stuck(event.pids, event.states);
       case 'quiescent':
         on.quiescent();
         // A leased anchor holds the result until the host says it has it

@@ -15,7 +15,7 @@
 //   LEFT <pid> <holds 0|1> <cmd>  ...  LEFTEND    members alive when the root exited
 //   LEFTGROUP <pid> <cmd>                         the process-group tier: a member seen leaving the group
 //   RELEASED                                      no member holds the captured output
-//   STUCK <pid> ...                               members survived SIGKILL for STUCK_REPORT_MS
+//   STUCK <pid>:<state> ...                       members survived SIGKILL for STUCK_REPORT_MS
 //   QUIET                                         every member is gone and reaped; the anchor exits
 //                                                 (a leased one once the host answers DONE)
 //   LIMITS <memory> <processes> <cpu quota us> <how>   (before READY) the limits the kernel took on the tree (0: not that one)
@@ -63,8 +63,8 @@ export type AnchorEvent =
   | { type: 'leftGroup'; pid: number; command: string }
   /** No member holds the captured stdout/stderr any more. */
   | { type: 'released' }
-  /** Members that survived the forced kill for STUCK_REPORT_MS. */
-  | { type: 'stuck'; pids: number[] }
+  /** Members that survived the forced kill for STUCK_REPORT_MS, each with its state letter as the anchor's listing read it ('?': none read). */
+  | { type: 'stuck'; pids: number[]; states: string[] }
   /** Every member is gone and reaped: the tree is quiescent; the anchor exits. */
   | { type: 'quiescent' }
   /** The limits the kernel took on the tree (0: that one not); how: v2, v1, v1+v2, job (Windows; Wine takes some without enforcing them) or none. */
@@ -110,6 +110,19 @@ function int(words: string[], i: number, name: string): number {
   return Number(word);
 }
 
+// STUCK's words: <pid>:<state letter> each.
+function stuckMembers(words: string[]): ParsedLine {
+  const pids: number[] = [];
+  const states: string[] = [];
+  for (const word of words) {
+    const m = /^(\d+):([A-Za-z?])$/.exec(word);
+    if (!m) throw new Malformed(`a stuck member is not <pid>:<state>: ${JSON.stringify(word)}`);
+    pids.push(Number(m[1]));
+    states.push(m[2]!);
+  }
+  return { type: 'stuck', pids, states };
+}
+
 /** One line from an anchor (without its '\n'). Never throws: what it cannot read is an UnreadLine. */
 export function parseLine(line: string): ParsedLine {
   const space = line.indexOf(' ');
@@ -147,7 +160,7 @@ export function parseLine(line: string): ParsedLine {
       case 'RELEASED':
         return { type: 'released' };
       case 'STUCK':
-        return { type: 'stuck', pids: words.filter(Boolean).map((_, i, all) => int(all, i, 'pid')) };
+        return stuckMembers(words.filter(Boolean));
       case 'QUIET':
         return { type: 'quiescent' };
       case 'LIMITS':

@@ -4,15 +4,31 @@ import { CordonError, type AnchorLostSweep } from './error.js';
 
 /**
  * The anchor's STUCK: members survived SIGKILL for the anchor's stuck delay
- * (5 s: kStuckReportMs in native/protocol.h).
+ * (5 s: kStuckReportMs in native/protocol.h), each with the state the
+ * anchor's listing read ('D': a wait in the kernel that no signal ends, such
+ * as a write held by a filesystem's journal or a hung mount; 'R'/'S': alive
+ * and running, which a SIGKILL that landed would not leave; '?': not read).
  */
-export function cleanupStuck(pids: number[]): CordonError {
+export function cleanupStuck(pids: number[], states: string[] = []): CordonError {
+  const each = pids.map((pid, i) => `${pid} (${STATE_WORDS[states[i] ?? '?'] ?? `state ${states[i]}`})`).join(', ');
+  const why = states.includes('D')
+    ? 'a process in uninterruptible sleep ends only when the kernel call it waits in returns (a hung mount or device, a stalled disk)'
+    : 'they may be in uninterruptible sleep, or forking faster than they are killed';
   return new CordonError(
-    `Tree members survived SIGKILL for 5 s (pids ${pids.join(', ')}); they may be in uninterruptible sleep. ` +
-      'The anchor keeps trying; inspect them with ps.',
+    `Tree members survived SIGKILL for 5 s: ${each}; ${why}. The anchor keeps trying; inspect them with ps -o pid,stat,wchan.`,
     { code: 'ERR_CORDON_CLEANUP', stage: 'cleanup' },
   );
 }
+
+const STATE_WORDS: Record<string, string> = {
+  D: 'uninterruptible sleep',
+  R: 'running',
+  S: 'sleeping',
+  T: 'stopped',
+  t: 'stopped by a tracer',
+  Z: 'a zombie',
+  '?': 'state not read',
+};
 
 /**
  * The anchor did not finish stopping the tree within the grace plus
