@@ -65,7 +65,7 @@ export function confineOption(value: unknown): Confine | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw invalidArg('confine', value, 'an object ({ write: [...], denyRead?: [...], network?: ... })', 'ERR_INVALID_ARG_TYPE');
   }
-  const o = value as Record<string, unknown>;
+  const o = Object.assign(Object.create(null) as Record<string, unknown>, value);
   for (const key of Object.keys(o)) {
     if (!['write', 'denyRead', 'network'].includes(key)) throw invalidArg(`confine.${key}`, o[key], 'left out (confine takes write, denyRead and network)');
   }

@@ -83,7 +83,7 @@ export function parseLimits(name: string, value: unknown): Limits | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw invalidArg(name, value, 'an object such as { memory: \'512M\', processes: 100, cpu: 0.5 }', 'ERR_INVALID_ARG_TYPE');
   }
-  const o = value as Record<string, unknown>;
+  const o = Object.assign(Object.create(null) as Record<string, unknown>, value);
   for (const key of Object.keys(o)) {
     if (!KEYS.has(key) && o[key] !== undefined) throw invalidArg(`${name}.${key}`, o[key], 'absent: limits take memory, processes and cpu');
   }

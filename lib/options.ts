@@ -232,7 +232,8 @@ export function validateCommand(command: unknown, args: unknown): { command: str
 export function normalizeOptions(options: unknown): NormalizedOptions {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalidArg('options', options, 'an object', 'ERR_INVALID_ARG_TYPE');
-  const o = options as Record<string, unknown>;
+  // Own properties only: what is set on Object.prototype is never an option (prototype pollution).
+  const o = Object.assign(Object.create(null) as Record<string, unknown>, options);
   for (const key of Object.keys(o)) {
     if (!SPAWN_OPTION_NAMES.has(key) && o[key] !== undefined) throw unknownOption(key, SPAWN_OPTION_NAMES, optionHint(key, 'spawn'));
   }

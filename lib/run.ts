@@ -162,7 +162,8 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
   const {
     input, inputFile, maxBuffer = DEFAULT_MAX_BUFFER, reject = true, encoding = 'utf8', stripFinalNewline = true,
     stdio: stdioOption, stdin, stdout, stderr, all = false, ...spawnOptions
-  } = options ?? {};
+    // Own properties only: what is set on Object.prototype is never an option (prototype pollution).
+  } = (options ? Object.assign(Object.create(null), options) : {}) as RunOptions;
   // Every run() option is checked before anything runs: a bad one found after
   // the spawn would leave a tree waiting on its stdin.
   if (typeof maxBuffer !== 'number' || !(maxBuffer > 0)) throw errors.badMaxBuffer(maxBuffer);
