@@ -51,12 +51,16 @@ export default defineConfig({
       // runs (.ci/darwin-model.sh sets CORDON_XNU_MODEL), beside the
       // process-group project on the darwin build.
       ...(process.env.CORDON_XNU_MODEL ? [{ extends: true, test: { name: 'darwin-model', include: ['test/xnu-model/**/*.test.ts'], env: { CORDON_TIER: 'process-group' } } }] : []),
+      // Node's own child_process tests against cordon/child_process: only
+      // where asked (CORDON_NODE_TESTS=1: .ci/node-tests.sh, a lane of .ci/run),
+      // since the first run downloads Node's source (scripts/node-tests/source.mjs).
+      ...(process.env.CORDON_NODE_TESTS === '1' ? [{ extends: true, test: { name: 'node-tests', include: ['test/node-tests/**/*.test.ts'] } }] : []),
       ...tiers.map((tier) => ({
         extends: true,
         test: {
           name: tier,
           include: ['test/**/*.test.ts'],
-          exclude: [...tierIndependent, 'test/win/**', 'test/xnu-model/**'],
+          exclude: [...tierIndependent, 'test/win/**', 'test/xnu-model/**', 'test/node-tests/**'],
           env: { CORDON_TIER: tier },
         },
       })),

@@ -15,21 +15,36 @@ import { DEFAULT_SHELL } from './shell.js';
 export type CordonExtras = Pick<CordonSpawnOptions, 'waitDelay' | 'grace' | 'interruptGrace' | 'leftovers' | 'containment' | 'tier' | 'log' | 'limits'>;
 export const CORDON_EXTRAS = ['waitDelay', 'grace', 'interruptGrace', 'leftovers', 'containment', 'tier', 'log', 'limits'] as const;
 
+/**
+ * An options object's own properties, in an object with no prototype: a
+ * property set on Object.prototype (prototype pollution: `Object.prototype.cwd
+ * = ...`, `.shell`, `.uid`) is never read as an option, as in Node.
+ */
+export function own(value: object): Record<string, unknown> {
+  return Object.assign(Object.create(null) as Record<string, unknown>, value);
+}
+
 export function optionsObject(value: unknown, name = 'options'): Record<string, unknown> {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value)) throw errors.invalidArg(name, value, 'an object', 'ERR_INVALID_ARG_TYPE');
-  return value as Record<string, unknown>;
+  return own(value);
 }
 
+/** A signal as Node's kill() takes it: a name (any case) or a number (ERR_UNKNOWN_SIGNAL otherwise), anything else ERR_INVALID_ARG_TYPE. */
 export function signalName(value: unknown, name: string): NodeJS.Signals | undefined {
   if (value === undefined) return undefined;
-  if (typeof value === 'number') {
-    const found = Object.entries(osConstants.signals).find(([, n]) => n === value)?.[0];
-    if (found) return found as NodeJS.Signals;
-  } else if (typeof value === 'string' && value in osConstants.signals) {
-    return value as NodeJS.Signals;
-  }
-  throw errors.invalidArg(name, value, "a signal name such as 'SIGTERM', or its number", typeof value === 'string' || typeof value === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
+  if (typeof value !== 'string' && typeof value !== 'number') throw errors.nodeArgType(name, ['string', 'number'], value);
+  const signals = osConstants.signals as Record<string, number>;
+  const found =
+    typeof value === 'number' ? Object.keys(signals).find((k) => signals[k] === value) : Object.hasOwn(signals, value.toUpperCase()) ? value.toUpperCase() : undefined;
+  if (!found) throw errors.nodeUnknownSignal(value);
+  return found as NodeJS.Signals;
+}
+
+/** Node's killSignal: a signal name or number (ERR_UNKNOWN_SIGNAL otherwise), anything else ERR_INVALID_ARG_TYPE. */
+export function killSignalOf(value: unknown): NodeJS.Signals | undefined {
+  if (value === undefined || value === null) return undefined;
+  return signalName(value, 'options.killSignal');
 }
 
 /** Node's stdio forms as cordon's three entries; what has no equal is refused before anything runs. */
@@ -41,7 +56,7 @@ export function stdioOption(value: unknown): StdioOption | [StdioOption, StdioOp
     return v as StdioOption;
   };
   if (typeof value === 'string') return entry(value, 0);
-  if (!Array.isArray(value)) throw errors.invalidArg('stdio', value, 'a string or an array', 'ERR_INVALID_ARG_TYPE');
+  if (!Array.isArray(value)) throw errors.nodeArgValue('stdio', value);
   const three = [0, 1, 2].map((i) => entry(value[i], i)) as [StdioOption, StdioOption, StdioOption];
   for (let i = 3; i < value.length; i++) {
     const extra: unknown = value[i];
@@ -67,39 +82,70 @@ export interface Launch {
   timeout: number;
 }
 
-/** Node's spawn() arguments (args optional, options in second place) read and checked, as cordon's spawn options. */
+// Node's check for NUL in a string argument (a non-string is stringified later, as Node does).
+function noNul(value: unknown, name: string): void {
+  if (typeof value === 'string' && value.includes('\u0000')) throw errors.nodeArgValue(name, value, 'must be a string without null bytes');
+}
+
+// Node's environment as a spawn gets it: every key whose value is not
+// undefined, the value stringified (null is "null"), NUL refused.
+function envOf(env: Record<string, unknown>): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const key in env) {
+    const value = env[key];
+    if (value === undefined) continue;
+    noNul(key, `options.env['${key}']`);
+    noNul(value, `options.env['${key}']`);
+    out[key] = `${value as string}`;
+  }
+  return out;
+}
+
+/** Node's spawn() arguments (args optional, options in second place) read and checked as Node checks them, as cordon's spawn options. */
 export function launchOf(file: unknown, argsIn: unknown, optionsIn: unknown): Launch {
-  if (typeof file !== 'string') throw errors.invalidArg('file', file, 'a string', 'ERR_INVALID_ARG_TYPE');
-  if (file.length === 0) throw errors.invalidArg('file', file, 'a non-empty string');
+  if (typeof file !== 'string') throw errors.nodeArgType('file', 'string', file);
+  if (file.length === 0) throw errors.nodeArgValue('file', file, 'cannot be empty');
   let args: unknown = argsIn;
   let raw: unknown = optionsIn;
   if (args !== undefined && args !== null && !Array.isArray(args)) {
-    if (typeof args !== 'object') throw errors.invalidArg('args', args, 'an array of strings', 'ERR_INVALID_ARG_TYPE');
+    if (typeof args !== 'object') throw errors.nodeArgType('args', 'object', args);
     raw = args;
     args = [];
   }
-  const list = (args ?? []) as unknown[];
-  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') throw errors.invalidArg(`args[${i}]`, list[i], 'a string', 'ERR_INVALID_ARG_TYPE');
-  const o = optionsObject(raw);
-  if (o.detached !== undefined && typeof o.detached !== 'boolean') throw errors.invalidArg('detached', o.detached, 'a boolean', 'ERR_INVALID_ARG_TYPE');
-  for (const name of ['windowsHide', 'windowsVerbatimArguments'] as const) {
-    if (o[name] !== undefined && typeof o[name] !== 'boolean') throw errors.invalidArg(name, o[name], 'a boolean', 'ERR_INVALID_ARG_TYPE');
+  if (raw !== undefined && (raw === null || typeof raw !== 'object' || Array.isArray(raw))) throw errors.nodeArgType('options', 'object', raw);
+  const o = own(raw ?? {});
+  const given = (name: string) => o[name] !== undefined && o[name] !== null;
+  if (given('cwd') && typeof o.cwd !== 'string' && !(o.cwd instanceof URL) && !Buffer.isBuffer(o.cwd)) throw errors.nodeArgType('options.cwd', ['string', 'Buffer', 'URL'], o.cwd);
+  if (typeof o.cwd === 'string') noNul(o.cwd, 'options.cwd');
+  if (given('detached') && typeof o.detached !== 'boolean') throw errors.nodeArgType('options.detached', 'boolean', o.detached);
+  for (const id of ['uid', 'gid'] as const) {
+    if (given(id) && !((o[id] as number) === ((o[id] as number) | 0))) throw errors.nodeArgType(`options.${id}`, 'int32', o[id]);
   }
+  if (given('shell') && typeof o.shell !== 'boolean' && typeof o.shell !== 'string') throw errors.nodeArgType('options.shell', ['boolean', 'string'], o.shell);
+  if (given('argv0')) {
+    if (typeof o.argv0 !== 'string') throw errors.nodeArgType('options.argv0', 'string', o.argv0);
+    noNul(o.argv0, 'options.argv0');
+  }
+  for (const name of ['windowsHide', 'windowsVerbatimArguments'] as const) {
+    if (given(name) && typeof o[name] !== 'boolean') throw errors.nodeArgType(`options.${name}`, 'boolean', o[name]);
+  }
+  const list = [...((args ?? []) as unknown[])];
+  for (let i = 0; i < list.length; i++) noNul(list[i], `args[${i}]`);
+  const env = envOf((o.env ?? process.env) as Record<string, unknown>);
   if (o.windowsVerbatimArguments === true && process.platform === 'win32') {
     throw errors.childUnsupported('windowsVerbatimArguments: true', 'cordon quotes each argument for the command itself on Windows.');
   }
   if (o.serialization !== undefined && o.serialization !== 'json' && o.serialization !== 'advanced') {
-    throw errors.invalidArg('serialization', o.serialization, "'json' or 'advanced'");
+    throw errors.nodeArgValue('options.serialization', o.serialization, "must be one of: undefined, 'json', 'advanced'");
   }
-  if (o.timeout !== undefined && (typeof o.timeout !== 'number' || !Number.isInteger(o.timeout) || o.timeout < 0)) {
-    throw errors.invalidArg('timeout', o.timeout, 'a whole number of milliseconds, 0 or more', typeof o.timeout === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-  }
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw errors.invalidArg('signal', o.signal, 'an AbortSignal', 'ERR_INVALID_ARG_TYPE');
-  const killSignal = signalName(o.killSignal, 'killSignal') ?? 'SIGTERM';
-  const shell = o.shell;
-  if (shell !== undefined && typeof shell !== 'boolean' && typeof shell !== 'string') throw errors.invalidArg('shell', shell, 'a boolean or a string', 'ERR_INVALID_ARG_TYPE');
+  if (given('timeout') && !(Number.isInteger(o.timeout) && (o.timeout as number) >= 0)) throw errors.nodeOutOfRange('timeout', 'an unsigned integer', o.timeout);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw errors.nodeArgType('options.signal', 'AbortSignal', o.signal);
+  const killSignal = killSignalOf(o.killSignal) ?? 'SIGTERM';
+  const shell = o.shell === null ? undefined : o.shell;
+  // Node stringifies every argument (a number is its digits).
+  const strings = list.map((a) => `${a as string}`);
   let command = file;
-  let commandArgs = list as string[];
+  let commandArgs = strings;
   let spawnfile = file;
   let spawnargs = [typeof o.argv0 === 'string' ? o.argv0 : file, ...commandArgs];
   if (shell) {
@@ -110,21 +156,21 @@ export function launchOf(file: unknown, argsIn: unknown, optionsIn: unknown): La
     spawnargs = process.platform === 'win32' ? [spawnfile, '/d', '/s', '/c', `"${command}"`] : [spawnfile, '-c', command];
   }
   const options: CordonSpawnOptions = {
-    cwd: o.cwd as string | URL | undefined,
+    cwd: !given('cwd') ? undefined : Buffer.isBuffer(o.cwd) ? o.cwd.toString() : (o.cwd as string | URL),
     // Node's env is the whole environment, not laid over process.env.
-    env: (o.env ?? process.env) as NodeJS.ProcessEnv,
+    env,
     extendEnv: false,
-    argv0: o.argv0 as string | undefined,
+    argv0: given('argv0') ? (o.argv0 as string) : undefined,
     stdio: stdioOption(o.stdio),
-    uid: o.uid as number | undefined,
-    gid: o.gid as number | undefined,
+    uid: given('uid') ? (o.uid as number) : undefined,
+    gid: given('gid') ? (o.gid as number) : undefined,
     shell: shell === undefined || shell === false ? undefined : (shell as boolean | string),
-    timeout: o.timeout as number | undefined,
+    timeout: given('timeout') ? (o.timeout as number) : undefined,
     // SIGKILL is no polite signal: the forced kill at once.
     ...(killSignal === 'SIGKILL' ? { interruptGrace: 0 } : { killSignal }),
   };
-  if (o.signal && !(o.signal as AbortSignal).aborted) options.signal = o.signal as AbortSignal;
+  // The AbortSignal is the ChildProcess's to listen to (one listener, as Node's): lib/child_process.ts.
   for (const name of CORDON_EXTRAS) if (o[name] !== undefined) (options as Record<string, unknown>)[name] = o[name];
-  return { stdio: options.stdio, file: command, args: commandArgs, spawnfile, spawnargs, options, killSignal, signal: o.signal as AbortSignal | undefined, timeout: (o.timeout as number | undefined) ?? 0 };
+  return { stdio: options.stdio, file: command, args: commandArgs, spawnfile, spawnargs, options, killSignal, signal: o.signal as AbortSignal | undefined, timeout: given('timeout') ? (o.timeout as number) : 0 };
 }
 

@@ -36,10 +36,8 @@ function argsAndOptions(argsIn: unknown, optionsIn: unknown): { args: unknown; o
 function spawnSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): SyncResult {
   const { args, o } = argsAndOptions(argsIn, optionsIn);
   const launch = launchOf(file, args ?? [], o);
-  const maxBuffer = o.maxBuffer === undefined ? 1024 * 1024 : o.maxBuffer;
-  if (typeof maxBuffer !== 'number' || Number.isNaN(maxBuffer) || maxBuffer < 0) {
-    throw errors.invalidArg('maxBuffer', maxBuffer, 'a number, 0 or more (Infinity allowed)', typeof maxBuffer === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-  }
+  const maxBuffer = o.maxBuffer === undefined || o.maxBuffer === null ? 1024 * 1024 : o.maxBuffer;
+  if (!(typeof maxBuffer === 'number' && maxBuffer >= 0)) throw errors.nodeOutOfRange('options.maxBuffer', 'a positive number', maxBuffer);
   const encoding = o.encoding === undefined || o.encoding === null ? 'buffer' : o.encoding;
   if (encoding !== 'buffer' && (typeof encoding !== 'string' || !Buffer.isEncoding(encoding))) throw errors.invalidArg('encoding', encoding, "a text encoding or 'buffer'");
   const { stdio, signal: _signal, ...options } = launch.options;
@@ -124,7 +122,7 @@ function execFileSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): 
 }
 
 function execSyncImpl(command: string, optionsIn?: unknown): string | Buffer | null {
-  const o = { ...optionsObject(optionsIn) };
+  const o = optionsObject(optionsIn);
   o.shell = typeof o.shell === 'string' ? o.shell : true;
   const inheritStderr = !o.stdio;
   const ret = spawnSyncImpl(command, [], o);

@@ -17,7 +17,7 @@ import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
 import { ContainedProcess, spawn as cordonSpawn } from './process.js';
-import { launchOf, optionsObject, signalName, type Launch } from './child-process-options.js';
+import { launchOf, own, signalName, type Launch } from './child-process-options.js';
 
 export type {
   ChildProcess,
@@ -98,9 +98,13 @@ class ContainedChildProcess extends EventEmitter {
     this.spawnfile = launch.spawnfile;
     this.spawnargs = launch.spawnargs;
     if (launch.signal?.aborted) {
-      // Node starts it and kills it at once; nothing is started here.
+      // Node starts it and kills it at once ('error', then 'exit' and 'close'
+      // with killSignal); nothing is started here, the events are the same.
+      this.killed = true;
       process.nextTick(() => {
         this.emit('error', errors.childAborted(launch.signal!.reason));
+        this.signalCode = launch.killSignal;
+        this.emit('exit', null, launch.killSignal);
         this.emit('close', null, launch.killSignal);
       });
       return;
@@ -135,14 +139,22 @@ class ContainedChildProcess extends EventEmitter {
     this.stdio = [this.stdin, this.stdout, this.stderr];
     // A timeout or an abort stops the tree (cordon's timers, set first, fire first): killed, as Node says it.
     const timer = launch.timeout > 0 ? setTimeout(() => this.stoppedByCordon(), launch.timeout).unref() : undefined;
+    // As Node's: one listener on the signal, gone at the root's exit; an abort
+    // after the exit is no error (kill() would send nothing). The abort stops
+    // the whole tree as cordon's own signal option does (killSignal, then
+    // SIGKILL after the interrupt grace).
     const onAbort = () => {
+      if (this.exitCode !== null || this.signalCode !== null) return;
       this.stoppedByCordon();
+      (proc as unknown as { cancel(reason: 'canceled'): void }).cancel('canceled');
       this.emit('error', errors.childAborted(launch.signal!.reason));
     };
     launch.signal?.addEventListener('abort', onAbort, { once: true });
+    const unlisten = () => launch.signal?.removeEventListener('abort', onAbort);
+    this.once('exit', unlisten);
     this.once('close', () => {
       clearTimeout(timer);
-      launch.signal?.removeEventListener('abort', onAbort);
+      unlisten();
     });
     proc.on('spawn', (pid) => {
       this.pid = pid;
@@ -176,6 +188,18 @@ class ContainedChildProcess extends EventEmitter {
   }
 
   private launchFailed(cause: CordonError, launch: Launch, now = false): void {
+    // Node made the pipes before the launch failed: the caller gets them, empty and ended.
+    if (this.stdout === null && this.stderr === null) {
+      const piped = (i: number) => {
+        const entry = Array.isArray(launch.stdio) ? launch.stdio[i] : launch.stdio;
+        return entry === undefined || entry === 'pipe';
+      };
+      const empty = () => new PassThrough().end();
+      if (piped(0)) this.stdin = new PassThrough();
+      if (piped(1)) this.stdout = empty();
+      if (piped(2)) this.stderr = empty();
+      this.stdio = [this.stdin, this.stdout, this.stderr];
+    }
     const error = errors.childSpawnFailed({ code: String(cause.code), errno: cause.errno }, launch.spawnfile, launch.spawnargs.slice(1), 'spawn', cause);
     const fire = () => {
       this.emit('error', error);
@@ -237,79 +261,110 @@ export const spawn = function spawn(file: string, args?: unknown, options?: unkn
 
 type Callback = (error: Error | null, stdout: string | Buffer, stderr: string | Buffer) => void;
 
-/** Node's execFile(): output collected (maxBuffer, encoding); the callback at 'close' or at the first 'error'. */
+// execFile()'s arguments as Node reads them: (file, args?, options?, callback?),
+// any of the middle ones left out or null.
+function execFileArgs(file: unknown, rest: unknown[]): { args: unknown[]; options: Record<string, unknown>; callback: Callback | undefined } {
+  let [args, options, callback] = rest;
+  if (Array.isArray(args)) args = [...(args as unknown[])];
+  else if (args !== null && args !== undefined && typeof args === 'object') [callback, options, args] = [options, args, null];
+  else if (typeof args === 'function') [callback, options, args] = [args, null, null];
+  if (typeof options === 'function') callback = options;
+  else if (options !== null && options !== undefined && (typeof options !== 'object' || Array.isArray(options))) throw errors.nodeArgType('options', 'object', options);
+  if (callback !== null && callback !== undefined && typeof callback !== 'function') throw errors.nodeArgType('callback', 'Function', callback);
+  const o = typeof options === 'object' && options !== null ? (options as Record<string, unknown>) : {};
+  if (typeof file !== 'string') throw errors.nodeArgType('file', 'string', file);
+  return { args: (args ?? []) as unknown[], options: o, callback: (callback ?? undefined) as Callback | undefined };
+}
+
+/**
+ * Node's execFile(): output collected as Node collects it (its encoding set
+ * on the streams, so 'data' gives strings; maxBuffer counted in bytes and
+ * the overflowing chunk cut at it), the callback at 'close' or at the first
+ * 'error'. Where Node kills the root (maxBuffer, a kill that fails), the
+ * whole tree is stopped.
+ */
 function execFileImpl(file: string, ...rest: unknown[]): ContainedChildProcess {
-  let args: unknown = undefined;
-  let options: unknown = undefined;
-  let callback: Callback | undefined;
-  let i = 0;
-  if (Array.isArray(rest[i]) || rest[i] === null) args = rest[i++];
-  if (rest[i] !== undefined && rest[i] !== null && typeof rest[i] === 'object') options = rest[i++];
-  else if (rest[i] === null || (rest[i] === undefined && i < rest.length - 1)) i++;
-  if (typeof rest[i] === 'function') callback = rest[i++] as Callback;
-  if (i < rest.length && rest[i] !== undefined) throw errors.invalidArg('args', rest[i], 'an array, an options object or a callback', 'ERR_INVALID_ARG_TYPE');
-  const o = { ...optionsObject(options) };
-  const maxBuffer = o.maxBuffer === undefined ? 1024 * 1024 : o.maxBuffer;
-  if (typeof maxBuffer !== 'number' || Number.isNaN(maxBuffer) || maxBuffer < 0) {
-    throw errors.invalidArg('maxBuffer', maxBuffer, 'a number, 0 or more (Infinity allowed)', typeof maxBuffer === 'number' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
-  }
-  const encoding = o.encoding === undefined ? 'utf8' : o.encoding;
-  if (encoding !== null && encoding !== 'buffer' && (typeof encoding !== 'string' || !Buffer.isEncoding(encoding))) {
-    throw errors.invalidArg('encoding', encoding, "a text encoding, 'buffer' or null");
-  }
-  const launch = launchOf(file, args ?? [], { ...o, stdio: 'pipe' });
+  const { args, options, callback } = execFileArgs(file, rest);
+  const o = own({ encoding: 'utf8', maxBuffer: 1024 * 1024, ...options });
+  if (o.maxBuffer !== null && o.maxBuffer !== undefined && !(typeof o.maxBuffer === 'number' && o.maxBuffer >= 0)) throw errors.nodeOutOfRange('options.maxBuffer', 'a positive number', o.maxBuffer);
+  const maxBuffer = typeof o.maxBuffer === 'number' ? o.maxBuffer : Infinity;
+  // An encoding Buffer does not know, like 'buffer', gives Buffers.
+  const encoding = typeof o.encoding === 'string' && o.encoding !== 'buffer' && Buffer.isEncoding(o.encoding) ? (o.encoding as BufferEncoding) : null;
+  const launch = launchOf(file, args, { ...o, stdio: 'pipe' });
   const child = new ContainedChildProcess(launch);
-  let cmd = file;
-  if (Array.isArray(args) && args.length) cmd += ` ${args.join(' ')}`;
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
+  const cmd = args.length > 0 ? `${file} ${args.join(' ')}` : file;
+  const chunks: { stdout: (string | Buffer)[]; stderr: (string | Buffer)[] } = { stdout: [], stderr: [] };
   const sizes = { stdout: 0, stderr: 0 };
   let failure: Error | undefined;
+  let killed = false;
   let called = false;
-  const decode = (chunks: Buffer[]): string | Buffer => (encoding === null || encoding === 'buffer' ? Buffer.concat(chunks) : Buffer.concat(chunks).toString(encoding as BufferEncoding));
+  const joined = (name: 'stdout' | 'stderr'): string | Buffer => {
+    const stream = child[name];
+    if (encoding || stream?.readableEncoding) return chunks[name].join('');
+    return Buffer.concat(chunks[name] as Buffer[]);
+  };
   const finish = (code?: number | null, signal?: NodeJS.Signals | null) => {
     if (called) return;
     called = true;
     if (!callback) return;
-    const stdout = decode(out);
-    const stderr = decode(err);
+    const stdout = joined('stdout');
+    const stderr = joined('stderr');
     if (!failure && code === 0 && signal === null) return callback(null, stdout, stderr);
-    const error = failure ?? errors.childCommandFailed(cmd, String(stderr), { code: code ?? null, killed: child.killed, signal: signal ?? null });
+    const error = failure ?? errors.childCommandFailed(cmd, String(stderr), { code: code ?? null, killed: child.killed || killed, signal: signal ?? null });
     (error as Error & { cmd: string }).cmd = cmd;
     callback(error, stdout, stderr);
   };
-  const collect = (name: 'stdout' | 'stderr', chunks: Buffer[]) => (chunk: Buffer) => {
-    if (failure) return;
-    const room = maxBuffer - sizes[name];
-    if (chunk.length > room) {
-      chunks.push(chunk.subarray(0, Math.max(0, room)));
-      sizes[name] = maxBuffer;
-      failure = errors.childMaxBuffer(name);
-      // The whole tree stops (killSignal, then SIGKILL after the interrupt grace), as a timeout stops it.
-      child.killed = true;
-      void child[kCordon]?.terminate({ grace: launch.options.interruptGrace ?? 500 }).catch(() => {});
+  // As Node's: the streams are destroyed and the root signalled; here the whole tree is stopped too.
+  const stop = () => {
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    killed = true;
+    try {
+      child.kill(launch.killSignal);
+    } catch (e) {
+      failure = e as Error;
+      finish();
       return;
     }
-    chunks.push(chunk);
-    sizes[name] += chunk.length;
+    void child[kCordon]?.terminate({ grace: launch.options.interruptGrace ?? 500 }).catch(() => {});
   };
-  child.stdout?.on('data', collect('stdout', out));
-  child.stderr?.on('data', collect('stderr', err));
+  for (const name of ['stdout', 'stderr'] as const) {
+    const stream = child[name];
+    if (!stream) continue;
+    if (encoding) stream.setEncoding(encoding);
+    stream.on('data', (chunk: string | Buffer) => {
+      if (sizes[name] === Infinity) return;
+      const streamEncoding = stream.readableEncoding as BufferEncoding | null;
+      const length = typeof chunk === 'string' ? Buffer.byteLength(chunk, streamEncoding ?? 'utf8') : chunk.length;
+      sizes[name] += length;
+      if (sizes[name] > maxBuffer) {
+        const room = maxBuffer - (sizes[name] - length);
+        chunks[name].push(chunk.slice(0, room));
+        sizes[name] = Infinity;
+        failure = errors.childMaxBuffer(name);
+        stop();
+      } else {
+        chunks[name].push(chunk);
+      }
+    });
+  }
   child.on('close', (code: number | null, signal: NodeJS.Signals | null) => finish(code, signal));
   child.on('error', (e: Error) => {
     failure = e;
+    child.stdout?.destroy();
+    child.stderr?.destroy();
     finish();
   });
   return child;
 }
 
 /** Node's exec(): the command line through a shell (/bin/sh, or options.shell). */
-function execImpl(command: string, ...rest: unknown[]): ContainedChildProcess {
-  let options: unknown = undefined;
-  let callback: unknown = undefined;
-  if (typeof rest[0] === 'function') callback = rest[0];
-  else [options, callback] = rest;
-  const o = { ...optionsObject(options) };
+function execImpl(command: unknown, ...rest: unknown[]): ContainedChildProcess {
+  if (typeof command !== 'string') throw errors.nodeArgType('command', 'string', command);
+  if (command.includes('\u0000')) throw errors.nodeArgValue('command', command, 'must be a string without null bytes');
+  let [options, callback] = rest;
+  if (typeof options === 'function') [callback, options] = [options, undefined];
+  const o = own({ ...(options as Record<string, unknown> | undefined) });
   o.shell = typeof o.shell === 'string' ? o.shell : true;
   return execFileImpl(command, o, callback as Callback | undefined);
 }
@@ -348,3 +403,7 @@ export function contained(child: cp.ChildProcess): ContainedProcess | undefined 
 
 // The sync variants wait in a helper process: lib/child-process-sync.ts.
 export { execFileSync, execSync, spawnSync } from './child-process-sync.js';
+
+import { execFileSync as execFileSyncFn, execSync as execSyncFn, spawnSync as spawnSyncFn } from './child-process-sync.js';
+/** As node:child_process's default export (`import cp from 'cordon/child_process'`): the same functions. */
+export default { spawn, exec, execFile, spawnSync: spawnSyncFn, execSync: execSyncFn, execFileSync: execFileSyncFn, contained };

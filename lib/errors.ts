@@ -13,3 +13,4 @@ export * from './errors/owners.js';
 export * from './errors/leases.js';
 export * from './errors/cgroup.js';
 export * from './errors/child-process.js';
+export * from './errors/node-validation.js';

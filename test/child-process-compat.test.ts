@@ -304,3 +304,45 @@ describe('cordon/child_process: the entry point', () => {
     });
   }
 });
+
+// Prototype pollution (Node's test-child-process-prototype-tampering, and the
+// same for cordon's own spawn() and run()): a property set on Object.prototype
+// is never read as an option. The pollution is there only while the calls read
+// their options (synchronously), then removed before anything is awaited.
+describe('options are own properties only (prototype pollution)', () => {
+  it('Object.prototype.cwd, .shell, .uid, .env, .input and .argv0 change nothing of spawn(), run(), exec() and execFileSync()', async () => {
+    const t = useTag();
+    const { spawn: cordonSpawn, run } = await import('../lib/index.js');
+    const polluted = { cwd: '/nonexistent/polluted', shell: '/nonexistent/shell', uid: 12345, env: { POLLUTED: '1' }, input: 'polluted input', argv0: 'polluted' };
+    const proto = Object.prototype as Record<string, unknown>;
+    onTestFinished(() => {
+      for (const key of Object.keys(polluted)) delete proto[key];
+    });
+    const script = 'echo "$PWD|$(id -u)|${POLLUTED:-none}|$0"; cat';
+    let calls: Promise<string>[];
+    Object.assign(proto, polluted);
+    try {
+      const viaSpawn = cordonSpawn('sh', ['-c', script], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
+      const viaRun = run('sh', ['-c', script], { env: t.env });
+      const viaExec = promisify(execFile)('sh', ['-c', script], { env: { ...process.env, ...t.env } });
+      viaExec.child.stdin?.end();
+      const sync = execFileSync('sh', ['-c', script], { env: { ...process.env, ...t.env }, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+      calls = [
+        (async () => {
+          let out = '';
+          for await (const chunk of viaSpawn.stdout!) out += chunk;
+          return out;
+        })(),
+        viaRun.then((r) => `${r.stdout}\n`),
+        viaExec.then((r) => r.stdout),
+        Promise.resolve(sync),
+      ];
+    } finally {
+      for (const key of Object.keys(polluted)) delete proto[key];
+    }
+    const outs = await within(Promise.all(calls), 20_000, 'the four calls', t.tag);
+    const expected = `${process.cwd()}|${process.getuid!()}|none|sh\n`;
+    expect(outs).toEqual([expected, expected, expected, expected]);
+    await waitGone(t, 10_000, 'the four trees');
+  });
+});

@@ -116,7 +116,7 @@ function stuckMembers(words: string[]): ParsedLine {
   const states: string[] = [];
   for (const word of words) {
     const m = /^(\d+):([A-Za-z?])$/.exec(word);
-    if (!m) throw new Malformed(`a stuck member is not <pid>:<state>: ${JSON.stringify(word)}`);
+    if (!m) throw new Malformed(`a stuck member (<pid>:<state>) whose pid is not an integer or state not a letter: ${JSON.stringify(word)}`);
     pids.push(Number(m[1]));
     states.push(m[2]!);
   }

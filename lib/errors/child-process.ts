@@ -41,10 +41,8 @@ export function childAborted(reason: unknown): CordonError {
 }
 
 /** exec()/execFile(): more than maxBuffer bytes on stdout or stderr; the tree was stopped. */
-export function childMaxBuffer(stream: 'stdout' | 'stderr'): CordonError {
-  const error = new CordonError(`${stream} maxBuffer length exceeded`, { code: 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER', stage: 'run' });
-  error.name = 'RangeError';
-  return error;
+export function childMaxBuffer(stream: 'stdout' | 'stderr'): RangeError & { code: string } {
+  return Object.assign(new RangeError(`${stream} maxBuffer length exceeded`), { code: 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER' });
 }
 
 /** A node:child_process option or stdio form that cordon/child_process cannot honour: refused before anything runs. */

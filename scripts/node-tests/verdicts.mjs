@@ -1,0 +1,32 @@
+// How a run of one of Node's child_process tests against cordon/child_process
+// is read (test/node-tests/node-tests.test.ts, scripts/node-tests/run.mjs):
+// what cordon/child_process does not offer, and the known differences, each
+// said in docs/child-process.md.
+
+/** A test's short name: its file without test-child-process- and the extension. */
+export const short = (file) => file.replace(/^test-child-process-/, '').replace(/\.m?js$/, '');
+
+// Known differences: the file (without test-child-process- and .js) and why.
+export const DIFFERENCES = {
+  cwd: "child.pid is undefined until 'spawn' (cordon learns the pid from the anchor), where Node knows it when spawn() returns",
+  'exec-error': "child.pid is undefined until 'spawn' (cordon learns the pid from the anchor)",
+  detached: "detached: true does not make the root a process group leader (the tree is contained either way), so kill(-pid) fails with ESRCH",
+  execfile: 'an exit code below 0 (a libuv error) is not translated to its name as Node does',
+  'pipe-dataflow': "another child's stdout as stdio: cordon's streams have no file descriptor of their own (the held stream before 'spawn')",
+  'stdio-reuse-readable-stdio': "another child's stdout as stdio: cordon's streams have no file descriptor of their own",
+  'stdio-merge-stdouts-into-cat': "another cordon process's stream as stdio is refused (ERR_INVALID_ARG_VALUE)",
+  'spawnsync-validation-errors': 'killSignal SIGSTOP, SIGCONT and other signals that cannot stop a process are refused (cordon escalates from killSignal to SIGKILL)',
+  'execsync-maxbuf': 'the output up to maxBuffer is not returned with ENOBUFS (the sync helper is stopped before it relays it)',
+  'execfilesync-maxbuf': 'the output up to maxBuffer is not returned with ENOBUFS (the sync helper is stopped before it relays it)',
+  'spawnsync-maxbuf': 'the output up to maxBuffer is not returned with ENOBUFS (the sync helper is stopped before it relays it)',
+};
+
+// What cordon/child_process does not offer, read off a failed run.
+export function notOffered(file, cordon) {
+  if (cordon.missing.includes('fork') || /export named 'fork'|\bfork is not a function/.test(cordon.stderr) || /^test-child-process-fork/.test(file)) return 'fork() (an IPC channel) is not offered by cordon/child_process';
+  if (/does not support stdio 'ipc'|ERR_IPC_ONE_PIPE|ERR_CHILD_PROCESS_IPC_REQUIRED/.test(cordon.stderr)) return "stdio 'ipc' (an IPC channel) is not offered by cordon/child_process";
+  if (cordon.missing.includes('ChildProcess')) return 'the ChildProcess class is not exported (a ChildProcess constructed by the caller would spawn outside cordon)';
+  if (cordon.flags.includes('--expose-internals')) return "the test patches Node's internal child_process, which cordon/child_process does not call";
+  return undefined;
+}
+
