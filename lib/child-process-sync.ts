@@ -4,7 +4,9 @@
 /// <reference types="node" preserve="true" />
 import type * as cp from 'node:child_process';
 import { spawnSync as nodeSpawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { launchOf, optionsObject } from './child-process-options.js';
@@ -62,18 +64,29 @@ function spawnSyncImpl(file: string, argsIn?: unknown, optionsIn?: unknown): Syn
     return failure(String(e.code), e.errno, e);
   }
   const three = Array.isArray(launch.stdio) ? launch.stdio : [launch.stdio ?? 'pipe', launch.stdio ?? 'pipe', launch.stdio ?? 'pipe'];
-  const ran = nodeSpawnSync(process.execPath, ['--no-warnings', HELPER], {
-    stdio: [...three, 'pipe'] as cp.StdioOptions,
-    env: { ...process.env, CORDON_SYNC_REQUEST: JSON.stringify({ file: launch.file, args: launch.args, options }) },
-    input: o.input as string | NodeJS.ArrayBufferView | undefined,
-    maxBuffer,
-    killSignal: 'SIGTERM',
-    windowsHide: true,
-  });
+  // The helper's report: a file in a directory of this process's own (mode
+  // 0700), not a pipe, which spawnSync's maxBuffer would count.
+  const reportDir = mkdtempSync(join(tmpdir(), 'cordon-sync-'));
+  const reportFile = join(reportDir, 'report');
+  let ran: ReturnType<typeof nodeSpawnSync>;
+  let reported = '';
+  try {
+    ran = nodeSpawnSync(process.execPath, ['--no-warnings', HELPER], {
+      stdio: three as cp.StdioOptions,
+      env: { ...process.env, CORDON_SYNC_REQUEST: JSON.stringify({ file: launch.file, args: launch.args, options }), CORDON_SYNC_REPORT: reportFile },
+      input: o.input as string | NodeJS.ArrayBufferView | undefined,
+      maxBuffer,
+      killSignal: 'SIGTERM',
+      windowsHide: true,
+    });
+    reported = existsSync(reportFile) ? readFileSync(reportFile, 'utf8') : '';
+  } finally {
+    rmSync(reportDir, { recursive: true, force: true });
+  }
   let pid = 0;
   let exit: { code: number | null; signal: NodeJS.Signals | null; reason: string } | undefined;
   let launchError: { code: string; errno?: number; stage?: string; message: string } | undefined;
-  for (const line of (ran.output?.[3]?.toString() ?? '').split('\n')) {
+  for (const line of reported.split('\n')) {
     if (!line) continue;
     const m = JSON.parse(line) as { pid?: number; exit?: typeof exit; error?: typeof launchError };
     if (m.pid !== undefined) pid = m.pid;

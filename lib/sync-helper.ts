@@ -4,19 +4,23 @@
 // Node's own spawnSync on this helper, and the helper runs the command
 // contained with the stdio it was given (inherited: the host's pipes, its
 // `input`, or what the caller passed), on an event loop of its own. It says
-// on descriptor 3 (one JSON object a line) the root's pid, then how the tree
-// ended or why it never ran. Its host gone (SIGKILL, a crash: this process is
+// in the report file the host named (CORDON_SYNC_REPORT, in a directory of
+// the host's own, mode 0700; one JSON object a line) the root's pid, then how
+// the tree ended or why it never ran: a file, not a pipe, since spawnSync's
+// maxBuffer counts every pipe and the report is not the command's output. Its host gone (SIGKILL, a crash: this process is
 // reparented) it exits, and its tree ends with it (CONTRACT C8); a signal that
 // stops it (spawnSync's maxBuffer) stops the tree the same way.
-import { writeSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { spawn } from './process.js';
 import type { CordonError } from './errors.js';
 
+const reportFile = process.env.CORDON_SYNC_REPORT ?? '';
+delete process.env.CORDON_SYNC_REPORT;
 const report = (message: object): void => {
   try {
-    writeSync(3, `${JSON.stringify(message)}\n`);
+    appendFileSync(reportFile, `${JSON.stringify(message)}\n`, { mode: 0o600 });
   } catch {
-    // the host is gone: nobody reads it
+    // the host is gone (and its directory with it): nobody reads it
   }
 };
 

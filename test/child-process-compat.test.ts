@@ -238,6 +238,22 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
     noSleeperLeft(t, alive, 'when execSync returned');
   });
 
+  // maxBuffer counts the command's output only: a command that prints
+  // nothing is no overflow, one that prints past it is ENOBUFS with what was
+  // read, as node:child_process's (the helper's own report is no pipe).
+  it('maxBuffer: 1 is no overflow for a silent command, and ENOBUFS with the output read for one that prints, as node:child_process', async () => {
+    const t = useTag();
+    await ensureDist();
+    const env = { ...process.env, ...t.env };
+    const silent = spawnSync('true', [], { env, maxBuffer: 1 });
+    const nodeSilent = node.spawnSync('true', [], { env, maxBuffer: 1 });
+    expect([silent.status, silent.error?.message]).toEqual([nodeSilent.status, nodeSilent.error?.message]);
+    const loud = spawnSync('sh', ['-c', 'echo this is stdout'], { env, maxBuffer: 1 });
+    expect((loud.error as NodeJS.ErrnoException | undefined)?.code).toBe('ENOBUFS');
+    expect(String(loud.stdout)).toBe('this is stdout\n');
+    await waitGone(t, 10_000, 'the trees');
+  });
+
   it("spawnSync, execFileSync and execSync give what node:child_process's give: exit 2, ENOENT, input, a timeout", async () => {
     const t = useTag();
     await ensureDist();

@@ -16,9 +16,6 @@ export const DIFFERENCES = {
   'stdio-reuse-readable-stdio': "another child's stdout as stdio: cordon's streams have no file descriptor of their own",
   'stdio-merge-stdouts-into-cat': "another cordon process's stream as stdio is refused (ERR_INVALID_ARG_VALUE)",
   'spawnsync-validation-errors': 'killSignal SIGSTOP, SIGCONT and other signals that cannot stop a process are refused (cordon escalates from killSignal to SIGKILL)',
-  'execsync-maxbuf': 'the output up to maxBuffer is not returned with ENOBUFS (the sync helper is stopped before it relays it)',
-  'execfilesync-maxbuf': 'the output up to maxBuffer is not returned with ENOBUFS (the sync helper is stopped before it relays it)',
-  'spawnsync-maxbuf': 'the output up to maxBuffer is not returned with ENOBUFS (the sync helper is stopped before it relays it)',
 };
 
 // What cordon/child_process does not offer, read off a failed run.
