@@ -7,6 +7,7 @@ import * as errors from './errors.js';
 import type { StdioOption } from './options.js';
 import type { SpawnOptions as CordonSpawnOptions } from './process.js';
 import { DEFAULT_SHELL } from './shell.js';
+import { NOT_POLITE } from './stopping.js';
 
 /**
  * cordon's own options, taken beside Node's by every function here
@@ -45,6 +46,19 @@ export function signalName(value: unknown, name: string): NodeJS.Signals | undef
 export function killSignalOf(value: unknown): NodeJS.Signals | undefined {
   if (value === undefined || value === null) return undefined;
   return signalName(value, 'options.killSignal');
+}
+
+/**
+ * How a tree ends on a timeout, an abort or a maxBuffer overrun, given Node's
+ * killSignal: that signal to every member, SIGKILL after the interrupt grace.
+ * A signal that cannot end a process (SIGKILL itself, SIGSTOP, SIGCONT, the
+ * terminal stops), which Node accepts, is the forced kill at once; on
+ * Windows, where Node's kill of any signal ends the root, cordon's own stop.
+ */
+function politeStop(killSignal: NodeJS.Signals): Pick<CordonSpawnOptions, 'killSignal' | 'interruptGrace'> {
+  if (NOT_POLITE.has(killSignal)) return { interruptGrace: 0 };
+  if (process.platform === 'win32') return {};
+  return { killSignal };
 }
 
 /** Node's stdio forms as cordon's three entries; what has no equal is refused before anything runs. */
@@ -166,8 +180,7 @@ export function launchOf(file: unknown, argsIn: unknown, optionsIn: unknown): La
     gid: given('gid') ? (o.gid as number) : undefined,
     shell: shell === undefined || shell === false ? undefined : (shell as boolean | string),
     timeout: given('timeout') ? (o.timeout as number) : undefined,
-    // SIGKILL is no polite signal: the forced kill at once.
-    ...(killSignal === 'SIGKILL' ? { interruptGrace: 0 } : { killSignal }),
+    ...politeStop(killSignal),
   };
   // The AbortSignal is the ChildProcess's to listen to (one listener, as Node's): lib/child_process.ts.
   for (const name of CORDON_EXTRAS) if (o[name] !== undefined) (options as Record<string, unknown>)[name] = o[name];

@@ -11,7 +11,7 @@
 import type * as cp from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
-import { promisify } from 'node:util';
+import { getSystemErrorName, promisify } from 'node:util';
 import { DEFAULT_WAIT_DELAY_MS } from './defaults.js';
 import { duration } from './duration.js';
 import * as errors from './errors.js';
@@ -46,6 +46,35 @@ export type { ContainedProcess } from './process.js';
 export type { CordonExtras } from './child-process-options.js';
 
 const kCordon = Symbol('cordon');
+
+// The streams this module hands out (a child's stdin, stdout, stderr): one of
+// them given as another child's stdio is relayed by the host (see relayStdio).
+const ours = new WeakSet<object>();
+
+/**
+ * Node passes a child's pipe to another child as its descriptor. cordon's
+ * streams have none of their own (the pipes are the anchor's, and the output
+ * is held until 'spawn'), so where the caller gives one of this module's
+ * streams as stdio, the command gets a pipe and the host relays: a readable
+ * into the command's stdin (until the command exits: the readable is the
+ * caller's again then), the command's stdout or stderr into a writable
+ * (never ending it: other writers may share it, as they share a pipe).
+ */
+function relayStdio(launch: Launch): Array<{ index: number; stream: Readable | Writable }> {
+  const stdio = launch.options.stdio;
+  if (!Array.isArray(stdio)) return [];
+  const relays: Array<{ index: number; stream: Readable | Writable }> = [];
+  const entries = [...stdio] as unknown[];
+  for (let index = 0; index < 3; index++) {
+    const entry = entries[index];
+    if (entry !== null && typeof entry === 'object' && ours.has(entry)) {
+      relays.push({ index, stream: entry as Readable | Writable });
+      entries[index] = 'pipe';
+    }
+  }
+  if (relays.length > 0) launch.options.stdio = entries as typeof stdio;
+  return relays;
+}
 
 /**
  * A readable the caller gets for `pipe`, fed by it only after release(): the
@@ -109,6 +138,7 @@ class ContainedChildProcess extends EventEmitter {
       });
       return;
     }
+    const relays = relayStdio(launch);
     let proc: ContainedProcess;
     try {
       proc = cordonSpawn(launch.file, launch.args, launch.options);
@@ -136,7 +166,23 @@ class ContainedChildProcess extends EventEmitter {
     this.once('spawn', release);
     this.once('error', release);
     this.once('close', release);
+    for (const relay of relays) {
+      if (relay.index === 0) {
+        const source = relay.stream as Readable;
+        const sink = this.stdin!;
+        sink.on('error', () => {}); // the command stopped reading (EPIPE): the relay ends
+        source.pipe(sink);
+        this.once('exit', () => source.unpipe(sink));
+        this.stdin = null;
+      } else {
+        const from = relay.index === 1 ? this.stdout! : this.stderr!;
+        from.pipe(relay.stream as Writable, { end: false });
+        if (relay.index === 1) this.stdout = null;
+        else this.stderr = null;
+      }
+    }
     this.stdio = [this.stdin, this.stdout, this.stderr];
+    for (const stream of this.stdio) if (stream) ours.add(stream);
     // A timeout or an abort stops the tree (cordon's timers, set first, fire first): killed, as Node says it.
     const timer = launch.timeout > 0 ? setTimeout(() => this.stoppedByCordon(), launch.timeout).unref() : undefined;
     // As Node's: one listener on the signal, gone at the root's exit; an abort
@@ -310,7 +356,9 @@ function execFileImpl(file: string, ...rest: unknown[]): ContainedChildProcess {
     const stdout = joined('stdout');
     const stderr = joined('stderr');
     if (!failure && code === 0 && signal === null) return callback(null, stdout, stderr);
-    const error = failure ?? errors.childCommandFailed(cmd, String(stderr), { code: code ?? null, killed: child.killed || killed, signal: signal ?? null });
+    // A code below 0 is a libuv error: its name, as Node gives it.
+    const shown = typeof code === 'number' && code < 0 ? getSystemErrorName(code) : (code ?? null);
+    const error = failure ?? errors.childCommandFailed(cmd, String(stderr), { code: shown, killed: child.killed || killed, signal: signal ?? null });
     (error as Error & { cmd: string }).cmd = cmd;
     callback(error, stdout, stderr);
   };

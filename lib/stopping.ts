@@ -6,7 +6,7 @@ import { invalidArg, killSignalWindows } from './errors.js';
 import { signalName, signalNumber } from './signals.js';
 
 /** Signals that do not ask a process to stop: the forced kill's own, the job-control ones and SIGCONT. */
-const NOT_POLITE = new Set(['SIGKILL', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGCONT']);
+export const NOT_POLITE: ReadonlySet<string> = new Set(['SIGKILL', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGCONT']);
 
 export const DEFAULT_KILL_SIGNAL: NodeJS.Signals = 'SIGTERM';
 

@@ -228,6 +228,42 @@ describe('cordon/child_process: Node\'s shapes', () => {
   });
 });
 
+describe('cordon/child_process: another child\'s stream as stdio (relayed by the host)', () => {
+  it("cat | head -n1 | ... and two writers into one cat's stdin give what Node's pipes give", async () => {
+    const t = useTag();
+    const env = { ...process.env, ...t.env };
+    // A readable as stdin: p1's output feeds p2 until p2 exits; then it is the caller's to read.
+    const p1 = spawn('cat', { env, stdio: ['pipe', 'pipe', 'inherit'] });
+    const p2 = spawn('head', ['-n1'], { env, stdio: [p1.stdout!, 'pipe', 'inherit'] });
+    expect(p2.stdin, "stdin given as a stream: the child's stdin is null, as in Node").toBeNull();
+    let headOut = '';
+    p2.stdout!.on('data', (c: Buffer) => (headOut += c));
+    p1.stdin!.write('hello\n');
+    await within(new Promise((r) => p2.once('close', r)), 10_000, 'head to exit', t.tag);
+    p1.stdin!.end('world\n');
+    let catOut = '';
+    p1.stdout!.on('data', (c: Buffer) => (catOut += c));
+    p1.stdout!.resume(); // (unpiped streams stay paused, as Node's)
+    await within(new Promise((r) => p1.once('close', r)), 10_000, 'cat to exit', t.tag);
+    expect([headOut, catOut]).toEqual(['hello\n', 'world\n']);
+    // A writable as stdout, shared by two writers, ended by its owner only.
+    const p3 = spawn('cat', { env, stdio: ['pipe', 'pipe', 'inherit'] });
+    const w1 = spawn('cat', { env, stdio: ['pipe', p3.stdin!, 'inherit'] });
+    const w2 = spawn('cat', { env, stdio: ['pipe', p3.stdin!, 'inherit'] });
+    expect(w1.stdout).toBeNull();
+    let merged = '';
+    p3.stdout!.on('data', (c: Buffer) => (merged += c));
+    w1.stdin!.end('one\n');
+    await within(new Promise((r) => w1.once('close', r)), 10_000, 'the first writer to exit', t.tag);
+    w2.stdin!.end('two\n');
+    await within(new Promise((r) => w2.once('close', r)), 10_000, 'the second writer to exit', t.tag);
+    p3.stdin!.end('three\n');
+    await within(new Promise((r) => p3.once('close', r)), 10_000, 'the reader to exit', t.tag);
+    expect(merged).toBe('one\ntwo\nthree\n');
+    await waitGone(t, 10_000, 'the five trees');
+  });
+});
+
 describe('cordon/child_process: the sync variants (a helper process waits)', () => {
   it('execSync(\'sh -c "setsid sleep 600 & echo hi"\') returns hi, and no sleep 600 of the test is alive once it did', async () => {
     const t = useTag();

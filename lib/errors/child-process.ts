@@ -7,7 +7,7 @@
 import { CordonError } from './error.js';
 
 /** exec()/execFile(): the command exited nonzero or was ended by a signal (Node's shape: `code`, `killed`, `signal`; the caller adds `cmd`). */
-export function childCommandFailed(cmd: string, stderr: string, props: { code: number | null; killed: boolean; signal: NodeJS.Signals | null }): Error & { code: number | null; killed: boolean; signal: NodeJS.Signals | null } {
+export function childCommandFailed(cmd: string, stderr: string, props: { code: number | string | null; killed: boolean; signal: NodeJS.Signals | null }): Error & { code: number | string | null; killed: boolean; signal: NodeJS.Signals | null } {
   return Object.assign(new Error(`Command failed: ${cmd}\n${stderr}`), props);
 }
 
