@@ -449,9 +449,21 @@ export function contained(child: cp.ChildProcess): ContainedProcess | undefined 
   return child[kCordon];
 }
 
+/**
+ * Node's fork() needs an IPC channel to the child (a descriptor past 2),
+ * which cordon's anchor does not hand to a command yet: a typed error
+ * (ERR_CORDON_UNSUPPORTED) before anything runs, never an uncontained fork.
+ */
+export const fork = function fork(modulePath: unknown): never {
+  throw errors.childUnsupported(
+    'fork()',
+    `an IPC channel to the child is not provided yet. For a contained Node child without IPC, spawn(process.execPath, [${JSON.stringify(typeof modulePath === 'string' ? modulePath : 'module')}, ...args]).`,
+  );
+} as unknown as typeof cp.fork;
+
 // The sync variants wait in a helper process: lib/child-process-sync.ts.
 export { execFileSync, execSync, spawnSync } from './child-process-sync.js';
 
 import { execFileSync as execFileSyncFn, execSync as execSyncFn, spawnSync as spawnSyncFn } from './child-process-sync.js';
 /** As node:child_process's default export (`import cp from 'cordon/child_process'`): the same functions. */
-export default { spawn, exec, execFile, spawnSync: spawnSyncFn, execSync: execSyncFn, execFileSync: execFileSyncFn, contained };
+export default { spawn, exec, execFile, fork, spawnSync: spawnSyncFn, execSync: execSyncFn, execFileSync: execFileSyncFn, contained };

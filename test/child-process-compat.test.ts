@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { contained, exec, execFile, execFileSync, execSync, spawn, spawnSync } from '../lib/child_process.js';
+import { contained, exec, execFile, execFileSync, execSync, fork, spawn, spawnSync } from '../lib/child_process.js';
 import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { useTag, waitFor, waitGone, within } from './helpers/procs.js';
@@ -218,8 +218,18 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(sleepers(t)).toEqual([]);
   });
 
-  it('an unsupported stdio form is ERR_CORDON_UNSUPPORTED and a bad type ERR_INVALID_ARG_TYPE, before anything runs', () => {
+  it("an unsupported stdio form and fork() are ERR_CORDON_UNSUPPORTED, a bad type Node's own TypeError, before anything runs", () => {
     const t = useTag();
+    expect(() => fork('child.js', [], { env: t.env })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
+    // Node's class, code and message, compared with node:child_process itself.
+    const nodeError = (() => {
+      try {
+        node.spawn('sh', { argv0: ['x'] as unknown as string });
+      } catch (e) {
+        return e as Error & { code: string };
+      }
+    })();
+    expect(() => spawn('sh', { argv0: ['x'] as unknown as string })).toThrow(expect.objectContaining({ name: 'TypeError', code: nodeError?.code, message: nodeError?.message }));
     expect(() => spawn('sh', ['-c', 'sleep 600'], { env: t.env, stdio: ['pipe', 'pipe', 'pipe', 'ipc'] })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
     expect(() => spawn('sh', ['-c', 'sleep 600'], { env: t.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
     expect(() => spawn(42 as unknown as string)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));

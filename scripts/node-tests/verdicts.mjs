@@ -16,7 +16,7 @@ export const DIFFERENCES = {
 
 // What cordon/child_process does not offer, read off a failed run.
 export function notOffered(file, cordon) {
-  if (cordon.missing.includes('fork') || /export named 'fork'|\bfork is not a function/.test(cordon.stderr) || /^test-child-process-fork/.test(file)) return 'fork() (an IPC channel) is not offered by cordon/child_process';
+  if (cordon.missing.includes('fork') || /export named 'fork'|\bfork is not a function|does not support fork\(\)/.test(cordon.stderr) || /^test-child-process-fork/.test(file)) return 'fork() (an IPC channel) is not offered by cordon/child_process';
   if (/does not support stdio 'ipc'|ERR_IPC_ONE_PIPE|ERR_CHILD_PROCESS_IPC_REQUIRED/.test(cordon.stderr)) return "stdio 'ipc' (an IPC channel) is not offered by cordon/child_process";
   if (cordon.missing.includes('ChildProcess')) return 'the ChildProcess class is not exported (a ChildProcess constructed by the caller would spawn outside cordon)';
   if (cordon.flags.includes('--expose-internals')) return "the test patches Node's internal child_process, which cordon/child_process does not call";
