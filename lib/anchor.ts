@@ -22,7 +22,7 @@ import { AdoptedAnchorChannel, type AdoptedAnchor } from './anchor/adopted.js';
 import type { AnchorChannel, AnchorHandlers, AnchorSpawn } from './anchor/channel.js';
 import { PosixAnchorChannel } from './anchor/posix.js';
 import { posixAdopt, posixLeaseInfo } from './anchor/posix-endpoint.js';
-import { checkWindowsLease, WindowsAnchorChannel } from './anchor/windows.js';
+import { WindowsAnchorChannel } from './anchor/windows.js';
 import { adoptWindowsTree, leaseEndpoint, leaseInfo } from './anchor/windows-endpoint.js';
 import { posixLeaseDir, windowsLeaseDir } from './anchor/lease-dir.js';
 
@@ -45,8 +45,6 @@ interface AnchorPlatform {
   start(spec: AnchorSpawn, on: AnchorHandlers): AnchorChannel;
   /** The per-user directory of lease records (and, POSIX, endpoints): made private, or a typed error. */
   leaseDir(): string;
-  /** Throws a typed error where a leased anchor could not outlive this process (Windows: its Job Object). */
-  checkLease(): void;
   /** A leased tree's endpoint, derived from the directory and the tree's id (never read from a record). */
   endpoint(dir: string, id: string): string;
   /** INFO, bounded by `timeoutMs`. */
@@ -58,7 +56,6 @@ interface AnchorPlatform {
 const posix: AnchorPlatform = {
   start: (spec, on) => new PosixAnchorChannel(spec, on),
   leaseDir: posixLeaseDir,
-  checkLease: () => undefined,
   endpoint: (dir, id) => join(dir, `${id}.sock`),
   leaseInfo: posixLeaseInfo,
   adopt: posixAdopt,
@@ -67,7 +64,6 @@ const posix: AnchorPlatform = {
 const windows: AnchorPlatform = {
   start: (spec, on) => new WindowsAnchorChannel(spec, on),
   leaseDir: windowsLeaseDir,
-  checkLease: checkWindowsLease,
   endpoint: (_dir, id) => leaseEndpoint(id),
   leaseInfo,
   adopt: adoptWindowsTree,

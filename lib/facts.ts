@@ -165,8 +165,9 @@ class FactReports implements AnchorHandlers {
     f.events.spawn(pid);
   }
 
-  noContain(errno: number, what: string): void {
+  noContain(errno: number, what: string, detail?: string): void {
     const { launch } = this.f;
+    if (what === 'lease-job') return this.f.launchFailed(errors.leaseJobBound(Number.parseInt(detail ?? '', 16)));
     this.f.launchFailed(what === 'setuid' ? errors.privilegeDropFailed(errno, launch.uid, launch.gid) : errors.noContainment(errno, what));
   }
 

@@ -176,8 +176,6 @@ export function launchTree(command: string, args: readonly string[] | undefined,
     const refusal = confineRefusal(opts.confine, process.platform, process.platform === 'linux' ? (probe().landlock ?? 0) : 0, process.platform === 'linux' && hasCapSysAdmin());
     if (refusal) throw refusal;
   }
-  // (Before a leased tree's log is made: a lease this host cannot keep runs nothing.)
-  if (opts.lease !== undefined) anchors.checkLease();
   const token = opts.lease === undefined ? undefined : (context?.token ?? newToken());
   // A log cordon names: `log: true` under an owner, or a leased tree's (it
   // always has a log: what it writes while no host is attached goes there).

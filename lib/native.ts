@@ -129,7 +129,11 @@ export interface WindowsBinding extends CommonBinding {
   jobClose(handle: number): void;
   /** Creates a directory whose DACL admits this user alone (protected, inherited inside); throws EEXIST if it exists. */
   makePrivateDir(path: string): void;
-  /** The Job Object this process runs in: `limitFlags` its LimitFlags (the immediate job's), null where they could not be read. */
+  /**
+   * The Job Object this process runs in: `limitFlags` its LimitFlags (the immediate job's: after Node's first
+   * non-detached spawn, libuv's own), null where they could not be read. A view for tests and diagnostics: a
+   * lease is decided by its anchor, from the job the anchor is in (native/win/lease.h).
+   */
   ownJob(): { inJob: boolean; limitFlags: number | null };
 }
 

@@ -413,6 +413,8 @@ int make_private_dir(const std::string& path_utf8);
 // agent's): `in_job`; and, when its limits could be read, `limit_flags`
 // (JOBOBJECT_BASIC_LIMIT_INFORMATION.LimitFlags of the immediate job) with
 // `limits_read` set. A negative errno when even membership cannot be told.
+// (A view of the host's own: whether a lease can hold is the leased anchor's
+// to say, native/win/lease.h.)
 int own_job(bool& in_job, bool& limits_read, uint32_t& limit_flags);
 
 }  // namespace cordon

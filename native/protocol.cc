@@ -68,10 +68,11 @@ std::string ready(int64_t root, const std::string& tier, bool pidfd, const std::
   return end(line);
 }
 
-std::string no_contain(int err, const char* what) {
+std::string no_contain(int err, const char* what, const std::string& detail) {
   std::string line = start(Verb::kNoContain);
   arg(line, err);
   arg(line, what);
+  if (!detail.empty()) arg(line, detail);
   return end(line);
 }
 

@@ -13,8 +13,11 @@
 //                                   marker token (CORDON_TREE) and the session the anchor leads (0:
 //                                   none), so that the host can sweep the tree if the anchor dies
 //   READY <root pid> <tier> <pidfd 0|1> [<cgroup dir>]   (the cgroup tier names its cgroup)
-//   NOCONTAIN <errno> <what>        containment could not be established; nothing ran
-//                                   (<what> setuid: the command could not take --uid/--gid)
+//   NOCONTAIN <errno> <what> [<detail>]   containment could not be established; nothing ran
+//                                   (<what> setuid: the command could not take --uid/--gid;
+//                                   lease-job, Windows, --lease: the anchor runs in a Job Object
+//                                   that kills its members when it closes, so the lease could not
+//                                   outlive that job's owner; <detail> its LimitFlags in hex)
 //   EXECFAIL <errno>                exec of the command failed; nothing ran
 //   NOCWD <errno>                   the working directory (--cwd) cannot be entered; nothing ran
 //   EXIT <code|-1> <signal|0>       the root exited (and was reaped)
@@ -145,7 +148,7 @@ std::string group(int64_t pgid);
 std::string marker(const std::string& token, int64_t session);
 // `cgroup_dir` empty: no cgroup (every tier but the cgroup tier).
 std::string ready(int64_t root, const std::string& tier, bool pidfd, const std::string& cgroup_dir);
-std::string no_contain(int err, const char* what);
+std::string no_contain(int err, const char* what, const std::string& detail = std::string());
 std::string exec_fail(int err);
 std::string no_cwd(int err);
 // `code` -1 when the root was ended by `signal`; else `signal` 0.

@@ -10,7 +10,7 @@
 # binaries import only system DLLs (and node.exe). On Windows itself,
 # binding.gyp / CMakeLists.txt build the same sources with MSVC.
 # CORDON_TEST_HOOKS=1: a test build, whose anchor has the test-only hooks
-# (-DCORDON_TEST_HOOKS: CORDON_TEST_FAIL_ASSIGN); never a build to ship.
+# (-DCORDON_TEST_HOOKS: CORDON_TEST_FAIL_ASSIGN, CORDON_TEST_JOB_LIMITS); never a build to ship.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${1:-build-win/Release}
@@ -36,6 +36,6 @@ if [[ ${CORDON_TEST_HOOKS:-} == 1 ]]; then HOOKS=(-DCORDON_TEST_HOOKS); fi
 # Its manifest (native/win/cordon-anchor.manifest: longPathAware, asInvoker) as a resource.
 "$WINDRES" -O coff -I native/win -o build-win/obj/cordon-anchor.res.o native/win/cordon-anchor.rc
 "$CXX" "${FLAGS[@]}" "${HOOKS[@]}" -o "$OUT/cordon-anchor.exe" build-win/obj/cordon-anchor.res.o \
-  native/win/anchor.cc native/win/channel.cc native/win/control.cc native/win/job.cc native/win/launch.cc native/win/lease.cc \
+  native/win/anchor.cc native/win/channel.cc native/win/control.cc native/win/job.cc native/win/launch.cc native/win/lease.cc native/win/lease_job.cc \
   native/win/relay.cc native/win/released.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32 -luser32
 echo "built $OUT/cordon-anchor.exe${HOOKS[*]:+ (test build: ${HOOKS[*]})}$([[ ${2:-} != anchor ]] && echo " and $OUT/cordon.node")"

@@ -20,7 +20,8 @@ export type LimitsEvent = Omit<Extract<AnchorEvent, { type: 'limits' }>, 'type'>
 
 export interface AnchorHandlers {
   ready(pid: number, tier: string, pidfd: boolean): void;
-  noContain(errno: number, what: string): void;
+  /** NOCONTAIN: nothing ran; `detail` as the anchor added it (lease-job: the Job Object's LimitFlags, hex). */
+  noContain(errno: number, what: string, detail?: string): void;
   execFail(errno: number): void;
   /** The anchor could not enter the command's working directory (POSIX; nothing ran). */
   noCwd(errno: number): void;
@@ -297,7 +298,7 @@ export abstract class AnchorChannel {
       case 'ready':
         return on.ready(event.pid, event.tier, event.pidfd);
       case 'noContain':
-        return on.noContain(event.errno, event.what);
+        return on.noContain(event.errno, event.what, event.detail);
       case 'execFail':
         return on.execFail(event.errno);
       case 'noCwd':

@@ -47,8 +47,8 @@ export type AnchorEvent =
   | { type: 'marker'; token: string; session: number }
   /** The command runs, contained: its pid, the tier in force, whether members are signalled through pidfds; the cgroup tier names its cgroup. */
   | { type: 'ready'; pid: number; tier: string; pidfd: boolean; cgroup?: string }
-  /** Containment could not be established; nothing ran. */
-  | { type: 'noContain'; errno: number; what: string }
+  /** Containment could not be established; nothing ran. `detail`: what the anchor adds (lease-job: the job's LimitFlags, hex). */
+  | { type: 'noContain'; errno: number; what: string; detail?: string }
   /** The command could not be executed; nothing ran. */
   | { type: 'execFail'; errno: number }
   /** The command's working directory cannot be entered (POSIX); nothing ran. */
@@ -140,8 +140,11 @@ export function parseLine(line: string): ParsedLine {
         if (words.length > 3) event.cgroup = words.slice(3).join(' ');
         return event;
       }
-      case 'NOCONTAIN':
-        return { type: 'noContain', errno: int(words, 0, 'errno'), what: words[1] ?? '' };
+      case 'NOCONTAIN': {
+        const event: AnchorEvent = { type: 'noContain', errno: int(words, 0, 'errno'), what: words[1] ?? '' };
+        if (words[2]) event.detail = words[2];
+        return event;
+      }
       case 'EXECFAIL':
         return { type: 'execFail', errno: int(words, 0, 'errno') };
       case 'NOCWD':

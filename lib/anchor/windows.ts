@@ -13,13 +13,15 @@
 // Windows") is spawned detached (Node puts every other child in its own
 // kill-on-close job, which would end the anchor with the host), is told the
 // log it appends to while no host is attached (--log), and gets
-// `LEASE <ms> <token>` as the second control line. Its endpoint is a named
-// pipe (./windows-endpoint.ts).
+// `LEASE <ms> <token>` as the second control line. Whether the lease can
+// outlive this process is the anchor's to say, once started: the job it
+// landed in (NOCONTAIN lease-job; native/win/lease.h), never this process's
+// own job (Node's first non-detached spawn puts Node into a job of libuv's,
+// which the anchor leaves). Its endpoint is a named pipe (./windows-endpoint.ts).
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { debug } from '../debug.js';
-import { leaseJobBound } from '../errors.js';
 import { windowsBinding } from '../native.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorSpawn } from './channel.js';
 import { encodeCommand } from './protocol.js';
@@ -43,34 +45,6 @@ function startAnchor(spawn: () => ChildProcess): ChildProcess {
       debug('the anchor could not be started (UNKNOWN, attempt %d): trying again', attempt);
     }
   }
-}
-
-const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000;
-const JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK = 0x1000;
-
-/**
- * Whether a leased anchor can outlive this process, judged from the Job Object
- * this process runs in (the addon's ownJob()): not where that job kills its
- * members when it closes and lets none break away silently (Node starts a
- * detached child with no CREATE_BREAKAWAY_FROM_JOB, so only silent breakaway
- * takes it out). Returns the job's LimitFlags when the lease cannot be
- * kept, undefined when it can, or when the limits could not be read (then
- * nothing is known against it). Only the immediate job is readable: a
- * stricter job around it is not seen.
- */
-export function leaseBlockingJob(job: { inJob: boolean; limitFlags: number | null }): number | undefined {
-  if (!job.inJob || job.limitFlags === null) return undefined;
-  const kills = (job.limitFlags & JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE) !== 0;
-  const lets = (job.limitFlags & JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK) !== 0;
-  return kills && !lets ? job.limitFlags : undefined;
-}
-
-/** Throws ERR_CORDON_LEASE_JOB where this process's Job Object would end a leased anchor with it. */
-export function checkWindowsLease(): void {
-  const job = windowsBinding().ownJob();
-  debug('this process %s', job.inJob ? `runs in a Job Object (LimitFlags ${job.limitFlags === null ? 'unreadable' : `0x${job.limitFlags.toString(16)}`})` : 'runs in no Job Object');
-  const flags = leaseBlockingJob(job);
-  if (flags !== undefined) throw leaseJobBound(flags);
 }
 
 export class WindowsAnchorChannel extends AnchorChannel {

@@ -18,17 +18,20 @@ export function leaseDirUnsafe(dir: string, why: string): CordonError {
 }
 
 /**
- * Windows: this process runs in a Job Object that ends its members when it
- * closes and lets none break away (a service wrapper's, a CI agent's), so a
- * leased tree's anchor would end with it: the lease could not be kept.
+ * Windows: the leased anchor, once started, found itself in a Job Object
+ * that kills its members when it closes (one of the host's jobs that let it
+ * not leave silently: a service wrapper's, a CI agent's), so the lease could
+ * not outlive that job's owner; the anchor ran nothing (NOCONTAIN lease-job,
+ * `flags` the job's LimitFlags as it read them).
  */
 export function leaseJobBound(flags: number): CordonError {
+  const read = Number.isInteger(flags) ? `LimitFlags 0x${flags.toString(16)}: ` : '';
   return new CordonError(
-    `A lease cannot outlive this process: it runs in a Job Object that kills its members when it closes and lets none break away ` +
-      `(LimitFlags 0x${flags.toString(16)}: JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE without JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK), ` +
-      `as service wrappers and CI agents make them; a leased tree's anchor would end with it. Run the host outside that job, ` +
-      `have its owner allow silent breakaway, or spawn without \`lease\`. Nothing ran.`,
-    { code: 'ERR_CORDON_LEASE_JOB', stage: 'input' },
+    `A lease cannot outlive this process here: the leased tree's anchor runs in a Job Object that kills its members when it closes ` +
+      `(${read}JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE), a job this process runs in that lets no child leave it silently, as service wrappers and CI agents make them; ` +
+      `the tree would end when that job's owner closes it. Run the host outside that job, have its owner allow silent breakaway ` +
+      `(JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK), or spawn without \`lease\`. Nothing ran.`,
+    { code: 'ERR_CORDON_LEASE_JOB', stage: 'launch' },
   );
 }
 

@@ -43,6 +43,7 @@
 #include "released.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,7 @@ class Anchor : public EndpointHost {
     start_read();
 
     if ((opts_.job_from_host || leased()) && !receive_first_lines()) return finish();
+    if (leased() && !lease_can_hold()) return finish();
     if (!open_job()) return finish();
     if (leased() && !open_endpoint()) return finish();
     if (leased()) relays_.start(opts_);
@@ -173,6 +175,24 @@ class Anchor : public EndpointHost {
       return false;
     }
     return true;
+  }
+
+  // Whether the lease can outlive the host where this anchor runs (lease.h),
+  // before anything of the command exists. false: NOCONTAIN EPERM lease-job
+  // <LimitFlags> sent (nothing runs).
+  bool lease_can_hold() {
+    OwnJob job = read_own_job();
+    trace("lease: %s", !job.in_job ? "the anchor runs in no Job Object"
+                       : !job.limits_read ? "the anchor runs in a Job Object whose limits cannot be read"
+                                          : job.test_hook ? "the anchor runs in a Job Object (limits from CORDON_TEST_JOB_LIMITS)"
+                                                          : "the anchor runs in a Job Object");
+    if (job.in_job && job.limits_read) trace("lease: its immediate job's LimitFlags 0x%lx", static_cast<unsigned long>(job.limit_flags));
+    DWORD refused = lease_refused_by(job);
+    if (!refused) return true;
+    char flags[16];
+    snprintf(flags, sizeof flags, "%lx", static_cast<unsigned long>(refused));
+    send(protocol::no_contain(EPERM, "lease-job", flags));
+    return false;
   }
 
   // The job, with its limits, before the command exists. false: NOCONTAIN

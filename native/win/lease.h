@@ -1,6 +1,7 @@
 // A leased anchor (protocol.h, its header and "Leases: Windows"): the lease's
-// state, which the control loop drives, and the endpoint (lease.cc), the
-// named pipe an adopting host connects to.
+// state, which the control loop drives, whether the lease can hold where the
+// anchor runs (lease_job.cc), and the endpoint (lease.cc), the named pipe an
+// adopting host connects to.
 //
 // With --lease the host starts the anchor detached (so that Node's own
 // kill-on-close job, which ends every non-detached child with the host,
@@ -47,6 +48,31 @@ struct Lease {
   std::string token;     // the adoption token (LEASE line)
   int64_t deadline = 0;  // while no host is attached
 };
+
+// Whether the lease can outlive the host, asked by the leased anchor itself
+// once it has its LEASE line and before anything of the command exists (the
+// host's own job says nothing of it: Node puts itself in a job of its own,
+// libuv's, kill-on-close with silent breakaway, at its first non-detached
+// spawn, and its detached child leaves that job and every job above it that
+// lets it go silently, up to the first that does not, where it stays).
+// What the anchor can read is its own chain's immediate job, the innermost
+// job that kept it: IsProcessInJob, then QueryInformationJobObject(NULL,
+// JobObjectExtendedLimitInformation). A job above that one is not readable.
+struct OwnJob {
+  bool in_job = false;       // in any job at all
+  bool limits_read = false;  // the immediate job's limits were read
+  DWORD limit_flags = 0;     // its LimitFlags
+  bool test_hook = false;    // the flags came from CORDON_TEST_JOB_LIMITS (test builds only)
+};
+OwnJob read_own_job();
+// 0 when a lease can hold: the anchor is in no job, or its immediate job
+// does not kill its members when it closes (or its limits could not be
+// read: nothing is known against it). Else that job's LimitFlags: it has
+// JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE (a service wrapper's, a CI agent's
+// job), so the anchor would end when the job's owner closes it. The job's
+// breakaway flags do not count: they are about the anchor's children, and
+// the anchor is in the job already.
+DWORD lease_refused_by(const OwnJob& job);
 
 // What the endpoint asks of its anchor.
 class EndpointHost {
