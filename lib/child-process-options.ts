@@ -8,6 +8,7 @@ import type { StdioOption } from './options.js';
 import type { SpawnOptions as CordonSpawnOptions } from './process.js';
 import { DEFAULT_SHELL } from './shell.js';
 import { NOT_POLITE } from './stopping.js';
+import { defaultTier } from './capabilities.js';
 
 /**
  * cordon's own options, taken beside Node's by every function here
@@ -181,6 +182,10 @@ export function launchOf(file: unknown, argsIn: unknown, optionsIn: unknown): La
     shell: shell === undefined || shell === false ? undefined : (shell as boolean | string),
     timeout: given('timeout') ? (o.timeout as number) : undefined,
     ...politeStop(killSignal),
+    // detached: true, as Node's: the root leads a session and group of its own,
+    // except in the process-group tier, whose group is the tree's containment
+    // (docs/child-process.md says so).
+    ...(o.detached === true && process.platform !== 'win32' && ((o.tier as string | undefined) ?? defaultTier()) !== 'process-group' ? { newSession: true } : {}),
   };
   // The AbortSignal is the ChildProcess's to listen to (one listener, as Node's): lib/child_process.ts.
   for (const name of CORDON_EXTRAS) if (o[name] !== undefined) (options as Record<string, unknown>)[name] = o[name];

@@ -125,6 +125,8 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
     // Windows: the command's STARTUPINFO says SW_HIDE (else it gets no show
     // state from the anchor, which itself always starts hidden).
     ...(opts.windowsHide && process.platform === 'win32' ? ['--hide-window'] : []),
+    // POSIX: the root leads a session of its own (detached: true); the anchor skips it where the tier groups the tree.
+    ...(opts.newSession && process.platform !== 'win32' ? ['--new-session'] : []),
     ...watch,
     ...anchorLimitArgs(input.limits),
     ...(opts.containment === 'best-effort' ? ['--best-effort'] : []),

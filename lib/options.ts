@@ -10,7 +10,7 @@ import { shellOption, type ShellSpec } from './shell.js';
 import { killSignalOption, stopOption } from './stopping.js';
 import { isOwned, streamFd } from './streams.js';
 import { credentialOption } from './credentials.js';
-import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, nulByte, ownedStream, stdioFdNotOpen, terminalConflict, unknownOption } from './errors.js';
+import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, newSessionProcessGroup, nulByte, ownedStream, stdioFdNotOpen, terminalConflict, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { leaseOption } from './lease.js';
@@ -103,6 +103,17 @@ export interface SpawnOptionsBase {
    */
   windowsHide?: boolean;
   /**
+   * POSIX: the root leads a session and process group of its own (setsid()
+   * before exec), as child_process's `detached: true` makes it: the
+   * terminal's job control and Ctrl-C no longer reach it, and
+   * `process.kill(-pid, signal)` signals its group. The tree stays contained
+   * all the same. The process-group tier (macOS) keeps the root in the
+   * tree's own group, which is its containment: there it is not done (asked
+   * for with `tier: 'process-group'`, ERR_CORDON_UNSUPPORTED). Windows:
+   * ignored. Default false.
+   */
+  newSession?: boolean;
+  /**
    * Linux: the tree confined by the kernel from its first instruction, every
    * descendant included (Landlock, a network namespace): it may write only
    * below `write` (and its own TMPDIR and the usual devices), read
@@ -143,6 +154,7 @@ export interface NormalizedOptions {
   gid: number | undefined;
   /** Windows: the command starts with SW_HIDE (ignored elsewhere). */
   windowsHide: boolean;
+  newSession: boolean;
   confine: Confine | undefined;
 }
 
@@ -152,8 +164,15 @@ export const SPAWN_OPTION_NAMES: ReadonlySet<string> = new Set([
   'containment', 'tier', 'log', 'argv0',
   'limits', 'lease', 'pty',
   'extendEnv', 'preferLocal', 'localDir', 'shell', 'killSignal', 'stop', 'uid', 'gid',
-  'windowsHide', 'confine',
+  'windowsHide', 'newSession', 'confine',
 ]);
+
+// newSession: a boolean; the process-group tier asked for by name cannot give it.
+function newSessionOption(value: unknown, tier: Tier | undefined): boolean {
+  const on = flag('newSession', value, false);
+  if (on && tier === 'process-group') throw newSessionProcessGroup();
+  return on;
+}
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
@@ -344,6 +363,7 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
     uid: credentialOption('uid', o.uid),
     gid: credentialOption('gid', o.gid),
     windowsHide: flag('windowsHide', o.windowsHide, false),
+    newSession: newSessionOption(o.newSession, tier),
     confine: confineOption(o.confine),
   };
 }

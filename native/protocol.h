@@ -293,6 +293,9 @@ enum Extra : unsigned {
                            // none|loopback|all (Linux): the tree is confined by the kernel (Landlock,
                            // a network namespace) from its first instruction (native/linux/confine.h);
                            // what cannot be set up is NOCONTAIN <errno> confine, and nothing runs
+  kNewSessionOption = 8192,  // --new-session (POSIX, cgroup and subreaper tiers): the command leads a
+                             // session and process group of its own (setsid before exec), as
+                             // child_process's detached: true
 };
 
 template <typename Char>
@@ -313,6 +316,7 @@ struct Options {
   int polite_signal = 0;       // --polite-signal: 0 = the platform's own (SIGTERM; Windows CTRL_BREAK)
   bool cmd_shell = false;      // --cmd-shell: the system's cmd.exe runs the one argument verbatim
   bool hide_window = false;    // --hide-window (the windowsHide option): the command starts with SW_HIDE
+  bool new_session = false;    // --new-session: the command calls setsid() before exec
   int uid = -1;                // --uid, --gid: -1 = the anchor's own
   int gid = -1;
   std::vector<int> watch_fds;  // fds whose holders keep the host's pipes open
@@ -439,6 +443,8 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
       o.cmd_shell = true;
     } else if (detail::is(a, "--hide-window") && (extra & kHideWindowOption)) {
       o.hide_window = true;
+    } else if (detail::is(a, "--new-session") && (extra & kNewSessionOption)) {
+      o.new_session = true;
     } else if (detail::is(a, "--uid") && has_value && (extra & kCredentialsOption)) {
       if (!parse_uint31(argv[++i], o.uid)) usage("--uid takes a user id");
     } else if (detail::is(a, "--gid") && has_value && (extra & kCredentialsOption)) {

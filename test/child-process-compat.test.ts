@@ -16,7 +16,8 @@ import { contained, exec, execFile, execFileSync, execSync, fork, spawn, spawnSy
 import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
 import { useTag, waitFor, waitGone, within } from './helpers/procs.js';
-import { escapePromised } from './helpers/tier.js';
+import { escapePromised, tier } from './helpers/tier.js';
+import { observer } from './helpers/observer.js';
 
 const sleepers = (t: ReturnType<typeof useTag>) => t.procs().filter((p) => p.command === 'sleep 600' && p.state !== 'Z');
 
@@ -235,6 +236,32 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(() => spawn(42 as unknown as string)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
     expect(() => spawn('sh', 'nope' as unknown as string[])).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
     expect(t.procs()).toEqual([]);
+  });
+});
+
+// detached: true makes the root a process group (and session) leader, as
+// Node's does, so a caller's process.kill(-pid) reaches it; the tree stays
+// contained. The process-group tier keeps the root in the tree's own group
+// (its containment), as docs/child-process.md says.
+describe('cordon/child_process: detached: true', () => {
+  const groupTier = tier === 'process-group';
+  it("the root leads its own process group and process.kill(-pid) reaches it, as under Node (the process-group tier: it stays in the tree's group)", async () => {
+    const t = useTag();
+    const child = spawn('sh', ['-c', 'echo ready; exec sleep 600'], { env: { ...process.env, ...t.env }, detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const exited = new Promise<[number | null, string | null]>((r) => child.once('exit', (code, signal) => r([code, signal])));
+    const ready = new Promise((r) => child.stdout!.once('data', r));
+    await within(ready, 10_000, 'the root to start', t.tag);
+    const root = observer.stat(child.pid!);
+    expect(root, 'the root, seen by the observer').toBeDefined();
+    if (groupTier) {
+      expect(root!.pgid).not.toBe(child.pid);
+      child.kill('SIGKILL');
+    } else {
+      expect(root!.pgid, "the root's process group").toBe(child.pid);
+      process.kill(-child.pid!, 'SIGTERM');
+    }
+    expect(await within(exited, 10_000, 'the root to exit', t.tag)).toEqual([null, groupTier ? 'SIGKILL' : 'SIGTERM']);
+    await waitGone(t, 10_000, 'the tree');
   });
 });
 

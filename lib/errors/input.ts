@@ -154,3 +154,12 @@ export function notTerminal(): CordonError {
     stage: 'input',
   });
 }
+
+/** The option "newSession" in the process-group tier, whose group is the tree's containment. */
+export function newSessionProcessGroup(): CordonError {
+  return new CordonError(
+    "The option \"newSession\" cannot be given in the process-group tier: the tree's process group is its containment there, and the root stays in it. Nothing ran. " +
+      'Use the default tier (or cgroup, subreaper), or leave newSession out.',
+    { code: 'ERR_CORDON_UNSUPPORTED', stage: 'input' },
+  );
+}

@@ -321,6 +321,7 @@ class Anchor : public anchor::TierHost {
     child.pty = relay_.active() ? &relay_ : nullptr;
     child.close = {kControlFd, g_signal_pipe[0], g_signal_pipe[1]};
     child.uid = opts_.uid;
+    child.new_session = opts_.new_session && !relay_.active();
     child.gid = opts_.gid;
     child.path = opts_.path.c_str();
     child.argv = argv.data();

@@ -20,7 +20,7 @@ namespace anchor {
                             "] [--best-effort] [--fallback] [--grace MS] [--memory BYTES] [--max-processes N] [--cpu-quota US] "
                             "[--polite-signal N] [--uid N] [--gid N] [--watch-fd N]... [--cwd DIR] [--trace FILE] "
                             "[--lease MS --lease-id ID --lease-dir DIR] [--pty COLS ROWS] "
-                            "[--confine [--confine-write DIR]... [--confine-deny-read DIR]... [--confine-network none|loopback|all]] "
+                            "[--confine [--confine-write DIR]... [--confine-deny-read DIR]... [--confine-network none|loopback|all]] [--new-session] "
                             "-- PATH ARGV0 [ARGS...]",
                         "on fd 3");
   _exit(protocol::kUsageExit);
@@ -45,7 +45,8 @@ Options parse_args(int argc, char** argv) {
   protocol::parse_options(argc, argv,
                           protocol::kCwdOption | protocol::kFallbackOption | protocol::kLimitOptions |
                               protocol::kPoliteSignalOption | protocol::kCredentialsOption | protocol::kLeaseOptions |
-                              protocol::kLeaseDirOption | protocol::kPtyOption | protocol::kConfineOptions,
+                              protocol::kLeaseDirOption | protocol::kPtyOption | protocol::kConfineOptions |
+                              protocol::kNewSessionOption,
                           o, usage, open_trace);
   if (!anchor::is_tier(o.tier)) usage("unknown tier");
   if (!o.confine && (!o.confine_write.empty() || !o.confine_deny_read.empty() || o.confine_network != 0)) {

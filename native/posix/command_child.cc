@@ -71,6 +71,9 @@ void exec_command(const CommandChild& c) {
   // nothing of it is written or freed here, as the anchor's memory may be shared.)
   for (int fd : c.close) close(fd);
   c.tier->child_before_exec();
+  // --new-session, where the tier does not hold the tree in a group of its
+  // own (the process-group tier's group is its containment: never left).
+  if (c.new_session && c.tier->group() == 0 && setsid() < 0) fail(c.status_fd, kStageTier, errno);
   // --confine: the tree's network namespace and Landlock domain, after
   // every step that needs what they take away (the tier's, the terminal's)
   // and before the privilege drop (a network namespace needs the anchor's

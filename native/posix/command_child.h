@@ -32,6 +32,9 @@ struct CommandChild {
   std::vector<int> close;   // the anchor's own descriptors, closed before anything else
   int uid = -1;
   int gid = -1;
+  // --new-session: setsid() before exec (not where the tier groups the tree
+  // itself, nor with a terminal, whose session the command leads already).
+  bool new_session = false;
   // --confine (Linux): what the anchor prepared (native/linux/confine.h),
   // entered right before exec; ruleset_fd -1: not confined.
   int confine_ruleset_fd = -1;

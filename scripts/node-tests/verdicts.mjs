@@ -10,7 +10,7 @@ export const short = (file) => file.replace(/^test-child-process-/, '').replace(
 export const DIFFERENCES = {
   cwd: "child.pid is undefined until 'spawn' (cordon learns the pid from the anchor), where Node knows it when spawn() returns",
   'exec-error': "child.pid is undefined until 'spawn' (cordon learns the pid from the anchor)",
-  detached: "detached: true does not make the root a process group leader (the tree is contained either way), so kill(-pid) fails with ESRCH",
+  detached: "the test expects a detached grandchild to outlive the child that started it: cordon ends it with the tree when the root exits (leftovers: 'kill'), which is its purpose",
   'pipe-dataflow': "the test reads the stream's _handle (Node's libuv pipe) to check nobody reads it: cordon's streams are not Node's pipe sockets, and the host relays another child's output",
 };
 
