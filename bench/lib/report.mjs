@@ -1,4 +1,5 @@
 // Markdown and a hand-written SVG chart from one benchmark run's JSON.
+import { confineMarkdown } from './confine-report.mjs';
 import { fmtMs, overheadTable } from './format.mjs';
 import { ptyMarkdown } from './pty-report.mjs';
 import { scaleRatios, stormRatios } from './scale.mjs';
@@ -121,6 +122,7 @@ export function markdown(run) {
     );
   }
   if (run.pty) lines.push(...ptyMarkdown(run.pty));
+  if (run.confine) lines.push(...confineMarkdown(run.confine));
   if (run.scale) lines.push(...scaleMarkdown(run));
   lines.push('');
   return lines.join('\n');
