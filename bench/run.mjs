@@ -4,12 +4,14 @@
 // One run: cordon vs child_process, detached + kill(-pid), execa and tree-kill
 // on the scenarios of bench/lib/scenarios.mjs, plus the /bin/true overhead,
 // and (POSIX) cordon's terminal beside node-pty (bench/lib/pty.mjs; node-pty
-// from bench/peers/node-pty, else that half is skipped).
+// from bench/peers/node-pty, else that half is skipped), and (Linux) the confine
+// option beside bubblewrap (bench/lib/confine.mjs; bwrap from the OS, else its
+// rows are skipped with the reason).
 // Writes bench/results/latest.{md,json,svg} and prints the markdown.
 //
 //   --bound <ms>        how long each trial waits for settle and quiescence (default 10000)
 //   --runs <n>          overhead: sequential runs per library (default 200)
-//   --only <what>       scenarios | overhead | scale | adoption | pty
+//   --only <what>       scenarios | overhead | scale | adoption | pty | confine
 //   --ballast <n>       start n idle unrelated processes (`sleep 100000`) before
 //                       the overhead and the scenarios; ended by pid at the end
 //   --scale-ballast a,b ballast levels of the scale section (default 0,1000,5000;
@@ -23,6 +25,8 @@
 //   --no-scale          leave the scale section out
 //   --pty-runs <n>      pty: start-to-prompt runs per library (default 20)
 //   --no-pty            leave the pty section out
+//   --confine-runs <n>  confine: sequential (and 8-way) runs per approach and command (default 100)
+//   --no-confine        leave the confine section out
 //   --scenarios a,b     only these scenario ids
 //   --libs a,b          only these libraries (cordon is the first)
 //   --out <dir>         where results go (default bench/results)
@@ -42,6 +46,7 @@ import { Ballast } from './lib/ballast.mjs';
 import { measureOverhead } from './lib/overhead.mjs';
 import { measureAdoption } from './lib/adoption.mjs';
 import { measurePty } from './lib/pty.mjs';
+import { measureConfine } from './lib/confine.mjs';
 import {
   RUN_ID,
   alive,
@@ -76,6 +81,8 @@ function parseArgs(argv) {
     scale: true,
     pty: true,
     ptyRuns: 20,
+    confine: true,
+    confineRuns: 100,
     scaleBallast: [0, 1000, 5000],
     scaleTrees: [1, 50, 200],
     scaleTiers: ['cgroup', 'subreaper'],
@@ -107,6 +114,8 @@ function parseArgs(argv) {
     else if (a === '--no-scale') o.scale = false;
     else if (a === '--pty-runs') o.ptyRuns = Number(v());
     else if (a === '--no-pty') o.pty = false;
+    else if (a === '--confine-runs') o.confineRuns = Number(v());
+    else if (a === '--no-confine') o.confine = false;
     else throw new Error(`unknown argument ${a}`);
   }
   return o;
@@ -295,6 +304,10 @@ async function main() {
   if (((opts.only === undefined && opts.pty) || opts.only === 'pty') && process.platform !== 'win32') {
     log(`pty: cordon's terminal beside node-pty, ${opts.ptyRuns} prompts, 3 cats, 1 escape run each`);
     run.pty = await measurePty({ runs: opts.ptyRuns, bound: opts.bound, log: (s) => log(`pty: ${s}`) });
+  }
+  if ((opts.only === undefined && opts.confine) || opts.only === 'confine') {
+    log(`confine: beside bwrap, ${opts.confineRuns} runs per approach and command, the policy, a setsid escapee`);
+    run.confine = await measureConfine({ runs: opts.confineRuns, log: (s) => log(`confine: ${s}`) });
   }
   if (opts.ballast > 0) {
     const t = performance.now();

@@ -37,7 +37,7 @@ function collector() {
 }
 
 /** Resolves with performance.now() when `promise` settles (either way). */
-function settleTime(promise) {
+export function settleTime(promise) {
   return promise.then(
     (value) => ({ at: performance.now(), ok: true, value }),
     (error) => ({ at: performance.now(), ok: false, error }),
@@ -51,7 +51,7 @@ function closeOf(child) {
   });
 }
 
-function watchOutput(stdout, stderr) {
+export function watchOutput(stdout, stderr) {
   const out = collector();
   stdout?.setEncoding('utf8');
   stdout?.on('data', (c) => out.add(c));
@@ -59,7 +59,7 @@ function watchOutput(stdout, stderr) {
   return out;
 }
 
-function plainStart(command, args, env, extra = {}) {
+export function plainStart(command, args, env, extra = {}) {
   const child = spawnChild(command, args, { env, ...extra });
   const out = watchOutput(child.stdout, child.stderr);
   return { child, out, completion: closeOf(child), rootPid: () => child.pid };

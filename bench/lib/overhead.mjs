@@ -47,8 +47,12 @@ async function timed(fn) {
   return performance.now() - t;
 }
 
-export async function measureOverhead({ env, runs = 200, concurrency = 8, warmup = 20, onProgress = () => {} }) {
-  const impls = makeImpls(env);
+/**
+ * Spawn-to-exit times of each of `impls` (name -> () => Promise settled at the
+ * command's end; default makeImpls(env)), interleaved; ratios are to the one
+ * named child_process, which `impls` must have.
+ */
+export async function measureOverhead({ env, impls = makeImpls(env), runs = 200, concurrency = 8, warmup = 20, onProgress = () => {} }) {
   const names = Object.keys(impls);
   for (let i = 0; i < warmup; i++) for (const n of names) await impls[n]();
   const seq = Object.fromEntries(names.map((n) => [n, []]));

@@ -1,14 +1,8 @@
 // Markdown and a hand-written SVG chart from one benchmark run's JSON.
+import { confineMarkdown } from './confine-report.mjs';
+import { fmtMs, overheadTable } from './format.mjs';
 import { ptyMarkdown } from './pty-report.mjs';
 import { scaleRatios, stormRatios } from './scale.mjs';
-
-export function fmtMs(ms) {
-  if (ms === null || ms === undefined) return 'never';
-  if (ms < 1) return `${ms.toFixed(2)} ms`;
-  if (ms < 10) return `${ms.toFixed(1)} ms`;
-  if (ms < 10_000) return `${Math.round(ms)} ms`;
-  return `${(ms / 1000).toFixed(1)} s`;
-}
 
 function cell(t) {
   if (t.error) return `error: ${t.error}`;
@@ -106,16 +100,7 @@ export function markdown(run) {
         "enforces limits) is the same spawn with `limits: { memory: '256M', processes: 100, cpu: 1 }`.",
     );
     lines.push('');
-    lines.push('| mode | library | median | p95 | median ratio | p95 ratio |');
-    lines.push('| --- | --- | --- | --- | --- | --- |');
-    for (const mode of ['sequential', 'concurrent']) {
-      for (const row of o[mode]) {
-        lines.push(
-          `| ${mode === 'sequential' ? 'sequential' : '8-way concurrent'} | ${row.library} | ${fmtMs(row.median)} | ${fmtMs(row.p95)} | ` +
-            `${row.medianRatio.toFixed(2)}x | ${row.p95Ratio.toFixed(2)}x |`,
-        );
-      }
-    }
+    lines.push(...overheadTable(o));
     const seq = o.sequential.find((r) => r.library === 'cordon');
     if (seq) {
       lines.push('');
@@ -137,6 +122,7 @@ export function markdown(run) {
     );
   }
   if (run.pty) lines.push(...ptyMarkdown(run.pty));
+  if (run.confine) lines.push(...confineMarkdown(run.confine));
   if (run.scale) lines.push(...scaleMarkdown(run));
   lines.push('');
   return lines.join('\n');
