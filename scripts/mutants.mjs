@@ -161,6 +161,34 @@ export const MUTANTS = [
     tests: ['test/lease.test.ts'],
     project: 'subreaper',
   },
+  {
+    id: 'options-inherited',
+    what: 'options read through the prototype chain: a property set on Object.prototype (prototype pollution) becomes an option',
+    file: 'lib/options.ts',
+    search: '  const o = Object.assign(Object.create(null) as Record<string, unknown>, options);',
+    replace: '  const o = options as Record<string, unknown>;',
+    tests: ['test/child-process-compat.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'stuck-state-dropped',
+    what: "STUCK without the members' states: a process in uninterruptible sleep is not told apart",
+    file: 'native/protocol.cc',
+    search: "    arg(line, std::to_string(static_cast<long long>(m.pid)) + ':' + state);",
+    replace: "    arg(line, std::to_string(static_cast<long long>(m.pid)) + ':' + '?');",
+    tests: ['test/hung-mount.test.ts'],
+    project: 'subreaper',
+  },
+  {
+    id: 'new-session-ignored',
+    what: 'newSession (the drop-in\'s detached: true): the root stays in the host\'s process group',
+    file: 'native/posix/command_child.cc',
+    search: '  if (c.new_session && c.tier->group() == 0 && setsid() < 0) fail(c.status_fd, kStageTier, errno);',
+    replace: '  (void)c.new_session;',
+    tests: ['test/child-process-compat.test.ts'],
+    project: 'subreaper',
+  },
+
 ];
 
 function parseArgs(argv) {
