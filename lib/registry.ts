@@ -38,7 +38,8 @@ export interface RegistryOptions {
    * Where `log: true` files go, one directory per owner (made 0700 and
    * checked to be this user's alone). Taken as given: the directory's own
    * permissions are the host's. Default: this user's private log
-   * directory, <tmpdir>/cordon-logs-<uid> (docs/lifecycle.md).
+   * directory, <tmpdir>/cordon-logs-<uid> (Windows: %LOCALAPPDATA%\cordon\logs;
+   * docs/lifecycle.md).
    */
   logDir?: string;
   /** Teardown grace for release() and stop(). Default 3000 ms. */
