@@ -108,7 +108,8 @@ export class Registry extends EventEmitter implements OwnerRegistry {
    * proc.adoptionToken, or (default) the one this registry's secret gives
    * the tree's owner.
    * ERR_CORDON_ADOPT_DENIED: a wrong token, or another host holds it (of two
-   * racing adopters exactly one wins); ERR_CORDON_UNKNOWN_TREE: no such live
+   * racing adopters exactly one wins), or (Windows) the tree's pipe is served
+   * by another process than its anchor (nothing was sent); ERR_CORDON_UNKNOWN_TREE: no such live
    * leased tree; ERR_CORDON_TIMEOUT: its anchor is alive but did not answer.
    */
   async adopt(id: string, options: { token?: string } = {}): Promise<ContainedProcess> {

@@ -30,6 +30,7 @@ const char* errno_name(int err) {
     case ENOTDIR: return "ENOTDIR";
     case EEXIST: return "EEXIST";
     case EBADF: return "EBADF";
+    case EBUSY: return "EBUSY";
     case ECHILD: return "ECHILD";
     case ENOEXEC: return "ENOEXEC";
     case ELOOP: return "ELOOP";
@@ -481,6 +482,27 @@ Napi::Value PrivateDirFacts(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// openPipeClient(name) -> { fd, serverPid }: a client connection to the named
+// pipe, opened before anything is written (identification level only: the
+// server cannot impersonate this process), as a descriptor of Node's own C
+// runtime (net.Socket({ fd }) takes it), with the pid of the process that
+// serves it. EBUSY: every instance is busy; ENOENT: no such pipe.
+Napi::Value OpenPipeClient(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "openPipeClient(name) takes a string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int fd = -1;
+  uint32_t pid = 0;
+  int rc = cordon::open_pipe_client(info[0].As<Napi::String>().Utf8Value(), fd, pid);
+  if (rc < 0) return Fail(env, rc, "CreateFile");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("fd", Napi::Number::New(env, fd));
+  out.Set("serverPid", Napi::Number::New(env, pid));
+  return out;
+}
+
 // ownJob() -> { inJob, limitFlags }: the Job Object this process runs in
 // (limitFlags: its LimitFlags; null when they could not be read).
 Napi::Value OwnJob(const Napi::CallbackInfo& info) {
@@ -529,6 +551,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("makePrivateDir", Napi::Function::New(env, MakePrivateDir, "makePrivateDir"));
   exports.Set("ownJob", Napi::Function::New(env, OwnJob, "ownJob"));
   exports.Set("privateDirFacts", Napi::Function::New(env, PrivateDirFacts, "privateDirFacts"));
+  exports.Set("openPipeClient", Napi::Function::New(env, OpenPipeClient, "openPipeClient"));
 #endif
   return exports;
 }

@@ -426,6 +426,13 @@ struct DirSecurity {
   std::vector<DirAce> aces;   // every ACE of the DACL, inherit-only ones too
 };
 int read_dir_security(const std::string& path_utf8, DirSecurity& out);
+// A client connection to a named pipe (overlapped; SECURITY_SQOS_PRESENT |
+// SECURITY_IDENTIFICATION, so the server may identify this process but never
+// impersonate it), nothing written yet: `fd_out`, a descriptor of the host's
+// C runtime (libuv's uv_open_osfhandle: Node's, which net.Socket takes), and
+// `server_pid_out`, who serves it (GetNamedPipeServerProcessId). A negative
+// errno: -ENOENT no such pipe, -EBUSY every instance busy.
+int open_pipe_client(const std::string& name_utf8, int& fd_out, uint32_t& server_pid_out);
 // The Job Object this process runs in, if any (a service wrapper's, a CI
 // agent's): `in_job`; and, when its limits could be read, `limit_flags`
 // (JOBOBJECT_BASIC_LIMIT_INFORMATION.LimitFlags of the immediate job) with

@@ -29,6 +29,10 @@
 #include <aclapi.h>
 #include <sddl.h>
 
+// libuv, exported by node.exe (and by every Node-API host built on it): a
+// descriptor of the host's own C runtime for an OS handle (the addon's C
+// runtime is another one: its descriptors mean nothing to Node).
+extern "C" int uv_open_osfhandle(HANDLE os_fd);
 
 namespace cordon {
 
@@ -243,6 +247,31 @@ int read_dir_security(const std::string& path, DirSecurity& out) {
     }
   }
   LocalFree(sd);
+  return 0;
+}
+
+int open_pipe_client(const std::string& name, int& fd_out, uint32_t& server_pid_out) {
+  fd_out = -1;
+  server_pid_out = 0;
+  HANDLE h = CreateFileW(win::wide(name).c_str(), GENERIC_READ | GENERIC_WRITE, 0, nullptr, OPEN_EXISTING,
+                         FILE_FLAG_OVERLAPPED | SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, nullptr);
+  if (h == INVALID_HANDLE_VALUE) {
+    DWORD err = GetLastError();
+    return err == ERROR_PIPE_BUSY ? -EBUSY : -win::errno_from(err);
+  }
+  ULONG pid = 0;
+  if (!GetNamedPipeServerProcessId(h, &pid)) {
+    int err = win::errno_from(GetLastError());
+    CloseHandle(h);
+    return -err;
+  }
+  int fd = uv_open_osfhandle(h);
+  if (fd < 0) {
+    CloseHandle(h);
+    return -EMFILE;
+  }
+  fd_out = fd;
+  server_pid_out = pid;
   return 0;
 }
 
