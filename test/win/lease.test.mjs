@@ -2,8 +2,9 @@
 // windows-endpoint.js and adopted.js (the lease option of spawn() is the shared code's):
 // a host killed hard with a lease leaves its tree running; a second host
 // adopts it through the endpoint with the token and ends it; a lease that
-// runs out ends the tree; a wrong token and the loser of two racing adopters
-// are refused. Liveness is observed from outside (alive(): pid and creation
+// runs out ends the tree, and its endpoint answers DENIED expired until the
+// anchor exits; a wrong token and the loser of two racing adopters are
+// refused. Liveness is observed from outside (alive(): pid and creation
 // time, on the pids the tree printed); cleanup TerminateProcess-es them, never
 // through cordon.
 import assert from 'node:assert/strict';
@@ -16,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { alive, assertUserOnlyDacl, fixtures, hardKill, join, nativeFixture, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, underWine, waitFor, waitGone, within } from './helpers.mjs';
 
 const { exe: inJobExe, skip: noInJob } = nativeFixture('in-job');
+const { exe: windowApp, skip: noWindowApp } = nativeFixture('window-app');
 // Wine answers every job's limits with zeros: there a test build of the
 // anchor (CORDON_WIN_TEST_HOOKS=1) is told the limits its job was given.
 const noJobLimits =
@@ -186,6 +188,26 @@ test('lease: nobody adopts, the lease runs out and the tree is ended', async (ct
   assert.ok(took >= leaseMs - 200, `ended only after the lease (${took} ms)`);
   // The endpoint went with the anchor.
   await assert.rejects(leaseInfo(h.endpoint, h.anchor), { code: 'ERR_CORDON_UNKNOWN_TREE' });
+});
+
+test('lease: once the lease ran out, the endpoint answers until its anchor exits (ADOPT: DENIED expired), so the name is never free while the anchor is alive', { skip: noWindowApp }, async (ctx) => {
+  const t = track(ctx);
+  const closed = join(t.tmp(), 'closed.txt');
+  const graceMs = 8000;
+  // The teardown lasts its grace: a member with a window gets WM_CLOSE (and
+  // ends), the root ignores CTRL_BREAK and has no window, so it ends only at
+  // the forced stop after the grace.
+  const h = await leasedTree(t, 2000, ['--window', windowApp, closed, '--ignore-break'], { CORDON_TEST_LEASE_GRACE: String(graceMs) });
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  await waitFor(() => existsSync(closed), { timeout: 20000, what: 'the lease to run out (the window told to close)' });
+  assert.ok(alive(h.anchor), 'the anchor is in its teardown');
+  const err = await within(connectAdoptionEndpoint(h.endpoint, h.anchor, h.token).catch((e) => e), 5000, 'ADOPT after the lease ran out', all);
+  ctx.diagnostic(`ADOPT during the teardown: ${err.code} ${err.why ?? err.message}`);
+  assert.equal(err.code, 'ERR_CORDON_ADOPT_DENIED');
+  assert.equal(err.why, 'expired');
+  assert.ok(alive(h.anchor), 'the anchor was alive when it answered');
+  await waitGone(all, graceMs + 15000);
 });
 
 test('lease: a host that exits normally (its exit hook runs) leaves a leased tree running', async (ctx) => {
