@@ -64,7 +64,7 @@ export async function listAdoptable(): Promise<AdoptableTree[]> {
   const out: AdoptableTree[] = [];
   for (const record of liveRecords(dir)) {
     try {
-      out.push(listed(record, await anchors.leaseInfo(anchors.endpoint(dir, record.id), REQUEST_TIMEOUT_MS)));
+      out.push(listed(record, await anchors.leaseInfo(anchors.endpoint(dir, record.id), record.anchorPid, REQUEST_TIMEOUT_MS)));
     } catch (err) {
       debug('lease %s: INFO failed: %s', record.id, (err as Error).message);
       if ((err as CordonError).code === 'ERR_CORDON_UNKNOWN_TREE' || !anchorAlive(record)) removeStale(dir, record.id);
@@ -104,7 +104,8 @@ export interface AdoptedTree extends AnchoredTree {
  * sees the record first and returns the token to present (or throws: then
  * nothing is asked of the anchor). Errors: ERR_CORDON_UNKNOWN_TREE (no such
  * live tree, or its anchor closed the request unanswered),
- * ERR_CORDON_ADOPT_DENIED (a wrong token, or another host holds it),
+ * ERR_CORDON_ADOPT_DENIED (a wrong token, another host holds it, or on
+ * Windows the endpoint's server is not the record's anchor: `why` 'impostor'),
  * ERR_CORDON_TIMEOUT (its anchor is alive but did not answer in time).
  */
 export async function adoptTree(id: string, authorize: (record: LeaseRecord) => string, grace: number): Promise<AdoptedTree> {
@@ -113,9 +114,10 @@ export async function adoptTree(id: string, authorize: (record: LeaseRecord) => 
   const token = authorize(record);
   let adopted;
   try {
-    adopted = await anchors.adopt(anchors.endpoint(dir, id), token, REQUEST_TIMEOUT_MS);
+    adopted = await anchors.adopt(anchors.endpoint(dir, id), record.anchorPid, token, REQUEST_TIMEOUT_MS);
   } catch (cause) {
     const err = cause as CordonError & { why?: string };
+    if (err.code === 'ERR_CORDON_ADOPT_DENIED' && err.why === 'impostor') throw err; // (its message says what to do)
     if (err.code === 'ERR_CORDON_ADOPT_DENIED') throw adoptDenied(id, err.why ?? 'refused', cause);
     if (err.code !== 'ERR_CORDON_ANCHOR_LOST' && anchorAlive(record)) throw anchorNotAnswering(id, record.anchorPid, REQUEST_TIMEOUT_MS, cause);
     throw unknownLease(id, cause);

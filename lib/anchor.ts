@@ -47,18 +47,22 @@ interface AnchorPlatform {
   leaseDir(): string;
   /** A leased tree's endpoint, derived from the directory and the tree's id (never read from a record). */
   endpoint(dir: string, id: string): string;
-  /** INFO, bounded by `timeoutMs`. */
-  leaseInfo(endpoint: string, timeoutMs: number): Promise<LeaseInfo>;
+  /**
+   * INFO, bounded by `timeoutMs`. `anchorPid`, the record's: on Windows the endpoint's server must be that
+   * process, checked before anything is written (a pipe name can be taken; a POSIX endpoint is a socket in
+   * the private lease directory).
+   */
+  leaseInfo(endpoint: string, anchorPid: number, timeoutMs: number): Promise<LeaseInfo>;
   /** ADOPT <token>, bounded by `timeoutMs`: ERR_CORDON_ADOPT_DENIED with the anchor's `why`, or another error. */
-  adopt(endpoint: string, token: string, timeoutMs: number): Promise<AdoptedAnchor>;
+  adopt(endpoint: string, anchorPid: number, token: string, timeoutMs: number): Promise<AdoptedAnchor>;
 }
 
 const posix: AnchorPlatform = {
   start: (spec, on) => new PosixAnchorChannel(spec, on),
   leaseDir: posixLeaseDir,
   endpoint: (dir, id) => join(dir, `${id}.sock`),
-  leaseInfo: posixLeaseInfo,
-  adopt: posixAdopt,
+  leaseInfo: (endpoint, _anchorPid, timeoutMs) => posixLeaseInfo(endpoint, timeoutMs),
+  adopt: (endpoint, _anchorPid, token, timeoutMs) => posixAdopt(endpoint, token, timeoutMs),
 };
 
 const windows: AnchorPlatform = {

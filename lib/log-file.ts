@@ -9,7 +9,7 @@ import { constants, mkdirSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { logDirUnsafe } from './errors.js';
-import { homeFallback, makePrivateDir, privateDir } from './private-dir.js';
+import { homeFallback, makePrivateDir, privateDir, windowsPrivateDir, windowsPrivatePath } from './private-dir.js';
 
 /**
  * This user's log directory, where a leased tree's log goes when none was
@@ -17,15 +17,14 @@ import { homeFallback, makePrivateDir, privateDir } from './private-dir.js';
  * directory per owner in it). Linux and macOS: <tmpdir>/cordon-logs-<uid>,
  * made 0700; where another user holds that place, <home>/.cordon/logs
  * (lib/private-dir.ts); this user's own directory there left open to others
- * is refused (ERR_CORDON_LOG_DIR). Windows: <tmpdir>\cordon-logs (the
- * temporary directory is the user's own there).
+ * is refused (ERR_CORDON_LOG_DIR). Windows: %LOCALAPPDATA%\cordon\logs,
+ * made with a DACL of this user alone; one that is a junction or link, or is
+ * owned by or open to another user, is refused (ERR_CORDON_LOG_DIR,
+ * private-dir.ts's windowsPrivateDir()). Not %TEMP%: a service's can be
+ * C:\Windows\Temp, where every user can make folders and junctions.
  */
 export function defaultLogDir(): string {
-  if (process.platform === 'win32') {
-    const dir = join(tmpdir(), 'cordon-logs');
-    mkdirSync(dir, { recursive: true });
-    return dir;
-  }
+  if (process.platform === 'win32') return windowsPrivateDir('logs', logDirUnsafe);
   return privateDir(join(tmpdir(), `cordon-logs-${process.getuid?.() ?? 0}`), () => homeFallback('logs'), logDirUnsafe);
 }
 
@@ -65,17 +64,16 @@ export function ownerDirName(id: string, platform: NodeJS.Platform = process.pla
  * is made if it is missing and otherwise taken as it is (a Registry's
  * `logDir` is the host's: its permissions are the host's to choose); the
  * owner's directory in it is cordon's: made 0700 and checked, on Linux and
- * macOS, to be this user's alone (not a link, no group or other bit), and
- * refused with ERR_CORDON_LOG_DIR when it is not: a directory another user
- * made or planted there is never written into.
+ * macOS, to be this user's alone (not a link, no group or other bit); on
+ * Windows made with a DACL of this user alone and checked to be a plain
+ * directory owned by and open to no one but this user (SYSTEM and
+ * Administrators aside). Refused with ERR_CORDON_LOG_DIR when it is not: a
+ * directory another user made or planted there is never written into.
  */
 export function ownerLogDir(base: string, name: string): string {
   const dir = join(base, name);
   mkdirSync(base, { recursive: true });
-  if (process.platform === 'win32') {
-    mkdirSync(dir, { recursive: true });
-    return dir;
-  }
+  if (process.platform === 'win32') return windowsPrivatePath(dir, logDirUnsafe);
   const problem = makePrivateDir(dir);
   if (problem !== undefined) throw logDirUnsafe(dir, problem.why);
   return dir;

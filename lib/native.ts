@@ -129,6 +129,14 @@ export interface WindowsBinding extends CommonBinding {
   jobClose(handle: number): void;
   /** Creates a directory whose DACL admits this user alone (protected, inherited inside); throws EEXIST if it exists. */
   makePrivateDir(path: string): void;
+  /** A directory's own security (its last component not followed): what private-dir.ts's windowsDirProblem() decides on. */
+  privateDirFacts(path: string): { directory: boolean; reparse: boolean; owner: string; dacl: { allow: boolean; sid: string }[] | null };
+  /**
+   * A client connection to the named pipe `name`, nothing written yet (identification level only: its server cannot
+   * impersonate this process): a descriptor for net.Socket({ fd }), and the pid of the process serving it. Throws
+   * EBUSY (every instance busy) or ENOENT (no such pipe), among others.
+   */
+  openPipeClient(name: string): { fd: number; serverPid: number };
   /**
    * The Job Object this process runs in: `limitFlags` its LimitFlags (the immediate job's: after Node's first
    * non-detached spawn, libuv's own), null where they could not be read. A view for tests and diagnostics: a

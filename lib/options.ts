@@ -66,7 +66,8 @@ export interface SpawnOptionsBase {
    * The tree outlives the host for this long (ms, or '30s', '10m'),
    * adoptable by a new host (registry.adoptable(), registry.adopt()); then it
    * is terminated with the grace. Implies a log (default a new 0600 file in
-   * this user's private log directory, <tmpdir>/cordon-logs-<uid>). Without
+   * this user's private log directory, <tmpdir>/cordon-logs-<uid>;
+   * Windows: %LOCALAPPDATA%\cordon\logs). Without
    * it, host death ends the tree (C8).
    */
   lease?: Duration;

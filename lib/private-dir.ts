@@ -2,10 +2,12 @@
 // plant into: the lease directory (anchor/lease-dir.ts) and the log directory
 // (log-file.ts). A directory is made 0700 where it is missing, then checked
 // with lstat(): this user's own, a directory and not a symlink, no group or
-// other permission bit. POSIX only (Windows: the callers' own means).
+// other permission bit. Windows: made with a DACL of this user alone, then
+// checked from its own security descriptor (windowsPrivatePath()).
 import { lstatSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { windowsBinding } from './native.js';
 
 /** Why a directory is not this user's private one; `foreign`: another user holds it (made it first, or planted a link). */
 export interface NotPrivate {
@@ -74,4 +76,84 @@ export function privateDir(primary: string, fallback: () => string | undefined, 
   const again = makePrivateDir(other);
   if (again !== undefined) throw refuse(primary, `${problem.why}, and the fallback ${other} ${again.why}`);
   return other;
+}
+
+/** A Windows directory's own security, as the addon reads it (privateDirFacts; its last component never followed). */
+export interface WindowsDirFacts {
+  directory: boolean;
+  /** A junction, a symbolic link or another reparse point. */
+  reparse: boolean;
+  /** "self" (this process's user), "system", "administrators", "creator-owner", or a SID (S-1-...). */
+  owner: string;
+  /** Each ACE of the DACL (a deny ACE: allow false); null: no DACL, everyone may do anything. */
+  dacl: { allow: boolean; sid: string }[] | null;
+}
+
+/** Who may own a private directory: this user; SYSTEM and Administrators, who can take any file on the machine anyway (an elevated administrator's new files are owned by Administrators). */
+const TRUSTED_OWNERS = new Set(['self', 'system', 'administrators']);
+/** Who may be granted anything in its DACL: the same, and CREATOR OWNER (what is made inside is its maker's: only those above can make anything there). */
+const TRUSTED_GRANTEES = new Set([...TRUSTED_OWNERS, 'creator-owner']);
+
+/**
+ * Why a Windows directory is not this user's private one, from what the
+ * addon read of it; undefined when it is: a plain directory (no junction or
+ * other reparse point), owned by this user (or SYSTEM or Administrators), with
+ * a DACL whose every allowing ACE (inherit-only ones too: they pass to what
+ * is made inside) is for this user, SYSTEM, Administrators or CREATOR OWNER.
+ * Deny ACEs grant nothing and are not counted.
+ */
+export function windowsDirProblem(facts: WindowsDirFacts): string | undefined {
+  if (facts.reparse) return 'is a junction, a link or another reparse point, not a plain directory';
+  if (!facts.directory) return 'is not a directory';
+  if (!TRUSTED_OWNERS.has(facts.owner)) return `is owned by ${facts.owner}, not by this user`;
+  if (facts.dacl === null) return 'has no DACL (everyone may use it)';
+  const others = [...new Set(facts.dacl.filter((ace) => ace.allow && !TRUSTED_GRANTEES.has(ace.sid)).map((ace) => ace.sid))];
+  if (others.length > 0) return `has a DACL that admits ${others.join(', ')} besides this user`;
+  return undefined;
+}
+
+/**
+ * Windows: `dir` (its parent must exist) made with a DACL that admits this
+ * user alone (the addon's makePrivateDir: one ACE, protected, inherited by
+ * what is made inside) unless it is there, then checked from its own
+ * security descriptor (windowsDirProblem()): one that another user made or
+ * planted (a junction, a folder of theirs, a DACL open to them) is refused,
+ * never used or repaired: `refuse` builds the error, with why.
+ */
+export function windowsPrivatePath(dir: string, refuse: (dir: string, why: string) => Error): string {
+  const b = windowsBinding();
+  try {
+    b.makePrivateDir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw refuse(dir, `cannot be made (${(err as NodeJS.ErrnoException).code})`);
+  }
+  let facts: WindowsDirFacts;
+  try {
+    facts = b.privateDirFacts(dir);
+  } catch (err) {
+    throw refuse(dir, `cannot be read (${(err as NodeJS.ErrnoException).code})`);
+  }
+  const why = windowsDirProblem(facts);
+  if (why !== undefined) throw refuse(dir, why);
+  return dir;
+}
+
+/**
+ * Windows: %LOCALAPPDATA%\cordon\<name> (<home>\AppData\Local without
+ * LOCALAPPDATA), through windowsPrivatePath(); %LOCALAPPDATA%\cordon is made
+ * if missing and must not be a junction or link itself. (The user's profile,
+ * LocalSystem's too, is not a place other users can write to; %TEMP% can be
+ * C:\Windows\Temp, which is.)
+ */
+export function windowsPrivateDir(name: string, refuse: (dir: string, why: string) => Error): string {
+  const base = join(process.env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local'), 'cordon');
+  mkdirSync(base, { recursive: true });
+  let facts: WindowsDirFacts;
+  try {
+    facts = windowsBinding().privateDirFacts(base);
+  } catch (err) {
+    throw refuse(base, `cannot be read (${(err as NodeJS.ErrnoException).code})`);
+  }
+  if (facts.reparse || !facts.directory) throw refuse(base, windowsDirProblem(facts)!);
+  return windowsPrivatePath(join(base, name), refuse);
 }

@@ -38,7 +38,8 @@ export interface RegistryOptions {
    * Where `log: true` files go, one directory per owner (made 0700 and
    * checked to be this user's alone). Taken as given: the directory's own
    * permissions are the host's. Default: this user's private log
-   * directory, <tmpdir>/cordon-logs-<uid> (docs/lifecycle.md).
+   * directory, <tmpdir>/cordon-logs-<uid> (Windows: %LOCALAPPDATA%\cordon\logs;
+   * docs/lifecycle.md).
    */
   logDir?: string;
   /** Teardown grace for release() and stop(). Default 3000 ms. */
@@ -107,7 +108,8 @@ export class Registry extends EventEmitter implements OwnerRegistry {
    * proc.adoptionToken, or (default) the one this registry's secret gives
    * the tree's owner.
    * ERR_CORDON_ADOPT_DENIED: a wrong token, or another host holds it (of two
-   * racing adopters exactly one wins); ERR_CORDON_UNKNOWN_TREE: no such live
+   * racing adopters exactly one wins), or (Windows) the tree's pipe is served
+   * by another process than its anchor (nothing was sent); ERR_CORDON_UNKNOWN_TREE: no such live
    * leased tree; ERR_CORDON_TIMEOUT: its anchor is alive but did not answer.
    */
   async adopt(id: string, options: { token?: string } = {}): Promise<ContainedProcess> {

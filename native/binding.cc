@@ -30,6 +30,7 @@ const char* errno_name(int err) {
     case ENOTDIR: return "ENOTDIR";
     case EEXIST: return "EEXIST";
     case EBADF: return "EBADF";
+    case EBUSY: return "EBUSY";
     case ECHILD: return "ECHILD";
     case ENOEXEC: return "ENOEXEC";
     case ELOOP: return "ELOOP";
@@ -451,6 +452,57 @@ Napi::Value MakePrivateDir(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// privateDirFacts(path) -> { directory, reparse, owner, dacl: [{ allow, sid }] | null }:
+// the directory's own security, its last component not followed.
+Napi::Value PrivateDirFacts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "privateDirFacts(path) takes a string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  cordon::DirSecurity facts;
+  int rc = cordon::read_dir_security(info[0].As<Napi::String>().Utf8Value(), facts);
+  if (rc < 0) return Fail(env, rc, "GetSecurityInfo");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("directory", Napi::Boolean::New(env, facts.directory));
+  out.Set("reparse", Napi::Boolean::New(env, facts.reparse));
+  out.Set("owner", Napi::String::New(env, facts.owner));
+  if (facts.dacl_present) {
+    Napi::Array aces = Napi::Array::New(env, facts.aces.size());
+    for (size_t i = 0; i < facts.aces.size(); i++) {
+      Napi::Object ace = Napi::Object::New(env);
+      ace.Set("allow", Napi::Boolean::New(env, facts.aces[i].allow));
+      ace.Set("sid", Napi::String::New(env, facts.aces[i].sid));
+      aces.Set(static_cast<uint32_t>(i), ace);
+    }
+    out.Set("dacl", aces);
+  } else {
+    out.Set("dacl", env.Null());
+  }
+  return out;
+}
+
+// openPipeClient(name) -> { fd, serverPid }: a client connection to the named
+// pipe, opened before anything is written (identification level only: the
+// server cannot impersonate this process), as a descriptor of Node's own C
+// runtime (net.Socket({ fd }) takes it), with the pid of the process that
+// serves it. EBUSY: every instance is busy; ENOENT: no such pipe.
+Napi::Value OpenPipeClient(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "openPipeClient(name) takes a string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int fd = -1;
+  uint32_t pid = 0;
+  int rc = cordon::open_pipe_client(info[0].As<Napi::String>().Utf8Value(), fd, pid);
+  if (rc < 0) return Fail(env, rc, "CreateFile");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("fd", Napi::Number::New(env, fd));
+  out.Set("serverPid", Napi::Number::New(env, pid));
+  return out;
+}
+
 // ownJob() -> { inJob, limitFlags }: the Job Object this process runs in
 // (limitFlags: its LimitFlags; null when they could not be read).
 Napi::Value OwnJob(const Napi::CallbackInfo& info) {
@@ -498,6 +550,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("jobClose", Napi::Function::New(env, JobClose, "jobClose"));
   exports.Set("makePrivateDir", Napi::Function::New(env, MakePrivateDir, "makePrivateDir"));
   exports.Set("ownJob", Napi::Function::New(env, OwnJob, "ownJob"));
+  exports.Set("privateDirFacts", Napi::Function::New(env, PrivateDirFacts, "privateDirFacts"));
+  exports.Set("openPipeClient", Napi::Function::New(env, OpenPipeClient, "openPipeClient"));
 #endif
   return exports;
 }

@@ -409,6 +409,30 @@ int job_close(uint64_t handle);
 // with a protected DACL of one ACE, the calling user's (inherited by what is
 // made in it). A negative errno (EEXIST: it exists already) on failure.
 int make_private_dir(const std::string& path_utf8);
+// What a directory's own security says, read through a handle opened on the
+// path itself (FILE_FLAG_OPEN_REPARSE_POINT: a junction or link at the last
+// component is read as such, never followed); lib/private-dir.ts decides.
+// A SID is named "self" (the token's user), "system", "administrators",
+// "creator-owner", or else by its string form (S-1-...).
+struct DirAce {
+  bool allow = false;  // false: a deny ACE (it grants nothing)
+  std::string sid;
+};
+struct DirSecurity {
+  bool directory = false;
+  bool reparse = false;       // FILE_ATTRIBUTE_REPARSE_POINT (junction, symlink, ...)
+  std::string owner;
+  bool dacl_present = false;  // false: no DACL at all (everyone has full access)
+  std::vector<DirAce> aces;   // every ACE of the DACL, inherit-only ones too
+};
+int read_dir_security(const std::string& path_utf8, DirSecurity& out);
+// A client connection to a named pipe (overlapped; SECURITY_SQOS_PRESENT |
+// SECURITY_IDENTIFICATION, so the server may identify this process but never
+// impersonate it), nothing written yet: `fd_out`, a descriptor of the host's
+// C runtime (libuv's uv_open_osfhandle: Node's, which net.Socket takes), and
+// `server_pid_out`, who serves it (GetNamedPipeServerProcessId). A negative
+// errno: -ENOENT no such pipe, -EBUSY every instance busy.
+int open_pipe_client(const std::string& name_utf8, int& fd_out, uint32_t& server_pid_out);
 // The Job Object this process runs in, if any (a service wrapper's, a CI
 // agent's): `in_job`; and, when its limits could be read, `limit_flags`
 // (JOBOBJECT_BASIC_LIMIT_INFORMATION.LimitFlags of the immediate job) with

@@ -493,7 +493,11 @@ void parse_options(int argc, Char** argv, unsigned extra, Options<Char>& o, void
 // already, anyone's, is a failure: NOCONTAIN <errno> lease-endpoint, nothing
 // ran) and a protected DACL granting the anchor's user SID alone
 // (native/win/lease.cc). The Windows anchor waits (bounded, like JOB) for
-// LEASE before it starts the command.
+// LEASE before it starts the command. The pipe answers until the anchor
+// exits, after the lease ran out too (ADOPT: DENIED expired). A client
+// writes nothing before it has checked that the pipe's server is the
+// anchor the lease record names (GetNamedPipeServerProcessId), and connects
+// at identification level (no impersonation).
 //
 // Output of a leased tree: the anchor puts a pipe of its own between the
 // command and each captured stream (--watch-fd 1/2 whose handle is a pipe) and

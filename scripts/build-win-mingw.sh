@@ -22,13 +22,17 @@ HEADERS=$(node -p "require('node-api-headers').include_dir")
 ADDON_API=$(node -p "require('node-addon-api').include_dir")
 DEF=$(node -p "require('node-api-headers').def_paths.node_api_def")
 "$DLLTOOL" -d "$DEF" -l build-win/obj/libnode_api.a -D node.exe
+# The one libuv function the addon calls (uv_open_osfhandle: a descriptor of
+# Node's C runtime for a handle, native/win/host.cc), which node.exe exports too.
+printf 'LIBRARY node.exe\nEXPORTS\nuv_open_osfhandle\n' >build-win/obj/node_uv.def
+"$DLLTOOL" -d build-win/obj/node_uv.def -l build-win/obj/libnode_uv.a -D node.exe
 FLAGS=(-std=c++17 -O2 -Wall -Wextra -DUNICODE -D_UNICODE -D_WIN32_WINNT=0x0A00 -static -static-libgcc -static-libstdc++)
 if [[ ${2:-} != anchor ]]; then
   "$CXX" "${FLAGS[@]}" -shared -o "$OUT/cordon.node" \
     -DNAPI_VERSION=8 -DNAPI_DISABLE_CPP_EXCEPTIONS -DNODE_ADDON_API_DISABLE_DEPRECATED \
     -I"$HEADERS" -I"$ADDON_API" \
     native/binding.cc native/win/host.cc native/win/job_object.cc \
-    build-win/obj/libnode_api.a -ladvapi32
+    build-win/obj/libnode_api.a build-win/obj/libnode_uv.a -ladvapi32
 fi
 # The anchor: the same sources as binding.gyp's cordon-anchor target on Windows.
 HOOKS=()

@@ -2,12 +2,11 @@
 // and, on Linux and macOS, where their anchors listen. Private to this user,
 // or refused with a typed error: another user must not list or reach an
 // endpoint, nor keep this user from leasing.
-import { lstatSync, mkdirSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { lstatSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { leaseDirUnsafe } from '../errors.js';
-import { windowsBinding } from '../native.js';
-import { homeFallback, privateDir } from '../private-dir.js';
+import { homeFallback, privateDir, windowsPrivateDir } from '../private-dir.js';
 
 /**
  * Linux and macOS: $XDG_RUNTIME_DIR/cordon when that is the user's, else
@@ -35,27 +34,7 @@ export function posixLeaseDir(): string {
   return privateDir(base ?? join(tmpdir(), `cordon-${uid}`), () => homeFallback('leases'), leaseDirUnsafe);
 }
 
-/**
- * Windows: %LOCALAPPDATA%\cordon\<name>, its last level made with a DACL that
- * admits this user alone (the addon's makePrivateDir; what is made inside
- * inherits it); an existing one that is not a plain directory (a link, a
- * file) is refused: `refuse` builds the error, with why.
- */
-export function windowsPrivateDir(name: string, refuse: (dir: string, why: string) => Error): string {
-  const base = process.env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local');
-  const dir = join(base, 'cordon', name);
-  mkdirSync(join(base, 'cordon'), { recursive: true });
-  try {
-    windowsBinding().makePrivateDir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw refuse(dir, `cannot be made (${(err as NodeJS.ErrnoException).code})`);
-  }
-  const st = lstatSync(dir);
-  if (st.isSymbolicLink() || !st.isDirectory()) throw refuse(dir, 'is not a directory');
-  return dir;
-}
-
-/** Windows: %LOCALAPPDATA%\cordon\leases (the records only; the endpoints are named pipes). */
+/** Windows: %LOCALAPPDATA%\cordon\leases (the records only; the endpoints are named pipes), private (private-dir.ts's windowsPrivateDir()). */
 export function windowsLeaseDir(): string {
   return windowsPrivateDir('leases', leaseDirUnsafe);
 }

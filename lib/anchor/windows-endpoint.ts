@@ -1,15 +1,22 @@
 // A leased anchor's adoption endpoint on Windows: a named pipe whose DACL
-// admits this user alone, \\.\pipe\cordon-lease-<tree id>. Node connects to
-// it (asynchronously, bounded by `timeoutMs`), writes the request line and
-// reads the first answer line; what came after it stays in the socket. The
+// admits this user alone, \\.\pipe\cordon-lease-<tree id>. The addon opens
+// it (retried while busy, bounded by `timeoutMs`) and reads who serves it:
+// a server that is not the tree's anchor (its pid from the lease record) is
+// refused before anything is written, the token included, and the
+// connection is at identification level, so no server can impersonate the
+// host. Then the request line is written and the first answer line read;
+// what came after it stays in the socket. The
 // tree's output does not come with ADOPTED (no descriptors travel over a
 // pipe): the anchor relays each captured stream on an OUTPUT connection of
 // its own, and appends it to the tree's log itself. The lines are
 // anchor/protocol.ts's.
-import { connect, type Socket } from 'node:net';
+import { closeSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { debug } from '../debug.js';
-import { adoptRefused, endpointAnswer, endpointGone, endpointTimeout, endpointUnreachable } from '../errors.js';
+import { adoptRefused, endpointAnswer, endpointGone, endpointImpostor, endpointTimeout, endpointUnreachable } from '../errors.js';
+import { windowsBinding } from '../native.js';
 import type { AdoptedAnchor } from './adopted.js';
 import { encodeRequest, parseAnswer, type EndpointAnswer, type EndpointRequest } from './protocol.js';
 
@@ -18,25 +25,37 @@ export function leaseEndpoint(treeId: string): string {
   return `\\\\.\\pipe\\cordon-lease-${treeId}`;
 }
 
-/** Connects to a leased anchor's endpoint (bounded): the socket once connected. */
-function connectEndpoint(endpoint: string, timeoutMs: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(endpoint);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(endpointTimeout(endpoint, timeoutMs));
-    }, timeoutMs);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      socket.removeAllListeners('error');
-      resolve(socket);
-    });
-    socket.once('error', (cause: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      reject(cause.code === 'ENOENT' ? endpointGone(endpoint, cause) : endpointUnreachable(endpoint, cause));
-    });
-  });
+/**
+ * Connects to a leased anchor's endpoint (bounded: an endpoint whose every
+ * instance is busy is retried until `timeoutMs`): the socket, nothing written
+ * yet. ERR_CORDON_ADOPT_DENIED (endpointImpostor) when the pipe's server is
+ * not the process `anchorPid`: someone took the name, and is told nothing.
+ */
+async function connectEndpoint(endpoint: string, anchorPid: number, timeoutMs: number): Promise<Socket> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let client: { fd: number; serverPid: number };
+    try {
+      client = windowsBinding().openPipeClient(endpoint);
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw endpointGone(endpoint, cause);
+      if (code !== 'EBUSY') throw endpointUnreachable(endpoint, cause as NodeJS.ErrnoException);
+      if (Date.now() >= deadline) throw endpointTimeout(endpoint, timeoutMs);
+      await sleep(BUSY_RETRY_MS);
+      continue;
+    }
+    if (client.serverPid !== anchorPid) {
+      closeSync(client.fd);
+      debug('lease endpoint %s: served by pid %d, not the anchor %d: refused', endpoint, client.serverPid, anchorPid);
+      throw endpointImpostor(endpoint, anchorPid, client.serverPid);
+    }
+    return new Socket({ fd: client.fd, readable: true, writable: true });
+  }
 }
+
+/** How long a busy endpoint (every instance taken: one client's line is read at a time) is left before the next try. */
+const BUSY_RETRY_MS = 25;
 
 /** Reads the first line off `socket` (bounded); what came after it is put back, and the socket is left paused. */
 function firstLine(socket: Socket, timeoutMs: number, endpoint: string): Promise<string> {
@@ -73,8 +92,8 @@ function firstLine(socket: Socket, timeoutMs: number, endpoint: string): Promise
 }
 
 /** Sends one request; the connection and the parsed answer (anything else is ERR_CORDON_ANCHOR_LOST). */
-async function ask(endpoint: string, request: EndpointRequest, timeoutMs: number): Promise<{ socket: Socket; answer: EndpointAnswer }> {
-  const socket = await connectEndpoint(endpoint, timeoutMs);
+async function ask(endpoint: string, anchorPid: number, request: EndpointRequest, timeoutMs: number): Promise<{ socket: Socket; answer: EndpointAnswer }> {
+  const socket = await connectEndpoint(endpoint, anchorPid, timeoutMs);
   socket.write(encodeRequest(request));
   const line = await firstLine(socket, timeoutMs, endpoint);
   const answer = parseAnswer(line);
@@ -85,9 +104,13 @@ async function ask(endpoint: string, request: EndpointRequest, timeoutMs: number
   return { socket, answer };
 }
 
-/** INFO: how long a leased tree's lease has left (null while a host is attached) and whether its root runs. */
-export async function leaseInfo(endpoint: string, timeoutMs = 10000): Promise<{ leftMs: number | null; rootRunning: boolean }> {
-  const { socket, answer } = await ask(endpoint, { type: 'info' }, timeoutMs);
+/**
+ * INFO: how long a leased tree's lease has left (null while a host is
+ * attached) and whether its root runs. `anchorPid`: the anchor's, from the
+ * lease record (here and below: the endpoint must be served by it).
+ */
+export async function leaseInfo(endpoint: string, anchorPid: number, timeoutMs = 10000): Promise<{ leftMs: number | null; rootRunning: boolean }> {
+  const { socket, answer } = await ask(endpoint, anchorPid, { type: 'info' }, timeoutMs);
   socket.destroy();
   if (answer.type !== 'lease') throw endpointAnswer(endpoint, 'info', answer.type);
   return { leftMs: answer.leftMs, rootRunning: answer.rootRunning };
@@ -104,11 +127,13 @@ export interface WindowsAdoption extends AdoptedAnchor {
  * events (an AdoptedAnchorChannel reads them). Rejects with
  * ERR_CORDON_ADOPT_DENIED (a wrong token, or another host is attached: of
  * two racing adopters exactly one gets ADOPTED) or ERR_CORDON_UNKNOWN_TREE
- * (no such endpoint: the anchor is gone). The output streams are not
- * connected (stdout and stderr null): adoptWindowsTree() connects them.
+ * (no such endpoint: the anchor is gone); ERR_CORDON_ADOPT_DENIED with `why`
+ * 'impostor' and nothing sent when another process than `anchorPid` serves
+ * the pipe. The output streams are not connected (stdout and stderr null):
+ * adoptWindowsTree() connects them.
  */
-export async function connectAdoptionEndpoint(endpoint: string, token: string, timeoutMs = 10000): Promise<WindowsAdoption> {
-  const { socket, answer } = await ask(endpoint, { type: 'adopt', token }, timeoutMs);
+export async function connectAdoptionEndpoint(endpoint: string, anchorPid: number, token: string, timeoutMs = 10000): Promise<WindowsAdoption> {
+  const { socket, answer } = await ask(endpoint, anchorPid, { type: 'adopt', token }, timeoutMs);
   if (answer.type === 'denied') {
     socket.destroy();
     throw adoptRefused(endpoint, answer.why);
@@ -138,8 +163,8 @@ export async function connectAdoptionEndpoint(endpoint: string, token: string, t
  * it (else ERR_CORDON_ADOPT_DENIED). Returned paused: pipe it, or listen and
  * resume().
  */
-export async function connectAdoptionOutput(endpoint: string, token: string, fd: 1 | 2, timeoutMs = 10000): Promise<Socket> {
-  const { socket, answer } = await ask(endpoint, { type: 'output', token, fd }, timeoutMs);
+export async function connectAdoptionOutput(endpoint: string, anchorPid: number, token: string, fd: 1 | 2, timeoutMs = 10000): Promise<Socket> {
+  const { socket, answer } = await ask(endpoint, anchorPid, { type: 'output', token, fd }, timeoutMs);
   if (answer.type === 'output' && answer.fd === fd) return socket;
   socket.destroy();
   throw adoptRefused(endpoint, answer.type === 'denied' ? answer.why : answer.type);
@@ -167,11 +192,11 @@ function unpaused(socket: Socket | null): Readable | null {
  * output streams. (Output written between the ADOPTED line and the OUTPUT
  * connection goes to the log only.)
  */
-export async function adoptWindowsTree(endpoint: string, token: string, timeoutMs = 10000): Promise<WindowsAdoption> {
-  const adoption = await connectAdoptionEndpoint(endpoint, token, timeoutMs);
+export async function adoptWindowsTree(endpoint: string, anchorPid: number, token: string, timeoutMs = 10000): Promise<WindowsAdoption> {
+  const adoption = await connectAdoptionEndpoint(endpoint, anchorPid, token, timeoutMs);
   try {
-    const stdout = adoption.relayed.stdout ? await connectAdoptionOutput(endpoint, token, 1, timeoutMs) : null;
-    const stderr = adoption.relayed.stderr ? await connectAdoptionOutput(endpoint, token, 2, timeoutMs) : null;
+    const stdout = adoption.relayed.stdout ? await connectAdoptionOutput(endpoint, anchorPid, token, 1, timeoutMs) : null;
+    const stderr = adoption.relayed.stderr ? await connectAdoptionOutput(endpoint, anchorPid, token, 2, timeoutMs) : null;
     return { ...adoption, stdout: unpaused(stdout), stderr: unpaused(stderr) };
   } catch (err) {
     adoption.socket.destroy(); // (the tree goes back to its lease)

@@ -11,7 +11,7 @@ import { randomBytes, createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { debug } from '../debug.js';
-import { windowsPrivateDir } from './lease-dir.js';
+import { windowsPrivateDir } from '../private-dir.js';
 
 /** The copies made or checked by this process: the package's anchor -> its copy. */
 const copies = new Map<string, string>();

@@ -112,7 +112,9 @@ export function logUnopenable(path: string, cause: unknown): CordonError {
 /** A log directory cordon makes is not this user's alone (or is in the way); `why` says how. Nothing ran. */
 export function logDirUnsafe(dir: string, why: string): CordonError {
   return new CordonError(
-    `The log directory ${dir} ${why}; cordon writes logs only into a directory that is this user's alone (0700, not a symlink), since command output may hold secrets. Remove it, or give the Registry a logDir of yours.`,
+    process.platform === 'win32'
+      ? `The log directory ${dir} ${why}; cordon writes logs only into a directory that is this user's alone (owned by this user, a DACL that admits no one else but SYSTEM and Administrators, not a junction or link), since command output may hold secrets. Remove it (cordon makes it again, private), or give the Registry a logDir of yours.`
+      : `The log directory ${dir} ${why}; cordon writes logs only into a directory that is this user's alone (0700, not a symlink), since command output may hold secrets. Remove it, or give the Registry a logDir of yours.`,
     { code: 'ERR_CORDON_LOG_DIR', path: dir, stage: 'launch' },
   );
 }

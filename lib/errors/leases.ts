@@ -84,6 +84,18 @@ export function adoptRefused(endpoint: string, why: string): CordonError & { why
   return Object.assign(err, { why });
 }
 
+/**
+ * Windows: the pipe by the endpoint's name is served by another process than
+ * the tree's anchor (its pid in the lease record); nothing was written to it.
+ */
+export function endpointImpostor(endpoint: string, anchorPid: number, serverPid: number): CordonError & { why: string; serverPid: number } {
+  const err = new CordonError(
+    `The lease endpoint ${endpoint} is served by process ${serverPid}, not by the tree's anchor (pid ${anchorPid}); nothing was sent to it, the token included. Another program holds that pipe name: end process ${serverPid} if it is not one of yours, then list the adoptable trees again.`,
+    { code: 'ERR_CORDON_ADOPT_DENIED', path: endpoint },
+  );
+  return Object.assign(err, { why: 'impostor', serverPid });
+}
+
 /** The endpoint answered something else than the request's answer, or closed without one. */
 export function endpointAnswer(endpoint: string, request: string, got: string): CordonError {
   return new CordonError(`The lease endpoint ${endpoint} answered ${request.toUpperCase()} with ${JSON.stringify(got)}.`, { code: 'ERR_CORDON_ANCHOR_LOST', path: endpoint });

@@ -228,11 +228,13 @@ class Anchor : public EndpointHost {
     return false;
   }
 
-  // The lease clock ran out with no host: the teardown EOF does without a lease.
+  // The lease clock ran out with no host: the teardown EOF does without a
+  // lease. The endpoint keeps answering (DENIED expired) until the anchor
+  // exits: a name it let go of while alive could be taken by anyone, and an
+  // adopter's liveness check of the anchor would still pass.
   void lease_expired() {
     lease_.state = Lease::State::kExpired;
     trace("lease ran out: terminating tree");
-    endpoint_.stop_listening();
     start_terminate(opts_.grace_ms);
   }
 

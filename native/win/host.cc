@@ -26,6 +26,14 @@
 
 #include "win.h"
 
+#include <aclapi.h>
+#include <sddl.h>
+
+// libuv, exported by node.exe (and by every Node-API host built on it): a
+// descriptor of the host's own C runtime for an OS handle (the addon's C
+// runtime is another one: its descriptors mean nothing to Node).
+extern "C" int uv_open_osfhandle(HANDLE os_fd);
+
 namespace cordon {
 
 namespace {
@@ -168,6 +176,102 @@ int make_private_dir(const std::string& path) {
   }
   SECURITY_ATTRIBUTES sa = {sizeof sa, &sd, FALSE};
   if (!CreateDirectoryW(win::wide(path).c_str(), &sa)) return -win::errno_from(GetLastError());
+  return 0;
+}
+
+namespace {
+
+// "self", "system", "administrators", "creator-owner", or the SID's string form.
+std::string sid_name(PSID sid, const std::vector<unsigned char>& self) {
+  if (!sid || !IsValidSid(sid)) return "invalid";
+  if (!self.empty() && EqualSid(sid, const_cast<unsigned char*>(self.data()))) return "self";
+  static const struct {
+    WELL_KNOWN_SID_TYPE type;
+    const char* name;
+  } known[] = {{WinLocalSystemSid, "system"}, {WinBuiltinAdministratorsSid, "administrators"}, {WinCreatorOwnerSid, "creator-owner"}};
+  for (const auto& k : known) {
+    unsigned char buf[SECURITY_MAX_SID_SIZE];
+    DWORD n = sizeof buf;
+    if (CreateWellKnownSid(k.type, nullptr, buf, &n) && EqualSid(sid, buf)) return k.name;
+  }
+  LPSTR text = nullptr;
+  if (!ConvertSidToStringSidA(sid, &text)) return "unknown";
+  std::string out(text);
+  LocalFree(text);
+  return out;
+}
+
+}  // namespace
+
+int read_dir_security(const std::string& path, DirSecurity& out) {
+  out = DirSecurity();
+  std::vector<unsigned char> self;
+  win::own_sid(self);  // (empty: nothing is named "self")
+  HANDLE h = CreateFileW(win::wide(path).c_str(), READ_CONTROL | FILE_READ_ATTRIBUTES,
+                         FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                         FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return -win::errno_from(GetLastError());
+  BY_HANDLE_FILE_INFORMATION info;
+  if (!GetFileInformationByHandle(h, &info)) {
+    int err = win::errno_from(GetLastError());
+    CloseHandle(h);
+    return -err;
+  }
+  out.directory = (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
+  out.reparse = (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) != 0;
+  PSID owner = nullptr;
+  PACL dacl = nullptr;
+  PSECURITY_DESCRIPTOR sd = nullptr;
+  DWORD rc = GetSecurityInfo(h, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION, &owner,
+                             nullptr, &dacl, nullptr, &sd);
+  CloseHandle(h);
+  if (rc != ERROR_SUCCESS) return -win::errno_from(rc);
+  out.owner = sid_name(owner, self);
+  out.dacl_present = dacl != nullptr;
+  if (dacl) {
+    for (DWORD i = 0; i < dacl->AceCount; i++) {
+      void* ace = nullptr;
+      if (!GetAce(dacl, i, &ace)) continue;
+      auto* header = static_cast<ACE_HEADER*>(ace);
+      DirAce entry;
+      // Only a deny ACE grants nothing; every other type (object, callback)
+      // is counted as an allow.
+      entry.allow = header->AceType != ACCESS_DENIED_ACE_TYPE && header->AceType != ACCESS_DENIED_OBJECT_ACE_TYPE &&
+                    header->AceType != ACCESS_DENIED_CALLBACK_ACE_TYPE &&
+                    header->AceType != ACCESS_DENIED_CALLBACK_OBJECT_ACE_TYPE;
+      // ACCESS_ALLOWED_ACE and ACCESS_DENIED_ACE share their layout; the
+      // object and callback types put the SID elsewhere: named unknown.
+      bool plain = header->AceType == ACCESS_ALLOWED_ACE_TYPE || header->AceType == ACCESS_DENIED_ACE_TYPE;
+      entry.sid = plain ? sid_name(&static_cast<ACCESS_ALLOWED_ACE*>(ace)->SidStart, self) : "unknown";
+      out.aces.push_back(entry);
+    }
+  }
+  LocalFree(sd);
+  return 0;
+}
+
+int open_pipe_client(const std::string& name, int& fd_out, uint32_t& server_pid_out) {
+  fd_out = -1;
+  server_pid_out = 0;
+  HANDLE h = CreateFileW(win::wide(name).c_str(), GENERIC_READ | GENERIC_WRITE, 0, nullptr, OPEN_EXISTING,
+                         FILE_FLAG_OVERLAPPED | SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, nullptr);
+  if (h == INVALID_HANDLE_VALUE) {
+    DWORD err = GetLastError();
+    return err == ERROR_PIPE_BUSY ? -EBUSY : -win::errno_from(err);
+  }
+  ULONG pid = 0;
+  if (!GetNamedPipeServerProcessId(h, &pid)) {
+    int err = win::errno_from(GetLastError());
+    CloseHandle(h);
+    return -err;
+  }
+  int fd = uv_open_osfhandle(h);
+  if (fd < 0) {
+    CloseHandle(h);
+    return -EMFILE;
+  }
+  fd_out = fd;
+  server_pid_out = pid;
   return 0;
 }
 

@@ -137,13 +137,6 @@ DWORD Endpoint::wait_ms(int64_t now, DWORD timeout) const {
   return timeout;
 }
 
-void Endpoint::stop_listening() {
-  if (listen_) {
-    CloseHandle(listen_);  // (its pending connect completes with an error, ignored)
-    listen_ = nullptr;
-  }
-}
-
 // A client connected to the listening instance: read its line; the next
 // instance listens once this one's client is answered.
 void Endpoint::on_connect(BOOL ok) {
@@ -163,8 +156,10 @@ void Endpoint::on_connect(BOOL ok) {
   read_client(c);
 }
 
+// (Also once the lease ran out: an instance answers until the anchor exits,
+// DENIED expired to ADOPT, so the name is never free while the anchor lives.)
 void Endpoint::listen_again() {
-  if (lease_.state == Lease::State::kExpired || listen_) return;
+  if (listen_) return;
   DWORD err = 0;
   if (!listen_next(false, err)) trace("lease endpoint: no new instance (error %lu)", err);
 }

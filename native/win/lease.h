@@ -20,9 +20,12 @@
 // instance is created with FILE_FLAG_FIRST_PIPE_INSTANCE: if a pipe of that
 // name exists already (anyone's), creation fails rather than joining it.
 // PIPE_REJECT_REMOTE_CLIENTS: local clients only. There is always an
-// instance from the first on until the anchor exits (or its lease has run
-// out), so the name never lapses for someone else to take: the next one
-// listens once a client is answered. A client has 5 s (kHelloMs) to send its
+// instance from the first on until the anchor exits, after its lease ran
+// out too (ADOPT is then DENIED expired), so the name never lapses for
+// someone else to take while the anchor is alive: the next one listens once
+// a client is answered. (The adopter checks the server's pid against the
+// lease record as well, lib/anchor/windows-endpoint.ts: the name is free
+// again once the anchor has exited.) A client has 5 s (kHelloMs) to send its
 // one line (DENIED hello otherwise); one client's line is read at a time.
 #pragma once
 
@@ -41,7 +44,7 @@ struct Lease {
     kNone,      // not leased (no --lease): the host's EOF ends the tree
     kAwaiting,  // --lease, and no LEASE line yet: the command does not start
     kHeld,      // the lease holds the tree: the host's EOF starts its clock
-    kExpired,   // the clock ran out with no host: the teardown; no adoption any more
+    kExpired,   // the clock ran out with no host: the teardown; ADOPT is DENIED expired
   };
   State state = State::kNone;
   int ms = 0;            // from the LEASE line
@@ -114,8 +117,6 @@ class Endpoint {
   void tick(int64_t now);
   // `timeout`, or less so that the loop wakes at a client's deadline.
   DWORD wait_ms(int64_t now, DWORD timeout) const;
-  // The lease ran out: no instance listens any more.
-  void stop_listening();
 
  private:
   struct Client;

@@ -2,13 +2,16 @@
 // process using Registry, fixtures/registry-lease-host.mjs) spawns a leased
 // tree and is killed hard; this process, a second host, finds the tree with
 // registry.adoptable() and takes it with registry.adopt(id, { token }), gets
-// its output, and terminates it. Liveness is observed from outside
+// its output, and terminates it; an endpoint served by another process than
+// the tree's anchor gets nothing, the token included. Liveness is observed from outside
 // (alive(): pid and creation time, on the pids the tree printed); cleanup
 // TerminateProcess-es them, never through cordon.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { alive, assertUserOnlyDacl, cordon, existsSync, noDaclExe, underWine, fixtures, hardKill, join, pkgDir, readPids, sleep, spawnChild, track, waitFor, waitGone, within } from './helpers.mjs';
 
 const hex = (bytes) => randomBytes(bytes).toString('hex');
@@ -155,6 +158,44 @@ test('the CLI: cordon ps lists the tree of a killed host, cordon adopt streams i
   await waitFor(async () => (await registry.adoptable())[0]?.leaseLeftMs > 0, { timeout: 10000, what: 'the lease clock to run again' });
   assert.deepEqual(o.all.filter((p) => !alive(p)), [], 'the tree outlives its adopter');
   const proc = t.proc(await within(registry.adopt(o.id, { token: o.token }), 20000, 'adopt()', o.all));
+  await within(proc.kill(), 20000, 'kill() of the adopted tree', o.all);
+  await waitGone(o.all, 5000);
+});
+
+test("adopt() writes nothing to a pipe that is not served by the tree's anchor: a record whose endpoint another process serves is refused (ERR_CORDON_ADOPT_DENIED), the token never sent", async (ctx) => {
+  const t = track(ctx);
+  const o = await orphanedTree(ctx, t, 60000, ['--detached', '1']);
+  // The real endpoint cannot be taken while its anchor lives (it answers until
+  // it exits); the name is free once it has exited, and a liveness check made
+  // just before that passes. That moment, made to last: a record naming the
+  // live anchor (pid and start) under an id whose pipe this process serves.
+  const { writeRecord } = await import(pathToFileURL(join(pkgDir, 'dist', 'lease.js')).href);
+  const real = JSON.parse(readFileSync(join(o.dir, `${o.id}.json`), 'utf8'));
+  const id = `${process.pid}-${hex(8)}`;
+  let received = '';
+  let connections = 0;
+  const server = createServer((conn) => {
+    connections++;
+    conn.on('data', (d) => (received += d));
+    conn.on('error', () => {});
+  });
+  const name = `\\\\.\\pipe\\cordon-lease-${id}`;
+  await within(new Promise((resolve, reject) => server.listen(name, resolve).once('error', reject)), 10000, 'the impostor pipe to listen');
+  ctx.after(() => server.close());
+  writeRecord(o.dir, { ...real, id });
+  const registry = new cordon.Registry();
+  const err = await within(registry.adopt(id, { token: o.token }).catch((e) => e), 20000, 'adopt() of the impostor', o.all);
+  ctx.diagnostic(err.message);
+  assert.equal(err.code, 'ERR_CORDON_ADOPT_DENIED');
+  assert.equal(err.why, 'impostor');
+  assert.equal(err.serverPid, process.pid);
+  assert.match(err.message, new RegExp(`served by process ${process.pid}, not by the tree's anchor \\(pid ${o.pids.anchor}\\)`));
+  await sleep(500); // (anything written would have arrived by now)
+  assert.equal(connections, 1, 'the adopter connected');
+  assert.equal(received, '', 'and wrote nothing: no ADOPT, no token');
+  assert.deepEqual(o.all.filter((p) => !alive(p)), [], 'the tree runs on');
+  // The real one is adopted as ever, and ended.
+  const proc = t.proc(await within(registry.adopt(o.id, { token: o.token }), 20000, 'adopt() of the real tree', o.all));
   await within(proc.kill(), 20000, 'kill() of the adopted tree', o.all);
   await waitGone(o.all, 5000);
 });

@@ -2,8 +2,9 @@
 // windows-endpoint.js and adopted.js (the lease option of spawn() is the shared code's):
 // a host killed hard with a lease leaves its tree running; a second host
 // adopts it through the endpoint with the token and ends it; a lease that
-// runs out ends the tree; a wrong token and the loser of two racing adopters
-// are refused. Liveness is observed from outside (alive(): pid and creation
+// runs out ends the tree, and its endpoint answers DENIED expired until the
+// anchor exits; a wrong token and the loser of two racing adopters are
+// refused. Liveness is observed from outside (alive(): pid and creation
 // time, on the pids the tree printed); cleanup TerminateProcess-es them, never
 // through cordon.
 import assert from 'node:assert/strict';
@@ -16,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { alive, assertUserOnlyDacl, fixtures, hardKill, join, nativeFixture, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, underWine, waitFor, waitGone, within } from './helpers.mjs';
 
 const { exe: inJobExe, skip: noInJob } = nativeFixture('in-job');
+const { exe: windowApp, skip: noWindowApp } = nativeFixture('window-app');
 // Wine answers every job's limits with zeros: there a test build of the
 // anchor (CORDON_WIN_TEST_HOOKS=1) is told the limits its job was given.
 const noJobLimits =
@@ -74,7 +76,7 @@ async function endThroughAdopter(a, all) {
 
 /** Adopts through the endpoint; the channel and the events it reports (replay first). */
 async function adopt(h, withOutput = false) {
-  const adoption = await (withOutput ? adoptWindowsTree : connectAdoptionEndpoint)(h.endpoint, h.token);
+  const adoption = await (withOutput ? adoptWindowsTree : connectAdoptionEndpoint)(h.endpoint, h.anchor, h.token);
   const events = [];
   let exited;
   const gone = new Promise((resolve) => (exited = resolve));
@@ -104,7 +106,7 @@ test('lease: the host killed hard leaves its tree running; a second host adopts 
   // ends nothing: the anchor keeps the job, the lease clock runs.
   await sleep(1500);
   assert.deepEqual(all.filter((p) => !alive(p)), [], 'nothing of the tree ended with the host');
-  const info = await within(leaseInfo(h.endpoint), 10000, 'INFO', all);
+  const info = await within(leaseInfo(h.endpoint, h.anchor), 10000, 'INFO', all);
   ctx.diagnostic(`INFO: ${JSON.stringify(info)}`);
   assert.equal(info.rootRunning, true);
   assert.ok(info.leftMs !== null && info.leftMs > 0 && info.leftMs <= 60000, `lease left ${info.leftMs}`);
@@ -118,17 +120,17 @@ test('lease: the host killed hard leaves its tree running; a second host adopts 
   const ready = first.events.find(([e]) => e === 'ready');
   assert.equal(ready[1], h.pids['tree.root'], 'the replay names the tree root');
   assert.equal(ready[2], 'job-object');
-  assert.equal((await leaseInfo(h.endpoint)).leftMs, null, 'INFO while a host is attached');
+  assert.equal((await leaseInfo(h.endpoint, h.anchor)).leftMs, null, 'INFO while a host is attached');
   first.adoption.socket.destroy();
   await within(
     (async () => {
-      while ((await leaseInfo(h.endpoint)).leftMs === null) await sleep(100);
+      while ((await leaseInfo(h.endpoint, h.anchor)).leftMs === null) await sleep(100);
     })(),
     10000,
     'the lease clock to start again',
     all,
   );
-  const again = await leaseInfo(h.endpoint);
+  const again = await leaseInfo(h.endpoint, h.anchor);
   assert.ok(again.leftMs > 50000, `the clock restarted in full (left ${again.leftMs})`);
 
   // The second adopter ends the tree: QUIET, the anchor exits, nothing is left.
@@ -161,7 +163,7 @@ test('lease: while its host lives, a leased tree is that host\'s as any other (t
   t.add(channel.pid);
   const pids = await readPids(channel.child.stdout, t);
   const all = [channel.pid, ...Object.values(pids)];
-  assert.equal((await leaseInfo(leaseEndpoint(`${channel.pid}-${id}`))).leftMs, null, 'INFO: a host is attached');
+  assert.equal((await leaseInfo(leaseEndpoint(`${channel.pid}-${id}`), channel.pid)).leftMs, null, 'INFO: a host is attached');
   channel.terminate(0);
   await within(gone, 20000, 'the anchor to exit after KILL', all);
   assert.ok(events.some(([e]) => e === 'quiescent'), JSON.stringify(events));
@@ -185,7 +187,27 @@ test('lease: nobody adopts, the lease runs out and the tree is ended', async (ct
   // (The anchor starts its clock when it sees EOF, after the kill.)
   assert.ok(took >= leaseMs - 200, `ended only after the lease (${took} ms)`);
   // The endpoint went with the anchor.
-  await assert.rejects(leaseInfo(h.endpoint), { code: 'ERR_CORDON_UNKNOWN_TREE' });
+  await assert.rejects(leaseInfo(h.endpoint, h.anchor), { code: 'ERR_CORDON_UNKNOWN_TREE' });
+});
+
+test('lease: once the lease ran out, the endpoint answers until its anchor exits (ADOPT: DENIED expired), so the name is never free while the anchor is alive', { skip: noWindowApp }, async (ctx) => {
+  const t = track(ctx);
+  const closed = join(t.tmp(), 'closed.txt');
+  const graceMs = 8000;
+  // The teardown lasts its grace: a member with a window gets WM_CLOSE (and
+  // ends), the root ignores CTRL_BREAK and has no window, so it ends only at
+  // the forced stop after the grace.
+  const h = await leasedTree(t, 2000, ['--window', windowApp, closed, '--ignore-break'], { CORDON_TEST_LEASE_GRACE: String(graceMs) });
+  const all = [h.anchor, ...h.tree];
+  await killHost(ctx, h);
+  await waitFor(() => existsSync(closed), { timeout: 20000, what: 'the lease to run out (the window told to close)' });
+  assert.ok(alive(h.anchor), 'the anchor is in its teardown');
+  const err = await within(connectAdoptionEndpoint(h.endpoint, h.anchor, h.token).catch((e) => e), 5000, 'ADOPT after the lease ran out', all);
+  ctx.diagnostic(`ADOPT during the teardown: ${err.code} ${err.why ?? err.message}`);
+  assert.equal(err.code, 'ERR_CORDON_ADOPT_DENIED');
+  assert.equal(err.why, 'expired');
+  assert.ok(alive(h.anchor), 'the anchor was alive when it answered');
+  await waitGone(all, graceMs + 15000);
 });
 
 test('lease: a host that exits normally (its exit hook runs) leaves a leased tree running', async (ctx) => {
@@ -306,7 +328,7 @@ test('lease: the leased anchor asks whether it can outlive its host: in a Job Ob
 test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
   const { h, all } = await orphanedTree(ctx, track(ctx));
   const wrong = hex(16);
-  await assert.rejects(connectAdoptionEndpoint(h.endpoint, wrong), { code: 'ERR_CORDON_ADOPT_DENIED' });
+  await assert.rejects(connectAdoptionEndpoint(h.endpoint, h.anchor, wrong), { code: 'ERR_CORDON_ADOPT_DENIED' });
   assert.ok(all.every(alive), 'a refused adopter changes nothing');
   // A client that connects and says nothing is dropped (after 5 s), and
   // holds nobody up for longer: the endpoint serves the next one.
@@ -343,7 +365,7 @@ test('lease: a root that exited while no host was attached: the adopter gets its
   await waitGone([h.pids['tree.root']], 10000);
   const all = [h.anchor, h.pids['tree.gc0']];
   assert.ok(all.every(alive), 'the anchor and the grandchild live on');
-  assert.equal((await leaseInfo(h.endpoint)).rootRunning, false);
+  assert.equal((await leaseInfo(h.endpoint, h.anchor)).rootRunning, false);
   const a = await within(adopt(h), 10000, 'the adoption', all);
   await waitFor(() => a.events.some(([e]) => e === 'leftEnd'), { timeout: 10000, what: 'the replayed LEFTEND' });
   const names = a.events.map(([e]) => e);
@@ -368,7 +390,7 @@ test('lease: a result the host never read (it stopped reading, then was killed) 
   let info;
   await waitFor(
     async () => {
-      info = await leaseInfo(h.endpoint).catch(() => undefined);
+      info = await leaseInfo(h.endpoint, h.anchor).catch(() => undefined);
       return info?.rootRunning === false;
     },
     { timeout: 10000, what: `the quiescent anchor to hold the result (anchor alive: ${alive(h.anchor)})` },
@@ -396,7 +418,7 @@ test('lease: output with no host attached goes to the log; after adoption it str
   await waitFor(() => ticks() > seen, { timeout: 5000, what: 'more output in the log' });
   assert.ok(all.every(alive), 'writing with its host gone harms nobody in the tree');
   // Only the host that adopted the tree gets its output.
-  await assert.rejects(connectAdoptionOutput(h.endpoint, h.token, 1), { code: 'ERR_CORDON_ADOPT_DENIED' });
+  await assert.rejects(connectAdoptionOutput(h.endpoint, h.anchor, h.token, 1), { code: 'ERR_CORDON_ADOPT_DENIED' });
   const a = await within(adopt(h, true), 10000, 'the adoption', all);
   assert.equal(a.adoption.logPath, log, 'ADOPTED names the log');
   assert.deepEqual(a.adoption.relayed, { stdout: true, stderr: false }, 'ADOPTED says which streams are relayed');
