@@ -30,7 +30,13 @@ export interface RunStdio {
    * terminal, whose input has no end). `failed`: the input stream or file
    * failed while it was read (stdin is ended; the caller decides the rest).
    */
-  feed(stdin: Writable | null, terminal: boolean, failed: (source: 'input' | 'inputFile', error: unknown) => void): void;
+  /**
+   * Starts feeding stdin; the returned function, called once the tree has
+   * settled, closes the input file cordon opened (if the command has not read
+   * it to its end) and resolves once its descriptor is closed: run() resolves
+   * only then, so the host keeps no descriptor of it after.
+   */
+  feed(stdin: Writable | null, terminal: boolean, failed: (source: 'input' | 'inputFile', error: unknown) => void): () => Promise<void>;
   /** The command never ran: close what was opened for it. */
   abandon(): void;
 }
@@ -86,14 +92,20 @@ export function runStdio(options: RunStdioOptions): RunStdio {
   return {
     stdio: spawnStdio ?? stdio,
     feed(stdin, terminal, failed) {
-      if (!stdin) return;
+      const none = () => Promise.resolve();
+      if (!stdin) {
+        this.abandon();
+        return none;
+      }
       const stream = fileFd !== undefined ? createReadStream('', { fd: fileFd }) : input instanceof Readable ? input : undefined;
       if (!stream) {
         if (input === undefined) stdin.end();
         else if (terminal) stdin.write(input as string | Uint8Array);
         else stdin.end(input as string | Uint8Array);
-        return;
+        return none;
       }
+      // The file's descriptor is closed when its stream closes (after its end, or destroyed).
+      const fileClosed = fileFd !== undefined ? new Promise<void>((resolve) => stream.once('close', () => resolve())) : undefined;
       stream.pipe(stdin, { end: !terminal });
       // The command stopped reading (it exited, or closed its stdin): the file
       // cordon opened is closed; a caller's stream is let go, not destroyed.
@@ -107,6 +119,11 @@ export function runStdio(options: RunStdioOptions): RunStdio {
         if (!terminal) stdin.end();
         failed(source!, error);
       });
+      if (!fileClosed) return none;
+      return () => {
+        if (!stream.destroyed && !stream.closed) stream.destroy();
+        return fileClosed;
+      };
     },
     abandon() {
       if (fileFd !== undefined) closeSync(fileFd);

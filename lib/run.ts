@@ -205,7 +205,7 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
   // is stopped, and run() rejects with ERR_CORDON_INPUT (never a result that
   // looks whole).
   let inputFailure: CordonError | undefined;
-  io.feed(proc.stdin, terminal, (source, cause) => {
+  const inputClosed = io.feed(proc.stdin, terminal, (source, cause) => {
     inputFailure ??= errors.inputFailed(source, cause);
     void proc.terminate({ grace: duration('interruptGrace', spawnOptions.interruptGrace, DEFAULT_INTERRUPT_GRACE_MS) }).catch(() => {});
   });
@@ -229,19 +229,22 @@ export async function run(command: string, argsOrOptions: readonly string[] | Ru
   try {
     result = await proc.result;
   } catch (error) {
+    void inputClosed();
     const e = error as CordonError;
     const r = e.result as ContainedResult | undefined;
     if (r) Object.assign(e, output(), { exitCode: r.exitCode, signal: r.signal });
     throw describe(e, r);
   }
   if (inputFailure) {
+    void inputClosed();
     Object.assign(inputFailure, output(), { result, exitCode: result.exitCode, signal: result.signal });
     throw describe(inputFailure, result);
   }
   // The streams are ended, released by every writer, or destroyed at the
   // wait delay: their close is near. Bounded all the same.
   const bound = new Promise<void>((resolve) => setTimeout(resolve, duration('waitDelay', spawnOptions.waitDelay, DEFAULT_WAIT_DELAY_MS)).unref());
-  await Promise.race([Promise.all([out.done, err.done]), bound]);
+  // The input file cordon opened is closed too (the host keeps no descriptor of it).
+  await Promise.race([Promise.all([out.done, err.done, inputClosed()]), bound]);
 
   const failure = failureOf(result, overflow, maxBuffer);
   const full: RunResult<string | Buffer | undefined> = {
