@@ -337,7 +337,7 @@ class ProcessGroupTier : public Tier {
     }
     trace("quiescence: %d walk(s), %s", walks, !none ? "a marked member found" : settled ? "none found" : "none found, not settled");
     if (none && settled) return true;
-    // Found while forcing: the next round stops and kills it, freeze first.
+    // Found (or not settled) while forcing: the next round freezes and kills again.
     if (host_.termination().forcing()) frozen_ = false;
     return false;
   }
