@@ -731,7 +731,8 @@ LineageIds lineage_ids_of(int64_t pid) {
 // the next listing, which that round's new member makes happen. They go on,
 // too, while a process the listing had alive (before the caller's entry: the
 // kernel's list of live processes, not its zombies) is gone or a zombie when
-// read: it may have forked after the listing and exited, and its child, a
+// read, or goes while the caller checks it (Visit::kGone: its environment
+// could no longer be read): it may have forked after the listing and exited, and its child, a
 // member if it was one, is in the next listing only (a pid hopper that hops
 // between the listing and the read: then the walk would read nothing of it).
 // The last round, read whole with nothing gone and no new member, is what
@@ -777,6 +778,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       n++;
       Visit next = visit(identity(in));
       if (next == Visit::kMember) fresh++;
+      if (next == Visit::kGone) gone++;  // (exited while the caller checked it)
       if (!(go_on = next != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
     if (go_on && fresh == 0 && gone == 0) {

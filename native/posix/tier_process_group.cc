@@ -594,6 +594,7 @@ class ProcessGroupTier : public Tier {
       }
       if (!known_.lineage().parent_known(listed) && !readings_.marked(listed, walk)) {
         if (listed.parent_unique_id != 0 || listed.parent_id_version != 0) unclaimed.push_back(listed);
+        if (walk.went) return Visit::kGone;  // (it may have forked a member meanwhile: cordon.h)
         return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
       }
       claim(listed);
@@ -651,7 +652,10 @@ class ProcessGroupTier : public Tier {
         if (listed.pid == pin_ || listed.pgid == group_) return Visit::kNext;  // the group had its SIGKILL
         bool member = known_.knows(listed) || frozen.count(listed.ppid) != 0 || known_.lineage().parent_known(listed) ||
                       readings_.marked(listed, walk);
-        if (!member) return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
+        if (!member) {
+          if (walk.went) return Visit::kGone;  // (it may have forked a member meanwhile: cordon.h)
+          return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
+        }
         if (stop(listed)) {
           found = true;
           found_outside_ = true;
