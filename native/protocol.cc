@@ -180,10 +180,16 @@ bool same_token(const std::string& a, const std::string& b) {
 // Each member as <pid>:<state> (its state letter as the listing read it:
 // 'D' is a wait in the kernel that SIGKILL does not end; '?' where the
 // listing reads none), so that the host's error says why it is stuck.
+// Linux's /proc tells running from sleeping from waiting uninterruptibly;
+// XNU's p_stat does not (a wait in the kernel reads as SRUN), nor does
+// Windows: there only a zombie or a stopped member is told, the rest is '?'.
 std::string stuck(const std::vector<Member>& members) {
   std::string line = start(Verb::kStuck);
   for (auto& m : members) {
     char state = (m.state >= 'A' && m.state <= 'Z') || (m.state >= 'a' && m.state <= 'z') ? m.state : '?';
+#if !CORDON_LINUX_PROC
+    if (state == 'R' || state == 'S') state = '?';
+#endif
     arg(line, std::to_string(static_cast<long long>(m.pid)) + ':' + state);
   }
   return end(line);
