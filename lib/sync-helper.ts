@@ -10,7 +10,7 @@
 // maxBuffer counts every pipe and the report is not the command's output. Its host gone (SIGKILL, a crash: this process is
 // reparented) it exits, and its tree ends with it (CONTRACT C8); a signal that
 // stops it (spawnSync's maxBuffer) stops the tree the same way.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, writeSync } from 'node:fs';
 import { spawn } from './process.js';
 import type { CordonError } from './errors.js';
 
@@ -37,13 +37,48 @@ const failed = (error: unknown): void => {
   report({ error: { code: String(e.code ?? 'EINVAL'), errno: e.errno, stage: e.stage, message: e.message } });
 };
 
+// The command's stdout and stderr reach this helper's own (what spawnSync
+// reads, or the caller's descriptors) through cordon's pipes, relayed here,
+// never inherited: a descendant that keeps a pipe open (a setsid escapee the
+// tier cannot see) then holds cordon's pipe, which the wait delay bounds, and
+// not spawnSync's, which would keep the synchronous call waiting until it
+// exits. This helper is the only writer of its own: when it exits, spawnSync
+// has all the output and returns.
+function relay(from: NodeJS.ReadableStream | null, fd: number): Promise<void> {
+  if (!from) return Promise.resolve();
+  from.on('data', (chunk: Buffer) => {
+    for (let off = 0; off < chunk.length; ) {
+      try {
+        off += writeSync(fd, chunk, off);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') continue; // a non-blocking descriptor, full for now
+        from.removeAllListeners('data');
+        from.resume();
+        return; // the reader is gone (EPIPE): the rest flows away
+      }
+    }
+  });
+  return new Promise((resolve) => {
+    from.once('end', resolve);
+    from.once('close', resolve);
+  });
+}
+
 try {
-  const proc = spawn(request.file, request.args, { ...request.options, stdio: 'inherit' });
+  const proc = spawn(request.file, request.args, { ...request.options, stdio: ['inherit', 'pipe', 'pipe'] });
+  const relayed = Promise.all([relay(proc.stdout, 1), relay(proc.stderr, 2)]);
   proc.on('spawn', (pid) => report({ pid }));
-  proc.result.then(
-    (result) => report({ exit: { code: result.exitCode, signal: result.signal, reason: result.reason } }),
-    failed,
-  ).finally(() => clearInterval(watch));
+  proc.result
+    .then(
+      (result) => report({ exit: { code: result.exitCode, signal: result.signal, reason: result.reason } }),
+      failed,
+    )
+    // The streams end or are destroyed by the time the result settles (the wait delay bounds them); bounded here all the same.
+    .then(() => Promise.race([relayed, new Promise((resolve) => setTimeout(resolve, 5000).unref())]))
+    .finally(() => {
+      clearInterval(watch);
+      process.exit(0);
+    });
 } catch (error) {
   failed(error);
   clearInterval(watch);

@@ -18,6 +18,7 @@ import { ensureDist } from './helpers/host.js';
 import { useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { escapePromised, tier } from './helpers/tier.js';
 import { observer } from './helpers/observer.js';
+import { promised } from './helpers/time.js';
 
 const sleepers = (t: ReturnType<typeof useTag>) => t.procs().filter((p) => p.command === 'sleep 600' && p.state !== 'Z');
 
@@ -309,6 +310,36 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
     const alive = sleepers(t).length;
     expect(stdout).toBe('hi\n');
     noSleeperLeft(t, alive, 'when execSync returned');
+  });
+
+  // The synchronous call is bounded by the wait delay, not by a descendant
+  // that keeps its stdout: one the tier cannot see (the process-group tier:
+  // env -i scrubs the marker and the tag, setsid leaves the group; the other
+  // tiers end it with the tree) holds cordon's pipe, which the wait delay
+  // closes, never spawnSync's (the helper relays the output). With the pipe
+  // inherited instead, the call waits the escapee's 600 s in that tier.
+  it('execSync returns at the wait delay when a descendant the tier cannot end keeps its stdout (the process-group tier: env -i, setsid), with the output written before', async () => {
+    const t = useTag();
+    await ensureDist();
+    const escapees: number[] = [];
+    // Untagged (env -i): ended by pid, by this test's own cleanup.
+    onTestFinished(() => {
+      for (const pid of escapees) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    });
+    const began = Date.now();
+    const stdout = execSync('env -i setsid sleep 600 & echo "PID $!"; echo hi', { env: t.env, encoding: 'utf8', waitDelay: 1000 } as never) as unknown as string;
+    const took = Date.now() - began;
+    const pid = Number(/^PID (\d+)$/m.exec(stdout)?.[1]);
+    if (pid > 0) escapees.push(pid);
+    expect(stdout).toMatch(/\nhi\n$/);
+    // A hang would be the escapee's 600 s; the promise is the wait delay (1 s) after the root's exit.
+    expect(took, 'execSync took').toBeLessThan(promised(1000) + 5000);
   });
 
   // maxBuffer counts the command's output only: a command that prints
