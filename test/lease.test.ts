@@ -204,7 +204,10 @@ describe('leases and adoption (issue #17)', () => {
     expect(exit.code, cli.err.text).toBe(75);
     expect(cli.err.text).toContain('ERR_CORDON_TIMEOUT');
     process.kill(anchor, 'SIGCONT');
-    expect((await registry.adoptable()).find((e) => e.id === l.id)).toMatchObject({ answered: true, rootRunning: true });
+    // Resumed, it answers again: the first listing may still come before it runs (a loaded machine), so asked until it does (bounded).
+    let relisted: Awaited<ReturnType<typeof registry.adoptable>>[number] | undefined;
+    await waitFor(async () => (relisted = (await registry.adoptable()).find((e) => e.id === l.id))?.answered === true, { timeout: watchdog(10_000), what: 'the resumed anchor to answer', watch: [t.tag, anchor] });
+    expect(relisted).toMatchObject({ answered: true, rootRunning: true });
     const proc = await registry.adopt(l.id, { token: l.token });
     await within(proc.terminate({ grace: 500 }), watchdog(10_000), 'terminate() of the adopted tree', t.tag);
     await waitGone(t, 2000);
