@@ -183,10 +183,13 @@ async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promis
 
 // On the model of XNU the darwin build let a tagged generation of this hopper
 // outlive terminate() or kill() in 1 of 3 rounds, in 3 of 4 runs (2026-12-06,
-// rehearsals 6-8): an open finding of issue #43 (the model's kernel is told of
-// forks late, or the darwin sweep misses a generation: not yet told apart), so
-// not asserted there until explained. Linux runs it in every tier.
-const forcedWhy = hopperWhy || (xnu && process.platform === 'linux' ? "on the model of XNU a generation outlived the forced stop in some rounds (an open finding of #43, docs/xnu-model.md): not asserted there until explained" : '');
+// rehearsals 6-8), and once the lease's end under heavy load: an open finding
+// of issue #43, diagnosed since (docs/xnu-model.md): the darwin sweep takes one
+// walk that read a listed generation already gone for proof that none is
+// left, and its child, forked after the listing, runs on. A fix is not on main
+// yet, so these are not asserted there. Linux runs them in every tier.
+const modelFinding = xnu && process.platform === 'linux' ? 'on the model of XNU the darwin sweep can take one walk that read a hopping generation already gone for quiescence (an open finding of #43, docs/xnu-model.md): not asserted there until fixed' : '';
+const forcedWhy = hopperWhy || modelFinding;
 describe('C2/C3: the forced stop ends a setsid hopper that ignores the polite signals', () => {
   for (const how of ['terminate()', 'kill()'] as const) {
     itWhere(forcedWhy === '', `by ${how}${how === 'terminate()' ? ' with a 300 ms grace' : ''}: nothing tagged is alive when it resolves (3 rounds)`, forcedWhy, async () => {
@@ -224,7 +227,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
     await expectStoppedWithoutHost(t, file, 'the host was SIGKILLed', watchdog(15_000));
   }, watchdog(90_000));
 
-  itWhere(hopperWhy === '', 'a lease that runs out with no host attached: the hopper stops and nothing tagged is left', hopperWhy, async () => {
+  itWhere((hopperWhy || modelFinding) === '', 'a lease that runs out with no host attached: the hopper stops and nothing tagged is left', hopperWhy || modelFinding, async () => {
     const t = useTag();
     const { env: runtimeEnv } = useRuntime(t);
     const { file, env } = hopperFor(t, runtimeEnv);
