@@ -22,7 +22,8 @@
 // 2-core machine run nothing else heavy meanwhile. A failing test of a
 // mutant's run may be a flake rather than the mutant: the table lists the
 // first failing tests, and --baseline shows whether they pass unmutated.
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { runInGroup } from './lib/run-group.mjs';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -206,27 +207,9 @@ function parseArgs(argv) {
 }
 
 /** Runs a command in `cwd`, its own process group, killed by that group's id past `ms`. */
-function run(cmd, args, cwd, ms) {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const c = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    c.stdout.on('data', (d) => (out += d));
-    c.stderr.on('data', (d) => (out += d));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-c.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }, ms);
-    c.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out, timedOut, ms: Date.now() - started });
-    });
-  });
+async function run(cmd, args, cwd, ms) {
+  const r = await runInGroup(cmd, args, { cwd, timeoutMs: ms });
+  return { code: r.code, signal: r.signal, out: r.all, timedOut: r.timedOut, ms: r.ms };
 }
 
 /** A scratch copy of HEAD, with this checkout's build/ and dist/ (times kept) and its node_modules linked. */

@@ -8,7 +8,8 @@
 // `apt-get source --download-only` with a deb-src list of this script's own
 // (nothing of the system's apt configuration changes). Only test/common,
 // test/fixtures and test/parallel/test-child-process-* are extracted.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { runInGroup } from '../lib/run-group.mjs';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
@@ -102,54 +103,26 @@ function flags(source) {
 /**
  * Runs one test file with this node, with `child_process` swapped for cordon's
  * or not. It runs in a process group of its own, which is SIGKILLed when it
- * ends (or after 60 s): what it leaves is ended with it. Every process it
+ * ends (or after 60 s): what it leaves is ended with it (scripts/lib/run-group.mjs). Every process it
  * starts carries CORDON_TEST_TAG (the suite's leak checks see them).
  */
-export function runOne(root, file, swapped, tag = `node-tests-${process.pid}`) {
+export async function runOne(root, file, swapped, tag = `node-tests-${process.pid}`) {
   const path = join(root, 'test', 'parallel', file);
   const missing = join(tmpdir(), `cordon-node-tests-missing-${process.pid}-${Math.random().toString(36).slice(2)}`);
   const args = [...flags(readFileSync(path, 'utf8'))];
   if (swapped) args.unshift('--import', join(here, 'swap.mjs'));
   args.push(path);
-  const began = Date.now();
-  return new Promise((done) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        CORDON_TEST_TAG: process.env.CORDON_TEST_TAG ?? tag,
-        CORDON_NODE_TESTS_MODULE: join(repo, 'dist', 'child_process.js'),
-        CORDON_NODE_TESTS_MISSING: missing,
-        NODE_TEST_DIR: mkdtempSync(join(tmpdir(), 'cordon-node-test-')),
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout = (stdout + d).slice(-20_000)));
-    child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-20_000)));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, TIMEOUT_MS);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      // The group is ours (its leader was our child; detached made it): what the test left in it ends now.
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // empty
-      }
-      const asked = existsSync(missing) ? [...new Set(readFileSync(missing, 'utf8').split('\n').filter(Boolean))] : [];
-      rmSync(missing, { force: true });
-      rmSync(child.spawnargs.length ? '' : '', { force: true });
-      done({ ok: code === 0 && !timedOut, code, signal, timedOut, ms: Date.now() - began, stdout, stderr, missing: asked, flags: args.filter((a) => a.startsWith('--') && a !== '--import') });
-    });
-  });
+  const testDir = mkdtempSync(join(tmpdir(), 'cordon-node-test-'));
+  const env = {
+    ...process.env,
+    CORDON_TEST_TAG: process.env.CORDON_TEST_TAG ?? tag,
+    CORDON_NODE_TESTS_MODULE: join(repo, 'dist', 'child_process.js'),
+    CORDON_NODE_TESTS_MISSING: missing,
+    NODE_TEST_DIR: testDir,
+  };
+  const r = await runInGroup(process.execPath, args, { cwd: root, env, timeoutMs: TIMEOUT_MS, endGroup: true, keepChars: 20_000 });
+  const asked = existsSync(missing) ? [...new Set(readFileSync(missing, 'utf8').split('\n').filter(Boolean))] : [];
+  rmSync(missing, { force: true });
+  rmSync(testDir, { recursive: true, force: true });
+  return { ok: r.code === 0 && !r.timedOut, code: r.code, signal: r.signal, timedOut: r.timedOut, ms: r.ms, stdout: r.stdout, stderr: r.stderr, missing: asked, flags: args.filter((a) => a.startsWith('--') && a !== '--import') };
 }
