@@ -10,7 +10,8 @@
 // maxBuffer counts every pipe and the report is not the command's output. Its host gone (SIGKILL, a crash: this process is
 // reparented) it exits, and its tree ends with it (CONTRACT C8); a signal that
 // stops it (spawnSync's maxBuffer) stops the tree the same way.
-import { appendFileSync, writeSync } from 'node:fs';
+import { appendFileSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { spawn } from './process.js';
 import type { CordonError } from './errors.js';
 
@@ -28,8 +29,12 @@ const request = JSON.parse(process.env.CORDON_SYNC_REQUEST ?? '{}') as { file: s
 delete process.env.CORDON_SYNC_REQUEST;
 
 const host = process.ppid;
+// The host gone (it would have removed the report's directory after the
+// call): nobody reads the report, so the directory goes with this helper.
 const watch = setInterval(() => {
-  if (process.ppid !== host) process.exit(1);
+  if (process.ppid === host) return;
+  if (reportFile && basename(dirname(reportFile)).startsWith('cordon-sync-')) rmSync(dirname(reportFile), { recursive: true, force: true });
+  process.exit(1);
 }, 100);
 
 const failed = (error: unknown): void => {

@@ -202,7 +202,6 @@ void PtyRelay::finish() {
   close_fd(in_);
   to_terminal_.clear();
   hand_over_rest();
-  if (!to_host_.empty()) write_output();
   int64_t last = monotonic_ms();
   for (;;) {
     close_when_delivered();
@@ -224,8 +223,7 @@ void PtyRelay::finish() {
     // What the terminal gives after the tree's end (the kernel may still be
     // moving the last writes to the master when the tree is seen gone) goes
     // to the pipe the same way, grown again to hold it.
-    hand_over_rest();
-    if (!to_host_.empty()) took = write_output();
+    took = hand_over_rest();
     if (took || to_host_.size() != had || master_open != (master_ >= 0)) last = monotonic_ms();
   }
   to_host_.clear();
@@ -240,9 +238,9 @@ void PtyRelay::finish() {
 // nothing). finish() calls this again for whatever the terminal gives later,
 // until its end (EIO). Where the pipe cannot grow (no F_SETPIPE_SZ: macOS;
 // the user's pipe quota; not a pipe) finish() delivers as before.
-void PtyRelay::hand_over_rest() {
+bool PtyRelay::hand_over_rest() {
 #ifdef F_SETPIPE_SZ
-  if (out_ < 0) return;
+  if (out_ < 0) return false;
   if (master_ >= 0) {
     char buf[16384];
     // Bounded all the same: a process the tier cannot see (the process-group
@@ -261,15 +259,33 @@ void PtyRelay::hand_over_rest() {
       break;
     }
   }
-  if (to_host_.empty()) return;
+  if (to_host_.empty()) return false;
   int held = 0;
   int size = fcntl(out_, F_GETPIPE_SZ);
-  if (size < 0 || ioctl(out_, FIONREAD, &held) != 0) return;
+  if (size < 0 || ioctl(out_, FIONREAD, &held) != 0) return write_output();
   size_t need = static_cast<size_t>(held) + to_host_.size();
-  if (need <= static_cast<size_t>(size)) return;
-  if (need > static_cast<size_t>(INT_MAX) || fcntl(out_, F_SETPIPE_SZ, static_cast<int>(need)) < 0) {
+  if (need > static_cast<size_t>(size) &&
+      (need > static_cast<size_t>(INT_MAX) || fcntl(out_, F_SETPIPE_SZ, static_cast<int>(need)) < 0)) {
     trace("terminal output: the host's pipe not grown to %zu bytes (%s)", need, strerror(errno));
   }
+  bool took = write_output();
+  // A pipe's room is counted in pages, not bytes: a write that does not fit
+  // what is left of the last page starts a new one, so a pipe grown to the
+  // bytes it must hold can still refuse some (the host stalled, the output
+  // came in many small writes). Doubled until it takes the rest, up to
+  // kRestCap beyond the bytes.
+  while (out_ >= 0 && !to_host_.empty()) {
+    size = fcntl(out_, F_GETPIPE_SZ);
+    if (size < 0 || static_cast<size_t>(size) >= need + kRestCap || size > INT_MAX / 2) break;
+    if (fcntl(out_, F_SETPIPE_SZ, size * 2) < 0) {
+      trace("terminal output: the host's pipe not grown to %d bytes (%s)", size * 2, strerror(errno));
+      break;
+    }
+    took = write_output() || took;
+  }
+  return took;
+#else
+  return !to_host_.empty() && write_output();
 #endif
 }
 

@@ -85,7 +85,8 @@ class PtyRelay {
 
  private:
   // Linux: the terminal's rest read whole and the host's pipe grown to hold it (finish()).
-  void hand_over_rest();
+  // (Writes what it can to the host; true when the host's pipe took some.)
+  bool hand_over_rest();
   void read_master();
   void write_master();
   void read_input();
