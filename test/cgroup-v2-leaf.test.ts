@@ -87,7 +87,11 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     const init = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [1, process.pid], type: 'domain' });
     expect(refusal(() => prepareLeafAt(init))).toMatchObject({ reason: 'not-alone', pids: [1] });
     expect(existsSync(`${init}/cordon-host`)).toBe(false);
+    // Ended and reaped here, not left dying for the tag's leak check (which
+    // once saw it still running, SIGKILL not yet taken, and called it a leak).
+    const gone = new Promise((resolve) => sibling.once('exit', resolve));
     sibling.kill('SIGKILL');
+    await within(gone, watchdog(5000), 'the sibling to exit after SIGKILL', t.tag);
   });
 
   it('some controllers enabled already: only the others are enabled', () => {
