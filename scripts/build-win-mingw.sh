@@ -41,5 +41,5 @@ if [[ ${CORDON_TEST_HOOKS:-} == 1 ]]; then HOOKS=(-DCORDON_TEST_HOOKS); fi
 "$WINDRES" -O coff -I native/win -o build-win/obj/cordon-anchor.res.o native/win/cordon-anchor.rc
 "$CXX" "${FLAGS[@]}" "${HOOKS[@]}" -o "$OUT/cordon-anchor.exe" build-win/obj/cordon-anchor.res.o \
   native/win/anchor.cc native/win/channel.cc native/win/control.cc native/win/job.cc native/win/launch.cc native/win/lease.cc native/win/lease_job.cc \
-  native/win/relay.cc native/win/released.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32 -luser32
+  native/win/pty.cc native/win/relay.cc native/win/released.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32 -luser32
 echo "built $OUT/cordon-anchor.exe${HOOKS[*]:+ (test build: ${HOOKS[*]})}$([[ ${2:-} != anchor ]] && echo " and $OUT/cordon.node")"

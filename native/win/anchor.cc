@@ -28,7 +28,7 @@ void usage(const char* why) {
   protocol::print_usage(why,
                         "cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
                         "       [--memory BYTES] [--max-processes N] [--cpu-quota US]\n"
-                        "       [--cmd-shell] [--hide-window] [--watch-fd N]... [--lease MS --lease-id HEX16] [--trace FILE]\n"
+                        "       [--cmd-shell] [--hide-window] [--watch-fd N]... [--lease MS --lease-id HEX16] [--pty COLS ROWS] [--trace FILE]\n"
                         "       -- PATH ARGV0 [ARGS...]",
                         "at fds 3 (out) and 4 (in)");
   ExitProcess(protocol::kUsageExit);
@@ -46,7 +46,7 @@ Options parse() {
   o.tier = "job-object";
   const unsigned extra = protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption |
                          protocol::kLimitOptions | protocol::kLeaseOptions | protocol::kLogOption |
-                         protocol::kHideWindowOption;
+                         protocol::kHideWindowOption | protocol::kPtyOption;
   protocol::parse_options(argc, argv, extra, o, usage, open_trace);
   LocalFree(argv);
   if (o.tier != "job-object") usage("unknown tier");

@@ -30,6 +30,7 @@ constexpr ULONG_PTR kKeyControl = 2;  // reads of the first host's control pipe 
 constexpr ULONG_PTR kKeyRoot = 3;     // the root exited (posted by its waiter)
 constexpr ULONG_PTR kKeyOut = 4;      // writes to the first host's pipe (fd 3)
 constexpr ULONG_PTR kKeyEndpoint = 5;  // the lease endpoint's instances (and an adopter's connection)
+constexpr ULONG_PTR kKeyTerminal = 6;  // --pty: the terminal's output is over (posted by its output thread)
 
 // What our forced stop (TerminateJobObject, TerminateProcess) gives every
 // member: not 1 (Node's kill() code), which a program also exits with by

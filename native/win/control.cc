@@ -39,6 +39,7 @@
 #include "job.h"
 #include "launch.h"
 #include "lease.h"
+#include "pty.h"
 #include "relay.h"
 #include "released.h"
 
@@ -97,14 +98,16 @@ class Anchor : public EndpointHost {
     if (leased() && !lease_can_hold()) return finish();
     if (!open_job()) return finish();
     if (leased() && !open_endpoint()) return finish();
+    if (opts_.pty_cols > 0 && !open_terminal()) return finish();
     if (leased()) relays_.start(opts_);
     released_.start(opts_.watch_fds);
     const HANDLE channel[2] = {host_.out, host_.in};
-    std::string failed = launch(opts_, leased(), job_, port_, channel, root_);
+    std::string failed = launch(opts_, leased(), job_, port_, channel, root_, pty_.active() ? &pty_ : nullptr);
     if (!failed.empty()) {
       send(failed);
       return finish();
     }
+    pty_.start(port_);  // (the host's pipes are the relay's: release_stdio() closes neither)
     release_stdio();
     if (limits_asked(opts_)) send(job_.limits_report());
     send(protocol::ready(root_.pid, job_.tier(), false, std::string()));
@@ -220,6 +223,29 @@ class Anchor : public EndpointHost {
     return false;
   }
 
+  // --pty: the pseudo console, its console host in the job, before the
+  // command exists (pty.h). false: NOCONTAIN <errno> pty sent (nothing runs):
+  // no ConPTY on this Windows (ENOSYS), a leased tree (a terminal that
+  // outlives its host is POSIX's only, so far), or a console that cannot be
+  // made or contained (best-effort runs with a console host outside the job).
+  bool open_terminal() {
+    if (!PseudoConsole::available()) {
+      trace("pty: no CreatePseudoConsole in kernel32");
+      send(protocol::no_contain(ENOSYS, "pty"));
+      return false;
+    }
+    if (leased()) {
+      trace("pty: refused for a leased tree");
+      send(protocol::no_contain(ENOSYS, "pty"));
+      return false;
+    }
+    DWORD err = pty_.open(opts_.pty_cols, opts_.pty_rows, job_);
+    if (pty_.host_pid()) job_.set_not_member(pty_.host_pid());
+    if (!err || (pty_.active() && opts_.best_effort)) return true;
+    send(protocol::no_contain(win::errno_from(err), "pty"));
+    return false;
+  }
+
   // The lease endpoint's first instance, before anything runs.
   bool open_endpoint() {
     DWORD err = endpoint_.open(port_, opts_.lease_id, opts_.grace_ms);
@@ -296,6 +322,8 @@ class Anchor : public EndpointHost {
         // (One read before the root was started is carried out once it is.)
         if (root_.process) signal_root(c.signal);
         else pending_signal_ = c.signal;
+      } else if (c.verb == protocol::Verb::kResize) {
+        pty_.resize(c.cols, c.rows);
       } else if (c.verb == protocol::Verb::kDone && stage_ >= Stage::kQuiet) {
         stage_ = Stage::kDone;
       }
@@ -328,10 +356,15 @@ class Anchor : public EndpointHost {
     return out;
   }
 
-  bool tree_empty() {
+  // Every member is gone (a terminal's console host is none).
+  bool members_gone() {
     if (job_.held()) return job_.empty();
     return stage_ >= Stage::kExited;
   }
+
+  // Quiescent: every member gone and, with a terminal, its output over (the
+  // console host gone with it).
+  bool tree_empty() { return members_gone() && pty_.output_over(); }
 
   // USAGE: what the tree used (-1: not measured); nothing without a job.
   void send_usage() {
@@ -367,7 +400,7 @@ class Anchor : public EndpointHost {
   // closed after the root exited.
   void check_released() {
     released_.check();
-    if (stage_ == Stage::kExited && released_.released()) send_released();
+    if (stage_ == Stage::kExited && released_.released() && pty_.output_over()) send_released();
   }
 
   void send_released() {
@@ -379,7 +412,16 @@ class Anchor : public EndpointHost {
   // ---- the termination schedule
 
   void start_terminate(int grace_ms) {
-    if (teardown_.schedule.start(grace_ms, now_ms()) && grace_ms > 0) {
+    const bool polite = teardown_.schedule.start(grace_ms, now_ms()) && grace_ms > 0;
+    if (polite && pty_.active()) {
+      // A terminal's processes are on the pseudo console, not on a console
+      // the anchor shares (no CTRL_BREAK reaches them from here): the polite
+      // stop is the terminal closing, as on POSIX (SIGHUP): the console
+      // sends its processes CTRL_CLOSE_EVENT. And WM_CLOSE to the windows.
+      int closed = job_.close_windows();
+      pty_.close();
+      trace("terminal closed as the polite stop (%d window(s) told to close too)", closed);
+    } else if (polite) {
       // The root leads its own console process group (CREATE_NEW_PROCESS_GROUP);
       // its id stays pinned by our root handle even after the root exited.
       // And WM_CLOSE to the members' windows: a program with windows gets
@@ -462,6 +504,9 @@ class Anchor : public EndpointHost {
       if (lease_clock_running() && now_ms() >= lease_.deadline) lease_expired();
       endpoint_.tick(now_ms());
       if (teardown_.schedule.active()) step_terminate();
+      // A terminal whose members are all gone: closed, so that its console
+      // host gives its last output and exits (the output's end).
+      if (pty_.active() && stage_ >= Stage::kExited && members_gone()) pty_.close();
       check_released();
       DWORD timeout = INFINITE;
       if (teardown_.schedule.active()) {
@@ -471,6 +516,8 @@ class Anchor : public EndpointHost {
         timeout = 1000;
       }
       if (released_.watching() && timeout > 100) timeout = 100;
+      // (A terminal's members are looked at often: the console host keeps the job's count above zero.)
+      if (pty_.active() && stage_ >= Stage::kExited && !pty_.output_over() && timeout > 100) timeout = 100;
       if (lease_clock_running()) {
         int64_t left = lease_.deadline - now_ms();
         DWORD until = static_cast<DWORD>(left < 0 ? 0 : left);
@@ -499,9 +546,12 @@ class Anchor : public EndpointHost {
     } else if (key == kKeyRoot) {
       on_root_exit();
     }
+    // (kKeyTerminal, the terminal's output is over: the loop looks again.)
   }
 
   int finish() {
+    // A terminal's last output reaches the host's pipe (bounded), then its EOF.
+    pty_.finish();
     // The relays end once the tree's writers are gone; what they still copy
     // reaches its reader before the anchor exits (bounded).
     released_.close();
@@ -540,6 +590,7 @@ class Anchor : public EndpointHost {
   ReleaseWatch released_;
   Lease lease_;
   Relays relays_;  // a leased tree's captured streams
+  PseudoConsole pty_;  // --pty: the terminal
   Endpoint endpoint_{*this, lease_, relays_};
 };
 

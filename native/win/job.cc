@@ -183,12 +183,25 @@ void Job::on_message(DWORD message) {
 bool Job::empty() const {
   if (zero_) return true;
   int n = win::job_active(job_);
-  return n == 0;
+  if (n == 0) return true;
+  if (!not_member_ || n > 1) return false;
+  std::vector<Member> all;
+  win::list_job(job_, all);
+  return all.empty() || (all.size() == 1 && all[0].pid == static_cast<int64_t>(not_member_));
 }
 
 int Job::active() const { return job_ ? win::job_active(job_) : -1; }
 
-void Job::list(std::vector<Member>& out) const { win::list_job(job_, out); }
+void Job::list(std::vector<Member>& out) const {
+  win::list_job(job_, out);
+  if (!not_member_) return;
+  for (size_t i = 0; i < out.size(); i++) {
+    if (out[i].pid == static_cast<int64_t>(not_member_)) {
+      out.erase(out.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+}
 
 void Job::terminate() const { TerminateJobObject(job_, kKilledCode); }
 

@@ -83,12 +83,16 @@ class Job {
 
   // One message of the job's completion port (kKeyJob; its bytes field).
   void on_message(DWORD message);
+  // A process of the job that is not a member (a terminal's console host,
+  // pty.h): list() leaves it out, and empty() is true with it alone left.
+  void set_not_member(DWORD pid) { not_member_ = pid; }
   // No process is left in the job (ACTIVE_PROCESS_ZERO since the last new
-  // process, or the job's count says 0). Only with a job.
+  // process, or the job's count says 0), but the one set_not_member() names.
+  // Only with a job.
   bool empty() const;
   // The job's live processes (traces), or -1 without a job.
   int active() const;
-  // The job's members (win::list_job).
+  // The job's members (win::list_job), but the one set_not_member() names.
   void list(std::vector<Member>& out) const;
   // TerminateJobObject with kKilledCode.
   void terminate() const;
@@ -109,6 +113,7 @@ class Job {
   bool received_ = false;
   win::JobLimits limits_;        // what the OS accepted on the job
   // From the completion port:
+  DWORD not_member_ = 0;          // set_not_member()
   bool zero_ = false;            // ACTIVE_PROCESS_ZERO came, and no NEW_PROCESS since
   int64_t processes_now_ = 0;
   int64_t processes_peak_ = -1;  // -1: no NEW_PROCESS message came (not even the root's)

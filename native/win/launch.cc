@@ -9,6 +9,11 @@
 #include <cstring>
 #include <vector>
 
+#ifndef PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE
+// (ProcThreadAttributeValue(22, FALSE, TRUE, FALSE): headers older than Windows 10 1809 lack it.)
+#define PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE 0x00020016
+#endif
+
 namespace cordon {
 namespace anchor {
 
@@ -239,7 +244,8 @@ DWORD WINAPI root_waiter(LPVOID arg) {
 
 }  // namespace
 
-std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, const HANDLE channel[2], Root& root) {
+std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, const HANDLE channel[2], Root& root,
+                   PseudoConsole* pty) {
   close_console_host_copies(channel);
   std::wstring app;
   std::wstring line;
@@ -249,6 +255,13 @@ std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, cons
   ZeroMemory(&si, sizeof si);
   si.StartupInfo.cb = sizeof si;
   si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+  // A terminal (pty.h): the command's standard handles are the pseudo
+  // console's. STARTF_USESTDHANDLES with none given, and nothing inherited:
+  // without it Windows (and Wine) give the command the anchor's own standard
+  // handles (the host's pipes, redirected), and its output would bypass the
+  // console (microsoft/terminal#11276); with none, Windows gives it the
+  // console's. (Wine 8 gives it none: measured, pty.h.)
+  const bool terminal = pty && pty->active();
   // The show state is the caller's (windowsHide), never the anchor's own:
   // the host always starts the anchor hidden, and a command that inherited
   // that would start every window hidden. Without --hide-window the command
@@ -259,6 +272,7 @@ std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, cons
   }
   HANDLE std_handles[3] = {GetStdHandle(STD_INPUT_HANDLE), GetStdHandle(STD_OUTPUT_HANDLE),
                            GetStdHandle(STD_ERROR_HANDLE)};
+  if (terminal) std_handles[0] = std_handles[1] = std_handles[2] = nullptr;
   si.StartupInfo.hStdInput = std_handles[0];
   si.StartupInfo.hStdOutput = std_handles[1];
   si.StartupInfo.hStdError = std_handles[2];
@@ -284,9 +298,10 @@ std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, cons
   // The attribute list for one attempt, attached to `si`; 0, or the error
   // (and which attribute it was: `failed`) that kept it from being built.
   const char* failed = "";
+  void* console = terminal ? pty->handle() : nullptr;
   auto build_attrs = [&](bool with_job, bool with_handles) -> DWORD {
     si.lpAttributeList = nullptr;
-    DWORD count = (with_job ? 1 : 0) + (with_handles ? 1 : 0);
+    DWORD count = (with_job ? 1 : 0) + (with_handles ? 1 : 0) + (terminal ? 1 : 0);
     if (count == 0) return 0;
     SIZE_T size = 0;
     failed = "attribute list";
@@ -304,6 +319,10 @@ std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, cons
                                                           inherit.size() * sizeof(HANDLE), nullptr, nullptr)) {
       err = GetLastError();
       failed = "handle list";
+    } else if (terminal && !UpdateProcThreadAttribute(attrs, 0, PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE, console,
+                                                      sizeof console, nullptr, nullptr)) {
+      err = GetLastError();
+      failed = "pseudo console";
     }
     if (err) {
       DeleteProcThreadAttributeList(attrs);
@@ -318,10 +337,14 @@ std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, cons
   // leaves it out in any case).
   if (FILE* tf = protocol::trace_file()) SetHandleInformation(reinterpret_cast<HANDLE>(_get_osfhandle(_fileno(tf))), HANDLE_FLAG_INHERIT, 0);
 
-  DWORD flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT;
+  DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT;
+  // The root leads its own console process group (CTRL_BREAK goes there),
+  // except on a terminal: a new group ignores Ctrl-C, which the terminal's
+  // 0x03 must deliver (the pseudo console's processes are the tree's alone).
+  if (!terminal) flags |= CREATE_NEW_PROCESS_GROUP;
   // Leased: the anchor runs detached, with no console to share; a console
   // program gets one of its own, without a window.
-  if (leased) flags |= CREATE_NO_WINDOW;
+  if (leased && !terminal) flags |= CREATE_NO_WINDOW;
   PROCESS_INFORMATION pi;
   ZeroMemory(&pi, sizeof pi);
   BOOL ok = FALSE;
@@ -337,6 +360,7 @@ std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, cons
     if (DWORD aerr = build_attrs(with_job, with_handles)) {
       trace("cannot build the %s: error %lu", failed, aerr);
       if (with_job) continue;
+      if (terminal && strcmp(failed, "pseudo console") == 0) return protocol::no_contain(win::errno_from(aerr), "pty");
       return protocol::no_contain(win::errno_from(aerr), "handle-list");
     }
     std::vector<wchar_t> cmd(line.begin(), line.end());

@@ -28,12 +28,17 @@
 // system's cmd.exe runs verbatim as `cmd.exe /d /v:OFF /s /c "<line>"`. Any other
 // command's arguments are quoted as libuv (Node's child_process) quotes them.
 //
+// --pty (pty.h): the command is attached to the anchor's pseudo console
+// (PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE), inherits no handle, and is not put in
+// a console process group of its own (Ctrl-C must reach it).
+//
 // A leased tree's root gets CREATE_NO_WINDOW (its own hidden console: the
 // detached anchor has none to share).
 #pragma once
 
 #include "anchor.h"
 #include "job.h"
+#include "pty.h"
 
 #include <string>
 
@@ -54,7 +59,9 @@ struct Root {
 // Else the line that says why nothing runs (EXECFAIL, NOCWD, NOCONTAIN
 // job-object), for the caller to send; `root` may then hold a process that
 // was terminated.
-std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, const HANDLE channel[2], Root& root);
+// `pty`: the terminal (pty.h) the command is attached to, or nullptr.
+std::string launch(const Options& opts, bool leased, Job& job, HANDLE port, const HANDLE channel[2], Root& root,
+                   PseudoConsole* pty);
 
 // The anchor must never hold the command's pipes: closing its copies of its
 // standard handles (after launch) is what lets the host see EOF once the
