@@ -72,11 +72,11 @@ const RULES: readonly Rule[] = [
     to: '--best-effort to run with them set where the OS takes them (--json says which in limits.accepted).',
   },
   { codes: ['ERR_CORDON_CONTAINMENT'], from: /Use containment: 'best-effort' to run with the strongest tier available, or see capabilities\(\)\.$/, to: 'Use --best-effort to run with the strongest tier available, or see cordon capabilities.' },
-  // --pty where cordon has no terminal (Windows).
+  // --pty where cordon has no terminal (a Windows without ConPTY, Wine).
   {
     codes: ['ERR_CORDON_UNSUPPORTED'],
-    from: /^The option "pty" is not supported on Windows yet \(capabilities\(\)\.terminal is false there\)(.*)Run the command with pipes \(the default stdio\) instead\.$/s,
-    to: '--pty is not supported on Windows yet (cordon capabilities: guarantees.terminal is false)$1Run the command without --pty.',
+    from: /^The option "pty" is not supported here: (.*)capabilities\(\)\.terminal is false(.*)Run the command with pipes \(the default stdio\) instead\.$/s,
+    to: '--pty is not supported here: $1cordon capabilities says guarantees.terminal false$2Run the command without --pty.',
   },
   // --lease where this process's Job Object would end the leased tree (Windows).
   { codes: ['ERR_CORDON_LEASE_JOB'], from: /or spawn without `lease`\./, to: 'or run without --lease.' },

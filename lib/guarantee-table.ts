@@ -16,7 +16,7 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['anchorLossSwept', "when its anchor is killed, the host kills what it can still identify as the tree's (ERR_CORDON_ANCHOR_LOST says what)"],
   ['reapsOrphans', 'C9 orphans reaped by the anchor'],
   ['limits', 'memory / process / CPU limits (cgroup: where controllers are delegated, v2, or v1 is writable; Job Object: set with best-effort only, enforcement not observed)'],
-  ['terminal', 'contained terminal (pty option): every guarantee above with the command on a pseudo-terminal'],
+  ['terminal', 'contained terminal (pty option): every guarantee above with the command on a pseudo-terminal (Windows: not claimed by the tier; capabilities() gives it where it finds ConPTY, Windows 10 1809+ but not Wine, which only the GitHub Windows job runs)'],
   ['terminalOutputKept', "C13 a terminal's last output kept for a host whose event loop stalls as the tree ends (as a pipe's)"],
   ['confine', 'confine option: writes, reads and network confined by the kernel, every descendant included (Landlock; network namespace with CAP_SYS_ADMIN)'],
   ['cgroupNamespace', 'command in a cgroup namespace of its tree (host with CAP_SYS_ADMIN)'],

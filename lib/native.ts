@@ -20,6 +20,8 @@ export interface RawProbe {
   ctrlBreak?: boolean;
   /** Running under Wine. */
   wine?: boolean;
+  /** Windows: kernel32 has ConPTY (CreatePseudoConsole, ResizePseudoConsole, ClosePseudoConsole; Windows 10 1809+, and Wine). */
+  pseudoConsole?: boolean;
   /**
    * The process table the addon reads is XNU's (libproc, sysctl): macOS, or
    * the darwin build on Linux, on the model of XNU's process table that the

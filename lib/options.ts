@@ -10,7 +10,7 @@ import { shellOption, type ShellSpec } from './shell.js';
 import { killSignalOption, stopOption } from './stopping.js';
 import { isOwned, streamFd } from './streams.js';
 import { credentialOption } from './credentials.js';
-import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, newSessionProcessGroup, nulByte, ownedStream, stdioFdNotOpen, terminalConflict, unknownOption } from './errors.js';
+import { cwdNotDirectory, cwdUnusable, errnoName, hostCwdUnreadable, invalidArg, newSessionProcessGroup, nulByte, ownedStream, stdioFdNotOpen, terminalConflict, terminalUnsupported, unknownOption } from './errors.js';
 import { requestedTier, selectableTiers, type Tier } from './tiers.js';
 import { parseLimits, type Limits, type LimitsOption } from './limits.js';
 import { leaseOption } from './lease.js';
@@ -77,7 +77,7 @@ export interface SpawnOptionsBase {
    * controlling terminal; stdin is the terminal's input, stdout its output
    * (stderr too: proc.stderr is null); proc.resize() sets the window size.
    * `true` is 80x24 with TERM=xterm-256color (unless `env` sets TERM). Not
-   * with `stdio`; not on Windows (capabilities().terminal). Leased, the
+   * with `stdio`; on Windows only where capabilities().terminal (ConPTY; not with `lease`). Leased, the
    * terminal is kept for an adopter (its input and resize()).
    */
   pty?: boolean | TerminalOption;
@@ -330,6 +330,8 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   // A terminal is the command's stdio: stdin and stdout the host's pipes to
   // it (relayed by the anchor), stderr the terminal too (none for the host).
   const pty = terminalOption(o.pty);
+  // (A terminal that outlives its host is POSIX's: the Windows anchor refuses it too.)
+  if (pty && process.platform === 'win32' && o.lease !== undefined) throw terminalUnsupported('lease');
   if (pty) {
     if (o.stdio !== undefined) throw terminalConflict('stdio');
     stdio = ['pipe', 'pipe', 'ignore'];

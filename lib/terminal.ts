@@ -1,9 +1,19 @@
 // A contained terminal (`pty`): the command's stdio is the slave side of a
 // pseudo-terminal its anchor opens and relays (native/posix/pty_relay.h):
 // stdin is the terminal's input, stdout its output (stderr goes there too),
-// and resize() sets its window size. POSIX tiers; on Windows a pseudo
-// console is not built yet, and spawn() refuses the option.
+// and resize() sets its window size. POSIX tiers, and Windows where it has
+// ConPTY (native/win/pty.h); elsewhere on Windows (before 10 1809, Wine)
+// spawn() refuses the option.
 import { invalidArg, nulByte, terminalUnsupported } from './errors.js';
+import { probe } from './native.js';
+import { windowsTerminal } from './tiers.js';
+
+/** What this Windows host offers a terminal: ConPTY, Wine's (refused), or none. */
+function hostConsole(): 'conpty' | 'wine' | 'none' {
+  const p = probe();
+  if (windowsTerminal(p)) return 'conpty';
+  return p.wine && p.pseudoConsole ? 'wine' : 'none';
+}
 
 /** `pty: true` or its size and terminal type. */
 export interface TerminalOption {
@@ -36,7 +46,11 @@ export function windowDimension(name: string, value: unknown, fallback?: number)
 }
 
 /** The `pty` option, checked: undefined when no terminal is asked for. */
-export function terminalOption(value: unknown, platform: NodeJS.Platform = process.platform): Terminal | undefined {
+export function terminalOption(
+  value: unknown,
+  platform: NodeJS.Platform = process.platform,
+  windowsConsole: () => 'conpty' | 'wine' | 'none' = hostConsole,
+): Terminal | undefined {
   if (value === undefined || value === false) return undefined;
   if (value !== true && (typeof value !== 'object' || value === null || Array.isArray(value))) {
     throw invalidArg('pty', value, 'true, false or { cols, rows, term }', 'ERR_INVALID_ARG_TYPE');
@@ -51,7 +65,10 @@ export function terminalOption(value: unknown, platform: NodeJS.Platform = proce
     throw invalidArg('pty.term', o.term, 'a terminal type such as xterm-256color', typeof o.term === 'string' ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE');
   }
   if (typeof o.term === 'string' && o.term.includes('\0')) throw nulByte('pty.term');
-  if (platform === 'win32') throw terminalUnsupported();
+  if (platform === 'win32') {
+    const has = platform === process.platform ? windowsConsole() : 'none';
+    if (has !== 'conpty') throw terminalUnsupported(has);
+  }
   return { cols, rows, term: o.term as string | undefined };
 }
 

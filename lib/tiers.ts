@@ -15,6 +15,11 @@
 // Pure: no I/O here (the probe is passed in), so build tooling can read it.
 import type { RawProbe } from './native.js';
 
+/** Windows: whether a terminal (pty) can be given here: ConPTY, and not Wine's (pty.h in native/win says what Wine 8 lacks). */
+export function windowsTerminal(probe: RawProbe): boolean {
+  return probe.pseudoConsole === true && probe.wine !== true;
+}
+
 /**
  * Which descendants that leave the tree's reach (setsid, double fork, nohup,
  * daemons) are still caught: 'always'; 'marked': those that keep the tree's
@@ -303,7 +308,7 @@ export const TIERS = [
       reapsOrphans: true,
       limits: false,
       cgroupNamespace: false,
-      terminal: false, // no pseudo console yet: spawn() refuses pty
+      terminal: false, // where the probe finds ConPTY (not under Wine): amend() below
       terminalOutputKept: false,
       confine: false,
       holdsHostileMembers: false,
@@ -318,6 +323,18 @@ export const TIERS = [
       "Limits (the limits option) are set on the tree's Job Object before the command runs, with containment 'best-effort' only: JOB_OBJECT_LIMIT_JOB_MEMORY (the committed memory of all members together), JOB_OBJECT_LIMIT_ACTIVE_PROCESS (the anchor is outside the job, so only the tree counts) and hard-capped CPU rate control (a share of the whole machine: cores / processors; Windows 8 and later). Windows documents that it enforces them (an allocation or a process creation over the limit fails), but cordon's tests have never observed that: its Windows lane runs under Wine, which takes the memory and process limits without enforcing them. So resource limits are not claimed (guarantees.limits false): 'strict' refuses a spawn with limits, and with 'best-effort' the result says which limits the OS took on the job (result.limits.accepted) and limits.applied false.",
     ],
     amend: (result, probe) => {
+      if (windowsTerminal(probe)) {
+        result.guarantees.terminal = true;
+        result.notes.push(
+          "A terminal (pty) is a pseudo console (ConPTY) the anchor creates before the command exists; its console host (conhost.exe, the anchor's child) is put in the tree's Job Object at once, so it ends with the tree, and is not reported as a member. The command's standard handles are the console's; what the host writes is the console's input (0x03 is Ctrl-C), what it reads the console's VT output; resize() is ResizePseudoConsole. The output ends when every member is gone and the anchor has closed the console (read to its end before QUIET). The polite stop closes the terminal (CTRL_CLOSE_EVENT to its processes) and posts WM_CLOSE. A leased tree gets no terminal on Windows. Proven only by the GitHub Windows job (test/win/pty.test.mjs there): cordon's Windows lane runs under Wine, where the terminal is refused.",
+        );
+      } else if (probe.wine && probe.pseudoConsole) {
+        result.notes.push(
+          "Under Wine there is no terminal (pty is refused): Wine 8 has CreatePseudoConsole, and the command attaches to the console, but Wine gives it no standard handles on it (a program's ordinary output never reaches the console's output) and ResizePseudoConsole is not implemented (measured by the Windows lane, test/win/pty.test.mjs).",
+        );
+      } else {
+        result.notes.push('No terminal (pty is refused): this Windows has no ConPTY (CreatePseudoConsole, Windows 10 1809 and later).');
+      }
       if (probe.wine) {
         result.notes.push(
           "Under Wine, resource limits are not enforced (observed by the Windows lane: a tree commits memory and starts processes past the limits Wine took): Wine 8 takes JOB_OBJECT_LIMIT_JOB_MEMORY and JOB_OBJECT_LIMIT_ACTIVE_PROCESS without enforcing either, refuses CPU rate control, answers a query for a job's limits with zeros and keeps no CPU times for a job.",

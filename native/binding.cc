@@ -66,6 +66,7 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   out.Set("ctrlBreak", Napi::Boolean::New(env, p.ctrl_break));
   out.Set("wine", Napi::Boolean::New(env, p.wine));
   if (p.xnu) out.Set("xnu", Napi::Boolean::New(env, true));
+  if (p.pseudo_console) out.Set("pseudoConsole", Napi::Boolean::New(env, true));
   if (p.page_size > 0) out.Set("pageSize", Napi::Number::New(env, static_cast<double>(p.page_size)));
   if (p.arg_max > 0) out.Set("argMax", Napi::Number::New(env, static_cast<double>(p.arg_max)));
   out.Set("landlock", Napi::Number::New(env, p.landlock_abi));

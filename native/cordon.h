@@ -75,6 +75,9 @@ struct Probe {
   bool job_objects = false;  // Windows Job Objects (kill-on-close, nesting)
   bool ctrl_break = false;   // GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) works (not under Wine 8)
   bool wine = false;         // running under Wine, not Windows
+  // Windows: kernel32 exports CreatePseudoConsole, ResizePseudoConsole and
+  // ClosePseudoConsole (ConPTY, Windows 10 1809 and later; Wine 8 too).
+  bool pseudo_console = false;
   // The process table read is XNU's (libproc, sysctl): macOS, or the darwin
   // build on the model of XNU's process table (test/xnu-model).
   bool xnu = false;

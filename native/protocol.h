@@ -286,8 +286,10 @@ enum Extra : unsigned {
   kLeaseDirOption = 256,   // --lease-dir DIR (POSIX): where the endpoint is made; fds 4, 5, 6 are
                            // the command's stdout and stderr read ends and the log (O_APPEND)
   kLogOption = 512,        // --log PATH (Windows, leased): see "Leases: Windows" below
-  kPtyOption = 1024,       // --pty COLS ROWS (POSIX): the command's stdio is a new terminal's slave,
-                           // which the anchor relays: fd 0 (input) to it, its output to fd 1
+  kPtyOption = 1024,       // --pty COLS ROWS: the command's stdio is a new terminal's slave (Windows:
+                           // a pseudo console, native/win/pty.h; NOCONTAIN ENOSYS pty where there
+                           // is no ConPTY, or leased), which the anchor relays: fd 0 (input) to it,
+                           // its output to fd 1
   kHideWindowOption = 2048,  // --hide-window (Windows): the command starts with STARTF_USESHOWWINDOW + SW_HIDE
   kConfineOptions = 4096,  // --confine, --confine-write DIR, --confine-deny-read DIR, --confine-network
                            // none|loopback|all (Linux): the tree is confined by the kernel (Landlock,

@@ -129,10 +129,15 @@ export function durationTooLong(flag: string, text: string, maxMs: number): Cord
   });
 }
 
-/** The option "pty" on Windows, where cordon has no pseudo console yet. */
-export function terminalUnsupported(): CordonError {
+/** The option "pty" on a Windows without a usable pseudo console (none before Windows 10 1809; Wine's), or with a lease. */
+export function terminalUnsupported(why: 'none' | 'wine' | 'lease' = 'none'): CordonError {
+  const reason = {
+    none: 'this Windows has no pseudo console (ConPTY: Windows 10 1809 and later), so capabilities().terminal is false',
+    wine: "Wine's pseudo console gives the command no standard handles on it, so capabilities().terminal is false under Wine",
+    lease: 'a leased tree gets no terminal on Windows (give one of "pty" and "lease")',
+  }[why];
   return new CordonError(
-    'The option "pty" is not supported on Windows yet (capabilities().terminal is false there): cordon does not create a pseudo console. Nothing ran. ' +
+    `The option "pty" is not supported here: ${reason}. Nothing ran. ` +
       'Run the command with pipes (the default stdio) instead.',
     { code: 'ERR_CORDON_UNSUPPORTED', stage: 'input' },
   );

@@ -52,6 +52,9 @@ int probe(Probe& out) {
   // Wine 8 answers GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) with
   // ERROR_CALL_NOT_IMPLEMENTED: no graceful stop there.
   out.ctrl_break = !out.wine;
+  HMODULE k = GetModuleHandleW(L"kernel32.dll");
+  out.pseudo_console = k && GetProcAddress(k, "CreatePseudoConsole") && GetProcAddress(k, "ResizePseudoConsole") &&
+                       GetProcAddress(k, "ClosePseudoConsole");
   out.proc_scan = true;
   return 0;
 }

@@ -184,14 +184,3 @@ test('cwd: the command starts there, and the anchor does not hold the directory'
   assert.equal(existsSync(dir), false);
   await within(proc.terminate({ grace: 0 }), 20000, 'terminate()');
 });
-
-// No pseudo console yet: a terminal is refused before anything runs, and
-// capabilities() says so. (Wine 8, this lane's, cannot show one either: its
-// CreatePseudoConsole succeeds, but a process created with
-// PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE is not attached to it; measured with a
-// probe, nothing the process printed reached the pseudo console's pipe.)
-test('pty: refused before anything runs (ERR_CORDON_UNSUPPORTED); capabilities() claims no terminal', () => {
-  assert.equal(cordon.capabilities().guarantees.terminal, false);
-  assert.equal(cordon.capabilities().guarantees.terminalOutputKept, false);
-  assert.throws(() => cordon.spawn(process.execPath, ['-e', '0'], { pty: true }), (e) => e.code === 'ERR_CORDON_UNSUPPORTED' && /pty/.test(e.message));
-});
