@@ -1,12 +1,32 @@
 #!/usr/bin/env node
 // Which tests prove each clause of docs/contract.md, read from the tests
-// themselves: a test file names the clauses it proves in its header comment
-// (`// CONTRACT C3, C4: …`, everything above its first import), and its tests
-// are the `it(…)`, `itWhere(…)` and `test(…)` calls in it, by title as written
-// in the source (a template's `${…}` kept as is: the tier or the case fills it
-// in at run time). Writes docs/contract-tests.md; with --check, exits 1 when
-// that file is not what the tests say (test/contract-map.test.ts runs it, so
-// the list cannot drift from the suite).
+// themselves, test by test. The tests are the `it(…)`, `itWhere(cond, …)` and
+// `test(…)` calls at the start of a line in test/*.test.ts, test/xnu-model/*.test.ts
+// and test/win/*.test.mjs (with modifiers too: `it.skip(…)`, `it.skipIf(c)(…)`,
+// `it.each(rows)(…)`; and a file's own wrapper `function itSomething(title, …)`),
+// by title as written in the source (a template's `${…}` kept as is: the tier or
+// the case fills it in at run time; a title held in a variable: the literal it
+// was given). The line directly above each test says what it proves:
+//
+//   // proves C3, C4                 it observes C3 and C4 from outside: real
+//                                    processes (the observer, /proc, ps), files
+//                                    and signals they leave, exit statuses
+//   // proves C3, C6 (own report)    C6 only through what cordon itself returns
+//                                    (a result field, an error, capabilities()),
+//                                    with nothing observed to hold it against
+//   // proves nothing of the contract: <why>
+//                                    a helper's unit test, a doc check, the
+//                                    package, an option no clause covers
+//
+// Anything after the clause list's first ': ' is a note for the reader. A file's
+// header comment (`// CONTRACT C3, C4: …`) is a summary for its reader; this
+// script no longer reads it. Writes docs/contract-tests.md (each clause, its tests
+// from outside and, apart, those through cordon's own report, grouped by file);
+// with --check, exits 1 when that file is not what the tests say, a test has no
+// readable annotation or names a clause docs/contract.md lacks, or a clause has
+// no test from outside (test/contract-map.test.ts checks the same, so the list
+// cannot drift from the suite). Writing prints the sentence docs/development.md
+// must state.
 //
 //   node scripts/contract-tests.mjs [--check]
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -207,7 +207,7 @@ function readLines(stream, t, ms = 30000) {
 
 const { exe: escapeExe, skip: noEscapeExe } = nativeFixture('job-escape');
 
-// proves nothing of the contract: the job opened from inside the tree (threat model, no clause)
+// proves C1: no member opens the job or breaks away from containment
 test('job: a tree member cannot open the job by any name nor break away', { skip: noEscapeExe }, async (ctx) => {
   const t = track(ctx);
   const proc = t.proc(cordon.spawn(escapeExe, [], { stdio: ['ignore', 'pipe', 'ignore'] }));
