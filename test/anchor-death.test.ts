@@ -54,6 +54,7 @@ const SCRIPT = [
 
 describe(`the anchor killed, ${tier} tier`, () => {
   for (const killer of ['a member', 'a kill -9 from outside'] as const) {
+    // proves C2, C6
     it(`${killer} SIGKILLs the anchor: the result is ERR_CORDON_ANCHOR_LOST; the host ends the tree before it, as far as the tier can tell it, and says what it swept`, { timeout: watchdog(40_000) }, async () => {
       const t = useTag(); // its cleanup (SIGKILL by tag) is registered before anything runs
       const proc = spawn('sh', ['-c', SCRIPT], { env: t.env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -146,6 +147,7 @@ const FORGER = [
 ].join('; ');
 
 describe(`a cleanup failure is not laundered (C6), ${tier} tier`, () => {
+  // proves C2, C6
   it('a command that prints a clean end and kills its anchor: the result is ERR_CORDON_ANCHOR_LOST, a cleanup failure', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', FORGER], { env: t.env });
@@ -162,6 +164,7 @@ describe(`a cleanup failure is not laundered (C6), ${tier} tier`, () => {
     await waitPidsGone([anchor, proc.pid!], 5000, 'the anchor and the command to be gone', t.tag);
   });
 
+  // proves C6: the CLI's exit status, a real process's
   it('the CLI: the same command makes cordon run exit 70 and say the cleanup failed, whatever the command printed', async () => {
     const t = useTag();
     await ensureDist();
@@ -175,6 +178,7 @@ describe(`a cleanup failure is not laundered (C6), ${tier} tier`, () => {
 
 const cgroups = onlyWhere(process.platform === 'linux', 'cgroups are Linux-only (/proc/self/cgroup)');
 describe.skipIf(cgroups.skip)(`the tree's cgroup, ${tier} tier${cgroups.note}`, () => {
+  // proves C1
   it(tier === 'cgroup' ? 'the command is born in a cgroup of its own, removed with the tree' : 'no cgroup is made: the command stays in the host\'s', async () => {
     const t = useTag();
     // The root's first command reads its own cgroup: where it was born.
@@ -205,6 +209,7 @@ describe.skipIf(cgroups.skip)(`the tree's cgroup, ${tier} tier${cgroups.note}`, 
   });
 
   // (Elsewhere no cgroup is made at all: the test above checks that.)
+  // proves C3, C9
   itWhere(tier === 'cgroup', 'a tree that runs cordon itself, killed at once, leaves no cgroup behind', `the ${tier} tier makes no cgroup`, async () => {
     const t = useTag();
     await ensureDist();
@@ -226,6 +231,7 @@ describe.skipIf(cgroups.skip)(`the tree's cgroup, ${tier} tier${cgroups.note}`, 
   // The anchor lists its cgroup's sub-cgroups too (through the descriptors
   // it holds from its first listing): a member there is a leftover like any
   // other, listed in the result and killed.
+  // proves C5
   itWhere(tier === 'cgroup', "a member in a nested cordon's cgroup (below the tree's) is listed among the leftovers at the root's exit and killed", `the ${tier} tier makes no cgroup`, async () => {
     const t = useTag();
     await ensureDist();

@@ -48,6 +48,7 @@ describe('broken install', () => {
     ['missing', (anchor: string) => unlinkSync(anchor)],
     ['not executable', (anchor: string) => chmodSync(anchor, 0o644)],
   ] as const) {
+    // proves C1
     it(`a ${what} anchor is ERR_CORDON_ANCHOR_MISSING with how to rebuild; nothing runs`, () => {
       const t = useTag();
       const dir = installCopy(breakIt);

@@ -92,6 +92,7 @@ function build(script: string, args: string[], cwd: string): Promise<void> {
 
 /** The checks every build output dir must pass. */
 function checkOutput(outDir: () => string) {
+  // proves nothing of the contract: the build backends' output (an addon that loads), not a tree's behaviour
   it('the addon loads and probe() answers', () => {
     const addon = require(join(outDir(), 'cordon.node')) as { probe(): Record<string, unknown> };
     const probe = addon.probe();
@@ -99,6 +100,7 @@ function checkOutput(outDir: () => string) {
     expect(probe).toMatchObject({ pidfd: expect.any(Boolean), subreaper: expect.any(Boolean), procScan: expect.any(Boolean) });
   });
 
+  // proves nothing of the contract: the built anchor's usage error, not a tree's behaviour
   it('the anchor is executable and rejects bad arguments with usage and exit 64', (ctx) => {
     const anchor = join(outDir(), anchorName);
     if (process.platform === 'win32' && !existsSync(anchor)) ctx.skip('no anchor target in this build on Windows'); // its Windows anchor is built by scripts/build-win-mingw.sh
@@ -184,6 +186,7 @@ describe.skipIf(noCmake !== undefined)(`CMakeLists.txt as cmake-js configures it
   ];
   for (const c of cases) {
     if (c.skip) console.warn(`build-backends: skipping "${c.name}": ${c.skip}`);
+    // proves nothing of the contract: where a build puts its files
     it.skipIf(!!c.skip)(`${c.name}: the addon and the anchor land in <out>/Release${c.skip ? ` [skipped: ${c.skip}]` : ''}`, () => {
       const dir = mkdtempSync(join(tmpdir(), 'cordon-cmake-configure-'));
       try {
@@ -210,6 +213,7 @@ if (checkDir) {
 // pointed at one that does not exist, it must fail at once, saying which
 // tool and which package has it.
 describe('prebuild:all checks its tools first', () => {
+  // proves nothing of the contract: the Windows cross-build's missing tool message
   it('a missing mingw dlltool: exit 1 within 10 s, naming it and its Debian package, nothing built', () => {
     const began = Date.now();
     const r = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'prebuild-all.mjs'), 'win32-x64', 'linux-x64'], {

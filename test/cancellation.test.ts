@@ -26,6 +26,7 @@ const TERM_IGNORING: [string, string[]] = ['sh', ['-c', 'trap \'\' TERM; echo "P
 type RunError = CordonError & { stdout: string; stderr: string; exitCode: number | null; result: RunResult };
 
 describe('C10: AbortSignal and timeout', () => {
+  // proves C10, C6
   it("aborting mid-run ends the tree; reason 'canceled'", async () => {
     const t = useTag();
     const ac = new AbortController();
@@ -41,6 +42,7 @@ describe('C10: AbortSignal and timeout', () => {
   // The timeouts below leave the tree time to start and print its pids (and
   // the root time to set its trap) on a loaded machine: a timeout that fires
   // first ends a tree the test never saw.
+  // proves C10, C6
   it("timeout: 3000 ends the tree; reason 'timeout'", async () => {
     const t = useTag();
     const proc = spawn(fixture('bg-tree.sh'), [], { env: t.env, timeout: 3000 });
@@ -50,6 +52,7 @@ describe('C10: AbortSignal and timeout', () => {
     expect(result.reason).toBe('timeout');
   });
 
+  // proves C10, C3
   it('the interrupt grace is used on timeout, not the teardown grace', async () => {
     const t = useTag();
     const t0 = Date.now();
@@ -65,6 +68,7 @@ describe('C10: AbortSignal and timeout', () => {
     expect(elapsed, `settled long after timeout + interruptGrace (teardown grace used? allowance ${LOAD_ALLOWANCE_MS} ms)`).toBeLessThanOrEqual(promised(2000 + 400));
   });
 
+  // proves C10, C3
   it('the default interrupt grace (500 ms) bounds an abort of a SIGTERM-ignoring root', async () => {
     const t = useTag();
     const ac = new AbortController();
@@ -86,6 +90,7 @@ describe('C10: AbortSignal and timeout', () => {
 });
 
 describe('C10: await using', () => {
+  // proves C10
   it('terminates the tree at scope exit', async () => {
     const t = useTag();
     const scope = async () => {
@@ -98,6 +103,7 @@ describe('C10: await using', () => {
     expectGone(all, t.tag, 'after the scope exited');
   });
 
+  // proves C10
   it('terminates the tree when the scope exits by an exception', async () => {
     const t = useTag();
     let all: number[] = [];
@@ -114,6 +120,7 @@ describe('C10: await using', () => {
 });
 
 describe('C10: log file', () => {
+  // proves C10
   it('receives stdout and stderr and is kept after the process is terminated', async () => {
     const t = useTag();
     const log = join(tempDir('cordon-log-'), 'out.log');
@@ -135,6 +142,7 @@ describe('C10: log file', () => {
     expect(text).toContain('READY\n');
   });
 
+  // proves C10
   it('holds everything the command wrote, stdout and stderr, by the time the result settles', async () => {
     const t = useTag();
     const dir = tempDir('cordon-log-');
@@ -163,6 +171,7 @@ describe('C10: log file', () => {
 });
 
 describe('C6/C10: run()', () => {
+  // proves nothing of the contract: run()'s collection of the output is API, not a clause (C4 and C10 have their own tests)
   it('collects stdout and stderr', async () => {
     const t = useTag();
     const r = await within(run('sh', ['-c', 'echo out; echo err >&2'], { env: t.env }), 10_000, 'run()', t.tag);
@@ -174,6 +183,7 @@ describe('C6/C10: run()', () => {
     expect(t.procs()).toEqual([]);
   });
 
+  // proves C6
   it('rejects on a nonzero exit with ERR_CORDON_EXIT and the output attached; reject: false returns the result', async () => {
     const t = useTag();
     const script = 'echo partial; echo bad >&2; exit 3';
@@ -194,6 +204,7 @@ describe('C6/C10: run()', () => {
     expect(t.procs()).toEqual([]);
   });
 
+  // proves nothing of the contract: the input option feeds stdin, API, not a clause
   it('feeds input to stdin', async () => {
     const t = useTag();
     const r = await within(
@@ -206,6 +217,7 @@ describe('C6/C10: run()', () => {
     expect(r.exitCode).toBe(0);
   });
 
+  // proves C3, C6
   it('rejects with ERR_CORDON_MAX_BUFFER on overflow and leaves nothing running', async () => {
     const t = useTag();
     const script = 'echo "PID root $$"; sleep 300 >/dev/null 2>&1 & echo "PID bg $!"; exec yes';

@@ -17,6 +17,7 @@ const unknown = subreaperUnknown() ?? '';
 const canReap = unknown === '' && subreaperAvailable();
 
 describe('capabilities', () => {
+  // proves C11 (own report): the README's table is the code's
   it('the README guarantee table is generated from the code', () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
     const m = /<!-- guarantee-table:start -->\n([\s\S]*?)\n<!-- guarantee-table:end -->/.exec(readme);
@@ -24,6 +25,7 @@ describe('capabilities', () => {
     expect(m![1]).toBe(guaranteeTable());
   });
 
+  // proves C11: against this host's cgroup and subreaper, read from /proc
   itWhere(unknown === '', 'reports the tiers this Linux host has, strongest first', unknown, () => {
     const caps = capabilities();
     expect(caps.platform).toBe('linux');
@@ -37,6 +39,7 @@ describe('capabilities', () => {
     expect(typeof caps.pidfd).toBe('boolean');
   });
 
+  // proves C11 (own report)
   it('only a tier with a second handle on the tree claims to end it when the anchor dies', () => {
     for (const tier of capabilities().tiers) {
       expect(capabilities({ tier }).guarantees.survivesAnchorDeath, tier).toBe(tier === 'cgroup');
@@ -53,6 +56,7 @@ describe('capabilities', () => {
     }
   });
 
+  // proves C11 (own report)
   itWhere(canReap, 'the subreaper tier catches every escapee and reaps orphans', unknown || 'this host does not allow a subreaper (see test/tier-availability.test.ts)', () => {
     const g = capabilities({ tier: 'subreaper' }).guarantees;
     expect(g.catchesEscapees).toBe('always');
@@ -61,6 +65,7 @@ describe('capabilities', () => {
     expect(g.pidReuseSafe).toBe(capabilities().pidfd);
   });
 
+  // proves C11 (own report)
   it('the process-group tier says what it cannot do', () => {
     const caps = capabilities({ tier: 'process-group' });
     expect(caps.guarantees.catchesEscapees).toBe('marked');
@@ -69,6 +74,7 @@ describe('capabilities', () => {
     expect(caps.notes.join(' ')).toMatch(/scrubbed environment \(env -i\)/);
   });
 
+  // proves C11: against this host's controllers, read from /proc
   it('only the cgroup tier claims resource limits, and only where the host has the controllers', () => {
     // Whether this host has them is the test's own look at /proc (v2 delegation, writable v1 hierarchies).
     const here = limitControllerHere('memory') && limitControllerHere('pids') && limitControllerHere('cpu');
@@ -77,6 +83,7 @@ describe('capabilities', () => {
     }
   });
 
+  // proves C11 (own report)
   it('an unavailable tier is a typed error', () => {
     expect(() => capabilities({ tier: 'bogus' as never })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_CONTAINMENT' }));
   });

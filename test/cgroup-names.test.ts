@@ -50,6 +50,7 @@ function deadPid(): number {
 }
 
 describe(`cgroup names, ${tier} tier`, () => {
+  // proves C1
   itWhere(applies, 'cordon-<pid> directories already there for the next pids do not stop a spawn', why, async () => {
     const t = useTag();
     const dir = hostCgroupDir();
@@ -91,6 +92,7 @@ describe(`cgroup names, ${tier} tier`, () => {
     throw new Error(`in 5 attempts the anchor's pid never fell among the ${WINDOW} pids taken in advance`);
   });
 
+  // proves C9
   itWhere(applies, 'an empty tree cgroup whose anchor is gone is removed when the next anchor starts; live or populated ones are not', why, async () => {
     const t = useTag();
     const dir = hostCgroupDir();
@@ -119,6 +121,7 @@ describe(`cgroup names, ${tier} tier`, () => {
 });
 
 describe(`the default tier falls back when its cgroup cannot be made, ${tier} tier`, () => {
+  // proves C1
   itWhere(applies, 'cgroup.max.descendants reached after the probe: the default spawns in the subreaper tier and says so; tier: "cgroup" stays strict', why, async () => {
     const t = useTag();
     await ensureDist();

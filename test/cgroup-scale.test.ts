@@ -75,6 +75,7 @@ const STUBBORN = 'trap "" TERM; sleep 300 & sleep 300 & echo "PID root $$"; echo
 const STUBBORN_GRACE = 1000;
 
 describe(`stopping a tree costs the tree, not the host (${tier} tier)`, () => {
+  // proves C3
   itWhere(
     tier === 'cgroup',
     "3,000 idle unrelated processes add no CPU to a tree's stop: the anchor reads only its cgroup",
@@ -131,6 +132,7 @@ function marks(file: string, kind: 'BORN' | 'TERM'): Set<number> {
 const stormWhy = tier !== 'cgroup' ? skipReason : (missing('perl') ?? '');
 
 describe(`a graceful stop of a fork storm (${tier} tier)`, () => {
+  // proves C3, C11
   itWhere(
     stormWhy === '',
     'every member that existed at the polite signal got it, every member born got it, and nothing is left',

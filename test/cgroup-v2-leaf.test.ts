@@ -59,6 +59,7 @@ function refusal(fn: () => unknown): CgroupLeafError {
 }
 
 describe('C12: the host moved into a leaf of its cgroup, only when asked', () => {
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('a cgroup holding the host alone, the controllers given but not enabled: the host moves into cordon-host, then the controllers are enabled', () => {
     const dir = fakeCgroup({ controllers: 'cpuset cpu io memory pids', subtree: '', procs: [process.pid], type: 'domain' });
     const before = snapshot(dir);
@@ -71,6 +72,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8')).toBe('+memory +pids +cpu');
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('a sibling in the host\'s cgroup (a process the host did not start): refused by its pid, nothing moved or written, the sibling untouched', async () => {
     const t = useTag();
     const sibling = spawnChild('sleep', ['300'], { env: t.env, stdio: 'ignore' });
@@ -94,6 +96,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     await within(gone, watchdog(5000), 'the sibling to exit after SIGKILL', t.tag);
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('some controllers enabled already: only the others are enabled', () => {
     const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'pids', procs: [], type: 'domain' });
     const plan = planCgroupLeaf(dir);
@@ -102,6 +105,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(plan.move, 'an empty cgroup has nothing to move').toBe(false);
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('the root cgroup (no cgroup.type): the rule does not bind it, so nothing moves', () => {
     const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [1, 2, 3] });
     const plan = planCgroupLeaf(dir);
@@ -109,6 +113,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(plan.enable).toEqual(['memory', 'pids', 'cpu']);
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('carried out in the root cgroup: the controllers are written to cgroup.subtree_control as the kernel takes them, nothing moves', () => {
     const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'pids', procs: [1, 2] });
     const done = applyCgroupLeaf(planCgroupLeaf(dir));
@@ -117,6 +122,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(existsSync(`${dir}/cordon-host`), 'no leaf in the root cgroup').toBe(false);
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('already delegated: the answer says so, and nothing is written', () => {
     const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: 'cpu memory pids', procs: [], type: 'domain' });
     const before = snapshot(dir);
@@ -125,6 +131,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(snapshot(dir)).toEqual(before);
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('a controller the cgroup is not given (as on this machine: cgroup2 with hugetlb only): a typed refusal naming it, nothing changed', () => {
     const dir = fakeCgroup({ controllers: 'hugetlb', subtree: '', procs: [4242], type: 'domain' });
     const before = snapshot(dir);
@@ -135,6 +142,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(snapshot(dir)).toEqual(before);
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('not a cgroup v2 directory, or a threaded cgroup: typed refusals', () => {
     const plain = fakeCgroup({ subtree: '', procs: [] });
     expect(refusal(() => planCgroupLeaf(plain))).toMatchObject({ code: 'ERR_CORDON_CGROUP_LEAF', reason: 'no-cgroup-v2' });
@@ -144,6 +152,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(snapshot(threaded)).toEqual(before);
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('a host the kernel will not move is refused by its pid, and the controllers stay off', () => {
     const dir = fakeCgroup({ controllers: 'cpu memory pids', subtree: '', procs: [process.pid], type: 'domain' });
     // The leaf's cgroup.procs a directory: every write to it fails (EISDIR), as a kernel's EPERM would.
@@ -154,6 +163,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
     expect(readFileSync(`${dir}/cgroup.subtree_control`, 'utf8').trim(), 'no controller enabled').toBe('');
   });
 
+  // proves C12 (own report): the plan on a directory laid out as a cgroup's, not a cgroup
   it('never implicit: moveHost must be true, and the controllers are checked, before anything is read', () => {
     for (const options of [undefined, {}, { moveHost: false }, { moveHost: 'yes' }]) {
       expect(refusal(() => prepareCgroupLimits(options as never)), JSON.stringify(options)).toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', stage: 'input' });
@@ -173,6 +183,7 @@ describe('C12: the host moved into a leaf of its cgroup, only when asked', () =>
       expected = (err as CgroupLeafError).reason;
     }
   }
+  // proves C12
   itWhere(
     expected !== undefined,
     "on this host it refuses, typed, and this process's cgroup is unchanged",
@@ -234,6 +245,7 @@ function itWithRealMove(title: string, fn: (dir: string, controllers: string[], 
 }
 
 describe('C12: the real move, in a cgroup of the test\'s own', () => {
+  // proves C12
   itWithRealMove(
     "the host fixture's cgroup: the host in cordon-host, pids enabled, a tree beside the leaf stopped at processes: 20",
     async (dir, controllers, t) => {
@@ -289,6 +301,7 @@ describe('C12: the real move, in a cgroup of the test\'s own', () => {
     ['perl'], // the host's fork loop
   );
 
+  // proves C12
   itWithRealMove(
     "the host fixture's cgroup with a sibling in it (a process the host did not start): refused by the sibling's pid; the sibling and the host stay where they were",
     async (dir, controllers, t) => {

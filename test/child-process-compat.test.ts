@@ -53,6 +53,7 @@ function record(child: NodeJS.EventEmitter): { events: string[]; done: Promise<v
 }
 
 describe('cordon/child_process: containment', () => {
+  // proves C5
   it('exec(\'sh -c "setsid sleep 600 & echo hi"\') calls back with hi, and no sleep 600 of the test is alive once it did', async () => {
     const t = useTag();
     const seen = await within(new Promise<{ error: Error | null; stdout: string; alive: number }>((resolve) => {
@@ -63,6 +64,7 @@ describe('cordon/child_process: containment', () => {
     noSleeperLeft(t, seen.alive, 'when the callback ran');
   });
 
+  // proves C5
   it('an escapee that lets go of the output (setsid, >/dev/null) is gone once the callback ran, though the callback comes at once', async () => {
     const t = useTag();
     const seen = await within(new Promise<{ stdout: string; alive: number }>((resolve) => {
@@ -75,6 +77,7 @@ describe('cordon/child_process: containment', () => {
     expect(sleepers(t), 'sleep 600 processes carrying the tag 500 ms after the callback').toEqual([]);
   });
 
+  // proves C8
   it('a host that spawns a detached child, unref()s it and ends: the host exits, and the tree ends with it', async () => {
     const t = useTag();
     const dir = scratch('cordon-cp-unref-');
@@ -103,6 +106,7 @@ describe('cordon/child_process: containment', () => {
 });
 
 describe('cordon/child_process: Node\'s shapes', () => {
+  // proves nothing of the contract: node:child_process's event shapes
   it('events come as Node emits them: spawn, exit, close; pid, exitCode, spawnfile, spawnargs', async () => {
     const t = useTag();
     const child = spawn('sh', ['-c', 'echo out; exit 3'], { env: t.env });
@@ -120,6 +124,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect((await contained(child)!.result).exitCode).toBe(3);
   });
 
+  // proves nothing of the contract: node:child_process's event order
   it("'spawn' comes before the first output, as Node's does, however fast the command writes (20 rounds)", async () => {
     const t = useTag();
     for (let round = 0; round < 20; round++) {
@@ -133,6 +138,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     }
   });
 
+  // proves nothing of the contract: node:child_process's events for ENOENT
   it('ENOENT: \'error\' then \'close\', no \'spawn\', as node:child_process emits them', async () => {
     const t = useTag();
     const name = 'cordon-no-such-command-48';
@@ -152,6 +158,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(contained(ours)).toBeUndefined();
   });
 
+  // proves C3: kill(signal) reaches the root alone
   it("kill('SIGINT') reaches the root's trap alone; the tree keeps running until the root ends", async () => {
     const t = useTag();
     const dir = scratch('cordon-cp-kill-');
@@ -176,6 +183,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(sleepers(t), 'the tree ended with its root').toEqual([]);
   });
 
+  // proves nothing of the contract: node:child_process's promisified shapes
   it('promisify(execFile) resolves { stdout, stderr }; promisify(exec) too', async () => {
     const t = useTag();
     const result = await within(promisify(execFile)('sh', ['-c', 'echo out; echo err >&2'], { env: t.env }), 15_000, 'execFile', t.tag);
@@ -184,6 +192,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(buffers.stdout).toEqual(Buffer.from('x'));
   });
 
+  // proves nothing of the contract: node:child_process's error shape
   it('exit 3: the error has code 3, killed false, signal null, cmd, and (promisified) stdout and stderr, as Node\'s', async () => {
     const t = useTag();
     const args = ['-c', 'echo out; echo oops >&2; exit 3'];
@@ -197,6 +206,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect([rejected.code, rejected.stdout, rejected.stderr]).toEqual([3, 'out\n', 'oops\n']);
   });
 
+  // proves C10 (own report): Node's fields after a timeout
   it('a timeout stops the tree: killed true, signal SIGTERM, code null', async () => {
     const t = useTag();
     const e = await within(promisify(execFile)('sh', ['-c', 'sleep 600 & wait'], { env: t.env, timeout: 300 }).catch((err: unknown) => err), 15_000, 'execFile', t.tag) as Record<string, unknown>;
@@ -204,6 +214,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(sleepers(t)).toEqual([]);
   });
 
+  // proves C10
   it('an abort: the callback gets an AbortError (as Node\'s), killed is true, and the tree is gone', async () => {
     const t = useTag();
     const controller = new AbortController();
@@ -220,6 +231,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
     expect(sleepers(t)).toEqual([]);
   });
 
+  // proves nothing of the contract: node:child_process's input errors
   it("an unsupported stdio form and fork() are ERR_CORDON_UNSUPPORTED, a bad type Node's own TypeError, before anything runs", () => {
     const t = useTag();
     expect(() => fork('child.js', [], { env: t.env })).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
@@ -246,6 +258,7 @@ describe('cordon/child_process: Node\'s shapes', () => {
 // (its containment), as docs/child-process.md says.
 describe('cordon/child_process: detached: true', () => {
   const groupTier = tier === 'process-group';
+  // proves nothing of the contract: node:child_process's process-group convention
   it("the root leads its own process group and process.kill(-pid) reaches it, as under Node (the process-group tier: it stays in the tree's group)", async () => {
     const t = useTag();
     const child = spawn('sh', ['-c', 'echo ready; exec sleep 600'], { env: { ...process.env, ...t.env }, detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -267,6 +280,7 @@ describe('cordon/child_process: detached: true', () => {
 });
 
 describe('cordon/child_process: another child\'s stream as stdio (relayed by the host)', () => {
+  // proves nothing of the contract: node:child_process's pipes
   it("cat | head -n1 | ... and two writers into one cat's stdin give what Node's pipes give", async () => {
     const t = useTag();
     const env = { ...process.env, ...t.env };
@@ -303,6 +317,7 @@ describe('cordon/child_process: another child\'s stream as stdio (relayed by the
 });
 
 describe('cordon/child_process: the sync variants (a helper process waits)', () => {
+  // proves C5
   it('execSync(\'sh -c "setsid sleep 600 & echo hi"\') returns hi, and no sleep 600 of the test is alive once it did', async () => {
     const t = useTag();
     await ensureDist();
@@ -318,6 +333,7 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
   // tiers end it with the tree) holds cordon's pipe, which the wait delay
   // closes, never spawnSync's (the helper relays the output). With the pipe
   // inherited instead, the call waits the escapee's 600 s in that tier.
+  // proves C4
   it('execSync returns at the wait delay when a descendant the tier cannot end keeps its stdout (the process-group tier: env -i, setsid), with the output written before', async () => {
     const t = useTag();
     await ensureDist();
@@ -348,6 +364,7 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
   // maxBuffer counts the command's output only: a command that prints
   // nothing is no overflow, one that prints past it is ENOBUFS with what was
   // read, as node:child_process's (the helper's own report is no pipe).
+  // proves nothing of the contract: node:child_process's maxBuffer
   it('maxBuffer: 1 is no overflow for a silent command, and ENOBUFS with the output read for one that prints, as node:child_process', async () => {
     const t = useTag();
     await ensureDist();
@@ -361,6 +378,7 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
     await waitGone(t, 10_000, 'the trees');
   });
 
+  // proves nothing of the contract: node:child_process's sync variants' results
   it("spawnSync, execFileSync and execSync give what node:child_process's give: exit 2, ENOENT, input, a timeout", async () => {
     const t = useTag();
     await ensureDist();
@@ -387,6 +405,7 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
     expect(sleepers(t)).toEqual([]);
   });
 
+  // proves C8
   it('a host SIGKILLed while it waits in execSync: the tree ends all the same', async () => {
     const t = useTag();
     await ensureDist();
@@ -404,6 +423,7 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
 
 describe('cordon/child_process: the entry point', () => {
   for (const kind of ['ESM import', 'CommonJS require'] as const) {
+    // proves nothing of the contract: the package's subpath export
     it(`${kind} of 'cordon/child_process' from an installed package`, async () => {
       const t = useTag();
       await ensureDist();
@@ -433,6 +453,7 @@ describe('cordon/child_process: the entry point', () => {
 // is never read as an option. The pollution is there only while the calls read
 // their options (synchronously), then removed before anything is awaited.
 describe('options are own properties only (prototype pollution)', () => {
+  // proves nothing of the contract: options read from Object.prototype (input hardening)
   it('Object.prototype.cwd, .shell, .uid, .env, .input and .argv0 change nothing of spawn(), run(), exec() and execFileSync()', async () => {
     const t = useTag();
     const { spawn: cordonSpawn, run } = await import('../lib/index.js');

@@ -42,6 +42,7 @@ describe('the CLI itself', () => {
     await ensureDist();
   });
 
+  // proves nothing of the contract: the CLI's usage and version
   it('--version prints the package version; help prints the usage (exit 0); a usage error of any subcommand is its line and a pointer to --help (exit 2), and nothing runs', async () => {
     const t = useTag();
     const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
@@ -82,6 +83,7 @@ describe('the CLI itself', () => {
     // machine, load average 20, they took about 4 s each and the test 63 s).
   }, watchdog(16 * 15_000));
 
+  // proves nothing of the contract: the CLI's wording of errors
   it("an error that reaches a CLI user is in the CLI's words (its flags, the environment, cordon ps), its code unchanged, and nothing runs", async () => {
     // The library's messages speak to a program (`The option "tier"`, `a
     // PATH in env`, `registry.adoptable()`); the CLI rewrites them
@@ -133,6 +135,7 @@ describe('cordon run', () => {
     await ensureDist();
   });
 
+  // proves C6
   it('exits with the command status, and 128+N when it dies by signal N', async () => {
     const t = useTag();
     const code = cli(['run', '--', 'sh', '-c', 'exit 7'], t.env);
@@ -141,6 +144,7 @@ describe('cordon run', () => {
     await expectExit(killed, t, 128 + 15, 'cordon run (SIGTERM) to exit');
   });
 
+  // proves C10, C3
   it('--timeout: exit 124, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
     // Long enough for a loaded machine to print READY before it, so that
@@ -155,6 +159,7 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  // proves C8, C3: the CLI is the host; SIGINT ends the tree
   it('SIGINT to cordon: exit 130, and the whole tree is gone when cordon exits', async () => {
     const t = useTag();
     const tree = await cliTree(['run', '--'], t.env);
@@ -164,6 +169,7 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  // proves C3
   itWhere(noPython === '', 'in a terminal, Ctrl-C: the first stops gracefully, the second kills at once; exit 130', noPython, async () => {
     // A real terminal (test/helpers/terminal.py, a pseudo-terminal from python3's
     // pty module): cordon run is its foreground job, and Ctrl-C is the
@@ -230,6 +236,7 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  // proves C13
   itWhere(noPython === '', 'run --pty attaches the terminal it runs in: raw keys (Ctrl-C reaches the command, not cordon), the window size, the exit status', noPython, async () => {
     // cordon run --pty in a real terminal (test/helpers/terminal.py): the
     // contained bash has a terminal of its own; what the test types into the
@@ -273,6 +280,7 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  // proves C13
   itWhere(noPython === '', "run --pty shows the tree's terminal byte for byte: CR LF once per line into a pipe and into a terminal, a bare LF left bare", noPython, async () => {
     // The tree's terminal turns each LF into CR LF (its ONLCR); cordon passes
     // that on as it is, as ssh -t and script do. Into a pipe nothing is added;
@@ -302,6 +310,7 @@ describe('cordon run', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  // proves C5
   it('--report names the leftovers it terminated; --json - says the same as one JSON line on stderr', async () => {
     const t = useTag();
     const run = cli(['run', '--report', '--json', '-', '--', fixture('leaky.sh')], t.env);
@@ -340,6 +349,7 @@ describe('cordon run --json <file>: opened before anything runs, never through a
     expect(run.err.text).toContain('nothing ran');
   }
 
+  // proves nothing of the contract: the CLI's report file is not written through a link
   it('a report that cannot be written (its directory missing), a symbolic link: exit 2, the command not run, the link\'s target untouched', async () => {
     const t = useTag();
     await refused(t, '/nonexistent-cordon-dir/x.json', /cannot write the JSON report to \/nonexistent-cordon-dir\/x\.json: ENOENT/);
@@ -353,6 +363,7 @@ describe('cordon run --json <file>: opened before anything runs, never through a
   });
 
   const otherWhy = process.getuid?.() !== 0 ? 'needs a root test runner (a file of another user, made by chown)' : '';
+  // proves nothing of the contract: the CLI's report file is not written into another user's file
   itWhere(otherWhy === '', "another user's existing file (0666): refused, unchanged; this user's own: written and made 0600, the command's status kept", otherWhy, async () => {
     const t = useTag();
     const dir = tempDir('cordon-json-');
@@ -380,6 +391,7 @@ describe('cordon leaks', () => {
     await ensureDist();
   });
 
+  // proves C5
   it('a leaky command: exit 23, every leaked pid listed (text and --json), and gone afterwards', async () => {
     const t = useTag();
     const json = join(tempDir('cordon-leaks-json-'), 'report.json');
@@ -408,6 +420,7 @@ describe('cordon leaks', () => {
     expect(describeProcs(t.procs())).toBe('(none)');
   });
 
+  // proves C5
   it('a clean command: its own exit status, and no leaks reported (text and --json)', async () => {
     const t = useTag();
     const json = join(tempDir('cordon-leaks-json-'), 'report.json');

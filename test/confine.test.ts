@@ -61,6 +61,7 @@ const connectTo = (port: number) =>
   `const s=require('net').connect(${port},'127.0.0.1');s.on('connect',()=>{console.log('connected');process.exit(0)});s.on('error',e=>{console.log('error '+e.code);process.exit(0)});setTimeout(()=>{console.log('timeout');process.exit(0)},3000)`;
 
 describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.note}`, () => {
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('writes only below its write paths: a file is created inside, not outside (stat from the test)', async () => {
     const t = useTag();
     const allowed = scratch('w');
@@ -74,6 +75,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(r.confined!.write).toContain(allowed);
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('has a private TMPDIR of its own, writable, removed when the tree has ended', async () => {
     const t = useTag();
     const r = await run('sh', ['-c', 'touch "$TMPDIR/x" && echo "$TMPDIR"'], { env: t.env, confine: { write: [] } });
@@ -81,6 +83,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     await waitFor(() => !existsSync(r.confined!.tmpdir), { timeout: 5000, what: 'the confined temp dir removed' });
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('a setsid daemon it starts is confined the same way, after the root exited', async () => {
     const t = useTag();
     const allowed = scratch('w');
@@ -103,6 +106,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     await within(proc.terminate({ grace: 1000 }), watchdog(5000), 'terminate() of the kept tree', t.tag);
   }, watchdog(30_000));
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('denyRead: a file below it reads EACCES, a sibling reads', async () => {
     const t = useTag();
     const home = scratch('home');
@@ -115,6 +119,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(r.stderr).toMatch(/\.ssh\/id: Permission denied/);
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('on a terminal of its own (pty): the terminal and /dev/tty stay usable', async () => {
     const t = useTag();
     const r = await run('sh', ['-c', 'echo via-tty > /dev/tty; stty size; echo x > /dev/null && echo null-ok'], { env: t.env, pty: true, confine: { write: [] } });
@@ -123,6 +128,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(r.stdout).toContain('null-ok');
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('cordon run --confine-write (relative, from the current directory): writes there, not beside it; a bad --network is a usage error', () => {
     const t = useTag();
     const dir = scratch('cli');
@@ -137,6 +143,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(bad.stderr).toMatch(/--network takes none, loopback or all/);
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it.skipIf(process.getuid?.() !== 0)(`with uid/gid: the command, another user, writes its TMPDIR and its write path, not elsewhere${process.getuid?.() !== 0 ? ' [skipped: switching users needs root]' : ''}`, async () => {
     const t = useTag();
     const allowed = scratch('w');
@@ -145,6 +152,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(r.stdout.trim().split('\n')).toEqual(['65534', 'tmp-ok', 'write-ok', 'elsewhere-denied']);
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('refuses what it cannot honour before anything runs (typed errors)', async () => {
     const dir = scratch('v');
     const bad = async (confine: unknown, code: string, message: RegExp) => {
@@ -160,6 +168,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     await bad('yes', 'ERR_INVALID_ARG_TYPE', /confine/);
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it("network 'all' (the control): the tree connects to the test's server", async () => {
     const t = useTag();
     const server = await countingServer();
@@ -170,6 +179,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     await waitFor(() => udp.received() === 1, { timeout: 5000, what: 'the datagram' });
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it.skipIf(netns.skip)(`network 'none': the test's TCP server accepts nothing from the tree, its UDP socket gets nothing${netns.note}`, async () => {
     const t = useTag();
     const server = await countingServer();
@@ -184,6 +194,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
     expect(r.confined!.network).toBe('none');
   });
 
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it.skipIf(netns.skip)(`network 'loopback': the tree reaches its own listener, not the test's${netns.note}`, async () => {
     const t = useTag();
     const server = await countingServer();
@@ -196,6 +207,7 @@ describe.skipIf(linux.skip)(`confine: the tree confined by the kernel${linux.not
 });
 
 describe.skipIf(netns.skip || (probe().landlock ?? 0) > 7)(`confine: what it does not cover, as docs/confine.md says${netns.skip ? netns.note : (probe().landlock ?? 0) > 7 ? ' [skipped: a Landlock ABI newer than 7 may cover it: check docs/confine.md]' : ''}`, () => {
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it("a pathname Unix socket stays reachable by path, with network 'none' and its directory in denyRead", async () => {
     const t = useTag();
     const dir = scratch('sock');
@@ -215,6 +227,7 @@ describe.skipIf(netns.skip || (probe().landlock ?? 0) > 7)(`confine: what it doe
 });
 
 describe.skipIf(process.platform === 'linux')('confine elsewhere', () => {
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('is refused with ERR_CORDON_UNSUPPORTED before anything runs', async () => {
     const err = (await run('true', [], { confine: { write: [tmpdir()] } }).catch((e: CordonError) => e)) as CordonError;
     expect(err.code).toBe('ERR_CORDON_UNSUPPORTED');

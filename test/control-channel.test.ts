@@ -36,6 +36,7 @@ function keys(fds: Map<number, string>): number[] {
 describe('the control channel is not handed down', () => {
   // Also read from outside: the descriptor tables of the anchor, the root and
   // the grandchild, which only the proc observer can list.
+  // proves C1: the command starts with nothing of the anchor's
   itWhere(observer.name === 'proc', "neither the root nor a grandchild holds the anchor's control socket", `the ${observer.name} observer cannot list another process's descriptors (only /proc can)`, async () => {
     const t = useTag();
     // The root lists its own table, a grandchild (a shell inside a shell)
@@ -73,6 +74,7 @@ describe('the control channel is not handed down', () => {
 
   // The members list their own descriptor links (ls -l /proc/<pid>/fd): Linux only.
   const linksWhy = process.platform === 'linux' ? '' : 'the members list their descriptor links from /proc/<pid>/fd, which only Linux has';
+  // proves C1: the command starts with nothing of the anchor's
   itWhere(linksWhy === '', 'the root, a child and a grandchild see only fds 0, 1 and 2', linksWhy, async () => {
     const t = useTag();
     const script = [
@@ -99,6 +101,7 @@ describe('the control channel is not handed down', () => {
 // net.core.[rw]mem_max, so the expected sizes follow this machine's caps.
 describe("the control socket's buffers", () => {
   const noSs = missing('ss') ?? '';
+  // proves nothing of the contract: the control socket's buffer sizes, a design choice
   itWhere(noSs === '' && observer.name === 'proc', "the anchor's end has 256 KiB send and receive buffers (as ss -xm reads them)", noSs || 'needs /proc to find the socket of the anchor\'s fd 3', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'echo READY; exec sleep 300'], { env: t.env });

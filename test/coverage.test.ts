@@ -42,6 +42,7 @@ const noSetsidF = missing('setsid -f') ?? '';
 const LIFETIME_S = 300;
 
 describe('C3: quiescence is exact', () => {
+  // proves C3, C11
   itWhere(noCc === '', 'a pid hopper: terminate() resolves only once it is gone (5 rounds)', noCc, async () => {
     const t = useTag();
     const dir = hopperDir('cordon-coverage-');
@@ -72,6 +73,7 @@ describe('C3: quiescence is exact', () => {
 // test, the freeze check (helpers/procs.ts, killTagged) finds nothing tagged.
 describe('C3: the forced stop ends a hopper that ignores the polite signals', () => {
   for (const how of ['terminate()', 'kill()'] as const) {
+    // proves C3
     itWhere(noCc === '', `by ${how}${how === 'terminate()' ? ' with a 300 ms grace' : ''}: it resolves only once nothing tagged is alive (3 rounds)`, noCc, async () => {
       const t = useTag();
       const dir = hopperDir('cordon-coverage-');
@@ -98,6 +100,7 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
     await ensureDist();
   });
 
+  // proves C3, C11
   itWhere(noSetsidF === '', `real daemons (${daemonTitle(!complete)}): ${catchesDaemons ? 'caught and killed' : 'the result and cordon run --report say partial'}${complete ? '' : '; coverage partial'}`, noSetsidF, async () => {
     const t = useTag();
     const dir = hopperDir('cordon-coverage-');
@@ -142,6 +145,7 @@ describe('C11: what a tier cannot see is not reported as clean', () => {
     } else for (const p of t.procs()) t.notPromised(p.pid);
   });
 
+  // proves C11
   itWhere(tier === 'process-group', 'a member seen leaving the process group is named in the result (leftGroup) and by cordon run --report', 'process-group tier only', async () => {
     const t = useTag();
     // Parented for 2.5 s (past the anchor's 1 s snapshot period), outside the group.
@@ -184,6 +188,7 @@ describe('C4: an escaped holder of the output pipes', () => {
   // environment is withheld and setsid -f's first process exits unseen).
   const holderPromised = () => catchesDaemons && escapePromised({ program: 'sleep', forkedBy: 'unseen' });
 
+  // proves C4
   itWhere(noSetsidF === '', 'the result settles and our ends of the pipes close by waitDelay, in every tier', noSetsidF, async () => {
     const t = useTag();
     // (The holder, its root saying its pid first.)
@@ -209,6 +214,7 @@ describe('C4: an escaped holder of the output pipes', () => {
     else for (const p of t.procs()) t.notPromised(p.pid);
   });
 
+  // proves C4, C11
   itWhere(noSetsidF === '', 'cordon leaks ends after the wait delay and does not report it as clean', noSetsidF, async () => {
     const t = useTag();
     const leaks = startCli(['leaks', '--wait-delay', '500ms', '--', ...ESCAPED_HOLDER], t.env);
@@ -226,6 +232,7 @@ describe('C4: an escaped holder of the output pipes', () => {
     }
   });
 
+  // proves C4
   itWhere(noSetsidF === '', 'SIGTERM ends cordon leaks while it waits on a held pipe', noSetsidF, async () => {
     const t = useTag();
     // A wait delay of 60 s: only the signal can end the wait in time.

@@ -54,6 +54,7 @@ const distIndex = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const nobodyCanHost = asNobodyWhy === '' && othersCanUse(process.execPath, true) && othersCanUse(distIndex, false);
 
 describe('uid and gid', () => {
+  // proves C3: a tree run as another user still ends
   itWhere(asNobodyWhy === '', 'the root and its child run as nobody; the anchor stays root; terminate() still ends the tree', asNobodyWhy, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 300 & echo "PID child $!"; echo "PID root $$"; exec sleep 300'], {
@@ -79,6 +80,7 @@ describe('uid and gid', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves nothing of the contract: the gid option
   itWhere(inNobodysGroupWhy === '', 'gid alone changes only the group', inNobodysGroupWhy, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'echo "PID root $$"; exec sleep 300'], { env: t.env, gid: NOBODY.gid, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -90,6 +92,7 @@ describe('uid and gid', () => {
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
 
+  // proves C6: a launch failure, nothing ran
   itWhere(
     nobodyCanHost,
     'a drop the command cannot make: a nobody host asking for root is EPERM, a launch failure; nothing ran',
@@ -110,6 +113,7 @@ describe('uid and gid', () => {
     expect(out.text).toBe('ERR EPERM launch true\n');
   });
 
+  // proves nothing of the contract: the uid/gid options' input errors
   it('bad values are typed errors before anything runs; Windows has none', () => {
     const t = useTag();
     for (const [name, value, code] of [

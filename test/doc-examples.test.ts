@@ -47,6 +47,7 @@ server.listen(0, '127.0.0.1', () => console.log(\`listening on http://127.0.0.1:
 const LEAKY_TEST = `import { test } from 'node:test';
 import { spawn } from 'node:child_process';
 
+// proves nothing of the contract: a documented example runs as documented
 test('starts a server and forgets it', () => {
   const script = 'require("http").createServer((q, s) => s.end("ok")).listen(0); setInterval(() => {}, 1e9)';
   spawn(process.execPath, ['-e', script], { detached: true, stdio: 'ignore' }).unref();
@@ -82,6 +83,7 @@ afterAll(() => {
 const label = (b: DocBlock) => `${where(b)} (${b.lang})`;
 
 describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${notRunnable.length} marked not runnable${tgz ? ' (the packed tarball installed)' : ' (this checkout)'}`, () => {
+  // proves nothing of the contract: the docs' blocks say why they are not run
   it('every block not run says why, and the README has examples that run', () => {
     console.log(`doc examples: ${runnable.length} run, ${notRunnable.length} not runnable:\n${notRunnable.map((b) => `  ${label(b)}: ${b.notRunnable}`).join('\n')}`);
     for (const b of notRunnable) expect(b.notRunnable, label(b)).toMatch(/\S{3}/);
@@ -90,6 +92,7 @@ describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${
     expect(runnable.filter((b) => (b.lang === 'js' || b.lang === 'ts') && !b.expect && b.said.length === 0).map(label)).toEqual([]);
   });
 
+  // proves nothing of the contract: the docs' blocks type-check
   it('every js and ts block that runs type-checks under tsc --strict against the installed package', () => {
     const sources = runnable
       .filter((b) => b.lang === 'js' || b.lang === 'ts')
@@ -99,6 +102,7 @@ describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${
 
   for (const [i, b] of runnable.entries()) {
     if (b.lang === 'console') {
+      // proves nothing of the contract: a documented example runs as documented
       it.skipIf(noCompleteTier)(`${label(b)} prints what the block shows (${completeTier ?? `skipped: ${noCompleteTier}`} tier)`, () => {
         const tag = useTag({ CORDON_TIER: completeTier });
         const commands = b.code.split('\n').filter((l) => l.startsWith('$ '));
@@ -115,6 +119,7 @@ describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${
       }, RUN_TIMEOUT + 10_000);
     } else if (b.lang === 'js' || b.lang === 'ts') {
       const lacking = b.needs && (capabilities().guarantees as unknown as Record<string, unknown>)[b.needs] !== true ? `this host does not give ${b.needs} (capabilities().guarantees.${b.needs})` : undefined;
+      // proves nothing of the contract: a documented example runs as documented
       it.skipIf(!!lacking)(`${label(b)} runs and prints what it says${lacking ? ` [skipped: ${lacking}]` : ''}`, () => {
         const tag = useTag();
         const file = join(project, `run-${i}.mjs`);
@@ -127,6 +132,7 @@ describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${
         else expect(r.stdout.trimEnd().split('\n'), `${said}\nwhat its comments say it prints:\n${b.said.join('\n')}`).toEqual(b.said);
       }, RUN_TIMEOUT + 10_000);
     } else {
+      // proves nothing of the contract: a documented example runs as documented
       it(`${label(b)} runs`, () => {
         const tag = useTag();
         const r = spawnSync('sh', ['-ec', b.code], { cwd: project, env: tag.env, encoding: 'utf8', timeout: RUN_TIMEOUT });
@@ -137,6 +143,7 @@ describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${
     }
   }
 
+  // proves nothing of the contract: a documented example runs as documented
   it("README's first block shows the main job as the main job's section runs it", () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
     const first = blocks.find((b) => b.file === 'README.md')!;
@@ -147,6 +154,7 @@ describe(`the code blocks of README.md and docs/*.md: ${runnable.length} run, ${
     expect(readme.split('\n').length, 'README.md fits in 250 lines').toBeLessThanOrEqual(250);
   });
 
+  // proves nothing of the contract: the CommonJS entry point
   it("require() from CommonJS gives the same API (Node's require of ES modules, 20.19+: package.json's engines)", () => {
     const file = join(project, 'require.cjs');
     writeFileSync(file, `const c = require('cordon');\nconsole.log(['spawn', 'run', 'capabilities', 'Registry'].map((k) => typeof c[k]).join(' '));\n`);

@@ -56,6 +56,7 @@ function tree(): string[] {
 }
 
 describe('env extends process.env by default', () => {
+  // proves nothing of the contract: the env option
   it('env: { only the tag, FOO } keeps PATH and HOME, and the tag reaches every member', async () => {
     const t = useTag();
     expect(process.env.PATH, 'the host has a PATH').toBeTruthy();
@@ -76,6 +77,7 @@ describe('env extends process.env by default', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves nothing of the contract: the env option
   it('a variable set to undefined is unset; a caller value replaces the host one', async () => {
     const t = useTag();
     const proc = spawn('sh', tree(), { env: { [TAG_VAR]: t.tag, HOME: undefined, PATH: '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -88,6 +90,7 @@ describe('env extends process.env by default', () => {
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
 
+  // proves nothing of the contract: the extendEnv option
   it('extendEnv: false: env is the whole environment (no PATH, no HOME)', async () => {
     const t = useTag();
     const proc = spawn('sh', tree(), { env: { [TAG_VAR]: t.tag, FOO: 'only' }, extendEnv: false, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -109,6 +112,7 @@ describe('env extends process.env by default', () => {
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
 
+  // proves nothing of the contract: the env options' input errors
   it('bad values are typed errors before anything runs', () => {
     const t = useTag();
     expect(() => spawn('sh', [], { env: t.env, extendEnv: 'yes' as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
@@ -135,6 +139,7 @@ describe('preferLocal', () => {
     return { root, inner };
   }
 
+  // proves nothing of the contract: the preferLocal option
   it("runs cwd's nearest node_modules/.bin first; every level is on PATH", async () => {
     const t = useTag();
     const { root, inner } = project();
@@ -149,6 +154,7 @@ describe('preferLocal', () => {
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
 
+  // proves nothing of the contract: the localDir option
   it('localDir chooses where the search starts; without preferLocal the tool is not found', async () => {
     const t = useTag();
     const { root, inner } = project();

@@ -57,6 +57,7 @@ const READ_FROM_NODE: Record<string, readonly string[]> = {
 };
 
 describe('error codes: CORDON_ERROR_CODES is the whole list', () => {
+  // proves nothing of the contract: the error catalogue's source
   it('every ERR_* / ABORT_ERR code written in lib/ is listed', () => {
     const listed = new Set<string>(CORDON_ERROR_CODES);
     const unlisted: string[] = [];
@@ -71,6 +72,7 @@ describe('error codes: CORDON_ERROR_CODES is the whole list', () => {
     expect(unlisted, 'codes lib/ uses that CORDON_ERROR_CODES (lib/errors/error.ts) does not list').toEqual([]);
   });
 
+  // proves nothing of the contract: the error catalogue's source
   it('every listed code is used in lib/ outside the list, and none is listed twice', () => {
     const used = new Set(sourcesWithoutTheList().flatMap(({ text }) => codeLiterals(text).map((l) => l.code)));
     expect(CORDON_ERROR_CODES.filter((code) => !used.has(code)), 'listed codes nothing in lib/ uses').toEqual([]);
@@ -79,6 +81,7 @@ describe('error codes: CORDON_ERROR_CODES is the whole list', () => {
 });
 
 describe('errors are built in one place', () => {
+  // proves nothing of the contract: the error catalogue's source
   it('no file of lib/ outside lib/errors/ constructs a CordonError', () => {
     const builders = libSources()
       .filter(({ file }) => !file.startsWith('errors/'))
@@ -86,6 +89,7 @@ describe('errors are built in one place', () => {
     expect(builders, 'construct the error with a function of lib/errors/ instead').toEqual([]);
   });
 
+  // proves nothing of the contract: the error catalogue's imports
   it("the catalogue's files import only ./error.js of cordon's; the rest of lib/ imports the barrel lib/errors.ts", () => {
     const wrong: string[] = [];
     for (const { file, text } of libSources()) {
@@ -134,6 +138,7 @@ describe('public entry points refuse bad input with a listed code at stage input
     ["spawn(): windowsHide not a boolean ('yes')", (env) => spawn('sh', ['-c', 'sleep 300'], { env, windowsHide: 'yes' as never }), 'ERR_INVALID_ARG_TYPE'],
   ];
   for (const [name, call, code] of spawnCases) {
+    // proves nothing of the contract: an input error (typed, nothing runs), no clause's own
     it(`${name} -> ${code}, nothing runs`, () => {
       // The tag's cleanup kills whatever carries it, should anything have started.
       const t = useTag();
@@ -145,6 +150,7 @@ describe('public entry points refuse bad input with a listed code at stage input
     });
   }
 
+  // proves C6: a launch failure, nothing ran
   it('spawn(): a cwd that does not exist is a launch failure (stage launch, the errno as code), nothing runs', () => {
     const t = useTag();
     const err = thrown(() => spawn('sh', ['-c', 'sleep 300'], { env: t.env, cwd: join(tempDir('cordon-errors-'), 'no-such-dir') }));
@@ -155,6 +161,7 @@ describe('public entry points refuse bad input with a listed code at stage input
     expect(t.procs()).toEqual([]);
   });
 
+  // proves nothing of the contract: the windowsHide option on POSIX
   it('spawn(): windowsHide: true is accepted and ignored on POSIX, as Node does (the command runs, exit 0)', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'exit 0'], { env: t.env, windowsHide: true });
@@ -162,6 +169,7 @@ describe('public entry points refuse bad input with a listed code at stage input
     expect(result.ok ? result.value.exitCode : result.error).toBe(0);
   });
 
+  // proves nothing of the contract: an input error
   it('registry.owner(\'\') -> ERR_INVALID_ARG_VALUE', () => {
     const registry = newRegistry();
     expectInputRefusal(
@@ -170,6 +178,7 @@ describe('public entry points refuse bad input with a listed code at stage input
     );
   });
 
+  // proves nothing of the contract: an input error
   it('registry.adopt() with a malformed token -> rejects with ERR_INVALID_ARG_VALUE', async () => {
     const registry = newRegistry();
     const how = await outcome(registry.adopt('1-0011223344556677', { token: 'not-a-token' }), 5000, 'adopt() to reject');

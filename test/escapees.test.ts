@@ -17,6 +17,7 @@ import { promised, watchdog } from './helpers/time.js';
 import { collect, expectNamedGone } from './helpers/trees.js';
 
 describe('escapees', () => {
+  // proves C3, C2
   it('terminate() reaches background, setsid, double-forked and nohup children', async () => {
     const t = useTag();
     const { proc, pids } = await collect(spawn(fixture('tree.sh'), [], { env: t.env }), t.tag);
@@ -31,6 +32,7 @@ describe('escapees', () => {
     expect(result.signal).toBe('SIGTERM');
   });
 
+  // proves C5
   it('a setsid escapee left after the root exits is killed under the default policy', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'setsid sleep 300 >/dev/null 2>&1 & echo "PID s $!"'], { env: t.env });
@@ -62,6 +64,7 @@ describe('escapees', () => {
     return pid!;
   }
 
+  // proves C3, C11
   it(`an escapee that scrubbed its environment (env -i) and left the session: ${claimsAll ? 'terminate() ends it' : `not promised by the ${tier} tier, which says so`}`, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', `${SCRUBBED}; echo READY; exec sleep 300`], { env: t.env });
@@ -80,6 +83,7 @@ describe('escapees', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C5, C11
   it(`an orphaned escapee that scrubbed its environment: ${claimsAll ? 'a leftover, killed under the default policy' : `not promised by the ${tier} tier, which says so`}`, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', SCRUBBED], { env: t.env });
@@ -102,6 +106,7 @@ describe('escapees', () => {
   // environment: every tier catches it, the process-group tier by the
   // session, which the anchor leads and no process can join.
   const SETPGID = `(env -i python3 -c "import os; os.setpgid(0, 0); os.execve('/bin/sleep', ['sleep', '308'], {})" </dev/null >/dev/null 2>&1 & echo "PID s $!")`;
+  // proves C3
   itWhere(has('python3'), 'an orphaned escapee that left the process group but not the session, its environment scrubbed: terminate() ends it in every tier', missing('python3') ?? '', async () => {
     const t = useTag();
     // (after the anchor's first snapshot, which could see it still parented)
@@ -129,6 +134,7 @@ describe('escapees', () => {
   const THREADED = `(env -i python3 -c "import os, threading, time; os.setpgid(0, 0); [threading.Thread(target=time.sleep, args=(300,), daemon=True).start() for _ in range(4)]; print('PID t', os.getpid(), flush=True); time.sleep(300)" </dev/null &)`;
   // Linux only: elsewhere (macOS) a thread has no pid for a walk to probe.
   const threadPids = onlyWhere(process.platform === 'linux', 'threads have pids a walk can probe only on Linux (/proc/<pid>/task)');
+  // proves C3
   itWhere(has('python3') && !threadPids.skip, 'a threaded escapee that left the process group but not the session, its environment scrubbed: terminate() ends it, no thread taken for a member', missing('python3') ?? threadPids.note.replace(/^ \[skipped: (.*)\]$/, '$1'), async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', `sleep 0.3; ${THREADED}; exec sleep 300`], { env: t.env });
@@ -158,6 +164,7 @@ describe('escapees', () => {
   const ROOT = `${SCRUBBED}; echo READY; exec sleep 300`;
 
   for (const how of ['kill()', 'an AbortSignal', "its owner's release()"] as const) {
+    // proves C3, C10
     itWhere(claimsAll, `the scrubbed escapee is gone once ${how} ended the tree`, notClaimed, async () => {
       const t = useTag();
       const ac = new AbortController();
@@ -180,6 +187,7 @@ describe('escapees', () => {
       await ensureDist();
     });
 
+    // proves C8
     itWhere(claimsAll, 'the host SIGKILLed: the anchor alone ends the scrubbed escapee', notClaimed, async () => {
       const t = useTag();
       const host = startHost(['wait', '--trees', 'scrubbed'], t.env);
@@ -192,6 +200,7 @@ describe('escapees', () => {
       await waitGone(t, watchdog(5000));
     });
 
+    // proves C8
     itWhere(claimsAll, 'a lease that runs out: the anchor ends the scrubbed escapee with the tree', notClaimed, async () => {
       const t = useTag();
       const { env } = useRuntime(t);

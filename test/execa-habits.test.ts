@@ -42,6 +42,7 @@ function hostFdsOn(path: string): string[] {
 }
 
 describe('for await (const line of proc)', () => {
+  // proves nothing of the contract: proc.lines(), API
   it("iterates stdout's lines, as execa and proc.lines() do (stderr is not in it)", async () => {
     const t = useTag();
     const script = "printf 'one\\ntwo\\r\\n'; echo noise >&2; printf 'three'";
@@ -54,6 +55,7 @@ describe('for await (const line of proc)', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves nothing of the contract: proc.lines()'s input error
   it('stdout not piped: a typed error when the loop starts', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'exit 0'], { env: t.env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -65,6 +67,7 @@ describe('for await (const line of proc)', () => {
 });
 
 describe('run(): stripFinalNewline', () => {
+  // proves nothing of the contract: the stripFinalNewline option
   it("strips one final '\\n' or '\\r\\n' from stdout, stderr and all (Buffers too); false keeps it", async () => {
     const t = useTag();
     const script = "printf 'a\\n\\n'; printf 'e\\r\\n' >&2";
@@ -85,6 +88,7 @@ describe('run(): stripFinalNewline', () => {
 });
 
 describe('run(): stdin, stdout, stderr, stdio', () => {
+  // proves nothing of the contract: the stdio options
   it.skipIf(fdLinks.skip)(`stdout 'ignore' or a file's descriptor reaches the command's fd 1; the field is undefined, as execa's${fdLinks.note}`, async () => {
     const t = useTag();
     const dir = tempDir('cordon-execa-');
@@ -109,6 +113,7 @@ describe('run(): stdin, stdout, stderr, stdio', () => {
     }
   });
 
+  // proves nothing of the contract: the stdin options and their input errors
   it("stdin 'pipe' without input is ended at once; stdio with stdin/stdout/stderr, or input with stdin not 'pipe', is a typed error before anything runs", async () => {
     const t = useTag();
     const piped = await within(run('sh', ['-c', 'cat; echo eof'], { env: t.env, stdin: 'pipe' }), 15_000, 'run', t.tag);
@@ -125,12 +130,14 @@ describe('run(): stdin, stdout, stderr, stdio', () => {
 });
 
 describe('run(): input as a stream, inputFile', () => {
+  // proves nothing of the contract: a Readable as input
   it('a Readable is piped into stdin, then stdin ends', async () => {
     const t = useTag();
     const r = await within(run('sh', ['-c', 'cat; echo "[end]"'], { env: t.env, input: Readable.from(['from ', 'a stream\n']) }), 15_000, 'run', t.tag);
     expect(r.stdout).toBe('from a stream\n[end]');
   });
 
+  // proves C6
   it('an input stream that fails midway stops the tree and rejects with ERR_CORDON_INPUT and the cause', async () => {
     const t = useTag();
     const input = new Readable({ read() {} });
@@ -145,6 +152,7 @@ describe('run(): input as a stream, inputFile', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves nothing of the contract: the inputFile option
   it.skipIf(fdLinks.skip)(`inputFile is read into stdin; the host keeps no descriptor of it after${fdLinks.note}`, async () => {
     const t = useTag();
     const dir = tempDir('cordon-execa-');
@@ -155,6 +163,7 @@ describe('run(): input as a stream, inputFile', () => {
     expect(hostFdsOn(file)).toEqual([]);
   });
 
+  // proves nothing of the contract: the inputFile option's errors
   it('an inputFile that cannot be read is its errno before anything runs; input and inputFile together are refused', async () => {
     const t = useTag();
     const dir = tempDir('cordon-execa-');
@@ -180,6 +189,7 @@ describe('run(): input as a stream, inputFile', () => {
 });
 
 describe("run(): execa's result fields", () => {
+  // proves C6 (own report): execa-named facets of a success
   it('success: failed, timedOut, isCanceled false; durationMs; command and escapedCommand', async () => {
     const t = useTag();
     const before = Date.now();
@@ -194,6 +204,7 @@ describe("run(): execa's result fields", () => {
     expect(r.escapedCommand).toBe(`sh -c 'echo "$0 $1"' 'a b' c`);
   });
 
+  // proves C6
   it('failures: the error and a reject: false result say failed, and timedOut / isCanceled by reason', async () => {
     const t = useTag();
     const exit = await rejection(run('sh', ['-c', 'exit 3'], { env: t.env }), t.tag);
@@ -216,6 +227,7 @@ describe("run(): execa's result fields", () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C6
   it('a command that cannot start: the error says failed, with the command', async () => {
     const t = useTag();
     const e = await rejection(run('/nonexistent/cordon-execa-habits', ['x'], { env: t.env }), t.tag);
@@ -226,6 +238,7 @@ describe("run(): execa's result fields", () => {
 });
 
 describe('unknown options name cordon\'s way', () => {
+  // proves nothing of the contract: execa's option names, refused with a pointer
   it("execa's names that cordon spells otherwise, or lacks, say what to use; nothing runs", async () => {
     const t = useTag();
     const dir = tempDir('cordon-execa-');
@@ -263,6 +276,7 @@ describe('unknown options name cordon\'s way', () => {
     expect(existsSync(marker), 'a command ran').toBe(false);
   });
 
+  // proves nothing of the contract: execa's option names, accepted
   it("execa's options cordon takes under the same name are accepted by run()", async () => {
     const t = useTag();
     const r = await within(run('sh', ['-c', 'echo "$X"'], {

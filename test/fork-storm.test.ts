@@ -48,6 +48,7 @@ function expectNoSurvivors(t: Tagged, when: string): void {
 }
 
 describe('C3: a fork storm', () => {
+  // proves C3, C10
   it('an AbortSignal mid-storm leaves no survivor', async () => {
     const t = useTag();
     const ac = new AbortController();
@@ -61,6 +62,7 @@ describe('C3: a fork storm', () => {
     expect(result.reason).toBe('canceled');
   });
 
+  // proves C3
   it('kill() mid-storm leaves no survivor', async () => {
     const t = useTag();
     const { proc, out } = await startStorm(t);

@@ -13,6 +13,7 @@ import { catchesTerm, collect, expectAlive, expectGone, expectLateMemberTermed, 
 const GRACE = 1000;
 
 describe('C3: the grace window', () => {
+  // proves C3
   it('a whole tree ignoring SIGTERM is killed after the grace, not before, not much later', async () => {
     const t = useTag();
     // Precondition (checked there): SIG_IGN was inherited by every member.
@@ -32,6 +33,7 @@ describe('C3: the grace window', () => {
     expect(result.signal).toBe('SIGKILL');
   });
 
+  // proves C3
   it("the root's TERM trap gets its window: it runs, and its exit is the result", async () => {
     const t = useTag();
     // (Waits, there, for the trap to be installed and the child to exec sleep.)
@@ -55,10 +57,12 @@ describe('C3: the grace window', () => {
     expect(result.exitCode).toBe(7);
   });
 
+  // proves C3
   it('a member forked after the polite signal gets it too, not only the forced kill', async () => {
     await expectLateMemberTermed(useTag(), 'cordon-grace-');
   });
 
+  // proves C3
   it("a stopped member's TERM trap gets its window too: the polite signal comes with SIGCONT", async () => {
     const t = useTag();
     const file = join(tempDir('cordon-grace-'), 'cleanup');
@@ -84,6 +88,7 @@ describe('C3: the grace window', () => {
     expect(elapsed, 'the stopped member waited for the forced kill').toBeLessThan(10_000);
   });
 
+  // proves C3
   it("a descendant's TERM trap gets its window too", async () => {
     const t = useTag();
     const dir = tempDir('cordon-grace-');

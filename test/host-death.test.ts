@@ -39,6 +39,7 @@ describe('host death (C8)', () => {
       exit: 'exits normally (process.exit(0))',
       throw: 'throws an uncaught exception',
     }[ending];
+    // proves C8
     it(`every tree of a host that ${how} is gone within 1 s`, async () => {
       const t = useTag();
       const signalled = ending === 'SIGKILL' || ending === 'SIGTERM';
@@ -88,6 +89,7 @@ describe('host death (C8)', () => {
   // EOF off. The leak is checked from outside: the leaker holds the peer of
   // the anchor's fd 3 (ss gives the peer's inode).
   const noSs = missing('ss') ?? '';
+  // proves C8
   itWhere(noSs === '', "a SIGKILLed host whose channel's end leaked to a long-lived process: its trees are gone within 1 s all the same", noSs, async () => {
     const t = useTag();
     const host = startHost(['wait', '--trees', 'plain', '--leak-channel'], t.env);
@@ -113,6 +115,7 @@ describe('host death (C8)', () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C8, C3
   it('a SIGKILLed host: the anchor alone gives a TERM trap its grace, then forces the kill', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-host-'));

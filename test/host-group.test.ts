@@ -25,6 +25,7 @@ describe("the host's process group", () => {
     await ensureDist();
   });
 
+  // proves C8: the anchors' group and session, read from /proc
   it("the anchors share neither the host's process group nor its session", async () => {
     const t = useTag();
     const host = startHost(['wait', '--trees', 'plain'], t.env, 'host.mjs', { ownGroup: true });
@@ -50,6 +51,7 @@ describe("the host's process group", () => {
   });
 
   for (const signal of ['SIGKILL', 'SIGHUP'] as const) {
+    // proves C8
     it(`${signal} to the host's whole process group: every tree process is gone within 1 s, and its cgroup`, async () => {
       const t = useTag();
       const host = startHost(['wait'], t.env, 'host.mjs', { ownGroup: true });

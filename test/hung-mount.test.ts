@@ -50,6 +50,7 @@ async function hungMount() {
 }
 
 describe('a hung mount does not hold the anchor', () => {
+  // proves C3, C5
   itWhere(why === '', "a member holding a file whose stat() hangs: the root's exit is still reported, the member ended, the result settles", why, async () => {
     const t = useTag();
     const { mnt, gate, fuse, said, probes } = await hungMount();
@@ -87,6 +88,7 @@ describe('a hung mount does not hold the anchor', () => {
   // no signal ends it until the request ends. kill() cannot prove quiescence
   // then; it says so after 5 s, naming the member and its state, and the tree
   // ends once the server goes (the kernel fails the request).
+  // proves C3, C6
   itWhere(why === '', 'a member SIGKILL cannot end (state D, waiting on the hung mount): kill() rejects after 5 s naming it and its state; the tree ends once the server goes', why, async () => {
     const t = useTag();
     const { mnt, gate, fuse, said } = await hungMount();

@@ -88,6 +88,7 @@ function cpuSeconds(pid: number): number {
 }
 
 describe(`durations, ${tier} tier`, () => {
+  // proves C3
   it('terminate({ grace }) beyond 2^31-1 ms is a typed error; the tree is not killed', async () => {
     const t = useTag();
     const { proc, root, file } = await startSlowTrap(t);
@@ -103,6 +104,7 @@ describe(`durations, ${tier} tier`, () => {
     expect(readFileSync(file, 'utf8')).toBe('done\n');
   });
 
+  // proves C3
   it('a grace just under the limit is a long grace, not an immediate SIGKILL', async () => {
     const t = useTag();
     const { proc, file } = await startSlowTrap(t);
@@ -111,6 +113,7 @@ describe(`durations, ${tier} tier`, () => {
     expect((await within(proc.result, 5000, 'the result', t.tag)).exitCode).toBe(7);
   });
 
+  // proves C3 (own report): typed errors for durations
   it('new Registry({ grace }), owner.stop/release({ grace }) and detach({ keepAlive }) validate like spawn', async () => {
     for (const grace of [2 ** 31, 1e21, -1, Number.NaN, '3000']) {
       const e = thrown(() => new Registry({ grace: grace as number }));
@@ -126,6 +129,7 @@ describe(`durations, ${tier} tier`, () => {
     await owner.release();
   });
 
+  // proves C3 (own report): the CLI's reading of durations
   it('the CLI reads durations the same way: a fraction of a millisecond rounds up, too long is refused', () => {
     expect(parseDuration('--timeout', '0.4ms')).toBe(1);
     expect(parseDuration('--grace', '1.5s')).toBe(1500);
@@ -133,6 +137,7 @@ describe(`durations, ${tier} tier`, () => {
     expect(thrown(() => parseDuration('--grace', '1e21')).code).toBe('ERR_INVALID_ARG_VALUE');
   });
 
+  // proves C3
   it("one rule for every duration: a number is milliseconds, a string carries its unit, a bare '30' is refused before anything runs", async () => {
     const t = useTag();
     const e = thrown(() => parseDuration('--timeout', '30'));
@@ -154,6 +159,7 @@ describe(`durations, ${tier} tier`, () => {
     expect(existsSync(marker), 'a refused spawn ran its command').toBe(false);
   });
 
+  // proves C3
   it('the CLI refuses a duration without its unit: a usage error (exit 2) that shows how to write it; nothing runs', async () => {
     const t = useTag();
     await ensureDist();
@@ -165,6 +171,7 @@ describe(`durations, ${tier} tier`, () => {
     expect(existsSync(marker), 'the command ran').toBe(false);
   });
 
+  // proves C3, C10
   it('timeout: 0.5 is a timeout of 1 ms, not "no timeout"', async () => {
     const t = useTag();
     const proc = spawn('sleep', ['300'], { env: t.env, timeout: 0.5 });
@@ -175,6 +182,7 @@ describe(`durations, ${tier} tier`, () => {
 
 const posixAnchor = onlyWhere(process.platform !== 'win32', 'the POSIX anchor; Windows has test/win');
 describe.skipIf(posixAnchor.skip)(`the anchor's input, ${tier} tier${posixAnchor.note}`, () => {
+  // proves C3: the anchor run by hand refuses it
   it('the anchor refuses a --grace it cannot read, instead of reading it as 0', () => {
     for (const bad of ['1e+21', '-5', '99999999999', '12abc', '']) {
       const r = spawnSync(anchorPath(), ['--grace', bad, '--', '/bin/true', 'true'], { encoding: 'utf8', timeout: 10_000 });
@@ -187,6 +195,7 @@ describe.skipIf(posixAnchor.skip)(`the anchor's input, ${tier} tier${posixAnchor
   // still a request to end the tree; it gets the teardown grace (--grace),
   // never 0 (= SIGKILL now, what atoi made of it).
   for (const line of ['TERM 1e+21', 'TERM abc', 'TERM -1', 'TERM 99999999999']) {
+    // proves C3
     it(`"${line}" on the control channel is a TERM with the teardown grace, not a KILL`, async () => {
       const t = useTag();
       const { proc, file } = await startSlowTrap(t, { grace: 20_000 });
@@ -197,6 +206,7 @@ describe.skipIf(posixAnchor.skip)(`the anchor's input, ${tier} tier${posixAnchor
     });
   }
 
+  // proves C3
   itWhere(noGetconf === '', 'a 16 MiB control line without a newline costs little CPU, and the TERM after it is obeyed', noGetconf, async () => {
     const t = useTag();
     const { proc, file } = await startSlowTrap(t, { grace: 20_000 });
@@ -221,6 +231,7 @@ describe.skipIf(posixAnchor.skip)(`the anchor's input, ${tier} tier${posixAnchor
 
 
 describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, ${tier} tier${posixAnchor.note}`, () => {
+  // proves C6 (own report): the error for a deleted working directory
   it("a deleted host working directory is a CordonError saying so; an explicit cwd still works", async () => {
     const t = useTag();
     await ensureDist();
@@ -261,6 +272,7 @@ describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, 
     await within(hostExit, 10_000, 'the host to exit', t.tag);
   });
 
+  // proves C6: a launch failure, and nothing ran
   it('arguments too large for exec are E2BIG, said as such (not "the anchor could not be started")', () => {
     const t = useTag();
     // One argument over MAX_ARG_STRLEN (128 KiB) fails every exec with E2BIG.
@@ -287,6 +299,7 @@ describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, 
     const noHostCheck =
       noGetconf || (probe().argMax === undefined ? "this build reads no exec limits (the darwin build: the exec's own E2BIG answers, tested below)" : '');
 
+    // proves C6: a launch failure, and nothing ran
     itWhere(noHostCheck === '', 'an environment string of 32 pages is refused, naming the variable', noHostCheck, () => {
       const t = useTag();
       const e = thrown(() => spawn('true', [], { env: { ...t.env, CORDON_BIG: 'x'.repeat(32 * page - 'CORDON_BIG='.length) } }));
@@ -297,6 +310,7 @@ describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, 
       expect(t.procs()).toEqual([]);
     });
 
+    // proves nothing of the contract: the kernel's argument limit, passed whole
     itWhere(noGetconf === '', 'the longest string the kernel takes (32 pages less its NUL) is not refused, and arrives whole', noGetconf, async () => {
       const t = useTag();
       const arg = 'x'.repeat(32 * page - 1);
@@ -307,6 +321,7 @@ describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, 
       expect(out.trim()).toBe(String(arg.length));
     });
 
+    // proves C6: a launch failure, and nothing ran
     itWhere(noHostCheck === '', `arguments that together exceed ARG_MAX (${argMax || 'unknown'} bytes here) are refused, saying so`, noHostCheck, () => {
       const t = useTag();
       const chunk = 'y'.repeat(16 * page); // each well under the one-string limit
@@ -324,6 +339,7 @@ describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, 
     // forgets the limits (deletes them from its cached probe), so the anchor's
     // posix_spawn is what fails.
     const emulated = process.env.CORDON_TEST_EMULATOR;
+    // proves C6: a launch failure, and nothing ran
     it.skipIf(!!emulated)(
       `without the host's check, the exec's own E2BIG is the same typed error${emulated ? ` (skipped: under ${emulated}, posix_spawn's child runs as a plain fork, so its failed exec is not reported to the caller; the host's check above is what reports it there)` : ''}`,
       async () => {
@@ -352,6 +368,7 @@ describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, 
     );
   });
 
+  // proves C2
   it("members() after ERR_CORDON_ANCHOR_LOST never lists through the dead anchor's pid, even once it is reused", { timeout: watchdog(75_000) }, async (ctx) => {
     const t = useTag();
     // The freed pid handed to an unrelated process with a child of its own:

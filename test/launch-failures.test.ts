@@ -158,6 +158,7 @@ function expectLaunchFailure(err: unknown, c: Case, code = c.code): void {
 
 describe('C1/C6: launch failures before anything runs', () => {
   for (const c of cases) {
+    // proves C1, C6
     it(`spawn(): ${c.name} -> ${c.code}, thrown synchronously, nothing runs`, () => {
       const t = useTag();
       const { command, args, options } = c.make(t, tempDir('cordon-launch-'));
@@ -173,6 +174,7 @@ describe('C1/C6: launch failures before anything runs', () => {
       expect(t.procs()).toEqual([]);
     });
 
+    // proves C1, C6
     it(`run(): ${c.name} -> rejects with ${c.runCode ?? c.code}, nothing runs`, async () => {
       const t = useTag();
       const { command, args, options } = c.make(t, tempDir('cordon-launch-'));
@@ -198,6 +200,7 @@ describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
     return path;
   }
 
+  // proves C1, C6
   it('spawn(): `started` and `result` reject with ENOENT, a launch failure; nothing runs', async () => {
     const t = useTag();
     const path = missingInterpreterScript(tempDir('cordon-launch-'));
@@ -218,6 +221,7 @@ describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
     await within(proc.terminate(), 2000, 'terminate() after the launch failure', t.tag);
   });
 
+  // proves C1, C6
   it('run(): rejects with ENOENT, a launch failure; nothing runs', async () => {
     const t = useTag();
     const path = missingInterpreterScript(tempDir('cordon-launch-'));
@@ -234,6 +238,7 @@ describe('C1/C6: a late exec failure (the anchor reports EXECFAIL)', () => {
 // reported on the control channel before the command could run.
 const posixAnchor = onlyWhere(process.platform !== 'win32', 'the POSIX anchor; Windows has test/win');
 describe.skipIf(posixAnchor.skip)(`C1: the anchor cannot enter the working directory${posixAnchor.note}`, () => {
+  // proves C1, C6
   it('it reports NOCWD with the errno and runs nothing', async () => {
     const t = useTag();
     const dir = tempDir('cordon-launch-');

@@ -55,6 +55,7 @@ async function hiddenShOverTagged(name: string, value: string): Promise<{ sh: nu
 const ROUNDS = 20;
 
 describe('the leak check a pid hopper cannot dodge', () => {
+  // proves nothing of the contract: the suite's own leak check
   itWhere(hopperWhy === '', `killTagged finds and kills a SIGTERM/SIGHUP/SIGINT-ignoring pid hopper left alive on purpose, ${ROUNDS} times in ${ROUNDS} (half of them setsid in each generation)`, hopperWhy, async () => {
     const dir = hopperDir('cordon-leak-check-');
     const prog = fixtureProgram();
@@ -83,6 +84,7 @@ describe('the leak check a pid hopper cannot dodge', () => {
 });
 
 describe('the leak check without the environment: a parent ps is not shown the environment of', () => {
+  // proves nothing of the contract: the suite's own observer
   itWhere(noPsCc === '', 'observer.hiddenParents (ps) names the sh above a tagged process, and neither the tagged one nor this worker', noPsCc, async () => {
     const t = useTag();
     const { sh, leaf } = await hiddenShOverTagged(TAG_VAR, t.tag);
@@ -93,6 +95,7 @@ describe('the leak check without the environment: a parent ps is not shown the e
     await waitFor(() => !alive(sh) && !alive(leaf), { timeout: watchdog(5_000), what: 'both to be gone' });
   });
 
+  // proves nothing of the contract: the suite's own leak check
   itWhere(underPs === '', 'killTagged under the ps observer kills the sh above a tagged process too', underPs, async () => {
     const t = useTag();
     const { sh, leaf } = await hiddenShOverTagged(TAG_VAR, t.tag);
@@ -101,6 +104,7 @@ describe('the leak check without the environment: a parent ps is not shown the e
     await waitFor(() => !alive(sh) && !alive(leaf), { timeout: watchdog(5_000), what: 'both to be gone' });
   });
 
+  // proves nothing of the contract: CI's own leak check
   itWhere(noPsCc === '', '.ci/leak-check-ps.sh kills the tagged leaf and the sh above it, exits 1, and finds nothing the second time', noPsCc, async () => {
     // A variable of this test's alone: the script kills every process carrying it.
     const name = `CORDON_LEAK_CHECK_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;

@@ -42,6 +42,7 @@ describe('lease look-ups', () => {
     await ensureDist();
   });
 
+  // proves nothing of the contract: the threat model's bounded look-ups (no clause)
   it('an anchor stopped with its listen backlog full: cordon ps, adoptable() and adopt() each end within seconds, listing it as not answering', async () => {
     const t = useTag();
     const { env, leaseDir } = useRuntime(t);
@@ -75,6 +76,7 @@ describe('lease look-ups', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8
   it('registry.adopt() resolves with the root pid and state known (the replay READY read first)', async () => {
     const t = useTag();
     const { env } = useRuntime(t);

@@ -60,6 +60,7 @@ describe('leases and adoption (issue #17)', () => {
     await ensureDist();
   });
 
+  // proves C8
   it('a SIGKILLed host leaves a leased tree running; a second host adopts it, gets its output, and terminates it', async () => {
     const t = useTag();
     const { env, leaseDir } = useRuntime(t);
@@ -97,6 +98,7 @@ describe('leases and adoption (issue #17)', () => {
     await cgroupRemoved(l);
   });
 
+  // proves C8, C3
   it('a lease that runs out terminates the tree with its grace; nothing is left, the endpoint files are removed', async () => {
     const t = useTag();
     const { env, leaseDir } = useRuntime(t);
@@ -125,6 +127,7 @@ describe('leases and adoption (issue #17)', () => {
     await cgroupRemoved(l);
   });
 
+  // proves C8
   it('an adopter that dies too restarts the lease clock from the full lease', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -160,6 +163,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, watchdog(10_000));
   });
 
+  // proves C8
   it('two hosts racing to adopt: exactly one wins, the other is refused (ERR_CORDON_ADOPT_DENIED)', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -187,6 +191,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8
   it('an anchor that is alive but does not answer (stopped) is listed as such, not dropped; adopting it is ERR_CORDON_TIMEOUT (cordon adopt: exit 75); resumed, it is adopted', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -213,6 +218,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8
   it('a wrong token is refused (ERR_CORDON_ADOPT_DENIED) and leaves the tree untouched', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -232,6 +238,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8, C7
   it("a root that exited while no host was attached gives its exit code to the adopter; hasLiveWork and events follow the adopted tree", async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -256,6 +263,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8, C6
   it("a result the host never read (it died between the root's exit and reading it) is held for an adopter", async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -286,6 +294,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C7, C8
   it('a running adopted tree counts as live work until it ends', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -299,6 +308,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8, C3
   it('the CLI: cordon run --lease outlives a SIGKILL, cordon ps lists it, cordon adopt streams it and Ctrl-C ends it (exit 130)', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -331,6 +341,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves nothing of the contract: the lease options' input errors
   it('bad input is a typed error before anything runs: the lease, the runtime directory, the token, the tree id', async () => {
     const t = useTag();
     const { env, leaseDir } = useRuntime(t);
@@ -357,6 +368,7 @@ describe('leases and adoption (issue #17)', () => {
     expect(t.procs()).toEqual([]);
   });
 
+  // proves C8
   it('the CLI: a hang-up (SIGHUP) of cordon run --lease leaves the tree to its lease', async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -370,6 +382,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8
   itWhere(asNobodyWhy === '', 'another user can neither list the lease directory nor reach an endpoint in it', asNobodyWhy, async () => {
     const t = useTag();
     const { env, leaseDir } = useRuntime(t);
@@ -388,6 +401,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitGone(t, 2000);
   });
 
+  // proves C8, C3
   it('while its host is attached a leased tree is listed (no lease clock running), cannot be adopted, and terminate() ends it as any tree', async () => {
     const t = useTag();
     const { env, leaseDir } = useRuntime(t);
@@ -408,6 +422,7 @@ describe('leases and adoption (issue #17)', () => {
     await waitFor(() => readdirSync(leaseDir).length === 0, { timeout: 2000, what: `the lease directory to be empty (${readdirSync(leaseDir).join(', ')})` });
   });
 
+  // proves C8
   it('without a lease, a SIGKILLed host still ends its tree (C8 unchanged)', async () => {
     const t = useTag();
     const { env } = useRuntime(t);

@@ -40,6 +40,7 @@ describe('leftovers policy (C5)', () => {
     await ensureDist();
   });
 
+  // proves C5
   it("'kill-on-failure' keeps a leftover after exit 0 and reports it", async () => {
     const t = useTag();
     const { proc, result, s } = await runLeaving(0, 'kill-on-failure', t.env, t.tag);
@@ -55,6 +56,7 @@ describe('leftovers policy (C5)', () => {
     expect(alive(s)).toBe(false);
   });
 
+  // proves C5
   it("'kill' terminates a leftover after exit 0", async () => {
     const t = useTag();
     const { result, s } = await runLeaving(0, 'kill', t.env, t.tag);
@@ -63,6 +65,7 @@ describe('leftovers policy (C5)', () => {
     await waitGone(t.tag, 2000);
   });
 
+  // proves C5
   it("'kill-on-failure' terminates a leftover after a nonzero exit", async () => {
     const t = useTag();
     const { result, s } = await runLeaving(3, 'kill-on-failure', t.env, t.tag);
@@ -70,6 +73,7 @@ describe('leftovers policy (C5)', () => {
     await waitGone(t.tag, 2000);
   });
 
+  // proves C5
   it("'keep' keeps a leftover even after a nonzero exit", async () => {
     const t = useTag();
     const { proc, result, s } = await runLeaving(3, 'keep', t.env, t.tag);
@@ -78,6 +82,7 @@ describe('leftovers policy (C5)', () => {
     expect(alive(s)).toBe(false);
   });
 
+  // proves C5
   it("a kept tree's settled result stays as it settled when the tree is ended later, its leftover running another program by then", async () => {
     const t = useTag();
     const script = `sh -c 'sleep 0.5; exec sleep 302' >/dev/null 2>&1 & s=$!; until case "$(ps -ww -o args= -p $s)" in "sh -c sleep 0.5; exec sleep 302"|"sleep 302") true;; *) false;; esac; do :; done; echo "PID s $s"; exit 0`;
@@ -93,6 +98,7 @@ describe('leftovers policy (C5)', () => {
     expect(JSON.stringify(result), 'the settled result').toBe(settled);
   });
 
+  // proves C5, C10
   it("'kill-on-failure' kills leftovers of a cancelled run, even one that ignores SIGTERM", async () => {
     const t = useTag();
     const ac = new AbortController();
@@ -116,6 +122,7 @@ describe('leftovers policy (C5)', () => {
   });
 
   for (const ending of ['natural', 'exit'] as const) {
+    // proves C5, C8
     it(`kept leftovers end when the host exits (${ending === 'natural' ? 'event loop drains' : 'process.exit(0)'})`, async () => {
       const t = useTag();
       const host = startHost([ending, '--trees', 'keep'], t.env);
@@ -147,6 +154,7 @@ describe('leftovers policy (C5)', () => {
   // both: a grace of 5 s leaves the subshell room for its second of sleep
   // (if the polite signal came before it started it) on a loaded machine.
   // Their pids come from a file (their output is not the tree's).
+  // proves C5
   it('the result lists every leftover that was killed, named as when it was killed', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));
@@ -177,6 +185,7 @@ describe('leftovers policy (C5)', () => {
   // (util-linux's script -qc, coreutils' timeout and util-linux's flock: macOS ships none of them as such.)
   const gnuTools = onlyWhere(process.platform === 'linux', "needs util-linux's script -qc and flock and coreutils' timeout, which macOS does not ship");
   const twoWhy = missing('script') ?? (gnuTools.skip ? gnuTools.note.replace(/^ \[skipped: (.*)\]$/, '$1') : '');
+  // proves C5
   itWhere(twoWhy === '', 'leftovers of two processes each (script -qc, timeout, flock): all six listed, named and gone', twoWhy, async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));

@@ -24,6 +24,7 @@ function size(path: string): number {
 }
 
 describe('C8: a view of the owner closes (detach)', () => {
+  // proves C8, C7
   it('detach(): the trees keep running, of every kind, escapees included', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -50,6 +51,7 @@ describe('C8: a view of the owner closes (detach)', () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C8
   it('re-attach by id within keepAlive: same owner, same trees; a log: true tree keeps logging; no release after keepAlive', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -92,6 +94,7 @@ describe('C8: a view of the owner closes (detach)', () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C8
   it('keepAlive (500 ms) over with no re-attach: the owner is released and every tree is gone shortly after', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -123,6 +126,7 @@ describe('C8: a view of the owner closes (detach)', () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C8, C7
   it('an owner with no live work is released at once on detach, whatever the keepAlive', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -164,6 +168,7 @@ describe('C8: a view of the owner closes (detach)', () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C8
   it('right after an owner with no live work is released by detach, registry.owner(id) gives a usable owner', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -180,6 +185,7 @@ describe('C8: a view of the owner closes (detach)', () => {
 });
 
 describe('C8: owner forked', () => {
+  // proves C8
   it('fork(): the new owner starts with none; the old keeps running', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -215,6 +221,7 @@ describe('C8: owner forked', () => {
 });
 
 describe('C8: owner released', () => {
+  // proves C8, C3
   it('release(): every kind is terminated gracefully, TERM traps get the grace, kept leftovers too', async () => {
     const t = useTag();
     const grace = 1500;
@@ -260,6 +267,7 @@ describe('C8: owner released', () => {
 });
 
 describe('C8: owner.stop({ kinds })', () => {
+  // proves C7, C8
   it('only the trees of those kinds are terminated', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -325,6 +333,7 @@ describe('C8: the host goes away', () => {
     SIGKILL: 'is SIGKILLed',
   };
   for (const ending of Object.keys(how) as Ending[]) {
+    // proves C8
     it(`every tree of every owner and kind is gone within 1 s when the host ${how[ending]}`, async () => {
       const t = useTag();
       const signalled = ending.startsWith('SIG');
@@ -364,6 +373,7 @@ describe('C8: the host goes away', () => {
     });
   }
 
+  // proves C8
   it('detach() of an owner whose tree lost its anchor does not crash the host', async () => {
     const t = useTag();
     const host = startRegistryHost(['detach', '--log-dir', tempDir()], t.env);

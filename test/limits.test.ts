@@ -63,6 +63,7 @@ async function rootCgroups(proc: ContainedProcess, t: Tagged): Promise<Map<strin
 }
 
 describe('C12: resource limits', () => {
+  // proves C12 (own report): typed input errors
   it('invalid limits are typed input errors before anything runs', () => {
     const bad: unknown[] = [
       { memory: '12Q' }, { memory: -1 }, { memory: 100 }, { memory: 1.5 }, { memory: true },
@@ -82,6 +83,7 @@ describe('C12: resource limits', () => {
     expect(() => registry.owner(`limits-bad-${process.pid}`, { limits: { processes: -3 } })).toThrow(/limits\.processes/);
   });
 
+  // proves C12: refused, and nothing ran
   it(`a tier that cannot enforce limits says so, and 'strict' refuses them before anything runs`, async () => {
     // The process-group tier has no per-tree kernel limits anywhere (the macOS strategy).
     const t = useTag();
@@ -95,6 +97,7 @@ describe('C12: resource limits', () => {
     }
   });
 
+  // proves C12 (own report): the result's limits field
   it(`'best-effort' runs without limits the tier cannot enforce, and the result says so`, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'exit 0'], { env: t.env, tier: 'process-group', containment: 'best-effort', limits: { processes: 20 } });
@@ -104,6 +107,7 @@ describe('C12: resource limits', () => {
     expect(result.usage).toEqual({ cpuMs: null, peakMemory: null, peakProcesses: null });
   });
 
+  // proves C12
   itWhere(forkLoopRuns, 'a fork loop stops at processes: 20, and the anchor is outside the limit', forkLoopWhy, async () => {
     const t = useTag();
     // At most 300 children, each living 20 s unless the tree is ended; the
@@ -143,6 +147,7 @@ describe('C12: resource limits', () => {
     expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes("/cordon-")));
   });
 
+  // proves C12, C6
   itWhere(enforced, "a memory hog is ended by memory: '64M' and classified", notEnforced, async () => {
     const t = useTag();
     // tail keeps a line it has not seen the end of: 200 MiB without a newline (bounded, should the limit fail).
@@ -163,6 +168,7 @@ describe('C12: resource limits', () => {
     expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes("/cordon-")));
   });
 
+  // proves C12, C6
   itWhere(enforced, 'run() rejects a tree a limit ended, saying which limit', notEnforced, async () => {
     const t = useTag();
     const err = await within(run('sh', ['-c', 'head -c 200M /dev/zero | tail'], { env: t.env, limits: { memory: '64M' } }).then(() => undefined, (e: unknown) => e), 30_000, 'run() to settle', t.tag);
@@ -170,6 +176,7 @@ describe('C12: resource limits', () => {
     expect((err as Error).message).toMatch(/memory limit/);
   });
 
+  // proves C12
   itWhere(enforced, 'cpu: 0.5 holds three busy loops to about half of one core together', notEnforced, async () => {
     const t = useTag();
     // Three loops that each burn 1.5 s of CPU (counted in CPU time, not wall
@@ -198,6 +205,7 @@ describe('C12: resource limits', () => {
     expectNoCgroupLeft(proc, [...cgroups.values()].filter((d) => d.includes("/cordon-")));
   });
 
+  // proves C12
   itWhere(enforced, "an owner's default limits apply to its trees; a spawn's own override them", notEnforced, async () => {
     const t = useTag();
     const owner = registry.owner(`limits-${process.pid}-${Date.now()}`, { limits: { processes: 30, memory: '256M' } });
@@ -222,6 +230,7 @@ describe('C12: resource limits', () => {
     }
   });
 
+  // proves C12
   itWhere(enforced, 'a tree whose anchor is SIGKILLed leaves no per-tree cgroup behind (the host removes them)', notEnforced, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 300'], { env: t.env, limits: { processes: 10, memory: '128M' } });
@@ -241,6 +250,7 @@ describe('C12: where each limit lives', () => {
   const v2 = v2Delegated('memory') && v2Delegated('pids') && v2Delegated('cpu');
   const v1 = !v2 && v1OwnDir('memory') !== undefined && v1OwnDir('pids') !== undefined && v1OwnDir('cpu') !== undefined;
 
+  // proves C12
   itWhere(enforced && v2, "v2: the limits are the tree's own cgroup's memory.max, memory.swap.max, pids.max and cpu.max", 'no memory, pids and cpu controllers delegated to this process\'s cgroup v2 here', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 30'], { env: t.env, limits: { memory: '96M', processes: 30, cpu: 0.25 } });
@@ -255,6 +265,7 @@ describe('C12: where each limit lives', () => {
     expectNoCgroupLeft(proc, [dir]);
   });
 
+  // proves C12
   itWhere(enforced && v1, 'v1: a cgroup of the tree\'s own in each hierarchy, below the host\'s own cgroup there; the anchor stays outside', 'this host has no writable cgroup v1 memory, pids and cpu hierarchies (or v2 delegates the controllers)', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 30'], { env: t.env, limits: { memory: '96M', processes: 30, cpu: 0.25 } });
@@ -277,6 +288,7 @@ describe('C12: where each limit lives', () => {
 
 describe('C12: per-tree cgroups left by an anchor killed with its host', () => {
   const v1 = v1OwnDir('pids');
+  // proves C12
   itWhere(enforced && v1 !== undefined, 'are removed when the next limited tree is made (empty, anchor gone, older than 5 s)', 'no writable cgroup v1 pids hierarchy here', async () => {
     const t = useTag();
     // A pid no process has (the kernel's pid_max here is 32768; checked below).
@@ -301,6 +313,7 @@ describe('C12: limits when the host is SIGKILLed', () => {
     await ensureDist();
   });
 
+  // proves C12
   itWhere(enforced, 'the anchor ends the tree and removes its per-tree cgroups', notEnforced, async () => {
     const t = useTag();
     const host = startHost(['wait', '--trees', 'limited'], t.env);
@@ -320,6 +333,7 @@ describe('C12: the CLI\'s limit flags', () => {
     await ensureDist();
   });
 
+  // proves C12 (own report): the CLI's usage errors
   it('a bad --memory, --max-processes or --cpu is a usage error (exit 2) before anything runs', async () => {
     const t = useTag();
     for (const args of [['--memory', '12Q'], ['--max-processes', '0'], ['--cpu', 'half']]) {
@@ -331,6 +345,7 @@ describe('C12: the CLI\'s limit flags', () => {
     }
   });
 
+  // proves C12
   itWhere(forkLoopRuns, 'cordon run --max-processes 20 stops a fork loop', forkLoopWhy, async () => {
     const t = useTag();
     const c = startCli(['run', '--max-processes', '20', '--memory', '256M', '--cpu', '1', '--', 'perl', fixture('fork-loop.pl')], t.env);

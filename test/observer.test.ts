@@ -62,6 +62,7 @@ const ROOT_SCRIPT =
 const ROOT_ARGS = ['-c', ROOT_SCRIPT, 'root', 'two  blanks', ZOMBIE_PARENT];
 
 describe('the process observers', () => {
+  // proves nothing of the contract: the suite's own observer
   it(`the observer is chosen by CORDON_TEST_OBSERVER (this run: ${selectObserver().name})`, () => {
     expect(selectObserver({}, 'linux').name).toBe('proc');
     expect(selectObserver({}, 'darwin').name).toBe('ps');
@@ -71,6 +72,7 @@ describe('the process observers', () => {
     expect(() => selectObserver({ CORDON_TEST_OBSERVER: 'pss' }, 'linux')).toThrow(/must be proc or ps/);
   });
 
+  // proves nothing of the contract: the suite's own observer
   it("ps's CPU time reads as seconds, from procps ([dd-]hh:mm:ss) and from BSD ps (mm:ss.cc); anything else is an error", () => {
     expect(parsePsTime('00:00:01')).toBe(1);
     expect(parsePsTime('2-01:00:03')).toBe(2 * 86_400 + 3603);
@@ -80,6 +82,7 @@ describe('the process observers', () => {
     expect(() => parsePsTime('-')).toThrow(ObserverError);
   });
 
+  // proves nothing of the contract: the suite's own observer
   it('ps lines parse with arguments and environment after the columns, and a line that does not parse is an error', () => {
     const out =
       '  412     1   412   412 Mon Nov  2 03:04:05 2026 Ss   sh -c echo  a b CORDON_TEST_TAG=r1-t2 HOME=/x y\n' +
@@ -101,6 +104,7 @@ describe('the process observers', () => {
     expect(() => hidden.stat.sid).toThrow(/cannot tell the session/);
   });
 
+  // proves nothing of the contract: the suite's own observer
   it('a session read when asked (macOS: getsid through the compiled fixture) is read once, and one of a process gone is an error', () => {
     const asked: number[] = [];
     const rows = parsePsLines('  412     1   412     0 Mon Nov  2 03:04:05 2026 Ss   sh\n  413   412   412     0 Mon Nov  2 03:04:05 2026 S    sh\n', (pid) => {
@@ -115,6 +119,7 @@ describe('the process observers', () => {
   });
 
   const noPsCc = missing('ps', 'cc') ?? '';
+  // proves nothing of the contract: the suite's own observer
   itWhere(noPsCc === '', "the compiled fixture's getsid (how the ps observer reads sessions on macOS) gives the session ps -o sid and /proc give, and nothing for a dead pid", noPsCc, async () => {
     // Ours, our parent's, and a child's in a session of its own.
     const child = spawnChild('sleep', ['30'], { detached: true, stdio: 'ignore' });
@@ -133,6 +138,7 @@ describe('the process observers', () => {
     expect(sessionByGetsid(child.pid!), 'a reaped pid').toBeUndefined();
   });
 
+  // proves nothing of the contract: the suite's own observer
   itWhere(noPs === '', `${observers.map((o) => o.name).join(' and ')} give this process's user and group ids (real, effective, saved${hasProc ? ', filesystem; and the supplementary groups' : ''})`, noPs, () => {
     const uid = process.getuid!();
     const gid = process.getgid!();
@@ -148,6 +154,7 @@ describe('the process observers', () => {
     expect(psObserver.credentials(2 ** 22 + 12_345), 'no such process').toBeUndefined();
   });
 
+  // proves nothing of the contract: the suite's own observer
   itWhere(noPs === '', `${observers.map((o) => o.name).join(' and ')} agree on a tree the test started (pids, parents, groups, sessions, tag, start, signals, zombie, a dead pid)`, noPs, async () => {
     const t = useTag();
     const run = process.env[RUN_VAR] ?? '';
@@ -291,6 +298,7 @@ describe('the process observers', () => {
 // wrapping at pid_max; an unrelated forker watched meanwhile must see exactly
 // that.
 describe('a process put on a freed pid (helpers/pids.ts)', () => {
+  // proves nothing of the contract: the suite's own pid-reuse helper
   itWhere(process.platform !== 'win32', "hands no other process a pid out of turn: an unrelated forker's pids only rise (or wrap at pid_max)", 'helpers/pids.ts puts processes on chosen pids on Linux and macOS only', async (ctx) => {
     const t = useTag();
     // Each fork's pid, in the order the kernel handed them to this loop.

@@ -113,6 +113,7 @@ describe('another user (nobody) against logs and leases', () => {
     if (why === '') await ensureDist();
   });
 
+  // proves nothing of the contract: the threat model's private logs (no clause)
   itWhere(why === '', "a leased tree's log and its directory are this user's alone: nobody can neither read the log nor list its directory", why, async () => {
     const t = useTag();
     const w = useWorld(t);
@@ -124,6 +125,7 @@ describe('another user (nobody) against logs and leases', () => {
     await endLeased(t, w.env, l);
   });
 
+  // proves nothing of the contract: the threat model's private logs (no clause)
   itWhere(why === '', "log directories nobody made first at cordon's places are bypassed for <home>/.cordon/logs and never written into", why, async () => {
     const t = useTag();
     const w = useWorld(t);
@@ -139,6 +141,7 @@ describe('another user (nobody) against logs and leases', () => {
     await endLeased(t, w.env, l);
   });
 
+  // proves nothing of the contract: the threat model's private logs (no clause)
   itWhere(why === '', "a host's logDir open to all: an owner directory nobody planted there (a directory, a link) is refused before anything runs; one cordon makes is private", why, async () => {
     const t = useTag();
     const w = useWorld(t);
@@ -166,6 +169,7 @@ describe('another user (nobody) against logs and leases', () => {
     expect(nobodyReads(t, proc.logPath!), 'as nobody').toBe('done');
   });
 
+  // proves C8: a leased tree is still adoptable when its usual directory is squatted
   itWhere(why === '', 'a lease directory nobody made first (or linked) is bypassed for <home>/.cordon/leases: leasing, listing and adopting still work, nothing lands in it', why, async () => {
     const t = useTag();
     const w = useWorld(t);
@@ -194,6 +198,7 @@ describe('another user (nobody) against logs and leases', () => {
   });
 
   const nodeForNobody = why === '' && othersCanRun(process.execPath);
+  // proves nothing of the contract: the threat model's token sent only to the anchor (no clause)
   itWhere(
     nodeForNobody,
     "a record planted beside a tree's, naming nobody's live socket as the endpoint: adoptable() and adopt() never connect to it",

@@ -31,6 +31,7 @@ async function collectLines(iterable: AsyncIterable<string>, tag: string, max = 
 }
 
 describe('proc.lines()', () => {
+  // proves nothing of the contract: proc.lines(), API
   it("stdout by default: '\\n' and '\\r\\n' endings, a last line without a newline, a character split across writes", async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', "printf 'a\\nb\\r\\n'; printf '\\303'; sleep 0.1; printf '\\251t\\n\\nlast'; echo ignored >&2"], { env: t.env });
@@ -39,6 +40,7 @@ describe('proc.lines()', () => {
     expect((await within(proc.result, 10_000, 'the result', t.tag)).exitCode).toBe(0);
   });
 
+  // proves nothing of the contract: proc.lines(), API
   itWhere(noPython === '', "from: 'stderr', and from: 'all' in the order the lines arrived", noPython, async () => {
     const t = useTag();
     const err = spawn(fixture('interleave.py'), INTERLEAVE, { env: t.env });
@@ -50,6 +52,7 @@ describe('proc.lines()', () => {
     await within(all.result, 10_000, 'the result', t.tag);
   });
 
+  // proves nothing of the contract: proc.lines(), API
   it('breaking out of the loop lets the rest flow away: the command is not stalled by the pipe', async () => {
     const t = useTag();
     // ~590 kB: far more than a pipe holds, so a stalled reader would block the command.
@@ -59,6 +62,7 @@ describe('proc.lines()', () => {
     expect(result.exitCode).toBe(0);
   });
 
+  // proves nothing of the contract: proc.lines(), API
   it('a slow loop slows the command instead of buffering everything: every line still arrives, in order', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'seq 1 20000'], { env: t.env });
@@ -80,6 +84,7 @@ describe('proc.lines()', () => {
     await within(proc.result, 10_000, 'the result', t.tag);
   });
 
+  // proves nothing of the contract: proc.lines()'s input errors
   it("a stream that is not piped is a typed error; a bad 'from' too", async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'exit 0'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -92,6 +97,7 @@ describe('proc.lines()', () => {
 });
 
 describe("run(): 'all'", () => {
+  // proves nothing of the contract: run()'s all, API
   itWhere(noPython === '', 'stdout and stderr interleaved in arrival order, beside each of them', noPython, async () => {
     const t = useTag();
     const result = await within(run(fixture('interleave.py'), INTERLEAVE, { env: t.env, all: true }), 15_000, 'run', t.tag);
@@ -101,6 +107,7 @@ describe("run(): 'all'", () => {
     expect(result.stderr).toBe('e1\ne2\ne3');
   });
 
+  // proves nothing of the contract: proc.lines()'s encoding, API
   itWhere(noPython === '', "follows encoding ('buffer': a Buffer), is attached to a rejection, and is absent without all: true", noPython, async () => {
     const t = useTag();
     const buf = await within(run(fixture('interleave.py'), ['out:x', 'err:y'], { env: t.env, all: true, encoding: 'buffer' }), 15_000, 'run', t.tag);

@@ -63,12 +63,14 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     if (project) rmSync(project, { recursive: true, force: true });
   });
 
+  // proves nothing of the contract: the package's install
   it('installs with no compiler on PATH, building nothing', () => {
     expect(install.status, said(install)).toBe(0);
     expect(existsSync(join(pkg, 'build')), 'node_modules/cordon/build exists: the install compiled').toBe(false);
     expect(`${install.stdout}${install.stderr}`).not.toMatch(/gyp info|no compiler here/);
   });
 
+  // proves nothing of the contract: the package's contents
   it('holds the five platform directories, and `file` agrees with every name', () => {
     for (const [tuple, want] of Object.entries(files)) {
       for (const [name, says] of Object.entries(want)) {
@@ -80,18 +82,21 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     }
   });
 
+  // proves nothing of the contract: the package's prebuild
   it("node-gyp-build loads this machine's prebuild", () => {
     const r = inProject(process.execPath, ['-e', "const d = require('path').dirname(require.resolve('cordon/package.json')); const p = require('node-gyp-build').resolve(d); require(p).probe(); console.log(p)"]);
     expect(r.status, said(r)).toBe(0);
     expect(r.stdout.trim()).toBe(join(pkg, 'prebuilds', `${process.platform}-${process.arch}`, 'cordon.glibc.node'));
   });
 
+  // proves nothing of the contract: the package's CLI version
   it('npx cordon --version prints the package version', () => {
     const r = inProject('npx', ['cordon', '--version']);
     expect(r.status, said(r)).toBe(0);
     expect(r.stdout.trim()).toBe(`cordon ${version}`);
   });
 
+  // proves nothing of the contract: the package's install scripts
   it("the tarball's only install-time script is node-gyp-build (install), the one run above; it ships no build/ to shadow the prebuilds", () => {
     // What npm (11: advisory; 12: blocked unless allowScripts names it) and
     // pnpm 10 gate is preinstall, install and postinstall (and prepare for a
@@ -111,6 +116,7 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     expect(existsSync(join(pkg, 'tsconfig.json')), 'a prepare (tsc) could not even run from the package').toBe(false);
   });
 
+  // proves nothing of the contract: the package's install with scripts blocked
   it('installed with every install script blocked (npm 12 by default, pnpm 10, --ignore-scripts), it works all the same: the prebuild loads at require time, run() and the CLI contain', () => {
     const other = join(project, 'blocked');
     mkdirSync(other);
@@ -137,6 +143,7 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     expect(describeProcs(t.procs()), 'the setsid sleep outlived cordon run').toBe(describeProcs([]));
   }, INSTALL_TIMEOUT + 130_000);
 
+  // proves C5: an escapee of the installed CLI is ended
   it("npx cordon run -- sh -c 'setsid sleep 100 &' leaves nothing", () => {
     const t = useTag();
     const r = inProject('npx', ['--no', 'cordon', 'run', '--', 'sh', '-c', 'setsid sleep 100 & echo started'], t.env);
@@ -145,6 +152,7 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     expect(describeProcs(t.procs())).toBe(describeProcs([]));
   });
 
+  // proves nothing of the contract: the package's CommonJS entry
   it("require('cordon') from CommonJS", () => {
     writeFileSync(join(project, 'use.cjs'), "const c = require('cordon');\nconsole.log(['spawn', 'run', 'capabilities', 'Registry'].map((k) => typeof c[k]).join(' '), c.capabilities().tier);\n");
     const r = inProject(process.execPath, ['use.cjs']);
@@ -152,6 +160,7 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
     expect(r.stdout).toMatch(/^function function function function (cgroup|subreaper|process-group)\n$/);
   });
 
+  // proves nothing of the contract: the package's types
   it("the README's examples type-check under tsc --strict against the installed package", () => {
     const dir = join(project, 'examples');
     mkdirSync(dir);
@@ -162,6 +171,7 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
   const qemu = '/usr/bin/qemu-aarch64-static';
   const noArm64 = !arm64Node ? 'no arm64 node (CORDON_PACKAGE_NODE_ARM64; .ci/arm64.sh fetches one)' : !existsSync(qemu) ? `no ${qemu} (apt: qemu-user-static)` : undefined;
   if (noArm64) console.warn(`package: skipping the arm64 prebuild: ${noArm64}`);
+  // proves nothing of the contract: the arm64 prebuild loads
   it.skipIf(!!noArm64)(`the linux-arm64 prebuild loads under qemu-user, and its anchor runs${noArm64 ? ` [skipped: ${noArm64}]` : ''}`, () => {
     const r = inProject(qemu, ['-L', '/usr/aarch64-linux-gnu', arm64Node!, '-e', "const d = require('path').dirname(require.resolve('cordon/package.json')); const p = require('node-gyp-build').resolve(d); console.log(p, JSON.stringify(require(p).probe()))"], {}, watchdog(120_000));
     expect(r.status, said(r)).toBe(0);
@@ -174,6 +184,7 @@ describe.skipIf(!tgz)(`the packed tarball, installed in a fresh project${why ? `
   const nodeExe = process.env.CORDON_PACKAGE_NODE_WIN;
   const noWine = !nodeExe ? 'no Windows node (CORDON_PACKAGE_NODE_WIN; .ci/windows.sh fetches one)' : !process.env.WINEPREFIX ? 'no Wine prefix (WINEPREFIX)' : undefined;
   if (noWine) console.warn(`package: skipping the win32 prebuild: ${noWine}`);
+  // proves nothing of the contract: the Windows prebuild runs
   it.skipIf(!!noWine)(`the win32-x64 prebuild runs a contained command under Wine${noWine ? ` [skipped: ${noWine}]` : ''}`, () => {
     // Under Wine node.exe's stdio must be files (windows-under-wine.md).
     const out = join(project, 'wine.out');

@@ -74,6 +74,7 @@ function reaped(pid: number, start: string | undefined): boolean {
 // The tier is the project's (CORDON_TIER, see vitest.config.ts).
 describe(`pid reuse (C2), ${tier} tier`, () => {
   for (const method of ['terminate', 'kill'] as Method[]) {
+    // proves C2
     it(`${method}() after the root's pid was reused reaches the leftover, never the new process`, { timeout: TEST_MS }, async (ctx) => {
       const t = useTag();
       const { proc, s, sStart, target: root, occ } = await withOccupant(ctx, t, async () => {
@@ -112,9 +113,11 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
   for (const method of ['terminate', 'kill'] as Method[]) {
     const title = `${method}() after a leftover exited and its pid was reused never signals the new process`;
     if (!reapsOrphans) {
+      // proves nothing of the contract: the skipped stand-in of the next test where the tier does not reap orphans (empty)
       it.skip(`${title} [skipped: ${NO_REAPING}]`, () => {});
       continue;
     }
+    // proves C2, C9
     it(title, { timeout: TEST_MS }, async (ctx) => {
       const t = useTag();
       const { proc, s, sStart, target: b, occ } = await withOccupant(ctx, t, async () => {
@@ -143,6 +146,7 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
     });
   }
 
+  // proves C11 (own report), C9 (own report)
   itWhere(!reapsOrphans, 'a tier that does not reap orphans says so (a leftover\'s pid is not freed by the anchor)', `the ${tier} tier reaps orphans (tested above)`, () => {
     expect(caps.guarantees.reapsOrphans, `capabilities() of the ${tier} tier`).toBe(false);
   });

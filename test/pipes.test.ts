@@ -9,6 +9,7 @@ import { capture } from './helpers/fixtures.js';
 import { useTag, waitGone, within } from './helpers/procs.js';
 
 describe("another tree's stream as stdio", () => {
+  // proves nothing of the contract: pipes between trees, API
   it('is ERR_CORDON_STREAM_IN_USE before anything of the second command runs', async () => {
     const t = useTag();
     const a = spawn('sh', ['-c', 'echo "PID a $$"; exec sleep 300'], { env: t.env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -29,6 +30,7 @@ describe("another tree's stream as stdio", () => {
 });
 
 describe('a.pipe(b)', () => {
+  // proves nothing of the contract: pipes between trees, API
   it("a's stdout becomes b's stdin; b's stdin ends with it; both results are their own", async () => {
     const t = useTag();
     const a = spawn('sh', ['-c', "printf 'cherry\\nbanana\\napple\\n'; echo a-err >&2"], { env: t.env });
@@ -44,6 +46,7 @@ describe('a.pipe(b)', () => {
     expect(ra.pid).not.toBe(rb.pid);
   });
 
+  // proves nothing of the contract: pipes between trees, API
   it("from: 'stderr'", async () => {
     const t = useTag();
     const a = spawn('sh', ['-c', 'echo out; echo err-line >&2'], { env: t.env });
@@ -55,6 +58,7 @@ describe('a.pipe(b)', () => {
     expect(bOut.text).toBe('ERR-LINE\n');
   });
 
+  // proves nothing of the contract: pipes between trees, API
   it('when b stops reading, a gets SIGPIPE as in a shell pipeline (not stalled on a full pipe)', async () => {
     const t = useTag();
     const a = spawn('sh', ['-c', 'exec seq 1 10000000'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -68,6 +72,7 @@ describe('a.pipe(b)', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves nothing of the contract: pipes between trees' input errors
   it('a target without a piped stdin, or a bad target, is a typed error', async () => {
     const t = useTag();
     const a = spawn('sh', ['-c', 'echo x'], { env: t.env });

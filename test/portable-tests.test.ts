@@ -10,10 +10,12 @@ import { describe, expect, it } from 'vitest';
 import { check, LINUX_ONLY, linuxUses, REMAINING } from '../scripts/check-portable-tests.mjs';
 
 describe('the suite reaches for nothing only Linux has, outside the files that say why', () => {
+  // proves nothing of the contract: the suite's portability check
   it('scripts/check-portable-tests.mjs finds no problem', () => {
     expect(check() as string[]).toEqual([]);
   });
 
+  // proves nothing of the contract: the suite's portability check
   it('every listed file gives a reason, and none is both Linux-only and remaining', () => {
     const linux = LINUX_ONLY as Record<string, string>;
     const remaining = REMAINING as Record<string, string>;
@@ -21,6 +23,7 @@ describe('the suite reaches for nothing only Linux has, outside the files that s
     expect(Object.keys(linux).filter((f) => f in remaining)).toEqual([]);
   });
 
+  // proves nothing of the contract: the suite's portability check
   it('the scan sees a direct /proc read where there is one (this file names none in code)', () => {
     const uses = linuxUses() as Record<string, unknown>;
     expect(uses).toHaveProperty(['test/limits.test.ts']);

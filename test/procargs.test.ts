@@ -87,6 +87,7 @@ const marked = (env: string[]) => env.some((v) => v.startsWith('CORDON_TREE=') &
 const posix = process.platform !== 'win32';
 
 describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern.procargs2 buffers [skipped: the parser is built on POSIX hosts only]', () => {
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('a whole area: the exec path, argv and the environment, with the marker', () => {
     const env = ['HOME=/Users/u', 'PATH=/usr/bin:/bin', MARKER];
     const { buffer } = procargs2({ argv: ['node', 'server.js', '--port', '3000'], env });
@@ -96,6 +97,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(marked(p.env)).toBe(true);
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('where XNU put no NUL between the environment and the apple[] strings, those follow in env (the kernel\'s key=value strings: no marker)', () => {
     // A filler variable whose length ends the environment on the pointer size: no NUL follows it.
     const layouts = Array.from({ length: 8 }, (_, n) => {
@@ -112,6 +114,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(parse(padded.buffer).env).toEqual(padded.env);
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('the environment the kernel withholds (a cs_restricted process: the buffer ends with argv) is "withheld", argv intact', () => {
     const { buffer, argvEnd } = procargs2({ path: '/bin/sleep', argv: ['sleep', '60'], env: [MARKER, 'HOME=/Users/u'] });
     const p = parse(buffer.subarray(0, argvEnd));
@@ -124,6 +127,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(parse(buffer.subarray(0, argvEnd + MARKER.length + 1)).verdict).toBe('present');
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('a withheld environment with an empty argv[0]: XNU\'s walk skips it with the exec path\'s padding and returns env[0] too: still "withheld"', () => {
     const { buffer, argvEnd } = procargs2({ path: '/bin/sh', argv: ['', '-c', 'sleep 60'], env: ['A=1', MARKER] });
     const p = parse(buffer.subarray(0, argvEnd + 'A=1'.length + 1));
@@ -131,6 +135,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(p.argv).toEqual(['', '-c', 'sleep 60']);
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('a rewritten title (process.title: the argv area zero-filled past it) with the environment after it: the marker is found', () => {
     const argv = ['node', '/srv/app/server.js', '--port', '3000'];
     const env = ['HOME=/Users/u', MARKER, 'TERM=xterm'];
@@ -141,6 +146,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(marked(p.env)).toBe(true);
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('a long rewritten title leaves fewer NULs than argc: argv ends at the run of NULs, and the environment after it is not read as arguments', () => {
     const argv = ['node', 'a.js', '-v', '1'];
     const env = [MARKER, 'HOME=/Users/u'];
@@ -153,6 +159,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(marked(p.env)).toBe(true);
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('a withheld environment of a process with a rewritten title (XNU cuts inside the zero-filled area) is "withheld"', () => {
     const argv = ['node', '/srv/app/server.js', '--port', '3000'];
     const { buffer, argvEnd } = procargs2({ argv, env: [MARKER], argvArea: retitled(argv, 'api') });
@@ -162,6 +169,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(p).toMatchObject({ argv: ['api'], verdict: 'withheld' });
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('an empty argv[0] is kept where the exec path\'s padding says where argv starts (a 64-bit process)', () => {
     const env = [MARKER, 'A=1'];
     const { buffer } = procargs2({ path: '/bin/zsh', argv: ['', '-l'], env });
@@ -174,6 +182,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(parse(buffer, { pointerSize: 0 })).toMatchObject({ argv: ['-l', MARKER], env: ['A=1'] });
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('empty arguments in the middle of argv are arguments, not a rewritten title', () => {
     const { buffer } = procargs2({ argv: ['ssh', '', 'host', '', 'ls'], env: [MARKER] });
     const p = parse(buffer);
@@ -182,6 +191,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(parse(procargs2({ argv: ['ssh', 'host', '', ''], env: [MARKER] }).buffer)).toMatchObject({ argv: ['ssh', 'host'], argvComplete: true, env: [MARKER] });
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('argc larger than the strings present: the arguments found, argv incomplete, no environment, "empty" (read again), never "withheld"', () => {
     const { buffer, argvEnd } = procargs2({ argv: ['a', 'b'], env: [], argc: 5 });
     const p = parse(buffer.subarray(0, argvEnd));
@@ -194,6 +204,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(parse(negative)).toMatchObject({ argc: -1, argv: [], verdict: 'present' });
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('a buffer cut inside a string: the unterminated string is left out, what came before it is kept', () => {
     const env = ['A=1', MARKER, 'B=2'];
     const { buffer, argvEnd } = procargs2({ argv: ['sleep', '60'], env });
@@ -207,6 +218,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     expect(parse(buffer.subarray(0, 8))).toMatchObject({ valid: true, execPath: '/usr', argv: [], env: [], verdict: 'empty' });
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('the marker: found only as an exact element of a CORDON_TREE entry', () => {
     const cases: [string[], boolean][] = [
       [[`CORDON_TREE=1.2.${'f'.repeat(32)}:${TOKEN}`, 'A=1'], true], // nested: the outer tree's token first
@@ -221,6 +233,7 @@ describe.skipIf(!posix)(posix ? 'kern.procargs2 buffers (macOS), parsed' : 'kern
     }
   });
 
+  // proves nothing of the contract: a pure parser of kern.procargs2 buffers, no process
   it('degenerate buffers: shorter than argc, zeroed (in the middle of an exec), filled to the caller\'s capacity (only the tail)', () => {
     expect(parse(Buffer.alloc(0))).toMatchObject({ valid: false, verdict: 'empty' });
     expect(parse(Buffer.from([1, 0, 0]))).toMatchObject({ valid: false, verdict: 'empty' });

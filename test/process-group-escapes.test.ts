@@ -192,6 +192,7 @@ const modelFinding = xnu && process.platform === 'linux' ? 'on the model of XNU 
 const forcedWhy = hopperWhy || modelFinding;
 describe('C2/C3: the forced stop ends a setsid hopper that ignores the polite signals', () => {
   for (const how of ['terminate()', 'kill()'] as const) {
+    // proves C3, C2
     itWhere(forcedWhy === '', `by ${how}${how === 'terminate()' ? ' with a 300 ms grace' : ''}: nothing tagged is alive when it resolves (3 rounds)`, forcedWhy, async () => {
       for (let round = 1; round <= 3; round++) await forcedRound(how, round);
     }, watchdog(150_000));
@@ -200,6 +201,7 @@ describe('C2/C3: the forced stop ends a setsid hopper that ignores the polite si
 
 describe('C2/C3: a setsid hopper is stopped', () => {
   for (const how of ['terminate()', 'kill()', 'an AbortSignal'] as const) {
+    // proves C3
     itWhere(hopperWhy === '', `by ${how}: its heartbeat stops and nothing tagged is left (2 rounds)`, hopperWhy, async () => {
       for (let round = 0; round < 2; round++) await hopperRound(how);
     }, watchdog(150_000));
@@ -214,6 +216,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
     await ensureDist();
   });
 
+  // proves C8
   itWhere(hopperWhy === '', 'the host SIGKILLed: the anchor alone stops the hopper; its heartbeat stops and nothing tagged is left', hopperWhy, async () => {
     const t = useTag();
     const { file, env } = hopperFor(t);
@@ -227,6 +230,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
     await expectStoppedWithoutHost(t, file, 'the host was SIGKILLed', watchdog(15_000));
   }, watchdog(90_000));
 
+  // proves C8
   itWhere((hopperWhy || modelFinding) === '', 'a lease that runs out with no host attached: the hopper stops and nothing tagged is left', hopperWhy || modelFinding, async () => {
     const t = useTag();
     const { env: runtimeEnv } = useRuntime(t);
@@ -241,6 +245,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
     await expectStoppedWithoutHost(t, file, 'the lease ran out', watchdog(20_000));
   }, watchdog(90_000));
 
+  // proves C8
   itWhere(hopperWhy === '', "an owner's release(): the hopper stops and nothing tagged is left", hopperWhy, async () => {
     const t = useTag();
     const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
@@ -271,6 +276,7 @@ const uidWhy = otherUserWhy();
 const ESCAPE_SH = `"$1" setsid -f sh -c 'echo "PID s $$"; exec "$0" sleep 1009' "$1"`;
 
 describe('C2: a member of another user is caught', () => {
+  // proves C5
   itWhere(runuserWhy === '', 'runuser -u nobody -- setsid -f sleep: named in leftovers and gone', runuserWhy, async () => {
     const t = useTag();
     const script = `${runuserPath()} -u nobody -- ${ESCAPE_SH}; sleep 0.5`;
@@ -283,6 +289,7 @@ describe('C2: a member of another user is caught', () => {
     await waitFor(() => !alive(s), { timeout: watchdog(5000), what: `nobody's sleeper ${s} to be gone`, watch: t.tag });
   });
 
+  // proves C5
   itWhere(uidWhy === '', "the uid option: setsid -f sleep as nobody is named in leftovers and gone", uidWhy, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', `${ESCAPE_SH}; sleep 0.5; exit 0`, 'sh', fixtureProgram()], { env: t.env, uid: 65534, gid: 65534, cwd: tmpdir(), stdio: ['ignore', 'pipe', 'ignore'] });
@@ -399,6 +406,7 @@ async function sleeper(t: Tagged): Promise<{ child: ChildProcess; end: () => Pro
 describe('C2: a marked process on the recycled pid of a process older than the tree', () => {
   // A process started before the tree: the anchor's first snapshot reads it
   // and finds it older, and its walks skip it from then on.
+  // proves C2
   itWhere(reuseWhy === '', 'is found by the sweep, ended and named', reuseWhy, async (ctx) => {
     const t = useTag();
     await markedOnSkippedPid(t, ctx, async (tokenFile) => {
@@ -421,6 +429,7 @@ describe('C2: a marked process on the recycled pid of a process a sweep found to
   // at the root's exit (its environment whole, without the token; its parent,
   // this test's process, older than the anchor): the anchor's walks skip it
   // from then on. The tree lives on after its root: a sleeper kept in its group.
+  // proves C2
   itWhere(reuseWhy === '', 'is found by the sweep, ended and named', reuseWhy, async (ctx) => {
     const t = useTag();
     await markedOnSkippedPid(t, ctx, async (tokenFile) => {
@@ -442,6 +451,7 @@ describe('C3: a marked member outside the group, while the tree runs', () => {
   // seconds), so an escapee that keeps the marker is named while the tree
   // runs, not only when it is stopped. A setsid -f child is orphaned at once:
   // no snapshot sees it as a descendant.
+  // proves C11, C3
   itWhere(reuseWhy === '' && noCc === '', 'is named by a leftGroup event before any stop, then ended with the tree', reuseWhy || noCc, async () => {
     const t = useTag();
     // The compiled fixture's setsid and sleep: a marker every platform lets the anchor read.

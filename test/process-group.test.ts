@@ -39,6 +39,7 @@ async function expectDaemons(t: Tagged, names: string[], group: number): Promise
 }
 
 describe('process-group tier', () => {
+  // proves C11 (own report)
   it('is what capabilities() says it is', () => {
     const g = capabilities({ tier }).guarantees;
     expect(g.catchesEscapees).toBe('marked');
@@ -46,6 +47,7 @@ describe('process-group tier', () => {
     expect(g.gracefulStop).toBe(true);
   });
 
+  // proves C2, C3
   it('the tree has a group of its own, apart from the anchor and the host; the anchor stays alive until quiescence; terminate() reaches group members after the root exits', async () => {
     const t = useTag();
     // The root exits at once, leaving a double-forked member: orphaned to init,
@@ -76,6 +78,7 @@ describe('process-group tier', () => {
     await waitGone(t, 1000);
   });
 
+  // proves C3, C11
   it('a member that called setsid while its parent lived is caught by the snapshot', async () => {
     const t = useTag();
     // The setsid'd sleeper stays parented for 2.5 s (past the anchor's 1 s
@@ -93,6 +96,7 @@ describe('process-group tier', () => {
     await waitGone(t, 1000);
   });
 
+  // proves C11, C3
   it('a member a snapshot saw in the group that leaves it once orphaned is named in leftGroup and killed by terminate()', async () => {
     const t = useTag();
     // P is the root's child for 2 s (past the 1 s snapshot: seen in the group),
@@ -114,6 +118,7 @@ describe('process-group tier', () => {
   });
 
   describe('the marker: members that left the group unseen', () => {
+    // proves C3, C11
     itWhere(noSetsidF === '', `real daemons (${daemonTitle(true)}) are found and killed by terminate(); the result names them and still says partial`, noSetsidF, async () => {
       const t = useTag();
       const { script, names } = daemons(tempDir(), true, true);
@@ -131,6 +136,7 @@ describe('process-group tier', () => {
       for (const pid of pids) expect(result.leftGroup.map((l) => l.pid), JSON.stringify(result.leftGroup)).toContain(pid);
     });
 
+    // proves C3
     itWhere(noSetsidF === '', 'a daemon started after the root exited, by a member that then exits too, keeps the tree from quiescence and is killed by terminate()', noSetsidF, async () => {
       const t = useTag();
       // Kept: no termination at root exit. The subshell is alone in the group
@@ -151,6 +157,7 @@ describe('process-group tier', () => {
       await waitGone(t, 2000);
     });
 
+    // proves C11
     itWhere(noSetsidF === '', 'a member that scrubs its environment (env -i) escapes, as capabilities() and the result say; its marked sibling does not', noSetsidF, async () => {
       const t = useTag();
       expect(capabilities({ tier }).guarantees.catchesEscapees).toBe('marked');
@@ -173,6 +180,7 @@ describe('process-group tier', () => {
       expect(result.coverage).toBe('partial');
     });
 
+    // proves C2
     it("a process outside the tree that carries the tree's marker with a wrong secret (or the token under another name) is not signalled", async () => {
       const t = useTag();
       const proc = spawn('sh', ['-c', 'echo "MARK $CORDON_TREE"; exec sleep 299'], { env: t.env, tier });
@@ -205,6 +213,7 @@ describe('process-group tier', () => {
       await waitGone(t, 2000);
     });
 
+    // proves C3
     itWhere(noSetsidF === '', 'a nested tree: its members carry both trees\' tokens, so the outer tree finds them', noSetsidF, async () => {
       const t = useTag();
       const inner = `
@@ -232,6 +241,7 @@ describe('process-group tier', () => {
       await ensureDist();
     });
 
+    // proves C8
     it('the whole group is killed by its anchor', async () => {
       const t = useTag({ CORDON_TIER: tier });
       const host = startHost(['wait', '--trees', 'tree,plain'], t.env);
@@ -247,6 +257,7 @@ describe('process-group tier', () => {
       await waitGone(t, 1000);
     });
 
+    // proves C8
     itWhere(noSetsidF === '', `real daemons (${daemonTitle(true)}) are found by the marker and killed by the anchor alone`, noSetsidF, async () => {
       const t = useTag();
       const { script, names } = daemons(tempDir(), true, true);

@@ -50,12 +50,14 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await ensureDist();
   });
 
+  // proves C13 (own report), C11 (own report)
   it('capabilities() claims a terminal in every POSIX tier, none on Windows (no pseudo console yet)', () => {
     expect(capabilities().guarantees.terminal).toBe(process.platform !== 'win32');
     expect(tierGuarantees('win32', 'job-object', true).guarantees.terminal).toBe(false);
     expect(() => terminalOption(true, 'win32')).toThrow(expect.objectContaining({ code: 'ERR_CORDON_UNSUPPORTED' }));
   });
 
+  // proves C13 (own report): typed errors for the terminal's options
   it('bad terminal options are typed errors before anything runs', () => {
     const bad: Array<[unknown, string]> = [
       [{ pty: { cols: 0 } }, 'ERR_INVALID_ARG_VALUE'],
@@ -75,6 +77,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     return piped.result;
   });
 
+  // proves C13
   it('an interactive shell answers on a real tty; stty size follows resize(); the foreground job gets SIGWINCH', async () => {
     const t = useTag();
     const sh = shell(t);
@@ -105,6 +108,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, 2000);
   });
 
+  // proves C13
   it('Ctrl-C interrupts the foreground job (SIGINT through the line discipline); job control works', async () => {
     const t = useTag();
     const sh = shell(t);
@@ -130,6 +134,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, 2000);
   });
 
+  // proves C13, C3
   it('terminate() ends everything the terminal started: a setsid job, a (sleep &) double fork, nohup, a tmux server', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-pty-'));
@@ -155,6 +160,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     expect(result.signal).not.toBeNull(); // the shell itself was ended by the stop
   });
 
+  // proves C13, C3
   it('an interactive shell on a terminal is asked to stop as a closed terminal asks (SIGHUP, the default killSignal there), not left to the forced kill', async () => {
     const t = useTag();
     const sh = shell(t);
@@ -170,6 +176,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C13, C4, C3
   it('a member that keeps the terminal after the root exits does not hold the result past waitDelay (C4); terminate() ends it', async () => {
     const t = useTag();
     // Kept (leftovers 'keep'), so it holds the terminal for as long as the
@@ -189,6 +196,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, promised(3000));
   });
 
+  // proves C13
   it('output is complete and its end (EIO on the terminal) is no error: 200,000 lines through the terminal', async () => {
     const t = useTag();
     // (stripFinalNewline: false, so that the last line's CR-LF is seen too.)
@@ -205,6 +213,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     expect(r.stderr).toBe('');
   });
 
+  // proves C13 (own report), C11 (own report)
   it("capabilities() claims the terminal's last output kept for a stalled host on Linux only (macOS: a pipe cannot grow)", () => {
     // (The darwin build on the model of XNU's process table claims what macOS gives.)
     expect(capabilities().guarantees.terminalOutputKept).toBe(process.platform === 'linux' && !xnu);
@@ -213,6 +222,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     for (const t of ['cgroup', 'subreaper', 'process-group'] as const) expect(tierGuarantees('linux', t, true).guarantees.terminalOutputKept, t).toBe(true);
   });
 
+  // proves C13
   itWhere(
     capabilities().guarantees.terminalOutputKept,
     "a host whose event loop stalls as the tree ends loses none of the terminal's output (the kernel keeps it, as a pipe's)",
@@ -252,6 +262,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     },
   );
 
+  // proves C13, C3
   it("a host that does not read the terminal's output cannot hold the tree's end: terminate() resolves, the result is no cleanup failure", async () => {
     const t = useTag();
     // A wait delay far beyond the test: the host never closes its end. On
@@ -267,6 +278,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, 2000);
   });
 
+  // proves C13
   itWhere(has('python3'), "python3's REPL answers, and Ctrl-D ends it", missing('python3') ?? '', async () => {
     const t = useTag();
     const proc = spawn('python3', ['-q'], { pty: true, env: t.env });
@@ -279,6 +291,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     expect(result.exitCode).toBe(0);
   });
 
+  // proves C13
   it('a full-screen program (less) draws on the terminal and quits on a key', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-pty-'));
@@ -297,6 +310,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     expect(result.exitCode).toBe(0);
   });
 
+  // proves C13, C8
   it('a host SIGKILLed with a terminal tree running: nothing of it is left within 1 s (C8)', async () => {
     const t = useTag();
     const host = startHost(['wait', '--trees', 'terminal'], t.env);
@@ -312,6 +326,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C13, C8
   it("a leased tree keeps its terminal when its host dies; the adopter gets it: the output meanwhile in the log, then input, output and resize", async () => {
     const t = useTag();
     const { env } = useRuntime(t);
@@ -343,6 +358,7 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, 2000);
   });
 
+  // proves C13, C8
   itWhere(has('python3'), 'cordon adopt of a leased terminal tree attaches the terminal it runs in: typing, its window size, Ctrl-C to the tree', missing('python3') ?? '', async () => {
     const t = useTag();
     const { env } = useRuntime(t);

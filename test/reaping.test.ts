@@ -42,6 +42,7 @@ function describeState(pid: number): string {
 }
 
 describe(`reaping (C9), ${tier} tier`, () => {
+  // proves C9
   it('no zombies after a tree with double-forked orphans is terminated', async () => {
     const t = useTag();
     const { proc, pids: printed } = await collect(spawn(fixture('tree.sh'), [], { env: t.env }), t.tag);
@@ -64,6 +65,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(t.procs()).toEqual([]);
   });
 
+  // proves C9
   itWhere(reapsOrphans, 'an orphan that exits while the root still runs is reaped by the anchor', NO_REAPING, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', '(sleep 0.5 & echo "PID o $!"); echo "PID root $$"; exec sleep 300'], {
@@ -86,6 +88,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(zombieChildren()).toEqual([]);
   });
 
+  // proves C9, C5
   itWhere(reapsOrphans, 'a kept leftover that exits after the root is reaped by the anchor', NO_REAPING, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'sleep 300 >/dev/null 2>&1 & echo "PID s $!"; sleep 0.5 >/dev/null 2>&1 & echo "PID o $!"'], {
@@ -110,12 +113,14 @@ describe(`reaping (C9), ${tier} tier`, () => {
     expect(zombieChildren()).toEqual([]);
   });
 
+  // proves C11 (own report), C9 (own report)
   itWhere(!reapsOrphans, 'a tier that does not reap orphans says so', `the ${tier} tier reaps orphans (tested above)`, () => {
     // The orphan tests above do not apply; the tier must not claim otherwise.
     expect(caps.guarantees.reapsOrphans).toBe(false);
     expect(caps.tier).not.toBe('subreaper');
   });
 
+  // proves C9
   it("the host's open descriptors return to baseline after 200 spawns", async () => {
     const t = useTag();
     const once = () => within(spawn('true', [], { env: t.env }).result, 10_000, 'a `true` run to settle', t.tag);
@@ -144,6 +149,7 @@ describe(`reaping (C9), ${tier} tier`, () => {
   // through child_process): on SIGCHLD, and when its channel closes. A worker
   // thread gets no signals, so there only the second path exists.
   const posixReaping = onlyWhere(process.platform !== 'win32', 'the host reaps a POSIX anchor by pid on SIGCHLD; Windows has none');
+  // proves C9
   it.skipIf(posixReaping.skip)(`anchors started from a worker thread are reaped too, without warnings${posixReaping.note}`, async () => {
     const t = useTag();
     await ensureDist();

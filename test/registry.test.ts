@@ -27,6 +27,7 @@ import { collect, expectAllAlive, expectAllGone } from './helpers/trees.js';
 import { promised, TIME_SCALE, watchdog } from './helpers/time.js';
 
 describe('C7: an owner reaches only its own trees', () => {
+  // proves C7
   it('owner A cannot list, get, stop or forget owner B\'s tree, by tree id or by pid', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -69,6 +70,7 @@ describe('C7: an owner reaches only its own trees', () => {
     await waitGone(t.tag, promised(1000));
   });
 
+  // proves C7
   it("stop({ kinds: ['command'] }) stops the command tree and leaves a subagent tree of the same owner running", async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -88,6 +90,7 @@ describe('C7: an owner reaches only its own trees', () => {
 });
 
 describe('C7: kinds', () => {
+  // proves C7 (own report): typed errors for kinds
   it('an unknown kind is a typed error before anything runs; built-in kinds cannot be redefined', async () => {
     const t = useTag();
     const registry = newRegistry();
@@ -103,6 +106,7 @@ describe('C7: kinds', () => {
   const UNFINISHED: Record<string, boolean> = { command: false, subagent: true, workflow: true, review: true, preview: false };
 
   for (const kind of Object.keys(UNFINISHED)) {
+    // proves C7
     it(`hasLiveWork truth table, kind '${kind}': running / ended / leftovers kept x attached / detached`, async () => {
       const t = useTag();
       const registry = newRegistry({ grace: 2000 });
@@ -170,6 +174,7 @@ describe('C7/C9: many owners', () => {
   // 400 processes started and stopped: about 10 s on an idle 2-core machine, minutes on a loaded one.
   // Under emulation (qemu-user, where each process is several times slower) 40 trees.
   const TREES = TIME_SCALE > 1 ? 40 : 200;
+  // proves C7, C8, C9
   it(`${TREES} trees across 20 owners, released in random order: no survivor, no zombie, no owner, fds back to baseline`, { timeout: watchdog(240_000) }, async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -227,6 +232,7 @@ describe('C7/C9: many owners', () => {
 });
 
 describe("owners' log directories stay inside the registry's logDir, one per owner id", () => {
+  // proves nothing of the contract: the threat model's owner directories (no clause)
   it("owner('..'), owner('.'), 'tenant/a' and 'tenant_a', ids alike in their first 80 characters: each its own directory inside logDir, nothing outside it", async () => {
     const t = useTag();
     const parent = tempDir('cordon-owner-dirs-');
@@ -248,6 +254,7 @@ describe("owners' log directories stay inside the registry's logDir, one per own
     expect(readdirSync(base).sort()).toEqual(dirs.map((d) => basename(d)).sort());
   });
 
+  // proves nothing of the contract: a pure naming of owner directories
   it('the names: plain ids as they are; ., .., a separator, a device name, capitals where the file system folds case, each byte of the rest as %XX; a long one cut with a hash', () => {
     expect(['alice', 'a.b', 'tenant_a', 'x-1'].map((id) => ownerDirName(id, 'linux'))).toEqual(['alice', 'a.b', 'tenant_a', 'x-1']);
     expect(['..', '.', 'a.', 'tenant/a', '%41', 'é', 'a b'].map((id) => ownerDirName(id, 'linux'))).toEqual(['%2E%2E', '%2E', 'a%2E', 'tenant%2Fa', '%2541', '%C3%A9', 'a%20b']);
@@ -262,6 +269,7 @@ describe("owners' log directories stay inside the registry's logDir, one per own
 });
 
 describe('registry reporting', () => {
+  // proves C7
   it('snapshot(): JSON-serialisable owners, trees and live members whose pids match what the trees printed', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -308,6 +316,7 @@ describe('registry reporting', () => {
     await waitGone(t.tag, promised(1000));
   });
 
+  // proves C7 (own report): the registry's events
   it("events 'spawn', 'exit', 'leftovers', 'settled' and 'release' carry the owner id", async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });
@@ -367,6 +376,7 @@ describe('registry reporting', () => {
     await waitGone(t.tag, promised(1000));
   });
 
+  // proves C10
   it('a log: true tree writes all its output to the log even though the host never reads its stdout', async () => {
     const t = useTag();
     const registry = newRegistry({ grace: 2000 });

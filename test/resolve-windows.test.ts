@@ -19,17 +19,20 @@ function lookup(command: string, env: NodeJS.ProcessEnv, files: string[]): strin
 }
 
 describe('Windows lookup: PATHEXT extensions', () => {
+  // proves nothing of the contract: the Windows command lookup, pure
   it("only .COM, .EXE, .BAT and .CMD are tried, in PATHEXT's order", () => {
     expect(windowsExtensions(WINDOWS_DEFAULT_PATHEXT)).toEqual(['.com', '.exe', '.bat', '.cmd']);
     expect(windowsExtensions('.PY;.CMD;.exe;.EXE')).toEqual(['.cmd', '.exe']);
   });
 
+  // proves nothing of the contract: the Windows command lookup, pure
   it('a PATHEXT naming none of them (or none at all) gives .COM;.EXE;.BAT;.CMD', () => {
     expect(windowsExtensions('.PY;.PS1')).toEqual(['.com', '.exe', '.bat', '.cmd']);
     expect(windowsExtensions(undefined)).toEqual(['.com', '.exe', '.bat', '.cmd']);
     expect(windowsExtensions('')).toEqual(['.com', '.exe', '.bat', '.cmd']);
   });
 
+  // proves nothing of the contract: the Windows command lookup, pure
   it('a foo.py earlier in PATH does not shadow foo.exe, whatever PATHEXT says', () => {
     const env = { PATH: 'C:\\first;C:\\second', PATHEXT: '.PY;.JS;' + WINDOWS_DEFAULT_PATHEXT };
     expect(lookup('foo', env, ['C:\\first\\foo.py', 'C:\\first\\foo.js', 'C:\\second\\foo.exe'])).toBe('C:\\second\\foo.exe');
@@ -37,6 +40,7 @@ describe('Windows lookup: PATHEXT extensions', () => {
     expect(lookup('foo.py', env, ['C:\\first\\foo.py', 'C:\\second\\foo.exe'])).toBe('C:\\first\\foo.py');
   });
 
+  // proves nothing of the contract: the Windows command lookup, pure
   it('a name found only with an extension CreateProcessW cannot run is not found (ENOENT)', () => {
     const env = { PATH: 'C:\\first', PATHEXT: '.PY;.EXE' };
     expect(() => lookup('foo', env, ['C:\\first\\foo.py'])).toThrow(expect.objectContaining({ code: 'ENOENT' }));
@@ -56,17 +60,20 @@ describe('Windows lookup: App Execution Aliases', () => {
     },
   });
 
+  // proves nothing of the contract: the Windows command lookup, pure
   it('an alias stat() cannot open (EACCES, EPERM, UNKNOWN) but lstat() reads is found', () => {
     expect(checkWindowsFile('C:\\Users\\u\\AppData\\Local\\Microsoft\\WindowsApps\\winget.exe', alias('EACCES', 'link'))).toBe('ok');
     expect(checkWindowsFile('x', alias('UNKNOWN', 'link'))).toBe('ok');
     expect(checkWindowsFile('x', alias('EPERM', 'file'))).toBe('ok');
   });
 
+  // proves nothing of the contract: the Windows command lookup, pure
   it('a dangling link (stat() ENOENT) and a name lstat() cannot read either are not found', () => {
     expect(checkWindowsFile('x', alias('ENOENT', 'link'))).toBe('ENOENT');
     expect(checkWindowsFile('x', alias('EACCES', 'missing'))).toBe('ENOENT');
   });
 
+  // proves nothing of the contract: the Windows command lookup, pure
   it('through PATH: `winget` resolves to the alias in WindowsApps', () => {
     const apps = 'C:\\Users\\u\\AppData\\Local\\Microsoft\\WindowsApps';
     const target = `${apps}\\winget.exe`;
@@ -84,6 +91,7 @@ describe('Windows lookup: App Execution Aliases', () => {
     expect(found).toBe(target);
   });
 
+  // proves nothing of the contract: the Windows command lookup, pure
   it('with the real node:fs: a file is found, a directory is EACCES, a dangling link is ENOENT', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cordon-resolve-'));
     try {

@@ -16,6 +16,7 @@ async function rejection(promise: Promise<unknown>, tag: string): Promise<Cordon
 }
 
 describe('run() rejection messages', () => {
+  // proves nothing of the contract: run()'s error message
   it('exit code: the command line, the reason, and only the last lines of stderr (not stdout)', async () => {
     const t = useTag();
     const script = 'echo on-stdout; i=1; while [ $i -le 30 ]; do echo "line $i" >&2; i=$((i+1)); done; exit 3';
@@ -29,6 +30,7 @@ describe('run() rejection messages', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C10: the tree is gone after a timeout
   it('timeout: says it timed out, with what stderr said so far; the tree is gone', async () => {
     const t = useTag();
     // 3 s, not less: the shell must have written its line before the timeout,
@@ -40,6 +42,7 @@ describe('run() rejection messages', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves nothing of the contract: run()'s error message
   it('signal: names the signal; with nothing on stderr the message is the short one', async () => {
     const t = useTag();
     const e = await rejection(run('sh', ['-c', 'kill -USR1 $$'], { env: t.env }), t.tag);
@@ -48,6 +51,7 @@ describe('run() rejection messages', () => {
     expect(e.message).toBe(e.shortMessage);
   });
 
+  // proves nothing of the contract: run()'s error message
   it("shell mode shows the line as given; encoding 'buffer' still shows stderr as text", async () => {
     const t = useTag();
     const e = await rejection(run('echo broken >&2; exit 2', [], { shell: true, env: t.env, encoding: 'buffer' }), t.tag);
@@ -55,6 +59,7 @@ describe('run() rejection messages', () => {
     expect(e.message).toBe(`${e.shortMessage}\n\nbroken`);
   });
 
+  // proves nothing of the contract: run()'s error message
   it("stderr not collected ('ignore'): the short message only", async () => {
     const t = useTag();
     const e = await rejection(run('sh', ['-c', 'echo hidden >&2; exit 1'], { env: t.env, stderr: 'ignore' }), t.tag);
@@ -64,6 +69,7 @@ describe('run() rejection messages', () => {
 });
 
 describe('run() options', () => {
+  // proves nothing of the contract: run()'s input errors
   it('a bad input, reject or encoding, or an option run() does not take, is a typed error before anything runs (nothing left holding the host)', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-run-options-'));
@@ -88,6 +94,7 @@ describe('run() options', () => {
     expect(t.procs()).toEqual([]);
   });
 
+  // proves nothing of the contract: run()'s argument order
   it('options in second place, as Node and execa take them: run(file, options)', async () => {
     const t = useTag();
     const r = await within(run('cat', { env: t.env, input: 'fed through stdin' }), 15_000, 'run(file, options)', t.tag);

@@ -8,6 +8,7 @@ import { expect, it } from 'vitest';
 import { repoRoot } from './helpers/fixtures.js';
 import { watchdog } from './helpers/time.js';
 
+// proves nothing of the contract: the types compile
 it('run() result types follow encoding; a contained process\'s events are typed', () => {
   const file = join(repoRoot, 'test', 'types', 'run-encoding.ts');
   const program = ts.createProgram([file], {

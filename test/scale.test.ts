@@ -122,6 +122,7 @@ async function anchorCostToStop(t: Tagged, grace: number): Promise<{ cpuMs: numb
 }
 
 describe('the cost of stopping a tree grows with the tree, not with the host', () => {
+  // proves C11: the stop costs what capabilities() says, read from /proc
   itWhere(
     walksTheTree,
     `with ${BALLAST} idle unrelated processes, the anchor reads and spends about as little stopping a tree as without`,
@@ -146,6 +147,7 @@ describe('the cost of stopping a tree grows with the tree, not with the host', (
     watchdog(180_000),
   );
 
+  // proves C3
   itWhere(
     walksTheTree,
     `with ${BALLAST} idle unrelated processes, a member forked after the polite signal still gets it before the forced kill`,
@@ -159,6 +161,7 @@ describe('the cost of stopping a tree grows with the tree, not with the host', (
 });
 
 describe('a tier that walks the host says so', () => {
+  // proves C11 (own report)
   itWhere(!walksTheTree, `capabilities() of the ${tier} tier: stopCostIsTheTree false`, `the ${tier} tier claims a stop that reads the tree alone (tested above)`, () => {
     expect(caps.guarantees.stopCostIsTheTree).toBe(false);
     expect(tier).toBe('process-group');
@@ -184,6 +187,7 @@ describe('members are found whichever thread forked them', () => {
   `;
   const LATE = 'trap \'echo term > "$FILE"; exit 0\' TERM; echo "PID worker_child $$"; echo READY; while :; do sleep 0.05; done';
 
+  // proves C3
   it("a worker thread's child gets the polite signal, not only the forced kill", async () => {
     const t = useTag();
     const file = join(tempDir('cordon-scale-'), 'term');

@@ -11,6 +11,7 @@ import { alive, useTag, waitGone, within } from './helpers/procs.js';
 import { itWhere } from './helpers/tier.js';
 
 describe('shell: true runs a command string through /bin/sh -c', () => {
+  // proves nothing of the contract: the shell option
   it('the root is /bin/sh -c <the string>, as the kernel has it', async () => {
     const t = useTag();
     // ps, not /proc: the same on Linux and macOS (the kernel's arguments, blank-joined).
@@ -19,6 +20,7 @@ describe('shell: true runs a command string through /bin/sh -c', () => {
     expect(result.stdout.trimEnd()).toBe(`/bin/sh -c ${line}`);
   });
 
+  // proves nothing of the contract: the shell option
   it('&&, pipes, variables and redirections work; the root is the shell', async () => {
     const t = useTag({ WORD: 'contained' });
     const proc = spawn('echo "PID root $$"; echo one && echo "$WORD" | tr a-z A-Z; echo err >&2', [], { shell: true, env: t.env });
@@ -32,6 +34,7 @@ describe('shell: true runs a command string through /bin/sh -c', () => {
     expect(result.command).toBe('echo "PID root $$"; echo one && echo "$WORD" | tr a-z A-Z; echo err >&2');
   });
 
+  // proves nothing of the contract: the shell option's arguments
   it('arguments reach the shell as "$@": each one literal word, never parsed', async () => {
     const t = useTag();
     const args = ['a b', '$HOME', "it's", '; touch /tmp/cordon-shell-injected', '*'];
@@ -40,6 +43,7 @@ describe('shell: true runs a command string through /bin/sh -c', () => {
     expect(existsSync('/tmp/cordon-shell-injected')).toBe(false);
   });
 
+  // proves C3
   it('a background job started by the shell line is contained: terminate() ends the whole tree', async () => {
     const t = useTag();
     const proc = spawn('sleep 300 & echo "PID child $!"; echo "PID root $$"; wait', [], { shell: true, env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -53,6 +57,7 @@ describe('shell: true runs a command string through /bin/sh -c', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C6
   it("a nonzero exit of the line is the result's exit code", async () => {
     const t = useTag();
     const result = await within(run('exit 7', [], { shell: true, env: t.env, reject: false }), 10_000, 'run', t.tag);
@@ -61,12 +66,14 @@ describe('shell: true runs a command string through /bin/sh -c', () => {
 });
 
 describe('shell: a named shell', () => {
+  // proves nothing of the contract: the shell option
   itWhere(existsSync('/bin/bash'), "shell: '/bin/bash' runs the line with bash", 'no /bin/bash on this machine', async () => {
     const t = useTag();
     const result = await within(run('echo "${BASH_VERSION:+bash}" $((6*7))', [], { shell: '/bin/bash', env: t.env }), 10_000, 'run', t.tag);
     expect(result.stdout).toBe('bash 42');
   });
 
+  // proves nothing of the contract: the shell option's input errors
   it('a shell that does not exist is ENOENT before anything runs; bad values are typed errors', () => {
     const t = useTag();
     expect(() => spawn('echo hi', [], { shell: 'no-such-shell-cordon', env: t.env })).toThrow(expect.objectContaining({ code: 'ENOENT', stage: 'launch' }));
@@ -75,6 +82,7 @@ describe('shell: a named shell', () => {
     expect(t.procs()).toEqual([]);
   });
 
+  // proves nothing of the contract: the shell option on Windows, decided before anything runs
   it('Windows (decided before anything runs; run under Wine by test/win/shell.test.mjs): cmd.exe only, one line, no args', () => {
     for (const value of [true, 'cmd', 'cmd.exe', 'C:\\Windows\\System32\\CMD.EXE']) expect(shellOption(value, 'win32')).toEqual({ kind: 'cmd', path: 'cmd.exe' });
     for (const value of ['powershell', 'pwsh.exe', 'bash']) {

@@ -41,6 +41,7 @@ async function runShown(options: SpawnOptions, tag: string, script = SHOW_FDS) {
 }
 
 describe('stdio reaches the command as asked', () => {
+  // proves C10: the output streams are ordinary pipes and Node streams
   itWhere(linksWhy === '', "'pipe': stdin reaches the command, stdout and stderr come back, all three are pipes", linksWhy, async () => {
     const t = useTag();
     // (Printed on stderr, each echo redirected after its readlink ran.)
@@ -58,6 +59,7 @@ describe('stdio reaches the command as asked', () => {
     expect(new Set([fds[0], fds[1], fds[2]]).size, 'three distinct pipes').toBe(3);
   });
 
+  // proves nothing of the contract: the stdio forms, API
   itWhere(linksWhy === '', "'ignore' gives the command /dev/null", linksWhy, async () => {
     const t = useTag();
     const { result, out } = await runShown({ env: t.env, stdio: ['ignore', 'pipe', 'ignore'] }, t.tag);
@@ -67,6 +69,7 @@ describe('stdio reaches the command as asked', () => {
     expect(fds[2]).toBe('/dev/null');
   });
 
+  // proves nothing of the contract: the stdio forms, API
   itWhere(linksWhy === '', "'inherit' gives the command the host's own descriptors", linksWhy, async () => {
     const t = useTag();
     const { result, out } = await runShown({ env: t.env, stdio: ['inherit', 'pipe', 'inherit'] }, t.tag);
@@ -76,6 +79,7 @@ describe('stdio reaches the command as asked', () => {
     expect(fds[2]).toBe(readlinkSync('/proc/self/fd/2'));
   });
 
+  // proves nothing of the contract: the stdio forms, API
   itWhere(linksWhy === '', "a descriptor number: the command writes into the host's file", linksWhy, async () => {
     const t = useTag();
     const file = join(tempDir('cordon-stdio-'), 'out.txt');
@@ -90,6 +94,7 @@ describe('stdio reaches the command as asked', () => {
     expect(readFileSync(file, 'utf8')).toBe('to-stderr\n');
   });
 
+  // proves nothing of the contract: the stdio forms, API
   itWhere(linksWhy === '', "an opened file stream: the command writes into it", linksWhy, async () => {
     const t = useTag();
     const file = join(tempDir('cordon-stdio-'), 'stream.txt');
@@ -107,6 +112,7 @@ describe('stdio reaches the command as asked', () => {
     expect(text).toMatch(/^done$/m);
   });
 
+  // proves nothing of the contract: the stdio forms, API
   it("the host's own fds 1 and 2, swapped: each lands where asked", async () => {
     const t = useTag();
     await ensureDist();
@@ -133,6 +139,7 @@ describe('stdio reaches the command as asked', () => {
     expect(outB).toBe('to-stdout\n');
   });
 
+  // proves nothing of the contract: the stdio forms, API
   itWhere(linksWhy === '', "'inherit' of a stdout Node made non-blocking: the command still gets a blocking one", linksWhy, async () => {
     const t = useTag();
     await ensureDist();
@@ -156,6 +163,7 @@ describe('stdio reaches the command as asked', () => {
     expect(parseInt(cmd!, 8) & 0o4000, `command flags ${cmd}`).toBe(0);
   });
 
+  // proves nothing of the contract: the command's signal mask and dispositions (no clause)
   it('the command starts with no signal ignored or blocked, though the host ignores SIGPIPE', async () => {
     const t = useTag();
     // Read from outside once the root has exec'd sleep: `exec` makes sleep

@@ -80,6 +80,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     await ensureDist();
   });
 
+  // proves C8, C3
   it("a host that exits normally resumes its stopped anchor: the tree is gone within 1 s (C8)", async () => {
     const { t, go } = stopTag();
     const host = startHost(['exit', '--trees', 'stopper'], t.env);
@@ -99,6 +100,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     await waitGone(t, 1000);
   });
 
+  // proves C3
   it('once (kill -STOP $PPID): terminate() still resolves, and every member is gone', async () => {
     const { t, proc, all } = await startStopping(`${STOP_PARENT}; sleep 300 & echo "PID bg $!"; echo READY; go; stop; wait`);
     // Bounded well above what it takes (the anchor is resumed at once): a
@@ -109,6 +111,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     await waitGone(t, 2000);
   });
 
+  // proves C3, C6
   it('again and again: terminate() settles within its bound, ERR_CORDON_CLEANUP if not proven, and the cgroup tier ends the tree', async () => {
     // A root that ignores SIGTERM and stops its anchor every 20 ms.
     const { t, proc, all } = await startStopping(`${STOP_PARENT}; trap "" TERM; sleep 300 & echo "PID bg $!"; echo READY; go; while :; do stop; sleep 0.02; done`);
@@ -132,6 +135,7 @@ describe(`a member stops the anchor, ${tier} tier`, () => {
     if (tier === 'cgroup') await waitGone(t, 3000);
   });
 
+  // proves C3, C6
   itWhere(
     process.platform === 'linux' && cgroupWritable(),
     'an anchor that cannot run at all: past grace + ANCHOR_WAIT_SLACK_MS, ERR_CORDON_CLEANUP; the cgroup tier ends the tree itself',

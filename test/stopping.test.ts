@@ -32,6 +32,7 @@ async function started(proc: ContainedProcess, tag: string) {
 
 describe('killSignal', () => {
   for (const signal of ['SIGINT', 'SIGHUP'] as const) {
+    // proves C3
     it(`${signal} is the polite signal of terminate(); the child is still ended`, async () => {
       const t = useTag();
       const proc = spawn('sh', REPORTS, { env: t.env, killSignal: signal, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -47,6 +48,7 @@ describe('killSignal', () => {
     });
   }
 
+  // proves C3
   it('default: SIGTERM', async () => {
     const t = useTag();
     const proc = spawn('sh', REPORTS, { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -55,6 +57,7 @@ describe('killSignal', () => {
     expect(out.text).toContain('got TERM\n');
   });
 
+  // proves C3
   it('a root that ignores the killSignal still ends with the whole tree at the forced kill', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'trap "" INT; sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done'], {
@@ -70,6 +73,7 @@ describe('killSignal', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C3 (own report): typed errors for killSignal
   it('bad values are typed errors before anything runs; Windows takes only SIGTERM', () => {
     const t = useTag();
     for (const killSignal of ['SIGKILL', 'SIGSTOP', 'SIGCONT', 'SIGNOPE']) {
@@ -88,6 +92,7 @@ describe('killSignal', () => {
 // kill(signal): a signal for the root alone, as ChildProcess.kill(signal)
 // sends one (a host forwarding Ctrl-C). Not a stop: the tree runs on.
 describe('kill(signal): the root alone, the tree runs on', () => {
+  // proves C3: kill(signal) reaches the root alone
   it("kill('SIGINT') reaches the root's trap; the root and its child keep running; after the root exits it is false", async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'trap "echo got INT" INT; sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done'], {
@@ -111,6 +116,7 @@ describe('kill(signal): the root alone, the tree runs on', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C3 (own report): typed errors for signals
   it('a signal this platform lacks, a number out of range, another type: typed errors, nothing sent', async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'trap "echo got INT" INT; sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done'], { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -153,6 +159,7 @@ async function quitsOnQ(tag: string, env: NodeJS.ProcessEnv, stopAt: 'started' |
 }
 
 describe('the stop hook', () => {
+  // proves C3
   it('is asked first: the root exits on "q" without any signal; the rest of the tree is still ended', async () => {
     const t = useTag();
     const out = await quitsOnQ(t.tag, t.env, 'started');
@@ -160,6 +167,7 @@ describe('the stop hook', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C3
   it('a stop asked for before the root is reported running asks the hook once it runs', async () => {
     // terminate() right after spawn(): the anchor has not reported the root yet
     // (under emulation its output can even arrive before that report).
@@ -168,6 +176,7 @@ describe('the stop hook', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C3
   it('a hook that does not stop the root: killSignal after the grace, then the forced kill', async () => {
     const t = useTag();
     let hookAt = 0;
@@ -183,6 +192,7 @@ describe('the stop hook', () => {
   });
 
   for (const how of ['throws', 'rejects'] as const) {
+    // proves C3
     it(`a hook that ${how} is reported (event and result.stopError) and the teardown goes on at once`, async () => {
       const t = useTag();
       const boom = new Error('boom');
@@ -206,6 +216,7 @@ describe('the stop hook', () => {
     });
   }
 
+  // proves C3, C10
   it('a timeout asks the hook too (reason timeout); kill() never calls it', async () => {
     const t = useTag();
     const proc = spawn('sh', READS_Q, { env: t.env, timeout: 200, stdio: ['pipe', 'pipe', 'ignore'], stop: (p) => void p.stdin!.write('q\n') });
@@ -224,6 +235,7 @@ describe('the stop hook', () => {
     await waitGone(t, 5_000);
   });
 
+  // proves C3
   it('kill() during the hook wait cuts it short', async () => {
     const t = useTag();
     const proc = spawn('sh', READS_Q, { env: t.env, stdio: ['pipe', 'pipe', 'ignore'], stop: () => {} });

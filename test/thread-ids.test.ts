@@ -16,6 +16,7 @@ import { watchdog } from './helpers/time.js';
 const linux = onlyWhere(process.platform === 'linux', 'thread ids share the pid space only on Linux');
 
 describe.skipIf(linux.skip)(`the process-group tier's sweep takes processes for members, never threads${linux.note}`, () => {
+  // proves C5, C6
   it('a multi-threaded member that left the group is one leftover, under its own pid', async () => {
     const t = useTag();
     // The root waits on its stdin (`read` forks nothing, so the daemon's threads

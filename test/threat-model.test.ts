@@ -22,6 +22,7 @@ function nsdelegate(): boolean {
 }
 
 describe(`the command's cgroup namespace, ${tier} tier`, () => {
+  // proves nothing of the contract: the threat model's cgroup namespace (no clause)
   itWhere(tier === 'cgroup', "the command's cgroup namespace is rooted at its tree's cgroup where capabilities() says so", `the ${tier} tier makes no cgroup`, async () => {
     const t = useTag();
     const proc = spawn('sh', ['-c', 'echo "SEES $(grep "^0::" /proc/self/cgroup)"; echo "PID root $$"; echo READY; exec sleep 300'], { env: t.env });
@@ -40,6 +41,7 @@ describe(`the command's cgroup namespace, ${tier} tier`, () => {
     await within(proc.kill(), 10_000, 'kill()', t.tag);
   });
 
+  // proves C3: a member that left for an ancestor cgroup is still ended
   itWhere(
     tier === 'cgroup' && isRoot,
     'a root member writing its pid to an ancestor cgroup: refused only with nsdelegate; terminate() still reaches it while the anchor lives',

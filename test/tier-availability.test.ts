@@ -23,6 +23,7 @@ afterEach(() => {
 });
 
 describe('tiers offered where the host can give them', () => {
+  // proves C11: against whether this host lets a process become a subreaper
   itWhere(unknown === '', 'the subreaper and cgroup tiers are offered exactly where a process can become a subreaper', unknown, () => {
     const caps = capabilities();
     expect(caps.tiers, 'the process-group tier needs nothing special').toContain('process-group');
@@ -32,6 +33,7 @@ describe('tiers offered where the host can give them', () => {
     if (!canReap) expect(caps.guarantees.reapsOrphans, 'the default tier does not claim to reap orphans').toBe(false);
   });
 
+  // proves C1, C11
   itWhere(
     unknown === '' && !canReap,
     'a subreaper tier asked for where there is none: a typed error, and nothing ran; best-effort runs in the process-group tier',

@@ -10,6 +10,7 @@ import { alive, useTag, waitFor, within, aliveTagged } from './helpers/procs.js'
 import { catchesTerm, expectAlive, expectGone, ignoresTerm, startBgTree, startTermIgnoringTree } from './helpers/trees.js';
 
 describe('C3: whole-tree termination', () => {
+  // proves C3
   it('kill() is immediate: a tree ignoring SIGTERM is gone well under the default grace', async () => {
     const t = useTag();
     // Precondition (checked there): every member ignores SIGTERM, so only SIGKILL ends it.
@@ -24,6 +25,7 @@ describe('C3: whole-tree termination', () => {
     expect(result.signal).toBe('SIGKILL');
   });
 
+  // proves C3, C2
   it('terminate() is idempotent and safe concurrently: three concurrent calls and one after quiescence', async () => {
     const t = useTag();
     const { proc, all } = await startBgTree(t);
@@ -41,6 +43,7 @@ describe('C3: whole-tree termination', () => {
     expectGone(all, t.tag, 'at the end');
   });
 
+  // proves C3, C5
   it("terminate() after the root exited reaches leftovers kept by leftovers: 'keep', and resolves only once they are gone", async () => {
     const t = useTag();
     // Two leftovers: `slow` exits 1 s after SIGTERM (its TERM trap ignores

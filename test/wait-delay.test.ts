@@ -100,6 +100,7 @@ async function overrun(t: Tagged, script: string, fd: 1 | 2, leftovers: Leftover
 
 describe('wait delay (C4)', () => {
   for (const leftovers of ['kill', 'kill-on-failure', 'keep'] as LeftoversPolicy[]) {
+    // proves C4, C5
     itWhere(noSs === '', `a grandchild holding stdout: settles within waitDelay, output kept, leftovers '${leftovers}'`, noSs, async () => {
       const t = useTag();
       const { proc, result, out, g } = await overrun(t, `echo before-exit; sleep 300 & echo "PID g $!"; ${EXIT}`, 1, leftovers);
@@ -124,6 +125,7 @@ describe('wait delay (C4)', () => {
   }
 
   for (const leftovers of ['kill', 'kill-on-failure'] as LeftoversPolicy[]) {
+    // proves C4, C5
     itWhere(noSs === '', `a grandchild holding stderr only: the same bound, leftovers '${leftovers}'`, noSs, async () => {
       const t = useTag();
       const script = `echo before-exit >&2; sleep 300 >/dev/null & echo "PID g $!"; ${EXIT}`;
@@ -135,6 +137,7 @@ describe('wait delay (C4)', () => {
   }
 
   for (const leftovers of ['keep', 'kill-on-failure'] as LeftoversPolicy[]) {
+    // proves C4
     it(`when no descendant holds the output, the result settles only after it is drained (kept leftover, '${leftovers}')`, async () => {
       // The root prints and exits; a kept leftover redirected its output away,
       // so the pipes are released at once. The result must not settle before
@@ -170,6 +173,7 @@ describe('wait delay (C4)', () => {
   }
 
   for (const where of ['a file descriptor', "'inherit'"] as const) {
+    // proves C4
     it(`a grandchild holding an output cordon did not capture (${where}) is no overrun`, async () => {
       const t = useTag();
       let stderr: number | 'inherit' = 'inherit';
@@ -210,6 +214,7 @@ describe('wait delay (C4)', () => {
     });
   }
 
+  // proves C4
   it("a host whose event loop stalls past the wait delay reads what is already waiting (the anchor's word) before the deadline's verdict", async () => {
     // The deadline's timer comes due during a stall; the anchor's word that
     // no member holds the pipes (here: a byte on a socket, standing for its

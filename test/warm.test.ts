@@ -133,6 +133,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     await ensureDist();
   });
 
+  // proves C1
   itWhere(applies, 'the next spawn goes to an anchor started before it: contained before the command existed, the command its child', why, async () => {
     const t = useTag();
     await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
@@ -155,6 +156,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     if (tier === 'cgroup') await waitFor(() => cgroupOfAnchor(warm) === undefined, { timeout: 5000, what: `${cgroupBefore} to be removed` });
   });
 
+  // proves C1
   itWhere(applies, "nothing of one tree reaches the next: each spawn's own environment, working directory, umask and stdio", why, async () => {
     const t = useTag();
     const dirA = mkdtempSync(join(tmpdir(), 'cordon-warm-a-'));
@@ -192,6 +194,7 @@ describe(`warm anchors, ${tier} tier`, () => {
   });
 
   for (const ending of ['SIGKILL', 'exit'] as const) {
+    // proves C1, C8
     itWhere(applies, `a host that ${ending === 'SIGKILL' ? 'is SIGKILLed' : 'exits'} takes its warm anchor (and its cgroup) with it`, why, async () => {
       const t = useTag();
       const host = startHost(
@@ -212,6 +215,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     });
   }
 
+  // proves C9
   itWhere(applies, 'an anchor no spawn takes within CORDON_WARM ms is retired (and reaped) while its host runs on; CORDON_WARM=0 starts none', why, async () => {
     const t = useTag();
     // The host says which anchor is warm as soon as its pool has it (its
@@ -244,6 +248,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     await end(none);
   });
 
+  // proves C1
   itWhere(applies, 'a warm anchor killed or stopped before the spawn: the spawn runs all the same (a cold anchor, or the stopped one resumed)', why, async () => {
     const t = useTag();
     await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
@@ -264,6 +269,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(stopped, 'a stopped one took it, resumed by the host').toContain(r.pids.anchor);
   });
 
+  // proves C3
   itWhere(applies, 'a TERM sent before the warm anchor reported READY ends the tree', why, async () => {
     const t = useTag();
     await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
@@ -279,6 +285,7 @@ describe(`warm anchors, ${tier} tier`, () => {
   });
 
   const dropWhy = !applies ? why : process.getuid?.() !== 0 ? 'needs a root test runner (a host that drops to nobody)' : (missing('nobody') ?? '');
+  // proves C1
   itWhere(dropWhy === '', "a host that drops to nobody: its root warm anchor runs nothing for it, even handed a LAUNCH on its channel, and is gone within 1 s", dropWhy, async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-warm-drop-'));
@@ -332,6 +339,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     await end(host);
   });
 
+  // proves C1
   itWhere(applies, 'an anchor started before the host changed its priority is not used: the command gets the priority the host has now', why, async () => {
     const t = useTag();
     const host = startHost(
@@ -357,6 +365,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     await end(host);
   });
 
+  // proves C12
   itWhere(applies && tier === 'cgroup', "prepareCgroupLimits() first ends the host's warm anchors (they wait in the cgroup it moves the host out of)", why || 'the cgroup tier only', async () => {
     const t = useTag();
     // A cgroup of the test's own for the host, so that a move (where this
@@ -404,6 +413,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     await within(exited, 10_000, 'the host to exit', t.tag);
   });
 
+  // proves C1
   itWhere(!applies, 'where no warm anchor is started, none is', `the ${tier} tier uses them`, async () => {
     const t = useTag();
     for (let i = 0; i < 3; i++) await within(spawn('true', [], { env: t.env }).result, 10_000, 'a spawn', t.tag);

@@ -12,11 +12,13 @@ import { leaseJobBound } from '../lib/errors.js';
 const KILL_ON_JOB_CLOSE = 0x2000;
 
 describe("Windows: a lease refused by the anchor's Job Object", () => {
+  // proves nothing of the contract: the host's reading of an anchor's refusal line, pure
   it("the anchor's refusal carries the job's LimitFlags; other refusals carry nothing more", () => {
     expect(parseLine('NOCONTAIN 1 lease-job 2000')).toEqual({ type: 'noContain', errno: 1, what: 'lease-job', detail: '2000' });
     expect(parseLine('NOCONTAIN 13 job-object')).toEqual({ type: 'noContain', errno: 13, what: 'job-object' });
   });
 
+  // proves nothing of the contract: the error made of an anchor's refusal line, pure
   it('is ERR_CORDON_LEASE_JOB (nothing ran), which names the flags and what to do', () => {
     const err = leaseJobBound(KILL_ON_JOB_CLOSE);
     expect(err.code).toBe('ERR_CORDON_LEASE_JOB');

@@ -49,6 +49,7 @@ async function orphanedTree(ctx, t, leaseMs, treeArgs, env = {}) {
   return { id, token, pids, all, hostPid: host.pid, dir: join(process.env.LOCALAPPDATA, 'cordon', 'leases') };
 }
 
+// proves C8
 test('adoption through the registry: adoptable() lists the tree of a killed host, adopt() takes it (output, terminate), a wrong token is refused', async (ctx) => {
   const t = track(ctx);
   const o = await orphanedTree(ctx, t, 60000, ['--detached', '1', '--tick', '100']);
@@ -108,6 +109,7 @@ test('adoption through the registry: adoptable() lists the tree of a killed host
   assert.deepEqual(await registry.adoptable(), []);
 });
 
+// proves C8, C7
 test('owner.adopt() with the registry secret takes every tree of the owner; another secret takes none', async (ctx) => {
   const t = track(ctx);
   const secret = hex(12);
@@ -134,6 +136,7 @@ function cli(t, argv) {
   return { child, out, done };
 }
 
+// proves C8
 test('the CLI: cordon ps lists the tree of a killed host, cordon adopt streams its output (a wrong token exits 77), and its hard death gives the tree back to its lease', async (ctx) => {
   const t = track(ctx);
   const o = await orphanedTree(ctx, t, 60000, ['--detached', '1', '--tick', '100']);
@@ -162,6 +165,7 @@ test('the CLI: cordon ps lists the tree of a killed host, cordon adopt streams i
   await waitGone(o.all, 5000);
 });
 
+// proves nothing of the contract: the threat model's token sent only to the anchor (no clause)
 test("adopt() writes nothing to a pipe that is not served by the tree's anchor: a record whose endpoint another process serves is refused (ERR_CORDON_ADOPT_DENIED), the token never sent", async (ctx) => {
   const t = track(ctx);
   const o = await orphanedTree(ctx, t, 60000, ['--detached', '1']);
@@ -200,6 +204,7 @@ test("adopt() writes nothing to a pipe that is not served by the tree's anchor: 
   await waitGone(o.all, 5000);
 });
 
+// proves nothing of the contract: the threat model's private lease directory (no clause)
 test(
   'the record directory (%LOCALAPPDATA%\\cordon\\leases) admits its user alone (its DACL, read from outside)',
   {

@@ -27,6 +27,7 @@ async function cliTree(t, argv, what, watch = () => []) {
   return { pids, code, stderr: c.stderr };
 }
 
+// proves C5, C6
 test('cordon run: the exit status is forwarded and the leftover is killed', async (ctx) => {
   const t = track(ctx);
   const argv = ['run', '--', process.execPath, ...treeArgs('--detached', '1', '--fail', '7')];
@@ -35,6 +36,7 @@ test('cordon run: the exit status is forwarded and the leftover is killed', asyn
   await waitGone([pids.root, pids.gc0], 5000);
 });
 
+// proves C10, C3
 test('cordon run --timeout: the tree ends, exit 124', async (ctx) => {
   const t = track(ctx);
   // 8 s: the tree must have printed its pids before the timeout (2 to 3 s under Wine, loaded).
@@ -44,6 +46,7 @@ test('cordon run --timeout: the tree ends, exit 124', async (ctx) => {
   await waitGone([pids.root, pids.gc0], 5000);
 });
 
+// proves C5
 test('cordon leaks: lists the leaked grandchild, exits 23, then ends it', async (ctx) => {
   const t = track(ctx);
   const argv = ['leaks', '--', process.execPath, ...treeArgs('--detached', '1', '--exit')];
@@ -53,6 +56,7 @@ test('cordon leaks: lists the leaked grandchild, exits 23, then ends it', async 
   await waitGone([pids.gc0], 5000);
 });
 
+// proves C5
 test('cordon leaks: nothing left behind, exit status of the command', async (ctx) => {
   const t = track(ctx);
   const { code, stderr } = await cliTree(t, ['leaks', '--', process.execPath, ...treeArgs('--exit')], 'cordon leaks to exit');

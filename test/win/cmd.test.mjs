@@ -13,6 +13,7 @@ const TRICKY = ['plain', 'two words', '', ' ', 'quote"inside', '"', '\\', 'trail
 // anything runs (security.test.mjs covers both sides).
 const CMD_SAFE = ['plain', 'two words', 'x&y|z', '<>^', '(p)', 'trail\\', "it's", '--flag=a b'];
 
+// proves nothing of the contract: Windows argument quoting
 test('tricky arguments arrive as with child_process.spawn', async (ctx) => {
   track(ctx);
   const echo = join(fixtures, 'echo-args.mjs');
@@ -22,6 +23,7 @@ test('tricky arguments arrive as with child_process.spawn', async (ctx) => {
   assert.deepEqual(JSON.parse(r.stdout), expected);
 });
 
+// proves nothing of the contract: the Windows command lookup
 test('a .cmd is found through PATH and PATHEXT and gets its arguments', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();
@@ -33,6 +35,7 @@ test('a .cmd is found through PATH and PATHEXT and gets its arguments', async (c
   }
 });
 
+// proves nothing of the contract: the Windows command lookup
 test('PATHEXT: a foo.py earlier in PATH does not shadow a foo.cmd (only what CreateProcessW runs is tried)', async (ctx) => {
   const t = track(ctx);
   const first = t.tmp();
@@ -44,6 +47,7 @@ test('PATHEXT: a foo.py earlier in PATH does not shadow a foo.cmd (only what Cre
   assert.equal(r.stdout.trim(), 'found-the-cmd');
 });
 
+// proves C3
 test('a cmd.exe tree (cmd -> node -> detached grandchild) is ended whole', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();
@@ -52,6 +56,7 @@ test('a cmd.exe tree (cmd -> node -> detached grandchild) is ended whole', async
   await assertCmdTreeEndsWhole(t, t.proc(cordon.spawn(script, [], { stdio: ['ignore', 'pipe', 'ignore'] })));
 });
 
+// proves C6 (own report): a launch failure's code
 test('a missing command is ENOENT before anything runs', () => {
   assert.throws(() => cordon.spawn('no-such-command-here', []), (err) => err.code === 'ENOENT' && err.isLaunchFailure);
 });

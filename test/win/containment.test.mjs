@@ -19,6 +19,7 @@ const failEnv = () => ({ ...process.env, CORDON_TEST_FAIL_ASSIGN: '1' });
 const testBuild = process.env.CORDON_WIN_TEST_HOOKS === '1';
 const noHooks = !testBuild && 'the anchor is a release build (no CORDON_TEST_HOOKS): assignment failure cannot be produced';
 
+// proves C1
 test('strict: assignment failure rejects before anything ran', { skip: noHooks }, async (ctx) => {
   const t = track(ctx);
   const marker = join(t.tmp(), 'ran');
@@ -29,6 +30,7 @@ test('strict: assignment failure rejects before anything ran', { skip: noHooks }
   assert.equal(existsSync(marker), false, 'the command never ran');
 });
 
+// proves C1
 test('best-effort: assignment failure runs with the weaker tier', { skip: noHooks }, async (ctx) => {
   const t = track(ctx);
   const proc = t.proc(
@@ -44,6 +46,7 @@ test('best-effort: assignment failure runs with the weaker tier', { skip: noHook
   assert.equal(result.coverage, 'partial', JSON.stringify(result));
 });
 
+// proves C1, C12
 test('best-effort with limits: a job that refuses the command only with the limits keeps containment and drops the limits', { skip: noHooks }, async (ctx) => {
   const t = track(ctx);
   // CORDON_TEST_FAIL_ASSIGN=limits: the job refuses the command while limits
@@ -74,6 +77,7 @@ test('best-effort with limits: a job that refuses the command only with the limi
 const releaseAnchor = testBuild ? join(pkgDir, 'test-bin', 'cordon-anchor-release.exe') : anchorExe;
 const noReleaseAnchor = !existsSync(releaseAnchor) && `${releaseAnchor} is not built (.ci/windows.sh builds it)`;
 
+// proves C1
 test("a release anchor ignores CORDON_TEST_FAIL_ASSIGN in the command's environment (the tree is contained)", { skip: noReleaseAnchor }, async (ctx) => {
   const t = track(ctx);
   const marker = join(t.tmp(), 'ran');
@@ -88,6 +92,7 @@ test("a release anchor ignores CORDON_TEST_FAIL_ASSIGN in the command's environm
   }
 });
 
+// proves C2
 test('an old tree never reaches a process that got a recycled pid', async (ctx) => {
   const t = track(ctx);
   // A leftover of a kept tree exits by itself; its pid may then be reused.

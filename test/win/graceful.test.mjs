@@ -11,6 +11,7 @@ import { cordon, existsSync, join, nativeFixture, parsePids, startTree, track, u
 
 const { exe: windowApp, skip: noWindowApp } = nativeFixture('window-app');
 
+// proves C3
 test('terminate() delivers CTRL_BREAK and the root gets its grace', { skip: underWine && 'Wine 8 does not implement GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT): the graceful stop cannot be tested here' }, async (ctx) => {
   const t = track(ctx);
   const file = join(t.tmp(), 'break');
@@ -24,6 +25,7 @@ test('terminate() delivers CTRL_BREAK and the root gets its grace', { skip: unde
   assert.equal(result.exitCode, 0);
 });
 
+// proves C3, C11
 test('where there is no graceful stop (Wine), terminate() is the forced stop at once: the handler never runs, the grace is not waited', { skip: !underWine && 'the graceful stop is available here (tested above)' }, async (ctx) => {
   const t = track(ctx);
   const file = join(t.tmp(), 'break');
@@ -38,6 +40,7 @@ test('where there is no graceful stop (Wine), terminate() is the forced stop at 
   assert.equal(result.signal, 'SIGKILL');
 });
 
+// proves C3
 test('terminate() tells members with windows to close (WM_CLOSE), which CTRL_BREAK never reaches, and they get the grace', { skip: noWindowApp }, async (ctx) => {
   // window-app.exe ignores every console event: only WM_CLOSE ends it
   // politely. The root and its child each have a top-level window.
@@ -67,6 +70,7 @@ test('terminate() tells members with windows to close (WM_CLOSE), which CTRL_BRE
   assert.equal(result.signal, null);
 });
 
+// proves C11 (own report)
 test('capabilities() says whether the graceful stop is available', () => {
   const caps = cordon.capabilities();
   assert.equal(caps.tier, 'job-object');

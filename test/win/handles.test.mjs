@@ -53,6 +53,7 @@ async function settledHandles() {
   return low;
 }
 
+// proves C9
 test("the host's open handles return to baseline after 80 trees (exited, terminated, with leftovers)", { skip: noProbe }, async (ctx) => {
   const t = track(ctx);
   // A short command with all three stdio pipes, read to the end.
@@ -121,6 +122,7 @@ test("the host's open handles return to baseline after 80 trees (exited, termina
 // The anchor's own handles stay its own: its trace file (CORDON_TRACE, opened
 // inheritable by the C runtime) reached the root and every grandchild while
 // the anchor's handle list was built but not attached (measured under Wine 8).
+// proves C1: the command starts with nothing of the anchor's
 test('the command inherits its stdio, not the anchor\'s trace file', { skip: noProbe }, async (ctx) => {
   const t = track(ctx);
   const traceFile = join(t.tmp(), 'anchor-trace.txt');
@@ -148,6 +150,7 @@ test('the command inherits its stdio, not the anchor\'s trace file', { skip: noP
 // list): here one planted in the host from outside before the spawn, as
 // another spawn's pipe or another addon's file would be. The anchor holding
 // it is the precondition; the root and its child must not.
+// proves C1: the command starts with nothing of the host's but its stdio
 test("the command does not inherit the host's other inheritable handles (only its stdio)", { skip: noProbe }, async (ctx) => {
   const t = track(ctx);
   const name = `planted-${process.pid}-${Date.now()}.txt`;

@@ -9,6 +9,7 @@ import { alive, cordon, fixtures, hardKill, join, pkgDir, promised, readPids, sp
 
 const hostEnv = () => ({ ...process.env, CORDON_PKG: pkgDir });
 
+// proves C8
 test('host killed hard: the tree dies through kill-on-close', async (ctx) => {
   const t = track(ctx);
   const token = `host-${randomBytes(6).toString('hex')}`;
@@ -31,6 +32,7 @@ test('host killed hard: the tree dies through kill-on-close', async (ctx) => {
   ctx.diagnostic(`the tree was gone ${Date.now() - gone} ms after the host was seen gone`);
 });
 
+// proves C1, C3
 test('nested job: a host inside a cordon job contains and ends its own tree', async (ctx) => {
   const t = track(ctx);
   const outer = t.proc(
@@ -48,6 +50,7 @@ test('nested job: a host inside a cordon job contains and ends its own tree', as
   assert.equal(result.exitCode, 0);
 });
 
+// proves C3
 test('nested job: ending the outer tree ends the inner host and its tree', async (ctx) => {
   const t = track(ctx);
   const outer = t.proc(cordon.spawn(process.execPath, [join(fixtures, 'host.mjs'), 'wait'], { env: hostEnv(), stdio: ['ignore', 'pipe', 'inherit'] }));
@@ -59,6 +62,7 @@ test('nested job: ending the outer tree ends the inner host and its tree', async
 });
 
 for (const mode of ['exit', 'throw']) {
+  // proves C8
   test(`host ${mode === 'exit' ? 'exits normally (process.exit)' : 'dies of an uncaught exception'}: the tree ends with it`, async (ctx) => {
     const t = track(ctx);
     const host = spawnChild(process.execPath, [join(fixtures, 'host.mjs'), mode], { env: hostEnv(), stdio: ['pipe', 'pipe', 'pipe'] });

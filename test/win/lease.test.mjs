@@ -96,6 +96,7 @@ async function adopt(h, withOutput = false) {
   return { adoption, channel, events, gone };
 }
 
+// proves C8
 test('lease: the host killed hard leaves its tree running; a second host adopts it and ends it', async (ctx) => {
   const t = track(ctx);
   const h = await leasedTree(t, 60000);
@@ -141,6 +142,7 @@ test('lease: the host killed hard leaves its tree running; a second host adopts 
   await waitGone(all, 5000);
 });
 
+// proves C8, C3
 test('lease: while its host lives, a leased tree is that host\'s as any other (terminate, QUIET, nothing left)', async (ctx) => {
   const t = track(ctx);
   const events = [];
@@ -170,6 +172,7 @@ test('lease: while its host lives, a leased tree is that host\'s as any other (t
   await waitGone(all, 5000);
 });
 
+// proves C8
 test('lease: nobody adopts, the lease runs out and the tree is ended', async (ctx) => {
   const t = track(ctx);
   const leaseMs = 4000;
@@ -190,6 +193,7 @@ test('lease: nobody adopts, the lease runs out and the tree is ended', async (ct
   await assert.rejects(leaseInfo(h.endpoint, h.anchor), { code: 'ERR_CORDON_UNKNOWN_TREE' });
 });
 
+// proves nothing of the contract: the threat model's endpoint name, never free while the anchor lives (no clause)
 test('lease: once the lease ran out, the endpoint answers until its anchor exits (ADOPT: DENIED expired), so the name is never free while the anchor is alive', { skip: noWindowApp }, async (ctx) => {
   const t = track(ctx);
   const closed = join(t.tmp(), 'closed.txt');
@@ -210,6 +214,7 @@ test('lease: once the lease ran out, the endpoint answers until its anchor exits
   await waitGone(all, graceMs + 15000);
 });
 
+// proves C8
 test('lease: a host that exits normally (its exit hook runs) leaves a leased tree running', async (ctx) => {
   const t = track(ctx);
   const h = await leasedTree(t, 60000, ['--detached', '2'], { CORDON_TEST_LEASE_EXIT: '1' });
@@ -222,6 +227,7 @@ test('lease: a host that exits normally (its exit hook runs) leaves a leased tre
   await endThroughAdopter(a, all);
 });
 
+// proves C8
 test('lease: a leased anchor runs from a copy of its own: the package it came from can be removed while its tree lives', async (ctx) => {
   // Windows removes neither a running program's file nor a process's working
   // directory: an anchor run from node_modules would make npm ci or an
@@ -281,6 +287,7 @@ async function hostInJob(ctx, t, flags, spawnFirst) {
   return { code, out, job, ran: existsSync(marker), anchorSaw, anchorFlags: read === undefined ? undefined : Number.parseInt(read, 16) };
 }
 
+// proves C8, C1
 test('lease: the leased anchor asks whether it can outlive its host: in a Job Object that kills on close and does not let it leave silently, ERR_CORDON_LEASE_JOB before the command runs, also after the host spawned (libuv\'s own job); with silent breakaway the lease holds', { skip: noJobLimits }, async (ctx) => {
   const KILL_ON_CLOSE = 0x2000;
   const SILENT_BREAKAWAY = 0x1000;
@@ -325,6 +332,7 @@ test('lease: the leased anchor asks whether it can outlive its host: in a Job Ob
   }
 });
 
+// proves C8
 test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
   const { h, all } = await orphanedTree(ctx, track(ctx));
   const wrong = hex(16);
@@ -345,6 +353,7 @@ test('lease: a wrong token is refused, the tree runs on', async (ctx) => {
   await endThroughAdopter(a, all);
 });
 
+// proves C8
 test('lease: of two hosts racing to adopt, exactly one wins', async (ctx) => {
   const { h, all } = await orphanedTree(ctx, track(ctx));
   const [a, b] = await within(Promise.allSettled([adopt(h), adopt(h)]), 20000, 'both adoptions to settle', all);
@@ -357,6 +366,7 @@ test('lease: of two hosts racing to adopt, exactly one wins', async (ctx) => {
   await endThroughAdopter(winner, all);
 });
 
+// proves C8, C5
 test('lease: a root that exited while no host was attached: the adopter gets its exit and leftovers', async (ctx) => {
   const t = track(ctx);
   // The root exits 0 right after READY; one detached grandchild stays.
@@ -375,6 +385,7 @@ test('lease: a root that exited while no host was attached: the adopter gets its
   await endThroughAdopter(a, all);
 });
 
+// proves C8, C6
 test('lease: a result the host never read (it stopped reading, then was killed) is held for an adopter', async (ctx) => {
   const t = track(ctx);
   const gate = join(t.tmp(), 'go');
@@ -406,6 +417,7 @@ test('lease: a result the host never read (it stopped reading, then was killed) 
   await waitGone([h.anchor], 5000);
 });
 
+// proves C8
 test('lease: output with no host attached goes to the log; after adoption it streams to the adopter', async (ctx) => {
   const t = track(ctx);
   const log = join(t.tmp(), 'tree.log');
@@ -436,6 +448,7 @@ test('lease: output with no host attached goes to the log; after adoption it str
   await waitGone(all, 5000);
 });
 
+// proves nothing of the contract: the threat model's private endpoint (no clause)
 test('lease: the endpoint admits its user alone (its DACL, read from outside)', { skip: noDaclExe }, async (ctx) => {
   const t = track(ctx);
   const { h, all } = await orphanedTree(ctx, t);

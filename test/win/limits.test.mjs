@@ -27,6 +27,7 @@ const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000;
 const CPU_RATE_ENABLE_HARD_CAP = 0x1 | 0x4;
 const MEMORY = 64 * 1024 * 1024;
 
+// proves C12 (own report), C11 (own report)
 test('capabilities: limits are not claimed on Windows (enforcement never observed), and the notes say why', () => {
   const caps = cordon.capabilities();
   assert.equal(caps.tier, 'job-object');
@@ -37,6 +38,7 @@ test('capabilities: limits are not claimed on Windows (enforcement never observe
   if (underWine) assert.match(notes, /Under Wine, resource limits are not enforced/);
 });
 
+// proves C12
 test("strict: a spawn with limits is refused before anything runs (ERR_CORDON_CONTAINMENT)", async (ctx) => {
   const t = track(ctx);
   const marker = join(t.tmp(), 'ran');
@@ -53,6 +55,7 @@ test("strict: a spawn with limits is refused before anything runs (ERR_CORDON_CO
   assert.equal(existsSync(marker), false, 'the command ran although strict refused it');
 });
 
+// proves C12
 test('the limits reach the tree\'s job before it runs (read back by a member on Windows), and the result says which the OS took', { skip: noProbe }, async (ctx) => {
   const t = track(ctx);
   const limits = { memory: '64M', processes: 20, cpu: 0.5 };
@@ -91,6 +94,7 @@ test('the limits reach the tree\'s job before it runs (read back by a member on 
   assert.equal(result.limits.applied, false);
 });
 
+// proves C12
 test('enforcement: a member tries to commit 128M and start 4 processes in a tree limited to 64M and 3 processes', { skip: noProbe }, async (ctx) => {
   const t = track(ctx);
   const proc = t.proc(
@@ -135,6 +139,7 @@ test('enforcement: a member tries to commit 128M and start 4 processes in a tree
   assert.ok(result.usage.peakProcesses <= 3, `peakProcesses ${result.usage.peakProcesses}`);
 });
 
+// proves C12
 test('anchor: a limit the OS refuses is not applied; without --best-effort nothing runs (NOCONTAIN limits)', { skip: !underWine && 'Windows takes CPU rate control: no refusal to observe here' }, async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();
@@ -152,6 +157,7 @@ test('anchor: a limit the OS refuses is not applied; without --best-effort nothi
   assert.deepEqual(loose.lines.filter((l) => l.startsWith('LIMITS ')), [`LIMITS ${MEMORY} 20 0 job`]);
 });
 
+// proves C12 (own report): the result's usage
 test('usage: the most processes the job held at once; CPU time and peak memory where the OS keeps them', async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--detached', '2']);
@@ -172,6 +178,7 @@ test('usage: the most processes the job held at once; CPU time and peak memory w
   assert.equal(result.limits, undefined);
 });
 
+// proves C12 (own report): typed input errors
 test('invalid limits are typed input errors', () => {
   assert.throws(() => cordon.spawn(process.execPath, [], { limits: { processes: 0 } }), { code: 'ERR_INVALID_ARG_VALUE' });
 });

@@ -18,6 +18,7 @@ const { exe: manifestExe, skip: noManifestExe } = nativeFixture('manifest');
 // from source, the GitHub windows job) do not yet.
 const notMingw = !underWine && 'only the mingw-w64 build (the shipped prebuilds, .ci/windows.sh) links the manifest yet; this anchor is an MSVC build';
 
+// proves nothing of the contract: the anchor's manifest
 test("cordon-anchor.exe's manifest says longPathAware and asInvoker (the package's anchor and the release build)", { skip: noManifestExe || notMingw }, () => {
   const release = join(pkgDir, 'test-bin', 'cordon-anchor-release.exe');
   const exes = [anchorExe, ...(existsSync(release) ? [release] : [])];

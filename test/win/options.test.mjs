@@ -12,6 +12,7 @@ for (const [policy, fail, kept] of [
   ['kill-on-failure', false, true],
   ['kill-on-failure', true, false],
 ]) {
+  // proves C5
   test(`leftovers: ${policy}, root ${fail ? 'fails' : 'exits 0'}: the grandchild is ${kept ? 'kept' : 'killed'}`, async (ctx) => {
     const t = track(ctx);
     // stdout to a file, not a pipe: kill-on-failure keeps leftovers only when
@@ -42,6 +43,7 @@ for (const [policy, fail, kept] of [
   });
 }
 
+// proves C10, C6
 test('timeout: the whole tree ends, reason timeout', async (ctx) => {
   const t = track(ctx);
   // 8 s: under Wine this tree takes 2 to 3 s to print its pids and READY on a
@@ -52,6 +54,7 @@ test('timeout: the whole tree ends, reason timeout', async (ctx) => {
   await waitGone([pids.root, pids.gc0], 5000);
 });
 
+// proves C10, C6
 test('abort: the whole tree ends, reason canceled', async (ctx) => {
   const t = track(ctx);
   const ac = new AbortController();
@@ -62,6 +65,7 @@ test('abort: the whole tree ends, reason canceled', async (ctx) => {
   await waitGone([pids.root, pids.gc0], 5000);
 });
 
+// proves C10
 test('stdio: pipe, ignore, a file descriptor; log appends stdout and stderr to a file', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();
@@ -98,6 +102,7 @@ test('stdio: pipe, ignore, a file descriptor; log appends stdout and stderr to a
   assert.match(text, /err-line/);
 });
 
+// proves nothing of the contract: input errors
 test('bad input: a typed error before anything runs', async (ctx) => {
   const t = track(ctx);
   const marker = join(t.tmp(), 'ran');
@@ -129,6 +134,7 @@ test('bad input: a typed error before anything runs', async (ctx) => {
   assert.equal(existsSync(marker), false, 'nothing ran');
 });
 
+// proves C6
 test('run(): collects output, rejects on a nonzero exit, reject:false resolves', async (ctx) => {
   track(ctx);
   const ok = await within(cordon.run(process.execPath, ['-e', "process.stdout.write('hello')"]), 20000, 'run ok');
@@ -141,6 +147,7 @@ test('run(): collects output, rejects on a nonzero exit, reject:false resolves',
   assert.equal(soft.exitCode, 5);
 });
 
+// proves C10
 test('await using: leaving the scope ends the whole tree', async (ctx) => {
   const t = track(ctx);
   let pids;
@@ -155,6 +162,7 @@ test('await using: leaving the scope ends the whole tree', async (ctx) => {
   await waitGone([pids.root, pids.gc0], 5000);
 });
 
+// proves C5, C4
 test('kill-on-failure: a clean exit whose leftover holds the output past waitDelay is killed', async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--holder', '--exit'], { leftovers: 'kill-on-failure', waitDelay: 1000 });
@@ -171,6 +179,7 @@ test('kill-on-failure: a clean exit whose leftover holds the output past waitDel
 // tree's whole life (and a moment after the result). Observed from outside:
 // the directory is removed by this test while the tree runs, once the command
 // itself has moved out of it.
+// proves nothing of the contract: the cwd option
 test('cwd: the command starts there, and the anchor does not hold the directory', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();

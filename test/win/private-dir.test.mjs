@@ -36,6 +36,7 @@ function freshLocalAppData(ctx) {
   return dir;
 }
 
+// proves nothing of the contract: the threat model's private log directory (no clause)
 test('log directory: %LOCALAPPDATA%\\cordon\\logs, made with a DACL for this user alone; made again, it is accepted as it is', async (ctx) => {
   const base = freshLocalAppData(ctx);
   const dir = defaultLogDir();
@@ -51,6 +52,7 @@ test('log directory: %LOCALAPPDATA%\\cordon\\logs, made with a DACL for this use
   assert.equal(defaultLogDir(), dir, 'the second call takes the directory the first made');
 });
 
+// proves nothing of the contract: the threat model's private log directory (no clause)
 test('log directory: a folder made before cordon, open to other users (its DACL), is refused with ERR_CORDON_LOG_DIR and left as it is', (ctx) => {
   const base = freshLocalAppData(ctx);
   const planted = join(base, 'cordon', 'logs');
@@ -67,6 +69,7 @@ test('log directory: a folder made before cordon, open to other users (its DACL)
   assert.deepEqual(readdirSync(planted), [], 'nothing was written into it');
 });
 
+// proves nothing of the contract: the threat model's private log directory (no clause)
 test('log directory: a link planted where it goes is refused with ERR_CORDON_LOG_DIR, nothing is written through it', (ctx) => {
   const base = freshLocalAppData(ctx);
   const target = mkdtempSync(join(tmpdir(), 'cordon-target-'));
@@ -99,6 +102,7 @@ test('log directory: a link planted where it goes is refused with ERR_CORDON_LOG
   assert.deepEqual(readdirSync(target), [], 'nothing was written through the link');
 });
 
+// proves nothing of the contract: the threat model's private log directory (no clause)
 test("log directory: an owner's directory in a Registry's logDir is made private, and one planted there open to others is refused", (ctx) => {
   const logDir = mkdtempSync(join(tmpdir(), 'cordon-logdir-'));
   ctx.after(() => rmSync(logDir, { recursive: true, force: true }));

@@ -43,18 +43,21 @@ async function until(pred, ms, what) {
   }
 }
 
+// proves C13 (own report), C11 (own report)
 test('pty where there is no usable pseudo console: refused before anything runs (ERR_CORDON_UNSUPPORTED), and capabilities() says why', { skip: terminal ? 'this Windows has a terminal (the tests below)' : false }, () => {
   assert.equal(cordon.capabilities().guarantees.terminal, false);
   assert.ok(cordon.capabilities().notes.some((n) => /pty is refused/.test(n)), 'a note says why there is no terminal');
   assert.throws(() => cordon.spawn(process.execPath, ['-e', '0'], { pty: true }), (e) => e.code === 'ERR_CORDON_UNSUPPORTED' && /"pty"/.test(e.message));
 });
 
+// proves C13 (own report)
 test('pty with a lease: refused on Windows before anything runs (a leased tree gets no terminal there)', () => {
   // (Where there is no terminal at all, that refusal comes first.)
   const why = terminal ? /lease/ : /"pty"/;
   assert.throws(() => cordon.spawn(process.execPath, ['-e', '0'], { pty: true, lease: 60000 }), (e) => e.code === 'ERR_CORDON_UNSUPPORTED' && why.test(e.message));
 });
 
+// proves C13: the command's own output and input through the console; its leftovers as cordon reports them
 test("pty: the command's output comes through the terminal, its input is what the host writes, the last output arrives, and the console host is no leftover", { skip }, async (ctx) => {
   const t = track(ctx);
   const script = [
@@ -79,6 +82,7 @@ test("pty: the command's output comes through the terminal, its input is what th
   assert.equal(result.waitDelayExceeded, false);
 });
 
+// proves C13: the size the command itself prints
 test('pty: resize() reaches the console (the command sees the new size); Ctrl-C is the byte 0x03', { skip }, async (ctx) => {
   const t = track(ctx);
   const script = [
@@ -98,6 +102,7 @@ test('pty: resize() reaches the console (the command sees the new size); Ctrl-C 
   assert.deepEqual(result.leftovers, []);
 });
 
+// proves C3 (own report), C13 (own report)
 test('pty: terminate() ends a tree on a terminal, its console host with it', { skip }, async (ctx) => {
   const t = track(ctx);
   const proc = t.proc(cordon.spawn(process.execPath, ['-e', "process.stdout.write('READY\\n'); setInterval(() => {}, 1000)"], { pty: true }));

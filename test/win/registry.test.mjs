@@ -13,6 +13,7 @@ const start = async (t, owner, opts = {}) => {
   return { p, pids, all: [pids.root, pids.gc0] };
 };
 
+// proves C7
 test('owners and kinds: scoped stop ends only the chosen kind; hasLiveWork follows the kinds', async (ctx) => {
   const t = track(ctx);
   const r = reg(t);
@@ -37,6 +38,7 @@ test('owners and kinds: scoped stop ends only the chosen kind; hasLiveWork follo
   await waitGone(other.all, 5000);
 });
 
+// proves C8
 test('detach keeps trees running, re-attach within keepAlive keeps them, expiry releases them', async (ctx) => {
   const t = track(ctx);
   const r = reg(t);
@@ -55,6 +57,7 @@ test('detach keeps trees running, re-attach within keepAlive keeps them, expiry 
   assert.notEqual(r.owner('session'), o, 'the id names a new owner after release');
 });
 
+// proves C8, C10
 test('release ends every tree of every kind; log: true writes the output to a file', async (ctx) => {
   const t = track(ctx);
   const r = reg(t);
@@ -71,6 +74,7 @@ test('release ends every tree of every kind; log: true writes the output to a fi
   assert.match(readFileSync(logPath, 'utf8'), new RegExp(`PID root ${x.pids.root}`));
 });
 
+// proves C8
 test('fork: the new owner starts with no trees, the old one keeps its own running', async (ctx) => {
   const t = track(ctx);
   const r = reg(t);

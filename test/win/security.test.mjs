@@ -88,6 +88,7 @@ async function attempt(cmd, args, opts) {
   return { result, stdout: out.join(''), stderr: errOut.join('') };
 }
 
+// proves nothing of the contract: batch-file argument injection (threat model, no clause)
 test('batch file: each argument reaches %* literally or is refused before anything runs', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();
@@ -116,6 +117,7 @@ test('batch file: each argument reaches %* literally or is refused before anythi
   }
 });
 
+// proves nothing of the contract: batch-file arguments
 test('batch file: a program behind a .cmd shim gets the allowed arguments exactly', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();
@@ -127,6 +129,7 @@ test('batch file: a program behind a .cmd shim gets the allowed arguments exactl
   assert.equal(existsSync(join(dir, MARKER)), false);
 });
 
+// proves nothing of the contract: batch-file name bypasses (threat model, no clause)
 test('batch file: a trailing dot, space or ::$DATA does not escape the batch rules', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();
@@ -155,6 +158,7 @@ function withPath(path) {
   return { ...env, PATH: path };
 }
 
+// proves nothing of the contract: command lookup in the current directory (threat model, no clause)
 test('lookup: a bare name never runs a file in the current directory', async (ctx) => {
   const t = track(ctx);
   const cwd = t.tmp();
@@ -203,6 +207,7 @@ function readLines(stream, t, ms = 30000) {
 
 const { exe: escapeExe, skip: noEscapeExe } = nativeFixture('job-escape');
 
+// proves C1: no member opens the job or breaks away from containment
 test('job: a tree member cannot open the job by any name nor break away', { skip: noEscapeExe }, async (ctx) => {
   const t = track(ctx);
   const proc = t.proc(cordon.spawn(escapeExe, [], { stdio: ['ignore', 'pipe', 'ignore'] }));
@@ -223,6 +228,7 @@ test('job: a tree member cannot open the job by any name nor break away', { skip
 /** The anchor driven directly: its first report (READY, EXECFAIL or NOCONTAIN line). */
 const anchorFirstReport = async (t, cwd, command) => (await anchorReport(t, cwd, [], command)).line;
 
+// proves nothing of the contract: the anchor's command name rules (threat model, no clause)
 test('anchor: runs only a fully qualified, canonical name, and refuses what a .cmd may not receive', async (ctx) => {
   const t = track(ctx);
   const dir = t.tmp();

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { assertCmdTreeEndsWhole, cordon, track, treeArgs, within } from './helpers.mjs';
 
+// proves nothing of the contract: the shell option on Windows
 test('shell: true runs a cmd.exe line: &&, quotes kept, the exit code of the line', async (ctx) => {
   track(ctx);
   const r = await within(cordon.run('echo one&& echo "two words"& exit /b 3', [], { shell: true, reject: false }), 20000, 'run(shell)');
@@ -17,12 +18,14 @@ test('shell: true runs a cmd.exe line: &&, quotes kept, the exit code of the lin
   assert.equal(named.stdout, 'expanded');
 });
 
+// proves C3
 test('a line that starts a tree (cmd -> node -> detached grandchild) is ended whole', async (ctx) => {
   const t = track(ctx);
   const line = `"${process.execPath}" ${treeArgs('--detached', '1').map((a) => `"${a}"`).join(' ')}`;
   await assertCmdTreeEndsWhole(t, t.proc(cordon.spawn(line, [], { shell: true, stdio: ['ignore', 'pipe', 'ignore'] })));
 });
 
+// proves nothing of the contract: the shell option's input errors
 test('arguments, CR/LF and shells other than cmd.exe are typed errors before anything runs', () => {
   assert.throws(() => cordon.spawn('echo', ['x'], { shell: true }), (e) => e.code === 'ERR_INVALID_ARG_VALUE' && e.isLaunchFailure);
   assert.throws(() => cordon.spawn('echo a\r\necho b', [], { shell: true }), (e) => e.code === 'ERR_INVALID_ARG_VALUE');
@@ -33,6 +36,7 @@ test('arguments, CR/LF and shells other than cmd.exe are typed errors before any
 // DelayedExpansion, which cmd.exe reads at start), a plain cmd.exe expands
 // !VAR!; the line cordon runs keeps `!` literal. The setting is this test's
 // and is removed when it ends (reg.exe, never through cordon).
+// proves nothing of the contract: the shell option's delayed expansion
 test('shell: true keeps ! literal even where the registry turns delayed expansion on (/v:OFF)', async (ctx) => {
   track(ctx);
   const key = 'HKCU\\Software\\Microsoft\\Command Processor';

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { alive, cordon, startTree, track, waitGone, within } from './helpers.mjs';
 
+// proves C3, C6
 test('terminate() ends the root and its detached grandchildren', async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--detached', '2']);
@@ -22,6 +23,7 @@ test('terminate() ends the root and its detached grandchildren', async (ctx) => 
   assert.equal(result.coverage, 'complete');
 });
 
+// proves C3, C5
 test('kill() ends a tree whose root already exited, leftovers reported', async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--detached', '1', '--exit'], { leftovers: 'keep' });
@@ -41,6 +43,7 @@ test('kill() ends a tree whose root already exited, leftovers reported', async (
   await within(Promise.all([proc.kill(), proc.terminate()]), 5000, 'repeated kill()');
 });
 
+// proves C3: kill(signal) reaches the root alone
 test("kill('SIGINT') ends the root alone (TerminateProcess, as Node's ChildProcess.kill does); the tree's grandchild runs on until kill()", async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--detached', '1'], { leftovers: 'keep' });
@@ -58,6 +61,7 @@ test("kill('SIGINT') ends the root alone (TerminateProcess, as Node's ChildProce
   await waitGone([pids.gc0], 2000);
 });
 
+// proves C2
 test('the anchor killed: the host ends the tree through its job handle', async (ctx) => {
   const t = track(ctx);
   const { proc, pids } = await startTree(t, ['--detached', '1']);

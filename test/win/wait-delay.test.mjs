@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { once } from 'node:events';
 import { alive, cordon, readPids, spawnChild, startTree, track, treeArgs, waitGone, within } from './helpers.mjs';
 
+// proves C4, C5
 test('root exits, grandchild holds stdout: waitDelayExceeded, grandchild killed', async (ctx) => {
   const t = track(ctx);
   const waitDelay = 1500;
@@ -23,6 +24,7 @@ test('root exits, grandchild holds stdout: waitDelayExceeded, grandchild killed'
   assert.ok(!alive(pids.root));
 });
 
+// proves C4
 test('root exits, nothing holds stdout: no wait-delay overrun', async (ctx) => {
   const t = track(ctx);
   const { proc } = await startTree(t, ['--exit'], { waitDelay: 10000 });
@@ -38,6 +40,7 @@ test('root exits, nothing holds stdout: no wait-delay overrun', async (ctx) => {
 // Wine before the anchor closed its console host's copies of the handles it
 // inherited (native/win/launch.cc, close_console_host_copies): Wine's
 // conhost.exe held the pipe as long as the anchor lived (test/win/README.md).
+// proves C4
 test('a grandchild with stdio ignore does not hold the output (as with child_process)', async (ctx) => {
   const t = track(ctx);
   const waitDelay = 3000;

@@ -39,6 +39,7 @@ async function observe(t, start) {
   return seen;
 }
 
+// proves nothing of the contract: the windowsHide option
 test('windowsHide: true starts the command hidden (STARTF_USESHOWWINDOW, SW_HIDE), as child_process does', { skip: noStartupInfo }, async (ctx) => {
   const t = track(ctx);
   const seen = await observe(t, (stdio) => t.proc(cordon.spawn(startupInfo, [], { stdio, windowsHide: true })));
@@ -52,6 +53,7 @@ test('windowsHide: true starts the command hidden (STARTF_USESHOWWINDOW, SW_HIDE
   assert.equal(node.show, SW_HIDE);
 });
 
+// proves nothing of the contract: the windowsHide option
 test('by default (windowsHide: false) the command gets no show state from the anchor, which runs hidden', { skip: noStartupInfo }, async (ctx) => {
   const t = track(ctx);
   for (const options of [{}, { windowsHide: false }]) {
@@ -61,6 +63,7 @@ test('by default (windowsHide: false) the command gets no show state from the an
   }
 });
 
+// proves nothing of the contract: the windowsHide option's input error
 test('windowsHide that is not a boolean is refused before anything runs (ERR_INVALID_ARG_TYPE)', async (ctx) => {
   track(ctx);
   assert.throws(() => cordon.spawn(process.execPath, ['-e', ''], { windowsHide: 1 }), (e) => cordon.isCordonError(e) && e.code === 'ERR_INVALID_ARG_TYPE' && e.stage === 'input');

@@ -34,6 +34,7 @@ async function leftover(t: ReturnType<typeof useTag>, script: string, opts: { ui
 }
 
 describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's programs, other users, a hopper`, () => {
+  // proves nothing of the contract: the model's own rule, the ground the other tests stand on
   it('the model restricts what a Mac restricts: /bin/sleep withheld, the compiled fixture not', () => {
     expect(environmentWithheld('/bin/sleep')).toBe(true);
     expect(environmentWithheld('sh')).toBe(true);
@@ -45,6 +46,7 @@ describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's p
   // Usually the shell has exited by the time setsid execs sleep (its
   // p_puniqueid is launchd's then): only p_orig_ppidversion names the root.
   // Five rounds: without it (CORDON_XNU_MUTATE=orig-ppidversion) most escape.
+  // proves C3, C5
   itWhere(from154, "sh -c 'setsid /bin/sleep 1000 &': its forker was the root, which the anchor knew: killed and named (5 rounds)", 'lineage across exec needs p_orig_ppidversion (macOS 15.4)', async () => {
     for (let round = 1; round <= 5; round++) {
       const t = useTag();
@@ -55,6 +57,7 @@ describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's p
     }
   });
 
+  // proves C3, C5
   it("sh -c '(/bin/sleep 1000 &)': a double fork that stays in the tree's group: killed and named", async () => {
     const t = useTag();
     const { result, s } = await leftover(t, '(/bin/sleep 1000 >/dev/null 2>&1 & echo "PID s $!")');
@@ -63,6 +66,7 @@ describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's p
     await waitGone(t, watchdog(5000));
   });
 
+  // proves C11
   it("sh -c '(setsid /bin/sleep 1000 &)': forked by a subshell that exited unseen: not promised, and never reported clean", async () => {
     const t = useTag();
     const { result, s } = await leftover(t, '(setsid /bin/sleep 1000 >/dev/null 2>&1 & echo "PID s $!"); sleep 0.3');
@@ -73,6 +77,7 @@ describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's p
   });
 
   const noCc = missing('cc') ?? '';
+  // proves C3
   itWhere(noCc === '', 'a compiled setsid hopper that ignores SIGTERM: terminate() stops it (the forced stop, freeze first), nothing tagged left', noCc, async () => {
     const t = useTag();
     const file = hopperFile(hopperDir('cordon-xnu-hop-'), 'hop');
@@ -88,6 +93,7 @@ describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's p
   });
 
   const runuserWhy = !asRoot ? 'needs a root test runner' : (missing('nobody', 'runuser') ?? '');
+  // proves C3, C5
   itWhere(runuserWhy === '', "runuser -u nobody -- setsid /bin/sleep: another user's restricted escapee, forked by runuser (in the group): killed and named", runuserWhy, async () => {
     const t = useTag();
     const { result, s } = await leftover(t, `${runuserPath()} -u nobody -- sh -c 'echo "PID s $$"; exec setsid /bin/sleep 1000 >/dev/null 2>&1' & sleep 0.5`);
@@ -97,6 +103,7 @@ describe(`the darwin build on XNU ${modelRelease}'s rules: escapees of Apple's p
   });
 
   const uidWhy = !asRoot ? 'needs a root test runner' : (missing('nobody') ?? '');
+  // proves C3, C5
   itWhere(uidWhy === '' && from154, "the uid option: setsid /bin/sleep as nobody, forked by the root: killed and named", uidWhy || 'lineage across exec needs p_orig_ppidversion (macOS 15.4)', async () => {
     const t = useTag();
     const { result, s } = await leftover(t, 'setsid /bin/sleep 1000 >/dev/null 2>&1 & echo "PID s $!"; sleep 0.5', { uid: 65534, gid: 65534 });

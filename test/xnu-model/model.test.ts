@@ -45,6 +45,7 @@ function script(t: ReturnType<typeof useTag>, text: string) {
 }
 
 describe(`the model of XNU's process table (XNU ${modelRelease}'s rules)`, () => {
+  // proves nothing of the contract: the model of XNU against real processes, not cordon
   it("a fork takes a unique id above every older one's, its parent's unique id, and (15.4) its parent's pid version", async () => {
     const t = useTag();
     // The subshell is a fork of the shell that does not exec.
@@ -60,6 +61,7 @@ describe(`the model of XNU's process table (XNU ${modelRelease}'s rules)`, () =>
     expect(child.restricted, 'CS_RESTRICT copied into the fork (kern_fork.c)').toBe(parent.restricted);
   });
 
+  // proves nothing of the contract: the model of XNU against real processes, not cordon
   it("an orphan's exec takes launchd's unique id as its parent's (13+), and keeps its unique id, pid version and (15.4) its forker's", async () => {
     const t = useTag();
     // sub forks, its parent (the shell) exits at once; sub execs a second later.
@@ -84,6 +86,7 @@ describe(`the model of XNU's process table (XNU ${modelRelease}'s rules)`, () =>
     else expect(after.puniqueid, 'p_puniqueid kept across exec before macOS 13').toBe(before.puniqueid);
   });
 
+  // proves nothing of the contract: the model of XNU against real processes, not cordon
   it("an exec puts a process back at the head of the kernel's list (13+)", async () => {
     const t = useTag();
     // first is forked before second, and execs after it.
@@ -99,6 +102,7 @@ describe(`the model of XNU's process table (XNU ${modelRelease}'s rules)`, () =>
     else expect(order(list), 'before macOS 13 an exec keeps the place').toBeGreaterThan(0);
   });
 
+  // proves nothing of the contract: the model of XNU against real processes, not cordon
   it('the exec of a platform program restricts it, its forks keep it, the exec of another clears it; kern.procargs2 withholds a restricted environment', async () => {
     const t = useTag();
     const parse = (b: Buffer | number) => (typeof b === 'number' ? `errno ${b}` : posixBinding().parseProcargs2(b, { pointerSize: 8 }).verdict);
