@@ -145,7 +145,7 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
   ];
   // What a warm anchor started ahead of need is told (anchor/warm.ts): the
   // tiers whose containment is the anchor's own, without limits or a lease.
-  const warmable = !lease && !hasLimits(input.limits) && !opts.confine && (tier === 'cgroup' || tier === 'subreaper');
+  const warmable = !lease && !hasLimits(input.limits) && !opts.confine && (tier === 'cgroup' || tier === 'subreaper' || tier === 'process-group');
   const warm = warmable
     ? ['--tier', tier, ...(fallback ? ['--fallback'] : []), ...(opts.containment === 'best-effort' ? ['--best-effort'] : []), ...(input.trace ? ['--trace', input.trace] : [])]
     : undefined;

@@ -33,23 +33,27 @@ import { promised, watchdog } from './helpers/time.js';
 import { collect } from './helpers/trees.js';
 
 const warmEnv = process.env.CORDON_WARM;
-const applies = process.platform === 'linux' && (tier === 'cgroup' || tier === 'subreaper') && warmEnv !== '0';
+const applies = process.platform === 'linux' && warmEnv !== '0';
 const why = process.platform !== 'linux'
-  ? 'warm anchors are started on Linux only'
+  ? "warm anchors are started on Linux only (a waiting anchor is told the host's umask, which only Linux can read without changing it)"
   : warmEnv === '0'
     ? 'CORDON_WARM=0 in this run: no warm anchor is started'
-    : `the ${tier} tier starts its anchor for each spawn (its containment is not the anchor's alone)`;
+    : '';
 
 /**
  * The warm anchors waiting under `host`: its children running `cordon-anchor
- * --warm` that have no child of their own (one that took a command keeps its
- * arguments, and has the command as its child), with their start stamps.
+ * --warm` that have no child of their own but their pin (one that took a
+ * command keeps its arguments, and has the command as its child), with their
+ * start stamps.
  */
 function warmAnchors(host: number): Array<{ pid: number; start: string }> {
   const all = observer.list();
-  const parents = new Set(all.map((p) => p.ppid));
+  const isAnchor = (pid: number) => /cordon-anchor --warm/.test(observer.cmdline(pid));
+  // (In the process-group tier a waiting anchor has one child already, its
+  // pin: a fork of itself, the same command line.)
+  const parents = new Set(all.filter((p) => !isAnchor(p.pid)).map((p) => p.ppid));
   return all
-    .filter((p) => p.ppid === host && p.state !== 'Z' && !parents.has(p.pid) && /cordon-anchor --warm/.test(observer.cmdline(p.pid)))
+    .filter((p) => p.ppid === host && p.state !== 'Z' && !parents.has(p.pid) && isAnchor(p.pid))
     .map((p) => ({ pid: p.pid, start: p.start }));
 }
 
@@ -142,13 +146,27 @@ describe(`warm anchors, ${tier} tier`, () => {
     const cgroupsBefore = new Map(ready.map((a) => [a, cgroupOfAnchor(a)]));
     if (tier === 'cgroup') for (const [a, dir] of cgroupsBefore) expect(dir, `the warm anchor ${a} made its cgroup before any command`).toBeDefined();
 
-    // A double-forked orphan: reparented to the anchor, the subreaper it already was.
+    // The process-group tier: each waiting anchor leads a session of its own already.
+    const sessionsBefore = new Map(ready.map((a) => [a, readStat(a)?.sid]));
+    if (tier === 'process-group') for (const a of ready) expect(readStat(a)?.pgid, `the warm anchor ${a} leads its own group (and session) before any command`).toBe(a);
+
+    // A double-forked orphan: reparented to the anchor, the subreaper it already
+    // was; in the process-group tier, still in the tree's group and the anchor's session.
     const proc = spawn('sh', ['-c', 'echo "PID root $$"; echo "PID anchor $PPID"; (sleep 300 & echo "PID orphan $!"; echo "PID middle $$") ; echo READY; exec sleep 300'], { env: t.env });
     const { pids } = await collect(proc, t.tag);
     expect(ready, "the command is a warm anchor's child").toContain(pids.anchor);
     const warm = pids.anchor!;
     const cgroupBefore = cgroupsBefore.get(warm);
-    await waitFor(() => readStat(pids.orphan!)?.ppid === warm, { timeout: 5000, what: `the orphan ${pids.orphan} to be reparented to the anchor ${warm}`, watch: t.tag });
+    if (tier === 'process-group') {
+      const root = readStat(pids.root!);
+      const orphan = readStat(pids.orphan!);
+      expect(root?.sid, "the root in the session the warm anchor made before it").toBe(sessionsBefore.get(warm));
+      expect(root?.pgid, 'the root in the tree group, not the anchor\'s own').not.toBe(warm);
+      expect(orphan?.pgid, "the orphan in the tree's group").toBe(root?.pgid);
+      expect(orphan?.sid, "the orphan in the anchor's session").toBe(sessionsBefore.get(warm));
+    } else {
+      await waitFor(() => readStat(pids.orphan!)?.ppid === warm, { timeout: 5000, what: `the orphan ${pids.orphan} to be reparented to the anchor ${warm}`, watch: t.tag });
+    }
     if (tier === 'cgroup') expect(cgroupDirOf(pids.root!), 'the tree runs in the cgroup the anchor made before it').toBe(cgroupBefore);
     await within(proc.kill(), 10_000, 'kill()', t.tag);
     await waitGone(t, 2000);
@@ -366,7 +384,7 @@ describe(`warm anchors, ${tier} tier`, () => {
   });
 
   // proves C12
-  itWhere(applies && tier === 'cgroup', "prepareCgroupLimits() first ends the host's warm anchors (they wait in the cgroup it moves the host out of)", why || 'the cgroup tier only', async () => {
+  itWhere(applies && tier === 'cgroup', "prepareCgroupLimits() first ends the host's warm anchors (they wait in the cgroup it moves the host out of)", why || `the cgroup tier only (this is the ${tier} tier)`, async () => {
     const t = useTag();
     // A cgroup of the test's own for the host, so that a move (where this
     // machine allows one) touches nobody else.

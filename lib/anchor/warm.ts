@@ -58,6 +58,11 @@ interface Shape {
 /** At most this many warm anchors in all (a new one retires the oldest of another shape). */
 const MAX_WARM = 4;
 const shapes = new Map<string, Shape>();
+// Linux only: a waiting anchor must be told the host's umask at its LAUNCH,
+// and only Linux lets a process read its umask without changing it
+// (/proc/self/status); macOS has only umask(2)'s round trip, which would give
+// the host's other threads a umask of 0 meanwhile. (The darwin build on the
+// model of XNU, on Linux, has warm anchors: its credential check is XNU's.)
 let disabled = !isMainThread || process.platform !== 'linux';
 /** Bumped by retireWarmNow(): an anchor started before it is retired as it arrives. */
 let generation = 0;

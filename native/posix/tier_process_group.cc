@@ -126,9 +126,14 @@ class ProcessGroupTier : public Tier {
       // SIGKILL) would make X again with the pin in it, an unreaped zombie
       // that keeps kill(-X, 0) answering "not empty" until QUIET, which
       // waits for X to be empty.
+      // It holds no descriptor either: not the control channel (a warm
+      // anchor's pin waits as long as the anchor does, and a host writing its
+      // LAUNCH to an anchor killed meanwhile must get EPIPE, not a pin that
+      // keeps the channel open), not the host's output.
       sigset_t all;
       sigfillset(&all);
       sigprocmask(SIG_SETMASK, &all, nullptr);
+      cordon::close_fds_from(0, -1);
       for (;;) pause();
     }
     pin_ = pin;

@@ -1,6 +1,8 @@
 // A warm anchor's LAUNCH: the host's sender, the anchor's receiver (warm.h).
 #include "warm.h"
 
+#include "../cordon.h"
+
 #include "../protocol.h"
 
 #include <errno.h>
@@ -9,6 +11,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if !CORDON_LINUX_PROC
+#include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
 
 #include <cstdio>
 
@@ -203,7 +209,7 @@ void become(Launch& launch) {
   if (launch.umask >= 0) umask(static_cast<mode_t>(launch.umask));
 }
 
-#ifdef __linux__
+#if CORDON_LINUX_PROC
 namespace {
 
 // The credential lines of /proc/<pid>/status ("self" or a pid), the ids'
@@ -254,7 +260,39 @@ bool host_credentials_unchanged(int host) {
   return !mine.empty() && mine == theirs;
 }
 #else
-bool host_credentials_unchanged(int) { return true; }
+namespace {
+
+// XNU: the credentials kern.proc.pid reports (kern_sysctl.c
+// fill_user64_eproc: e_pcred's real ids, e_ucred's effective uid and its
+// group list, whose first entry is the effective gid), as one comparable
+// line; empty when they cannot be read (the process gone). Both sides are
+// read the same way: the anchor's own and the host's.
+std::string credential_line(pid_t pid) {
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+  struct kinfo_proc kp;
+  std::memset(&kp, 0, sizeof kp);
+  size_t len = sizeof kp;
+  if (sysctl(mib, 4, &kp, &len, nullptr, 0) != 0 || len != sizeof kp || kp.kp_proc.p_pid != pid) return std::string();
+  const auto& pc = kp.kp_eproc.e_pcred;
+  const auto& uc = kp.kp_eproc.e_ucred;
+  int n = uc.cr_ngroups;
+  if (n < 1 || n > static_cast<int>(sizeof uc.cr_groups / sizeof uc.cr_groups[0])) return std::string();
+  // (The supplementary groups compared as a set: setgroups' order is the caller's.)
+  std::vector<unsigned> groups(uc.cr_groups + 1, uc.cr_groups + n);
+  std::sort(groups.begin(), groups.end());
+  std::string out = std::to_string(pc.p_ruid) + " " + std::to_string(uc.cr_uid) + " " + std::to_string(pc.p_rgid) + " " +
+                    std::to_string(uc.cr_groups[0]) + " :";
+  for (unsigned g : groups) out += " " + std::to_string(g);
+  return out;
+}
+
+}  // namespace
+
+bool host_credentials_unchanged(int host) {
+  std::string mine = credential_line(getpid());
+  std::string theirs = credential_line(static_cast<pid_t>(host));
+  return !mine.empty() && mine == theirs;
+}
 #endif
 
 int current_umask() {

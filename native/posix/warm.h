@@ -55,8 +55,9 @@ int current_umask();
 // a seccomp filter) must not run a command with the old ones through a warm
 // anchor it started before: the anchor checks every 250 ms while it waits
 // and once more when the LAUNCH is read, and exits without running anything
-// when they differ. False where they cannot be read (the host gone); true
-// off Linux (the host starts warm anchors on Linux only).
+// when they differ. False where they cannot be read (the host gone). Linux:
+// /proc/<pid>/status (ids, groups, capabilities, no_new_privs, seccomp);
+// XNU: kern.proc.pid (real and effective ids, the group list).
 bool host_credentials_unchanged(int host);
 
 // The anchor: reads the LAUNCH off `fd`, as it arrives (call when `fd` is

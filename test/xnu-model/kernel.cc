@@ -131,6 +131,7 @@ bool read_stat(int pid, Stat& st) {
 struct Creds {
   uid_t ruid = 0, euid = 0, svuid = 0;
   gid_t rgid = 0, egid = 0, svgid = 0;
+  std::vector<gid_t> groups;  // the supplementary groups (Linux's Groups:)
   bool traced = false;
 };
 
@@ -151,6 +152,10 @@ bool read_creds(int pid, Creds& c) {
   if (sscanf(field("Gid").c_str(), "%u %u %u", &a, &b, &d) != 3) return false;
   c.rgid = a, c.egid = b, c.svgid = d;
   c.traced = atoi(field("TracerPid").c_str()) != 0;
+  c.groups.clear();
+  std::string groups = field("Groups");
+  int used = 0;
+  for (const char* q = groups.c_str(); sscanf(q, "%u%n", &a, &used) == 1; q += used) c.groups.push_back(a);
   return true;
 }
 
@@ -829,6 +834,15 @@ Answer proc_pid(const Request& r) {
   kp.kp_eproc.e_pcred.p_svuid = c.svuid;
   kp.kp_eproc.e_pcred.p_rgid = c.rgid;
   kp.kp_eproc.e_pcred.p_svgid = c.svgid;
+  // (XNU's posix credential: the effective gid first, then the groups
+  // setgroups gave, NGROUPS in all.)
+  kp.kp_eproc.e_ucred.cr_groups[0] = c.egid;
+  short n = 1;
+  for (gid_t g : c.groups) {
+    if (n == NGROUPS) break;
+    kp.kp_eproc.e_ucred.cr_groups[n++] = g;
+  }
+  kp.kp_eproc.e_ucred.cr_ngroups = n;
   a.data.assign(reinterpret_cast<const char*>(&kp), sizeof kp);
   return a;
 }

@@ -200,8 +200,13 @@ struct _pcred {
   gid_t p_rgid;
   gid_t p_svgid;
 };
+#ifndef NGROUPS
+#define NGROUPS 16
+#endif
 struct _ucred {
   uid_t cr_uid;
+  short cr_ngroups;
+  gid_t cr_groups[NGROUPS];  // [0]: the effective gid
 };
 struct eproc {
   struct _pcred e_pcred;
