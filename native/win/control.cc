@@ -440,9 +440,35 @@ class Anchor : public EndpointHost {
     }
   }
 
+  // After the root exited, CTRL_BREAK to its group "succeeds" whether or not
+  // any process gets it (the group's id stays valid): it reaches only a
+  // member attached to this console, so without one none is sent, and the
+  // grace is not waited out for nobody. (A member on the console in another
+  // group still does not get it: Windows does not say which group a process
+  // is in.) False, with ERROR_NOT_FOUND, when no member is on the console.
+  bool member_on_console() {
+    std::vector<DWORD> attached(64);
+    DWORD n = GetConsoleProcessList(attached.data(), static_cast<DWORD>(attached.size()));
+    if (n > attached.size()) {
+      attached.resize(n + 16);
+      n = GetConsoleProcessList(attached.data(), static_cast<DWORD>(attached.size()));
+    }
+    if (n == 0 || n > attached.size()) return true;  // (not known: sent as before)
+    attached.resize(n);
+    for (const Member& m : members()) {
+      for (DWORD pid : attached) {
+        if (static_cast<int64_t>(pid) == m.pid) return true;
+      }
+    }
+    trace("CTRL_BREAK: the root is gone and no member is on this console");
+    SetLastError(ERROR_NOT_FOUND);
+    return false;
+  }
+
   // CTRL_BREAK to the root's console process group. A leased tree's anchor
   // has no console (it runs detached): it joins the root's first.
   bool ctrl_break() {
+    if (stage_ >= Stage::kExited && !member_on_console()) return false;
     if (GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, root_.pid)) return true;
     if (!leased() || !root_.process || stage_ != Stage::kRunning) return false;
     DWORD err = GetLastError();
