@@ -33,7 +33,9 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * The mutants. `tests`: the test files to run (the one or two the contract
- * names first for the behaviour); `project`: the vitest project (a tier).
+ * names first for the behaviour); `project`: the vitest project (a tier);
+ * `model`: run on the model of XNU (.ci/darwin-model.sh, which builds the
+ * copy's darwin sources itself), not on Linux.
  */
 export const MUTANTS = [
   {
@@ -189,7 +191,47 @@ export const MUTANTS = [
     tests: ['test/child-process-compat.test.ts'],
     project: 'subreaper',
   },
-
+  {
+    id: 'warm-pin-holds-channel',
+    what: "process-group tier, warm anchors: the pin keeps the anchor's descriptors (the control channel stays open when a waiting anchor is killed)",
+    file: 'native/posix/tier_process_group.cc',
+    search: '      cordon::close_fds_from(0, -1);\n      for (;;) pause();',
+    replace: '      for (;;) pause();',
+    tests: ['test/warm.test.ts'],
+    project: 'process-group',
+  },
+  // On the model of XNU (.ci/darwin-model.sh; `model: true`): the darwin
+  // build's own paths, which the Linux tiers cannot show.
+  {
+    id: 'darwin-warm-credentials-unchecked',
+    what: "darwin: a warm anchor does not check its host's credentials (kern.proc.pid): a host that dropped to nobody could run a command as root through it",
+    file: 'native/posix/warm.cc',
+    search: '  std::string mine = credential_line(getpid());',
+    replace: '  if (host > 0) return true;\n  std::string mine = credential_line(getpid());',
+    tests: ['test/warm.test.ts'],
+    project: 'process-group',
+    model: true,
+  },
+  {
+    id: 'darwin-quiet-one-walk',
+    what: 'darwin (the model): quiescence from one empty walk, even once members were found outside the group',
+    file: 'native/posix/tier_process_group.cc',
+    search: 'walks < (found_outside_ ? kQuietWalks : 1); walks++)',
+    replace: 'walks < 1; walks++)',
+    tests: ['test/process-group-escapes.test.ts'],
+    project: 'process-group',
+    model: true,
+  },
+  {
+    id: 'darwin-freeze-sigkill',
+    what: "darwin (the model): the forced stop's freeze sends SIGKILL instead of SIGSTOP (a killed hopper's child is reparented, its lineage lost)",
+    file: 'native/posix/tier_process_group.cc',
+    search: 'int rc = cordon::signal_member(getpid(), group_, m, SIGSTOP, host_.pidfd());',
+    replace: 'int rc = cordon::signal_member(getpid(), group_, m, SIGKILL, host_.pidfd());',
+    tests: ['test/process-group-escapes.test.ts'],
+    project: 'process-group',
+    model: true,
+  },
 ];
 
 function parseArgs(argv) {
@@ -259,7 +301,10 @@ async function build(dir, file, log) {
 async function runTests(dir, m, args, tag) {
   const report = join(dir, `.mutant-${m.id}-${tag}.json`);
   rmSync(report, { force: true });
-  const r = await run('npx', ['vitest', 'run', '--project', m.project, '--reporter=json', `--outputFile=${report}`, ...m.tests], dir, args.timeoutMin * 60_000);
+  // (The model's lane builds the darwin sources of the copy itself, mutated or not.)
+  const r = m.model
+    ? await run('bash', ['.ci/darwin-model.sh', report, '--project', m.project, ...m.tests], dir, args.timeoutMin * 60_000)
+    : await run('npx', ['vitest', 'run', '--project', m.project, '--reporter=json', `--outputFile=${report}`, ...m.tests], dir, args.timeoutMin * 60_000);
   return { ...r, failed: r.code === 0 ? [] : r.timedOut ? [`(timed out after ${args.timeoutMin} min)`] : failedTests(report) };
 }
 
@@ -268,7 +313,7 @@ async function main() {
   const chosen = args.only ? MUTANTS.filter((m) => args.only.includes(m.id)) : MUTANTS;
   if (args.only) for (const id of args.only) if (!MUTANTS.some((m) => m.id === id)) throw new Error(`mutants: no mutant ${id}`);
   if (args.list) {
-    for (const m of chosen) console.log(`${m.id}\t${m.file}\t${m.project}: ${m.tests.join(' ')}\n\t${m.what}`);
+    for (const m of chosen) console.log(`${m.id}\t${m.file}\t${m.project}${m.model ? ' (on the model of XNU)' : ''}: ${m.tests.join(' ')}\n\t${m.what}`);
     return;
   }
   const dir = scratchCopy();
@@ -320,7 +365,7 @@ async function main() {
   console.log(`| mutant | what it breaks | file | tests (project) | verdict | time | first failing tests |${args.baseline ? ' unmutated |' : ''}`);
   console.log(`| --- | --- | --- | --- | --- | --- | --- |${args.baseline ? ' --- |' : ''}`);
   for (const r of rows) {
-    const tests = `${r.m.tests.map((t) => t.replace(/^test\//, '')).join(', ')} (${r.m.project})`;
+    const tests = `${r.m.tests.map((t) => t.replace(/^test\//, '')).join(', ')} (${r.m.project}${r.m.model ? ', on the model of XNU' : ''})`;
     const failed = r.failed.slice(0, 2).map((f) => (f.length > 90 ? `${f.slice(0, 87)}...` : f)).join('; ') + (r.failed.length > 2 ? ` (+${r.failed.length - 2})` : '');
     console.log(`| ${r.m.id} | ${cell(r.m.what)} | ${r.m.file} | ${tests} | ${r.verdict} | ${Math.round(r.ms / 1000)} s | ${cell(failed)} |${args.baseline ? ` ${cell(r.baseline)} |` : ''}`);
   }
