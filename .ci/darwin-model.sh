@@ -67,7 +67,12 @@ command -v ps >/dev/null || { echo "darwin-model: no ps on PATH (Debian: apt-get
 # model's build sits where node-gyp-build looks (build/Release) without
 # touching this checkout's.
 mkdir "$WORK/src"
-git ls-files -z -co --exclude-standard | grep -zv '^node_modules\(/\|$\)' | tar --null -T - -cf - | tar -xf - -C "$WORK/src"
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  git ls-files -z -co --exclude-standard | grep -zv '^node_modules\(/\|$\)' | tar --null -T - -cf - | tar -xf - -C "$WORK/src"
+else
+  # (Not a git checkout: scripts/mutants.mjs's scratch copy, a git archive.)
+  tar --exclude=./node_modules --exclude=./build --exclude=./build-win -cf - . | tar -xf - -C "$WORK/src"
+fi
 ln -s "$ROOT/node_modules" "$WORK/src/node_modules"
 (cd "$WORK/src" && "$ROOT/node_modules/.bin/tsc" -p tsconfig.json)
 node test/xnu-model/build.mjs "$WORK/model" --socket "$WORK/kernel.sock"

@@ -272,7 +272,16 @@ describe(`warm anchors, ${tier} tier`, () => {
     await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
     const killed = await warmReady(process.pid);
     for (const a of killed) process.kill(a, 'SIGKILL');
-    await waitFor(() => killed.every((a) => !alive(a) || readStat(a)?.state === 'Z'), { timeout: 2000, what: `${killed} to die` });
+    // Waited for without yielding to the event loop, so the spawn below comes
+    // before the host has heard of the deaths (its exit watch retires a dead
+    // one from the pool): the anchor's channel alone must tell that nobody
+    // is there to take the command (nothing of the anchor, its pin included,
+    // may hold it open).
+    const dead = () => killed.every((a) => !alive(a) || readStat(a)?.state === 'Z');
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (const deadline = Date.now() + watchdog(2000); !dead(); Atomics.wait(pause, 0, 0, 5)) {
+      if (Date.now() > deadline) throw new Error(`watchdog: the killed warm anchors still alive: ${killed.map((pid) => `${pid} [${readStat(pid)?.state ?? 'gone'}]`).join(', ')}`);
+    }
     const cold = spawn('sh', ['-c', 'echo "PID anchor $PPID"; echo READY'], { env: t.env });
     const c = await collect(cold, t.tag);
     expect((await within(cold.result, 10_000, 'the result', t.tag)).exitCode).toBe(0);
