@@ -728,13 +728,24 @@ LineageIds lineage_ids_of(int64_t pid) {
 // go on while each finds a new member (Visit::kMember): a bystander that
 // forks all the while (a shell loop of the host's) cannot keep the sweep
 // listing for ever, and a member's own fork during a round is at the head of
-// the next listing, which that round's new member makes happen.
+// the next listing, which that round's new member makes happen. They go on,
+// too, while a process the listing had alive (before the caller's entry: the
+// kernel's list of live processes, not its zombies) is gone or a zombie when
+// read, or goes while the caller checks it (Visit::kGone: its environment
+// could no longer be read): it may have forked after the listing and exited, and its child, a
+// member if it was one, is in the next listing only (a pid hopper that hops
+// between the listing and the read: then the walk would read nothing of it).
+// The last round, read whole with nothing gone and no new member, is what
+// makes the walk `settled`: every process alive at that listing was read
+// alive, so a member alive then was seen, and any member forked since has
+// a parent that was.
 //
 // Which processes: every user's for root; else those the caller may signal
 // (XNU's cansignal, kern_sig.c: the caller's real or effective uid is the
 // target's real or saved uid), which includes a setuid program a member
 // started. PROC_UID_ONLY would list by effective uid and miss it.
-int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit) {
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled) {
+  if (settled) *settled = false;
   std::vector<int> pids;
   const uid_t euid = geteuid(), ruid = getuid();
   const int64_t self = getpid();
@@ -749,22 +760,31 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
     int e = list_pids(PROC_ALL_PIDS, 0, pids);
     if (e != 0) return round == 0 ? -e : n;
     size_t fresh = 0;  // new members this round (Visit::kMember); others forking meanwhile do not count
+    size_t gone = 0;   // listed alive, gone or a zombie when read (the anchor's walks: `since`)
     for (int pid : pids) {
       if (pid == self) {
         if (since != 0) break;  // forked (and last exec'd) before the caller from here on
         continue;
       }
       Info in;
-      if (pid <= 0 || !read_info(pid, false, in)) continue;  // zombies are not read
+      if (pid <= 0) continue;
+      if (!read_info(pid, false, in)) {  // zombies are not read
+        if (since != 0) gone++;  // (before the caller's entry: it was alive when listed)
+        continue;
+      }
       if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) continue;  // older: exec'd since
       if (!may_signal(in)) continue;
       if (!visited.insert({in.pid, in.start}).second) continue;  // (exec'd since it was visited)
       n++;
       Visit next = visit(identity(in));
       if (next == Visit::kMember) fresh++;
+      if (next == Visit::kGone) gone++;  // (exited while the caller checked it)
       if (!(go_on = next != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
-    if (fresh == 0) break;  // no member was forked (or found) since the last listing
+    if (go_on && fresh == 0 && gone == 0) {
+      if (settled) *settled = true;
+      break;  // no member was forked (or found) since the last listing, and nothing listed went
+    }
   }
   return n;
 }

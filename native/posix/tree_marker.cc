@@ -53,6 +53,7 @@ std::string TreeMarker::entry(const char* outer) const {
 }
 
 bool MarkerReadings::marked(const Member& p, Walk& walk) {
+  walk.went = false;
   Key key{p.pid, p.start_time};
   if (unmarked_.count(key)) {
     walk.unmarked.insert(key);
@@ -69,7 +70,10 @@ bool MarkerReadings::marked(const Member& p, Walk& walk) {
     walk.withheld_new++;
     return false;
   }
-  if (rc != 0) return false;
+  if (rc != 0) {
+    walk.went = !cordon::same_process_alive(p.pid, p.start_time);
+    return false;
+  }
   if (marker_.carried_by(walk.env)) return true;
   if (!walk.env.empty()) walk.unmarked.insert(key);
   else mid_exec.push_back(p);
