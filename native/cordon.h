@@ -293,7 +293,16 @@ void skip_older_processes();
 // checked it (Visit::kGone), may have forked after the listing, and its child
 // is not in it: the walk lists again, as for a new member, up to its bound);
 // Linux, it was not stopped (Visit::kStop):
-// the pids handed out after the listing are probed.
+// the pids handed out after the listing are probed. `gone_matters`
+// (optional; macOS only, Linux ignores it) is asked of a pid the listing had
+// alive that was gone (or a zombie) when read: whether it could have been a
+// member, so that a child it forked after the listing could be one. False
+// (the caller read it alive before and judged it no member, as far as the
+// tier can tell) and its going neither lists again nor unsettles the walk;
+// without it, every such pid matters. Going that matters lists again at most
+// kGoneListings times per walk (a host whose processes keep exiting between a
+// listing and their read cannot make every walk list eight times); past
+// that, the walk is not settled.
 enum class Visit {
   kNext,  // go on
   // Go on: by its own record this process is none of the tree's (its
@@ -323,7 +332,9 @@ enum class Visit {
   kGone,
   kStop,  // end the walk
 };
-int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled = nullptr);
+constexpr int kGoneListings = 3;
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled = nullptr,
+                              const std::function<bool(int64_t pid)>& gone_matters = nullptr);
 // The same, collected.
 int list_user_processes(uint64_t since, std::vector<Member>& out);
 

@@ -738,13 +738,21 @@ LineageIds lineage_ids_of(int64_t pid) {
 // The last round, read whole with nothing gone and no new member, is what
 // makes the walk `settled`: every process alive at that listing was read
 // alive, so a member alive then was seen, and any member forked since has
-// a parent that was.
+// a parent that was. "Nothing gone" counts only what could have been a
+// member (cordon.h: `gone_matters`): on a busy host, processes newer than the
+// anchor exit between a listing and their read all the time (200 trees
+// released together: each anchor lists the others' dying members), and a
+// process the caller already read and judged no member, or that this walk
+// passed by as older than the caller or not its to signal, forks no member.
+// Going alone lists again kGoneListings times at most; then the walk ends,
+// unsettled.
 //
 // Which processes: every user's for root; else those the caller may signal
 // (XNU's cansignal, kern_sig.c: the caller's real or effective uid is the
 // target's real or saved uid), which includes a setuid program a member
 // started. PROC_UID_ONLY would list by effective uid and miss it.
-int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled) {
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled,
+                              const std::function<bool(int64_t)>& gone_matters) {
   if (settled) *settled = false;
   std::vector<int> pids;
   const uid_t euid = geteuid(), ruid = getuid();
@@ -754,13 +762,18 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
     return euid == 0 || in.ruid == ruid || in.svuid == ruid || in.ruid == euid || in.svuid == euid;
   };
   std::set<std::pair<int64_t, uint64_t>> visited;
+  // Pids this walk read and passed by unvisited (older than the caller: no
+  // member; or not the caller's to signal): gone later, they had no member
+  // to fork either.
+  std::set<int64_t> passed;
   int n = 0;
   bool go_on = true;
+  int gone_listings = 0;  // listings made again because of going alone (kGoneListings at most)
   for (int round = 0; go_on && round < 8; round++) {
     int e = list_pids(PROC_ALL_PIDS, 0, pids);
     if (e != 0) return round == 0 ? -e : n;
     size_t fresh = 0;  // new members this round (Visit::kMember); others forking meanwhile do not count
-    size_t gone = 0;   // listed alive, gone or a zombie when read (the anchor's walks: `since`)
+    size_t gone = 0;   // listed alive, gone or a zombie when read, and possibly a member (the anchor's walks: `since`)
     for (int pid : pids) {
       if (pid == self) {
         if (since != 0) break;  // forked (and last exec'd) before the caller from here on
@@ -769,11 +782,19 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       Info in;
       if (pid <= 0) continue;
       if (!read_info(pid, false, in)) {  // zombies are not read
-        if (since != 0) gone++;  // (before the caller's entry: it was alive when listed)
+        // (Before the caller's entry: it was alive when listed.) Only one that
+        // could have been a member matters: the caller judged the others.
+        if (since != 0 && passed.count(pid) == 0 && (!gone_matters || gone_matters(pid))) gone++;
         continue;
       }
-      if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) continue;  // older: exec'd since
-      if (!may_signal(in)) continue;
+      if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) {  // older: exec'd since
+        passed.insert(pid);
+        continue;
+      }
+      if (!may_signal(in)) {
+        passed.insert(pid);
+        continue;
+      }
       if (!visited.insert({in.pid, in.start}).second) continue;  // (exec'd since it was visited)
       n++;
       Visit next = visit(identity(in));
@@ -781,10 +802,14 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       if (next == Visit::kGone) gone++;  // (exited while the caller checked it)
       if (!(go_on = next != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
-    if (go_on && fresh == 0 && gone == 0) {
+    if (!go_on) break;
+    if (fresh == 0 && gone == 0) {
       if (settled) *settled = true;
-      break;  // no member was forked (or found) since the last listing, and nothing listed went
+      break;  // no member was forked (or found) since the last listing, and nothing listed that could be one went
     }
+    // Going alone lists again a few times only; then the walk ends unsettled
+    // (its caller walks again later: cordon.h, kGoneListings).
+    if (fresh == 0 && ++gone_listings > kGoneListings) break;
   }
   return n;
 }

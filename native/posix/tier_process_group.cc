@@ -569,6 +569,7 @@ class ProcessGroupTier : public Tier {
     // Unclaimed processes with a parent id: the walk goes newest first, so a
     // child is read before a parent that it finds to be a member.
     std::vector<Member> unclaimed;
+    std::map<int64_t, size_t> unclaimed_at;  // (by pid)
     auto claim = [&](const Member& listed) {
       Member p = listed;
       p.from_snapshot = true;
@@ -593,13 +594,25 @@ class ProcessGroupTier : public Tier {
         return Visit::kMember;
       }
       if (!known_.lineage().parent_known(listed) && !readings_.marked(listed, walk)) {
-        if (listed.parent_unique_id != 0 || listed.parent_id_version != 0) unclaimed.push_back(listed);
+        if (listed.parent_unique_id != 0 || listed.parent_id_version != 0) {
+          unclaimed_at[listed.pid] = unclaimed.size();
+          unclaimed.push_back(listed);
+        }
         if (walk.went) return Visit::kGone;  // (it may have forked a member meanwhile: cordon.h)
         return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
       }
       claim(listed);
       return Visit::kMember;
-    }, &swept_settled_);
+    }, &swept_settled_, [&](int64_t pid) {
+      // A listed process gone when read: it could have been a member unless
+      // this walk or the last read it and judged it none (unmarked, or
+      // withheld and not tied by lineage), and it was not claimed since: a
+      // member remembered, or one whose parent this walk found to be one.
+      if (pid == pin_) return false;
+      if (known_.knows_pid(pid) || !readings_.judged(pid, walk)) return true;
+      auto at = unclaimed_at.find(pid);
+      return at != unclaimed_at.end() && known_.lineage().parent_known(unclaimed[at->second]);
+    });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
     known_.lineage().settle(unclaimed, claim);
     readings_.forget_gone(walk);
@@ -664,7 +677,12 @@ class ProcessGroupTier : public Tier {
           known_.remember(p);  // (after the stop: its command line is read while it holds still)
         }
         return now_ms() < until ? Visit::kMember : Visit::kStop;
-      }, &settled);
+      }, &settled, [&](int64_t pid) {
+        // Gone when read: as in sweep(), unless judged no member (a member
+        // here is decided as it is read, with no lineage settled after).
+        if (pid == pin_) return false;
+        return frozen.count(pid) != 0 || known_.knows_pid(pid) || !readings_.judged(pid, walk);
+      });
       readings_.keep(walk);
       // Calm: nothing new, and the walk settled (a process it listed that
       // was gone when read may have forked a member after the listing).

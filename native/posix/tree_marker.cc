@@ -80,6 +80,18 @@ bool MarkerReadings::marked(const Member& p, Walk& walk) {
   return false;
 }
 
+bool MarkerReadings::judged(int64_t pid, const Walk& walk) const {
+  auto in_set = [pid](const std::set<Key>& keys) {
+    auto at = keys.lower_bound({pid, 0});
+    return at != keys.end() && at->first == pid;
+  };
+  auto in_map = [pid](const std::map<Key, std::string>& keys) {
+    auto at = keys.lower_bound({pid, 0});
+    return at != keys.end() && at->first.first == pid;
+  };
+  return in_set(walk.unmarked) || in_map(walk.withheld) || in_set(unmarked_) || in_map(withheld_);
+}
+
 void MarkerReadings::forget_gone(Walk& walk) {
   unmarked_.swap(walk.unmarked);
   withheld_.swap(walk.withheld);

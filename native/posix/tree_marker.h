@@ -85,6 +85,13 @@ class MarkerReadings {
   static bool no_member(const Member& p, const Walk& walk) {
     return p.parent_unique_id == 0 && walk.unmarked.count({p.pid, p.start_time}) != 0;
   }
+  // Whether a process on `pid` was read by `walk` or the walks before it
+  // (what is kept of them) and judged: its environment read whole without
+  // the token, or withheld by the kernel. By pid alone: for one gone when
+  // read (visit_sweepable_processes' `gone_matters`), whose start time can no
+  // longer be read. Not a verdict of membership by itself: the caller also
+  // asks whether such a process was claimed since (its lineage).
+  bool judged(int64_t pid, const Walk& walk) const;
   // After a sweep: what it saw is what is known (forgets the processes that are gone).
   void forget_gone(Walk& walk);
   // After a walk that may have stopped early (the forced stop's): added to what is known.
