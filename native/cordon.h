@@ -299,7 +299,10 @@ void skip_older_processes();
 // member, so that a child it forked after the listing could be one. False
 // (the caller read it alive before and judged it no member, as far as the
 // tier can tell) and its going neither lists again nor unsettles the walk;
-// without it, every such pid matters. Going that matters lists again at most
+// without it, every such pid matters. The same answer spares a listing again
+// the reads of what the last one read alive and the caller judged (the
+// listing's tail, behind what is new at its head: darwin/tree.cc). Going
+// that matters lists again at most
 // kGoneListings times per walk (a host whose processes keep exiting between a
 // listing and their read cannot make every walk list eight times); past
 // that, the walk is not settled.

@@ -769,16 +769,46 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
   int n = 0;
   bool go_on = true;
   int gone_listings = 0;  // listings made again because of going alone (kGoneListings at most)
+  // The last round's listing, the pids it read alive (or took as read), in
+  // its order, to the caller's entry (the anchor's walks: `since`).
+  std::vector<int> before, now;
   for (int round = 0; go_on && round < 8; round++) {
     int e = list_pids(PROC_ALL_PIDS, 0, pids);
     if (e != 0) return round == 0 ? -e : n;
     size_t fresh = 0;  // new members this round (Visit::kMember); others forking meanwhile do not count
     size_t gone = 0;   // listed alive, gone or a zombie when read, and possibly a member (the anchor's walks: `since`)
-    for (int pid : pids) {
-      if (pid == self) {
-        if (since != 0) break;  // forked (and last exec'd) before the caller from here on
+    // A listing again is read whole only ahead of its tail that the last
+    // round read alive, in the same order: the kernel puts each fork and exec
+    // at the head, so the entries behind the first new one are the last
+    // listing's, still the same processes (a recycled pid is a new entry, at
+    // the head). Of the tail, only what could be a member is read again; what
+    // the caller judged none forks no member, and what it forked since is at
+    // the head. So a round reads what is new, not every process again (many
+    // trees on a host: each read is a system call, and every anchor walks).
+    size_t end = pids.size(), tail = pids.size();
+    if (since != 0) {
+      end = std::find(pids.begin(), pids.end(), static_cast<int>(self)) - pids.begin();
+      tail = end;
+      for (size_t j = before.size(); round > 0 && tail > 0;) {
+        size_t k = j;
+        while (k > 0 && before[k - 1] != pids[tail - 1]) k--;
+        if (k == 0) break;
+        j = k - 1;
+        tail--;
+      }
+    }
+    now.clear();
+    for (size_t at = 0; at < pids.size(); at++) {
+      int pid = pids[at];
+      if (at == end) break;  // (the caller's entry: forked, and last exec'd, before the caller from here on)
+      // Behind the new entries, one that the caller judged no member (or
+      // this walk passed by) is not read again; one that could be a member
+      // is (it may fork and exit after this listing: then it is gone).
+      if (at >= tail && (passed.count(pid) != 0 || (gone_matters && !gone_matters(pid)))) {
+        now.push_back(pid);
         continue;
       }
+      if (pid == self) continue;
       Info in;
       if (pid <= 0) continue;
       if (!read_info(pid, false, in)) {  // zombies are not read
@@ -787,6 +817,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
         if (since != 0 && passed.count(pid) == 0 && (!gone_matters || gone_matters(pid))) gone++;
         continue;
       }
+      now.push_back(pid);
       if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) {  // older: exec'd since
         passed.insert(pid);
         continue;
@@ -802,6 +833,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       if (next == Visit::kGone) gone++;  // (exited while the caller checked it)
       if (!(go_on = next != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
+    before.swap(now);
     if (!go_on) break;
     if (fresh == 0 && gone == 0) {
       if (settled) *settled = true;
