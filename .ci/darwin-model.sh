@@ -13,7 +13,9 @@
 # (CORDON_TEST_OBSERVER=ps), the way the suite observes processes on macOS.
 # CORDON_XNU_RELEASE picks the XNU whose rules the model follows: 15.4
 # (default), 13 or 11; CORDON_XNU_MUTATE=<rule> turns one rule off (a check
-# that the model's own tests see it: test/xnu-model/model.test.ts). The Node
+# that the model's own tests see it: test/xnu-model/model.test.ts);
+# CORDON_XNU_LOG=<file> has the kernel write every event and answer there,
+# timed (with CORDON_TRACE=<file>, the anchors' side of a race). The Node
 # that runs the tests is a third-party program to the model, as on a Mac,
 # wherever it is installed. The model needs root (the proc connector). Events the
 # model lost (its buffer full) fail the lane. Writes a vitest JSON report to
@@ -80,7 +82,7 @@ mkdir -p "$WORK/src/build/Release"
 cp "$WORK/model/cordon.node" "$WORK/model/cordon-anchor" "$WORK/src/build/Release/"
 
 stamp "the model's kernel (XNU $RELEASE)"
-"$WORK/model/xnu-kernel" "$WORK/kernel.sock" --release "$RELEASE" --third-party "$(command -v node)" ${CORDON_XNU_MUTATE:+--mutate "$CORDON_XNU_MUTATE"} --stats "$WORK/stats.json" >"$WORK/kernel.log" 2>&1 &
+"$WORK/model/xnu-kernel" "$WORK/kernel.sock" --release "$RELEASE" --third-party "$(command -v node)" ${CORDON_XNU_MUTATE:+--mutate "$CORDON_XNU_MUTATE"} ${CORDON_XNU_LOG:+--log "$CORDON_XNU_LOG"} --stats "$WORK/stats.json" >"$WORK/kernel.log" 2>&1 &
 KERNEL_PID=$!
 for _ in $(seq 1 100); do [[ -S $WORK/kernel.sock ]] && break; sleep 0.1; done
 cat "$WORK/kernel.log"

@@ -289,7 +289,26 @@ void skip_older_processes();
 // it, stop it) while a process that forks and exits every few milliseconds is
 // still the one listed, and the child it forked meanwhile is found by the
 // look again. `visit` says what to do next (Visit). Returns the count
-// visited or a negative errno.
+// visited or a negative errno. `settled` (optional) says whether the walk is
+// a proof for what it did not find: macOS, its last listing was read to the
+// caller's entry, every process in it read alive and none a new member (a
+// process listed alive that exited before it was read, or while `visit`
+// checked it (Visit::kGone), may have forked after the listing, and its child
+// is not in it: the walk lists again, as for a new member, up to its bound);
+// Linux, it was not stopped (Visit::kStop):
+// the pids handed out after the listing are probed. `gone_matters`
+// (optional; macOS only, Linux ignores it) is asked of a pid the listing had
+// alive that was gone (or a zombie) when read: whether it could have been a
+// member, so that a child it forked after the listing could be one. False
+// (the caller read it alive before and judged it no member, as far as the
+// tier can tell) and its going neither lists again nor unsettles the walk;
+// without it, every such pid matters. The same answer spares a listing again
+// the reads of what the last one read alive and the caller judged (the
+// listing's tail, behind what is new at its head: darwin/tree.cc). Going
+// that matters lists again at most
+// kGoneListings times per walk (a host whose processes keep exiting between a
+// listing and their read cannot make every walk list eight times); past
+// that, the walk is not settled.
 enum class Visit {
   kNext,  // go on
   // Go on: by its own record this process is none of the tree's (its
@@ -311,9 +330,17 @@ enum class Visit {
   // member that forks during a round is found by the next). Elsewhere the
   // same as kNext.
   kMember,
+  // Go on: this process went away while the caller checked it (its
+  // environment could not be read, and it is no longer the same live
+  // process). macOS: as a process gone when read, the walk lists again (it
+  // may have forked after the listing, and its child is only in the next
+  // one), and the walk is not settled. Elsewhere the same as kNext.
+  kGone,
   kStop,  // end the walk
 };
-int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit);
+constexpr int kGoneListings = 3;
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled = nullptr,
+                              const std::function<bool(int64_t pid)>& gone_matters = nullptr);
 // The same, collected.
 int list_user_processes(uint64_t since, std::vector<Member>& out);
 

@@ -79,8 +79,8 @@ describe('C3: the forced stop ends a hopper that ignores the polite signals', ()
       const dir = hopperDir('cordon-coverage-');
       for (let round = 1; round <= 3; round++) {
         const file = hopperFile(dir, `hop${round}`);
-        // On the model of XNU a generation must live until the model's kernel is told
-        // of it (16 ms, as process-group-escapes' hoppers there); here it forks at once.
+        // On the model of XNU, where a walk is several times a Mac's (every read a round
+        // trip to its kernel), 16 ms, as process-group-escapes' hoppers there; here it forks at once.
         const pause = xnu && process.platform === 'linux' ? ['--pause-us', '16000'] : [];
         const proc = spawn(fixtureProgram(), ['hop', file, '--ignore-polite', '--every', '1', '--lifetime', String(LIFETIME_S), ...pause], { env: t.env, leftovers: 'keep', stdio: ['ignore', 'ignore', 'ignore'] });
         proc.result.catch(() => undefined);

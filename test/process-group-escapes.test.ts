@@ -161,8 +161,9 @@ async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promis
   const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
   // No pause between generations: it forks as fast as the machine lets it,
   // faster than a walk of every process (with the bystanders) reads them.
-  // On the model of XNU a generation must live long enough for the model's
-  // kernel to be told of it (the pause the other hoppers take there, above).
+  // On the model of XNU, where every read is a round trip to the model's
+  // kernel, the pause the other hoppers take there (PAUSE_US, above): its
+  // kernel lists a fork at once, but a walk there is several times a Mac's.
   const pause = xnu && process.platform === 'linux' ? ['--pause-us', PAUSE_US] : [];
   const proc: ContainedProcess = spawn(fixtureProgram(), ['hop', file, '--setsid', '--ignore-polite', '--every', '1', ...pause], {
     env: t.env,
@@ -181,19 +182,14 @@ async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promis
   expect(await silentFor(file, 400), `round ${round}: the heartbeat still grows after ${how} resolved`).toBe(true);
 }
 
-// On the model of XNU the darwin build let a tagged generation of this hopper
-// outlive terminate() or kill() in 1 of 3 rounds, in 3 of 4 runs (2026-12-06,
-// rehearsals 6-8), and once the lease's end under heavy load: an open finding
-// of issue #43, diagnosed since (docs/xnu-model.md): the darwin sweep takes one
-// walk that read a listed generation already gone for proof that none is
-// left, and its child, forked after the listing, runs on. A fix is not on main
-// yet, so these are not asserted there. Linux runs them in every tier.
-const modelFinding = xnu && process.platform === 'linux' ? 'on the model of XNU the darwin sweep can take one walk that read a hopping generation already gone for quiescence (an open finding of #43, docs/xnu-model.md): not asserted there until fixed' : '';
-const forcedWhy = hopperWhy || modelFinding;
+// On the model of XNU this found the darwin sweep declaring the tree quiescent
+// after one walk that listed a generation, read it only after it had forked
+// and exited, and never listed its child (docs/xnu-model.md, "The forced stop
+// and a pid hopper"); a walk now lists again when that happens.
 describe('C2/C3: the forced stop ends a setsid hopper that ignores the polite signals', () => {
   for (const how of ['terminate()', 'kill()'] as const) {
     // proves C3, C2
-    itWhere(forcedWhy === '', `by ${how}${how === 'terminate()' ? ' with a 300 ms grace' : ''}: nothing tagged is alive when it resolves (3 rounds)`, forcedWhy, async () => {
+    itWhere(hopperWhy === '', `by ${how}${how === 'terminate()' ? ' with a 300 ms grace' : ''}: nothing tagged is alive when it resolves (3 rounds)`, hopperWhy, async () => {
       for (let round = 1; round <= 3; round++) await forcedRound(how, round);
     }, watchdog(150_000));
   }
@@ -231,7 +227,7 @@ describe('C2/C3/C8: a setsid hopper ends with its host, its lease and its owner'
   }, watchdog(90_000));
 
   // proves C8
-  itWhere((hopperWhy || modelFinding) === '', 'a lease that runs out with no host attached: the hopper stops and nothing tagged is left', hopperWhy || modelFinding, async () => {
+  itWhere(hopperWhy === '', 'a lease that runs out with no host attached: the hopper stops and nothing tagged is left', hopperWhy, async () => {
     const t = useTag();
     const { env: runtimeEnv } = useRuntime(t);
     const { file, env } = hopperFor(t, runtimeEnv);

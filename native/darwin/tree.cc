@@ -728,13 +728,32 @@ LineageIds lineage_ids_of(int64_t pid) {
 // go on while each finds a new member (Visit::kMember): a bystander that
 // forks all the while (a shell loop of the host's) cannot keep the sweep
 // listing for ever, and a member's own fork during a round is at the head of
-// the next listing, which that round's new member makes happen.
+// the next listing, which that round's new member makes happen. They go on,
+// too, while a process the listing had alive (before the caller's entry: the
+// kernel's list of live processes, not its zombies) is gone or a zombie when
+// read, or goes while the caller checks it (Visit::kGone: its environment
+// could no longer be read): it may have forked after the listing and exited, and its child, a
+// member if it was one, is in the next listing only (a pid hopper that hops
+// between the listing and the read: then the walk would read nothing of it).
+// The last round, read whole with nothing gone and no new member, is what
+// makes the walk `settled`: every process alive at that listing was read
+// alive, so a member alive then was seen, and any member forked since has
+// a parent that was. "Nothing gone" counts only what could have been a
+// member (cordon.h: `gone_matters`): on a busy host, processes newer than the
+// anchor exit between a listing and their read all the time (200 trees
+// released together: each anchor lists the others' dying members), and a
+// process the caller already read and judged no member, or that this walk
+// passed by as older than the caller or not its to signal, forks no member.
+// Going alone lists again kGoneListings times at most; then the walk ends,
+// unsettled.
 //
 // Which processes: every user's for root; else those the caller may signal
 // (XNU's cansignal, kern_sig.c: the caller's real or effective uid is the
 // target's real or saved uid), which includes a setuid program a member
 // started. PROC_UID_ONLY would list by effective uid and miss it.
-int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit) {
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled,
+                              const std::function<bool(int64_t)>& gone_matters) {
+  if (settled) *settled = false;
   std::vector<int> pids;
   const uid_t euid = geteuid(), ruid = getuid();
   const int64_t self = getpid();
@@ -743,28 +762,86 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
     return euid == 0 || in.ruid == ruid || in.svuid == ruid || in.ruid == euid || in.svuid == euid;
   };
   std::set<std::pair<int64_t, uint64_t>> visited;
+  // Pids this walk read and passed by unvisited (older than the caller: no
+  // member; or not the caller's to signal): gone later, they had no member
+  // to fork either.
+  std::set<int64_t> passed;
   int n = 0;
   bool go_on = true;
+  int gone_listings = 0;  // listings made again because of going alone (kGoneListings at most)
+  // The last round's listing, the pids it read alive (or took as read), in
+  // its order, to the caller's entry (the anchor's walks: `since`).
+  std::vector<int> before, now;
   for (int round = 0; go_on && round < 8; round++) {
     int e = list_pids(PROC_ALL_PIDS, 0, pids);
     if (e != 0) return round == 0 ? -e : n;
     size_t fresh = 0;  // new members this round (Visit::kMember); others forking meanwhile do not count
-    for (int pid : pids) {
-      if (pid == self) {
-        if (since != 0) break;  // forked (and last exec'd) before the caller from here on
+    size_t gone = 0;   // listed alive, gone or a zombie when read, and possibly a member (the anchor's walks: `since`)
+    // A listing again is read whole only ahead of its tail that the last
+    // round read alive, in the same order: the kernel puts each fork and exec
+    // at the head, so the entries behind the first new one are the last
+    // listing's, still the same processes (a recycled pid is a new entry, at
+    // the head). Of the tail, only what could be a member is read again; what
+    // the caller judged none forks no member, and what it forked since is at
+    // the head. So a round reads what is new, not every process again (many
+    // trees on a host: each read is a system call, and every anchor walks).
+    size_t end = pids.size(), tail = pids.size();
+    if (since != 0) {
+      end = std::find(pids.begin(), pids.end(), static_cast<int>(self)) - pids.begin();
+      tail = end;
+      for (size_t j = before.size(); round > 0 && tail > 0;) {
+        size_t k = j;
+        while (k > 0 && before[k - 1] != pids[tail - 1]) k--;
+        if (k == 0) break;
+        j = k - 1;
+        tail--;
+      }
+    }
+    now.clear();
+    for (size_t at = 0; at < pids.size(); at++) {
+      int pid = pids[at];
+      if (at == end) break;  // (the caller's entry: forked, and last exec'd, before the caller from here on)
+      // Behind the new entries, one that the caller judged no member (or
+      // this walk passed by) is not read again; one that could be a member
+      // is (it may fork and exit after this listing: then it is gone).
+      if (at >= tail && (passed.count(pid) != 0 || (gone_matters && !gone_matters(pid)))) {
+        now.push_back(pid);
         continue;
       }
+      if (pid == self) continue;
       Info in;
-      if (pid <= 0 || !read_info(pid, false, in)) continue;  // zombies are not read
-      if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) continue;  // older: exec'd since
-      if (!may_signal(in)) continue;
+      if (pid <= 0) continue;
+      if (!read_info(pid, false, in)) {  // zombies are not read
+        // (Before the caller's entry: it was alive when listed.) Only one that
+        // could have been a member matters: the caller judged the others.
+        if (since != 0 && passed.count(pid) == 0 && (!gone_matters || gone_matters(pid))) gone++;
+        continue;
+      }
+      now.push_back(pid);
+      if (self_id != 0 && in.unique_id != 0 && in.unique_id < self_id) {  // older: exec'd since
+        passed.insert(pid);
+        continue;
+      }
+      if (!may_signal(in)) {
+        passed.insert(pid);
+        continue;
+      }
       if (!visited.insert({in.pid, in.start}).second) continue;  // (exec'd since it was visited)
       n++;
       Visit next = visit(identity(in));
       if (next == Visit::kMember) fresh++;
+      if (next == Visit::kGone) gone++;  // (exited while the caller checked it)
       if (!(go_on = next != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
-    if (fresh == 0) break;  // no member was forked (or found) since the last listing
+    before.swap(now);
+    if (!go_on) break;
+    if (fresh == 0 && gone == 0) {
+      if (settled) *settled = true;
+      break;  // no member was forked (or found) since the last listing, and nothing listed that could be one went
+    }
+    // Going alone lists again a few times only; then the walk ends unsettled
+    // (its caller walks again later: cordon.h, kGoneListings).
+    if (fresh == 0 && ++gone_listings > kGoneListings) break;
   }
   return n;
 }

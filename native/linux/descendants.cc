@@ -325,7 +325,9 @@ constexpr int64_t kFreshProbes = 4096;
 //      while the cursor moves (bounded); a gap too wide to probe, or no
 //      cursor to read, is read from the directory again (a few times at most).
 // A process is visited once per walk.
-int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit) {
+int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Member&)>& visit, bool* settled,
+                              const std::function<bool(int64_t)>& /*gone_matters: macOS only*/) {
+  if (settled) *settled = false;
   DIR* d = opendir("/proc");
   if (!d) return -errno;
   uid_t uid = geteuid();
@@ -411,6 +413,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
   }
   internal::skip_if_outside(dirfd(d), not_members);
   closedir(d);
+  if (settled) *settled = go_on;
   return n;
 }
 

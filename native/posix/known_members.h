@@ -33,6 +33,9 @@ class KnownMembers {
     auto known = members_.find(p.pid);
     return known != members_.end() && known->second.start_time == p.start_time;
   }
+  // Whether a member remembered has this pid (whatever its start: for a
+  // process gone when read, whose start can no longer be read).
+  bool knows_pid(int64_t pid) const { return members_.count(pid) != 0; }
   // The members remembered that are still that same live process (a stat
   // read each, no walk), each marked from_snapshot; those gone are forgotten.
   std::vector<Member> alive();

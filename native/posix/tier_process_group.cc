@@ -281,13 +281,18 @@ class ProcessGroupTier : public Tier {
     // Daemons the root's children started, orphaned outside the group. If
     // nothing of the tree was left when it began (the group empty, the
     // members known outside it gone) and it found nothing, this sweep is the
-    // one before quiescence too: a short command's end costs one sweep.
+    // one before quiescence too: a short command's end costs one sweep. Not
+    // once a member was found outside the group (the members known then may
+    // be gone because one forked and exited: a pid hopper), nor when the
+    // sweep did not settle (a process it listed was gone when read, and may
+    // have forked after the listing: cordon.h, visit_sweepable_processes):
+    // then quiescent() walks again, as it does for such a tree.
     std::vector<Member> found;
     if (!ending) {
       bool nothing_left = group_empty() && known_.alive().empty();
       found = sweep([](Member& m) { m.command = cordon::command_line(m.pid); });
       for (auto& m : sweep_mid_exec()) found.push_back(m);
-      swept_empty_ = found.empty() && nothing_left;
+      swept_empty_ = found.empty() && nothing_left && !found_outside_ && swept_settled_;
       trace("root exit: the sweep found %zu marked member(s) outside the group%s", found.size(),
             swept_empty_ ? "; nothing was left of the tree" : "");
     }
@@ -325,12 +330,19 @@ class ProcessGroupTier : public Tier {
     // Where marked members outside the group were ever found, one walk that
     // misses them is no proof (one that forks and exits every few
     // milliseconds can be between two pids as the walk passes): a few walks.
-    bool none = true;
+    // Each must have settled (cordon.h: its last listing read whole, every
+    // process in it alive when read): one that did not may have missed a
+    // child forked after its listing, so it is no proof, and the tree is not
+    // quiescent yet (the loop asks again).
+    bool none = true, settled = true;
     int walks = 0;
-    for (; none && walks < (found_outside_ ? kQuietWalks : 1); walks++) none = sweep().empty();
-    trace("quiescence: %d walk(s), %s", walks, none ? "none found" : "a marked member found");
-    if (none) return true;
-    // Found while forcing: the next round stops and kills it, freeze first.
+    for (; none && settled && walks < (found_outside_ ? kQuietWalks : 1); walks++) {
+      none = sweep().empty();
+      settled = swept_settled_;
+    }
+    trace("quiescence: %d walk(s), %s", walks, !none ? "a marked member found" : settled ? "none found" : "none found, not settled");
+    if (none && settled) return true;
+    // Found (or not settled) while forcing: the next round freezes and kills again.
     if (host_.termination().forcing()) frozen_ = false;
     return false;
   }
@@ -562,6 +574,7 @@ class ProcessGroupTier : public Tier {
     // Unclaimed processes with a parent id: the walk goes newest first, so a
     // child is read before a parent that it finds to be a member.
     std::vector<Member> unclaimed;
+    std::map<int64_t, size_t> unclaimed_at;  // (by pid)
     auto claim = [&](const Member& listed) {
       Member p = listed;
       p.from_snapshot = true;
@@ -586,11 +599,24 @@ class ProcessGroupTier : public Tier {
         return Visit::kMember;
       }
       if (!known_.lineage().parent_known(listed) && !readings_.marked(listed, walk)) {
-        if (listed.parent_unique_id != 0 || listed.parent_id_version != 0) unclaimed.push_back(listed);
+        if (listed.parent_unique_id != 0 || listed.parent_id_version != 0) {
+          unclaimed_at[listed.pid] = unclaimed.size();
+          unclaimed.push_back(listed);
+        }
+        if (walk.went) return Visit::kGone;  // (it may have forked a member meanwhile: cordon.h)
         return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
       }
       claim(listed);
       return Visit::kMember;
+    }, &swept_settled_, [&](int64_t pid) {
+      // A listed process gone when read: it could have been a member unless
+      // this walk or the last read it and judged it none (unmarked, or
+      // withheld and not tied by lineage), and it was not claimed since: a
+      // member remembered, or one whose parent this walk found to be one.
+      if (pid == pin_) return false;
+      if (known_.knows_pid(pid) || !readings_.judged(pid, walk)) return true;
+      auto at = unclaimed_at.find(pid);
+      return at != unclaimed_at.end() && known_.lineage().parent_known(unclaimed[at->second]);
     });
     if (rc < 0) trace("sweep: %s", strerror(-rc));
     known_.lineage().settle(unclaimed, claim);
@@ -609,12 +635,14 @@ class ProcessGroupTier : public Tier {
   // remembered, a marked one, a child of a stopped one) is SIGSTOPped as it
   // is found (a stopped process forks no more; on Linux a process-directed
   // signal also aborts a fork in progress), and walks go on until one finds
-  // nothing new; then everything stopped gets SIGKILL (and SIGCONT). Every
+  // nothing new and settles (cordon.h, visit_sweepable_processes: nothing it
+  // listed was gone when read, so no member's fork after the listing is
+  // missing from it); then everything stopped gets SIGKILL (and SIGCONT). Every
   // signal goes through signal_member, which checks the (pid, start)
   // identity first (and on Linux pins it with a pidfd): a recycled pid is
   // never signalled. The group itself has had its SIGKILL before this.
   // Bounded: walks end at `until`, and what is stopped by then is killed (the
-  // next round goes on). Returns true when a walk found nothing new.
+  // next round goes on). Returns true when a walk found nothing new and settled.
   bool freeze_outside(int64_t until) {
     std::map<int64_t, Member> frozen;
     // Each member is tried once: one that cannot be stopped (EPERM) does not
@@ -625,7 +653,7 @@ class ProcessGroupTier : public Tier {
       m.from_snapshot = true;
       int rc = cordon::signal_member(getpid(), group_, m, SIGSTOP, host_.pidfd());
       if (rc == 0) frozen[m.pid] = m;
-      else trace("freeze: SIGSTOP %lld: %d", static_cast<long long>(m.pid), rc);
+      trace("freeze: SIGSTOP %lld (parent %lld): %d", static_cast<long long>(m.pid), static_cast<long long>(m.ppid), rc);
       return true;  // (gone meanwhile: a child it forked may not be)
     };
     for (auto& m : known_.alive()) stop(m);
@@ -637,11 +665,15 @@ class ProcessGroupTier : public Tier {
       bool found = false;
       walk = MarkerReadings::Walk();
       readings_.mid_exec.clear();
+      bool settled = false;
       cordon::visit_sweepable_processes(since_, [&](const Member& listed) {
         if (listed.pid == pin_ || listed.pgid == group_) return Visit::kNext;  // the group had its SIGKILL
         bool member = known_.knows(listed) || frozen.count(listed.ppid) != 0 || known_.lineage().parent_known(listed) ||
                       readings_.marked(listed, walk);
-        if (!member) return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
+        if (!member) {
+          if (walk.went) return Visit::kGone;  // (it may have forked a member meanwhile: cordon.h)
+          return readings_.no_member(listed, walk) ? Visit::kNotMember : Visit::kNext;
+        }
         if (stop(listed)) {
           found = true;
           found_outside_ = true;
@@ -650,12 +682,20 @@ class ProcessGroupTier : public Tier {
           known_.remember(p);  // (after the stop: its command line is read while it holds still)
         }
         return now_ms() < until ? Visit::kMember : Visit::kStop;
+      }, &settled, [&](int64_t pid) {
+        // Gone when read: as in sweep(), unless judged no member (a member
+        // here is decided as it is read, with no lineage settled after).
+        if (pid == pin_) return false;
+        return frozen.count(pid) != 0 || known_.knows_pid(pid) || !readings_.judged(pid, walk);
       });
       readings_.keep(walk);
-      calm = !found;
+      // Calm: nothing new, and the walk settled (a process it listed that
+      // was gone when read may have forked a member after the listing).
+      calm = !found && settled;
     }
     for (auto& entry : frozen) {
-      cordon::signal_member_then_cont(getpid(), group_, entry.second, SIGKILL, host_.pidfd());
+      int rc = cordon::signal_member_then_cont(getpid(), group_, entry.second, SIGKILL, host_.pidfd());
+      if (rc != 0) trace("freeze: SIGKILL %lld: %d", static_cast<long long>(entry.first), rc);
     }
     trace("freeze: %zu member(s) outside the group stopped and killed, %d walk(s)%s", frozen.size(), walks,
           calm ? "" : ", out of time");
@@ -777,6 +817,7 @@ class ProcessGroupTier : public Tier {
   bool swept_terminating_ = false;
   bool swept_forcing_ = false;
   bool swept_empty_ = false;  // the root-exit sweep found nothing, and nothing was left
+  bool swept_settled_ = false;  // the last sweep's walk settled (cordon.h, visit_sweepable_processes)
   bool frozen_ = false;  // a forced round's freeze_outside ended with a walk that found nothing new
   bool found_outside_ = false;  // a sweep has found a member outside the group
 };

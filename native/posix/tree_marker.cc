@@ -53,6 +53,7 @@ std::string TreeMarker::entry(const char* outer) const {
 }
 
 bool MarkerReadings::marked(const Member& p, Walk& walk) {
+  walk.went = false;
   Key key{p.pid, p.start_time};
   if (unmarked_.count(key)) {
     walk.unmarked.insert(key);
@@ -69,11 +70,26 @@ bool MarkerReadings::marked(const Member& p, Walk& walk) {
     walk.withheld_new++;
     return false;
   }
-  if (rc != 0) return false;
+  if (rc != 0) {
+    walk.went = !cordon::same_process_alive(p.pid, p.start_time);
+    return false;
+  }
   if (marker_.carried_by(walk.env)) return true;
   if (!walk.env.empty()) walk.unmarked.insert(key);
   else mid_exec.push_back(p);
   return false;
+}
+
+bool MarkerReadings::judged(int64_t pid, const Walk& walk) const {
+  auto in_set = [pid](const std::set<Key>& keys) {
+    auto at = keys.lower_bound({pid, 0});
+    return at != keys.end() && at->first == pid;
+  };
+  auto in_map = [pid](const std::map<Key, std::string>& keys) {
+    auto at = keys.lower_bound({pid, 0});
+    return at != keys.end() && at->first.first == pid;
+  };
+  return in_set(walk.unmarked) || in_map(walk.withheld) || in_set(unmarked_) || in_map(withheld_);
 }
 
 void MarkerReadings::forget_gone(Walk& walk) {

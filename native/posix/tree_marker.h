@@ -72,6 +72,10 @@ class MarkerReadings {
     std::map<Key, std::string> withheld;
     size_t withheld_new = 0;
     std::string env;  // (the reading buffer)
+    // The last marked() could not read the process's environment and found
+    // it no longer the same live process: it went while it was read
+    // (Visit::kGone: a walk that saw that proves nothing of its children).
+    bool went = false;
   };
 
   // Whether `p` (not in the group, not known) carries the token.
@@ -81,6 +85,13 @@ class MarkerReadings {
   static bool no_member(const Member& p, const Walk& walk) {
     return p.parent_unique_id == 0 && walk.unmarked.count({p.pid, p.start_time}) != 0;
   }
+  // Whether a process on `pid` was read by `walk` or the walks before it
+  // (what is kept of them) and judged: its environment read whole without
+  // the token, or withheld by the kernel. By pid alone: for one gone when
+  // read (visit_sweepable_processes' `gone_matters`), whose start time can no
+  // longer be read. Not a verdict of membership by itself: the caller also
+  // asks whether such a process was claimed since (its lineage).
+  bool judged(int64_t pid, const Walk& walk) const;
   // After a sweep: what it saw is what is known (forgets the processes that are gone).
   void forget_gone(Walk& walk);
   // After a walk that may have stopped early (the forced stop's): added to what is known.

@@ -15,6 +15,7 @@
 //
 //   xnu-kernel <socket> [--release 15.4|13|11] [--platform <dirs>] [--stats <file>]
 //              [--mutate exec-reset|exec-head|orig-ppidversion|restrict]... [--third-party <program>]...
+//              [--log <file>]
 //
 // --release picks the XNU whose rules apply: 15.4 (xnu-11417: exec resets
 // the parent's unique id, p_orig_ppidversion is kept), 13 (xnu-8792: exec
@@ -23,7 +24,8 @@
 // are platform binaries (cs_restricted), ':'-separated; --third-party names
 // a program there that a Mac has from a third party (the Node that runs the
 // tests: Apple ships none). --mutate turns one
-// rule off (a check that the model's tests see it). On SIGTERM it writes
+// rule off (a check that the model's tests see it). --log writes every
+// event and every call's answer to <file>, timed (a race's record). On SIGTERM it writes
 // its counters to --stats and exits. Events lost (the socket's buffer full)
 // are counted, and fail the lane that started it.
 //
@@ -35,6 +37,7 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sys/resource.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -214,6 +217,23 @@ struct Proc {
 };
 
 std::unordered_map<int, Proc> g_procs;
+
+// --log <file>: every event and every answer, one line each, with the wall
+// clock in microseconds (the anchor's trace, CORDON_TRACE, uses the same
+// clock), to tell what the table held when a call was answered.
+FILE* g_log = nullptr;
+void log_line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_line(const char* fmt, ...) {
+  if (!g_log) return;
+  struct timeval tv;
+  gettimeofday(&tv, nullptr);
+  fprintf(g_log, "%lld.%06lld ", static_cast<long long>(tv.tv_sec), static_cast<long long>(tv.tv_usec));
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(g_log, fmt, ap);
+  va_end(ap);
+  fputc('\n', g_log);
+}
 uint64_t g_seq = 0;
 uint64_t g_nextuniqueid = 0;
 int32_t g_nextpidversion = 0;
@@ -442,14 +462,21 @@ void drain() {
       g_count.events++;
       switch (ev->what) {
         case proc_event::PROC_EVENT_FORK:
-          if (ev->event_data.fork.child_pid == ev->event_data.fork.child_tgid)  // a process, not a thread
+          if (ev->event_data.fork.child_pid == ev->event_data.fork.child_tgid) {  // a process, not a thread
             on_fork(ev->event_data.fork.parent_tgid, ev->event_data.fork.child_tgid);
+            log_line("fork %d %d (event at %llu ns)", ev->event_data.fork.parent_tgid, ev->event_data.fork.child_tgid,
+                     static_cast<unsigned long long>(ev->timestamp_ns));
+          }
           break;
         case proc_event::PROC_EVENT_EXEC:
           on_exec(ev->event_data.exec.process_tgid);
+          log_line("exec %d", ev->event_data.exec.process_tgid);
           break;
         case proc_event::PROC_EVENT_EXIT:
-          if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid) on_exit(ev->event_data.exit.process_tgid);
+          if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid) {
+            on_exit(ev->event_data.exit.process_tgid);
+            log_line("exit %d (event at %llu ns)", ev->event_data.exit.process_tgid, static_cast<unsigned long long>(ev->timestamp_ns));
+          }
           break;
         case proc_event::PROC_EVENT_UID:
         case proc_event::PROC_EVENT_GID:
@@ -964,7 +991,28 @@ Answer model_record(const Request& r) {
 }
 
 // (The events queued before a request was sent are drained first: main().)
+Answer answer_call(const Request& r);
+
 Answer answer(const Request& r) {
+  Answer a = answer_call(r);
+  if (g_log) {
+    std::string head;
+    if (r.op == xnu_model::kListPids && a.error == 0) {
+      size_t n = a.data.size() / sizeof(int);
+      head = " n=" + std::to_string(n) + " [";
+      for (size_t i = 0; i < n && i < 8; i++) {
+        int pid;
+        memcpy(&pid, a.data.data() + i * sizeof(int), sizeof pid);
+        head += (i ? " " : "") + std::to_string(pid);
+      }
+      head += "]";
+    }
+    log_line("call %d op %d pid %d a %u size %u -> err %d%s", r.caller, r.op, r.pid, r.a, r.size, a.error, head.c_str());
+  }
+  return a;
+}
+
+Answer answer_call(const Request& r) {
   bool by_flavor = r.op == xnu_model::kPidInfo || r.op == xnu_model::kListPids;
   g_count.calls[r.op & 15][by_flavor ? r.a & 31 : 0]++;
   switch (r.op) {
@@ -1041,6 +1089,9 @@ int main(int argc, char** argv) {
       }
     } else if (k == "--stats") {
       stats_path = v;
+    } else if (k == "--log") {
+      g_log = fopen(v.c_str(), "w");
+      if (g_log) setvbuf(g_log, nullptr, _IOFBF, 1 << 20);
     } else if (k == "--mutate") {
       g_mutations.insert(v);
     } else if (k == "--third-party") {
@@ -1158,6 +1209,7 @@ int main(int argc, char** argv) {
     }
   }
   drain();
+  if (g_log) fclose(g_log);
   if (!stats_path.empty()) {
     if (FILE* f = fopen(stats_path.c_str(), "w")) {
       fprintf(f, "%s\n", stats_json().c_str());
