@@ -219,14 +219,17 @@ describe(`warm anchors, ${tier} tier`, () => {
         `await spawn('true', []).result;
          console.log('REPORT {}');
          process.stdin.resume();
-         ${ending === 'exit' ? "setTimeout(() => process.exit(0), 500);" : 'setInterval(() => {}, 1000);'}`,
+         ${ending === 'exit' ? "process.on('SIGUSR2', () => process.exit(0));" : ''}
+         setInterval(() => {}, 1000);`,
         t.env,
       );
       await host.report;
       const hostPid = host.child.pid!;
       const warm = await warmReady(hostPid);
       if (tier === 'cgroup') for (const a of warm) expect(cgroupOfAnchor(a), `${a}'s cgroup, made ahead of need`).toBeDefined();
-      if (ending === 'SIGKILL') host.child.kill('SIGKILL');
+      // (An exit told once its warm anchor is seen: a fixed delay could end
+      // the host before its anchor is ready on a slow machine.)
+      host.child.kill(ending === 'SIGKILL' ? 'SIGKILL' : 'SIGUSR2');
       await within(host.exited, 10_000, 'the host to end', t.tag);
       await waitFor(() => !warm.some(alive), { timeout: 2000, what: `the warm anchors ${warm} to exit with their host`, watch: warm });
       if (tier === 'cgroup') await waitFor(() => warm.every((a) => cgroupOfAnchor(a) === undefined), { timeout: 2000, what: 'their cgroups to be removed' });
