@@ -262,7 +262,10 @@ LineageIds lineage_ids_of(int64_t pid);
 // walk's cost follows the tree, not the host nor the other trees on it. (macOS: its sweeps stop at the anchor's own place in the kernel's
 // list, newest first; each of its listings is a walk of every process in the
 // kernel, docs/xnu-model.md.)
-void skip_older_processes();
+// `start` (clock ticks since boot; 0: the anchor's own start) raises the
+// line once the tree's root exists: a warm anchor waited, and nothing started
+// meanwhile is a member.
+void skip_older_processes(uint64_t start = 0);
 
 // The live processes the caller may sweep for a tree's marker, the caller
 // excluded: those it may signal (its own user's; every user's when the

@@ -183,13 +183,13 @@ describe(`warm anchors, ${tier} tier`, () => {
       rmSync(dirA, { recursive: true, force: true });
       rmSync(dirB, { recursive: true, force: true });
     });
-    const show = 'echo "PID anchor $PPID"; echo "CWD $(pwd)"; echo "UMASK $(umask)"; echo "A=${WARM_A-unset} B=${WARM_B-unset}"; read line; echo "IN $line"';
+    const show = 'echo "PID anchor $PPID"; echo "CWD $(pwd)"; echo "UMASK $(umask)"; echo "A=${WARM_A-unset} B=${WARM_B-unset} W=${CORDON_WARM_ANCHOR-unset}"; read line; echo "IN $line"';
     const first = spawn('sh', ['-c', show], { env: { ...t.env, WARM_A: 'only-for-a' }, cwd: dirA });
     first.stdin!.end('first\n');
     const a = await collect(first, t.tag, { ready: /^IN /m });
     await within(first.result, 10_000, 'the first result', t.tag);
     expect(a.out.text).toContain(`CWD ${dirA}`);
-    expect(a.out.text).toContain('A=only-for-a B=unset');
+    expect(a.out.text).toContain('A=only-for-a B=unset W=unset');
 
     const ready = await warmReady(process.pid);
     const umask = process.umask(0o027);
@@ -206,7 +206,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(b.pids.anchor).not.toBe(a.pids.anchor);
     expect(b.out.text, 'its own working directory').toContain(`CWD ${dirB}`);
     expect(b.out.text, "the host's umask at the spawn, not at the anchor's start").toContain('UMASK 0027');
-    expect(b.out.text, 'its own environment, nothing of the first').toContain('A=unset B=only-for-b');
+    expect(b.out.text, 'its own environment, nothing of the first').toContain('A=unset B=only-for-b W=unset');
     expect(b.out.text, 'its own stdin').toContain('IN second');
     expect(b.out.text).not.toContain('first');
   });

@@ -218,7 +218,12 @@ function start(key: string, shape: Shape, ids: string, path: string, warmArgs: r
   resumeAllAtExit();
   shape.starting++;
   const gen = generation;
-  posixBinding().spawnWarmAnchor(path, [path, '--warm', ...warmArgs], [], [-2, -2, -2], (err, started) => {
+  // Its environment until the LAUNCH gives it the command's: one entry, not
+  // none. The process-group tier's sweeps read every process newer than their
+  // tree, a warm anchor waiting beside it (and its pin) among them, and take
+  // an empty environment for a process in the middle of an exec, read again
+  // for 30 ms (measured: 30 ms more at each warm tree's root exit).
+  posixBinding().spawnWarmAnchor(path, [path, '--warm', ...warmArgs], ['CORDON_WARM_ANCHOR=1'], [-2, -2, -2], (err, started) => {
     shape.starting--;
     if (err || !started) {
       debug('no warm anchor: %s', err?.message);

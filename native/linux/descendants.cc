@@ -116,9 +116,9 @@ void note_if_older(const ProcEntry& entry, const Stat& st) {
 
 }  // namespace internal
 
-void skip_older_processes() {
+void skip_older_processes(uint64_t start) {
   internal::Older& o = internal::older();
-  o.anchor_start = start_time_of(getpid());
+  o.anchor_start = start != 0 ? start : start_time_of(getpid());
   o.on = o.anchor_start != 0;
 }
 
