@@ -70,7 +70,7 @@ constexpr int kGroupSnapshotSteadyAfterMs = 5000;
 // after the group's SIGTERM (a walk of every process).
 constexpr int kGroupTermWalkMs = 250;
 // In the grace, how often the tier sweeps for the marker (the stat and the
-// environment of what started since the anchor: the costliest walk here).
+// environment of what started since the root: the costliest walk here).
 constexpr int kGroupTermSweepMs = 1000;
 // The forced stop's walks (freeze_outside) in one round of the loop: at most
 // this long (the anchor does nothing else meanwhile), then what they stopped
@@ -569,7 +569,7 @@ class ProcessGroupTier : public Tier {
   }
 
   // The sweep: every process the anchor may read (its user's; every user's
-  // for a root anchor; on Linux only those started since the anchor) whose
+  // for a root anchor; on Linux only those started since the root) whose
   // environment carries the token is remembered as a member, like one a
   // snapshot saw. Each is checked, and handed to `on_found`, as the walk
   // reads it, before the walk goes on: a process that forks and exits every
