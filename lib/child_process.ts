@@ -16,7 +16,7 @@ import { DEFAULT_WAIT_DELAY_MS } from './defaults.js';
 import { duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
-import { ContainedProcess, spawn as cordonSpawn } from './process.js';
+import { ContainedProcess, kOnCancel, spawn as cordonSpawn } from './process.js';
 import { launchOf, own, signalName, type Launch } from './child-process-options.js';
 
 export type {
@@ -183,8 +183,12 @@ class ContainedChildProcess extends EventEmitter {
     }
     this.stdio = [this.stdin, this.stdout, this.stderr];
     for (const stream of this.stdio) if (stream) ours.add(stream);
-    // A timeout or an abort stops the tree (cordon's timers, set first, fire first): killed, as Node says it.
-    const timer = launch.timeout > 0 ? setTimeout(() => this.stoppedByCordon(), launch.timeout).unref() : undefined;
+    // A timeout stops the tree (cordon's own timer): killed, as Node says it,
+    // from the moment cordon decides so, before any signal (a timer of this
+    // object's, set after cordon's, fired after the root's exit under qemu).
+    proc[kOnCancel] = (reason) => {
+      if (reason === 'timeout') this.stoppedByCordon();
+    };
     // As Node's: one listener on the signal, gone at the root's exit; an abort
     // after the exit is no error (kill() would send nothing). The abort stops
     // the whole tree as cordon's own signal option does (killSignal, then
@@ -198,10 +202,7 @@ class ContainedChildProcess extends EventEmitter {
     launch.signal?.addEventListener('abort', onAbort, { once: true });
     const unlisten = () => launch.signal?.removeEventListener('abort', onAbort);
     this.once('exit', unlisten);
-    this.once('close', () => {
-      clearTimeout(timer);
-      unlisten();
-    });
+    this.once('close', unlisten);
     proc.on('spawn', (pid) => {
       this.pid = pid;
       this.emit('spawn');

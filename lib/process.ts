@@ -82,7 +82,17 @@ export type StreamsFor<O> = [PtyOf<O>] extends [true | TerminalOption]
   ? { stdin: StreamAt<O['stdio' & keyof O], 0, Writable>; stdout: StreamAt<O['stdio' & keyof O], 1, Readable>; stderr: StreamAt<O['stdio' & keyof O], 2, Readable> }
   : { stdin: Writable; stdout: Readable; stderr: Readable };
 
+/**
+ * Internal (cordon/child_process, not exported by the package): called when
+ * the timeout or an abort makes cordon stop the tree, before any signal is
+ * sent, so `killed` is set by the decision itself rather than by a timer of
+ * the caller's racing the root's exit.
+ */
+export const kOnCancel = Symbol('cordon.onCancel');
+
 export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends EventEmitter<ContainedProcessEvents> implements AsyncDisposable, AsyncIterable<string> {
+  /** @internal cordon/child_process's hook: see kOnCancel. */
+  [kOnCancel]?: (reason: 'canceled' | 'timeout') => void;
   /** Unique within this host: how owners and UIs name the tree. */
   readonly id = `t${(++treeCounter).toString(36)}-${process.pid.toString(36)}`;
   readonly command: string;
@@ -236,6 +246,7 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
       return;
     }
     settlement.cancelReason = reason;
+    this[kOnCancel]?.(reason);
     debug('%s: %s, interrupt grace %d ms', this.command, reason, this.opts.interruptGrace);
     this.stopping.stop(this.opts.interruptGrace);
   }
