@@ -26,7 +26,7 @@ import { cgroupDirOf, treeCgroupDirs } from './helpers/cgroup.js';
 import { capture, repoRoot } from './helpers/fixtures.js';
 import { ensureDist, readReport } from './helpers/host.js';
 import { observer } from './helpers/observer.js';
-import { alive, readStat, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { alive, readStat, sameAlive, sleep, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
 import { missing } from './helpers/requirements.js';
 import { promised, watchdog } from './helpers/time.js';
@@ -274,6 +274,15 @@ describe(`warm anchors, ${tier} tier`, () => {
     const t = useTag();
     await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
     const killed = await warmReady(process.pid);
+    // Their children first (the process-group tier's pins): each ends with its
+    // anchor, whose death it sees, and nothing else would end it (it is not
+    // tagged). The cleanup, registered before the kill, SIGKILLs by pid one
+    // that is still the process seen here.
+    const pins = observer.list().filter((p) => killed.includes(p.ppid) && p.state !== 'Z').map((p) => ({ pid: p.pid, start: p.start }));
+    if (tier === 'process-group') expect(pins.length, `a pin under each warm anchor ${killed}`).toBe(killed.length);
+    onTestFinished(() => {
+      for (const p of pins) if (sameAlive(p.pid, p.start)) process.kill(p.pid, 'SIGKILL');
+    });
     for (const a of killed) process.kill(a, 'SIGKILL');
     // Waited for without yielding to the event loop, so the spawn below comes
     // before the host has heard of the deaths (its exit watch retires a dead
@@ -290,6 +299,7 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect((await within(cold.result, 10_000, 'the result', t.tag)).exitCode).toBe(0);
     expect(killed).not.toContain(c.pids.anchor);
     await waitFor(() => !killed.some(alive), { timeout: 2000, what: `the killed warm anchors ${killed} to be reaped` });
+    await waitFor(() => !pins.some((p) => sameAlive(p.pid, p.start)), { timeout: watchdog(2000), what: `the killed warm anchors' pins ${pins.map((p) => p.pid)} to end with them`, watch: pins.map((p) => p.pid) });
 
     const stopped = await warmReady(process.pid);
     for (const a of stopped) process.kill(a, 'SIGSTOP');

@@ -113,10 +113,23 @@ class ProcessGroupTier : public Tier {
       session_ = getpid();
     }
     own_group_ = getpgrp();
-    pid_t pin = ::fork();
-    if (pin < 0) {
+    // The pin's life line: the read end is the pin's only descriptor, the
+    // write end the anchor's alone (close-on-exec: a command forked later
+    // holds it only until its exec). EOF there is the anchor gone.
+    int life[2];
+    if (pipe(life) != 0) {
       what = "process-group";
       return -errno;
+    }
+    fcntl(life[0], F_SETFD, FD_CLOEXEC);
+    fcntl(life[1], F_SETFD, FD_CLOEXEC);
+    pid_t pin = ::fork();
+    if (pin < 0) {
+      int err = errno;
+      close(life[0]);
+      close(life[1]);
+      what = "process-group";
+      return -err;
     }
     if (pin == 0) {
       // The pin: no handler, no fd of interest; it only waits for its SIGKILL.
@@ -126,16 +139,24 @@ class ProcessGroupTier : public Tier {
       // SIGKILL) would make X again with the pin in it, an unreaped zombie
       // that keeps kill(-X, 0) answering "not empty" until QUIET, which
       // waits for X to be empty.
-      // It holds no descriptor either: not the control channel (a warm
-      // anchor's pin waits as long as the anchor does, and a host writing its
-      // LAUNCH to an anchor killed meanwhile must get EPIPE, not a pin that
-      // keeps the channel open), not the host's output.
+      // It holds no descriptor of the anchor's either: not the control
+      // channel (a warm anchor's pin waits as long as the anchor does, and a
+      // host writing its LAUNCH to an anchor killed meanwhile must get EPIPE,
+      // not a pin that keeps the channel open), not the host's output; only
+      // its life line, and it ends when the anchor is gone (killed, or
+      // exited without its release): a warm anchor's pin would otherwise
+      // outlive an anchor SIGKILLed while it waited.
       sigset_t all;
       sigfillset(&all);
       sigprocmask(SIG_SETMASK, &all, nullptr);
-      cordon::close_fds_from(0, -1);
-      for (;;) pause();
+      cordon::close_fds_from(0, life[0]);
+      char b;
+      while (read(life[0], &b, 1) < 0 && errno == EINTR) {
+      }
+      _exit(0);
     }
+    close(life[0]);
+    life_ = life[1];
     pin_ = pin;
     // X exists before the command is forked: the anchor makes it, moving its
     // own child (which has not exec'd, so the kernel allows it).
@@ -510,6 +531,8 @@ class ProcessGroupTier : public Tier {
 
   // Reaps the pin (a zombie by now, or killed here): the group id is free.
   void release_pin() {
+    if (life_ >= 0) close(life_);
+    life_ = -1;
     if (pin_ <= 0) return;
     kill(pin_, SIGKILL);
     int st;
@@ -799,6 +822,7 @@ class ProcessGroupTier : public Tier {
   int64_t own_group_ = 0;
   int64_t session_ = 0;  // the tree's session (the anchor's, when it could setsid()), or 0  // the anchor's own group, which the pin moves to
   pid_t pin_ = -1;         // pins group_'s id until QUIET
+  int life_ = -1;          // the write end of the pin's life line (contain())
   pid_t root_ = -1;
   int go_[2] = {-1, -1};
   bool group_termed_ = false;
