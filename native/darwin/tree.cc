@@ -779,7 +779,9 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
     size_t gone = 0;   // listed alive, gone or a zombie when read, and possibly a member (the anchor's walks: `since`)
     // A listing again is read whole only ahead of its tail that the last
     // round read alive, in the same order: the kernel puts each fork and exec
-    // at the head, so the entries behind the first new one are the last
+    // at the head (xnu-11417 kern_proc.c:2539, pinsertchild's LIST_INSERT_HEAD
+    // on allproc; proc_listpids copies allproc from its head, proc_info.c:405-470),
+    // so the entries behind the first new one are the last
     // listing's, still the same processes (a recycled pid is a new entry, at
     // the head). Of the tail, only what could be a member is read again; what
     // the caller judged none forks no member, and what it forked since is at

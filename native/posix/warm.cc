@@ -262,9 +262,10 @@ bool host_credentials_unchanged(int host) {
 #else
 namespace {
 
-// XNU: the credentials kern.proc.pid reports (kern_sysctl.c
+// XNU: the credentials kern.proc.pid reports (xnu-11417 kern_sysctl.c:1090-1101,
 // fill_user64_eproc: e_pcred's real ids, e_ucred's effective uid and its
-// group list, whose first entry is the effective gid), as one comparable
+// group list, whose first entry is the effective gid: kern_credential.c:2990,
+// "EGID is cr_groups[0]"), as one comparable
 // line; empty when they cannot be read (the process gone). Both sides are
 // read the same way: the anchor's own and the host's.
 std::string credential_line(pid_t pid) {

@@ -862,7 +862,8 @@ Answer proc_pid(const Request& r) {
   kp.kp_eproc.e_pcred.p_rgid = c.rgid;
   kp.kp_eproc.e_pcred.p_svgid = c.svgid;
   // (XNU's posix credential: the effective gid first, then the groups
-  // setgroups gave, NGROUPS in all.)
+  // setgroups gave, NGROUPS in all: xnu-11417 kern_sysctl.c:1099-1101,
+  // kern_credential.c:2990.)
   kp.kp_eproc.e_ucred.cr_groups[0] = c.egid;
   short n = 1;
   for (gid_t g : c.groups) {
