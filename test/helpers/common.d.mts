@@ -40,6 +40,8 @@ export function useProbe(probe: Probe): void;
 export function rememberIdentity(pid: number): number;
 export function renewIdentity(pid: number): number;
 export function forgetIdentities(): void;
+/** The process on `pid`, of start stamp `start` (from the probe or another observer), is the one the test knows there. */
+export function sameIdentity(pid: number, start: string): boolean;
 export function alive(pid: number): boolean;
 export function parsePids(text: string, onPid?: (pid: number, name: string) => void): Record<string, number>;
 export function survivors(watch: Watch): Survivor[];

@@ -178,6 +178,16 @@ export function forgetIdentities() {
 export function alive(pid) {
   const start = theProbe().start(pid);
   if (start === undefined) return false;
+  return sameIdentity(pid, start);
+}
+
+/**
+ * The process now on `pid`, whose start stamp is `start` (read by the probe
+ * or by an observer of the suite's own), is the one the test knows on that
+ * pid: true where no identity is kept, false where the pid was gone when the
+ * test first saw it (another process has it now).
+ */
+export function sameIdentity(pid, start) {
   const known = identities.get(pid);
   return known === undefined || known === start;
 }

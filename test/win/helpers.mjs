@@ -4,17 +4,19 @@
 // time (the addon's processStart(), an OpenProcess from this test process),
 // so a pid handed to another process is not taken for the one printed.
 // Every test registers a cleanup that TerminateProcess-es what it saw and is
-// still alive (never through cordon), and fails the test if it had to; every
-// wait is bounded. Liveness, identities, the waits and how output is read are
+// still alive (never through cordon), and fails the test if it had to; that
+// leak check also asks observe.exe (fixtures/observe.cc), a process of the
+// suite's own that shares no code with cordon and lists the system's running
+// processes another way (NtQuerySystemInformation). Every wait is bounded. Liveness, identities, the waits and how output is read are
 // the ones both suites share (../helpers/common.mjs); this file installs the
 // Windows probe for them.
 import assert from 'node:assert/strict';
-import { spawn as nodeSpawn } from 'node:child_process';
+import { spawn as nodeSpawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { alive, forgetIdentities, onLines, parsePids, pollUntil, promised, rememberIdentity, renewIdentity, sleep, useProbe, waitFor, waitGone, within } from '../helpers/common.mjs';
+import { alive, forgetIdentities, onLines, parsePids, pollUntil, promised, rememberIdentity, renewIdentity, sameIdentity, sleep, useProbe, waitFor, waitGone, within } from '../helpers/common.mjs';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const fixtures = join(here, 'fixtures');
@@ -58,7 +60,16 @@ export function track(ctx) {
     for (const p of procs) p.result?.catch(() => {});
     const seen = [...pids];
     await pollUntil(() => !seen.some(alive), SETTLE_MS, 50);
-    const left = seen.filter(alive);
+    // And in the independent observer's snapshot (a few, 500 ms apart: Wine
+    // ends processes asynchronously): a process the addon's probe calls gone
+    // and the system still lists is a leak all the same.
+    let listed = [];
+    for (let i = 0; i < 5 && !noObserveExe; i++) {
+      listed = observedAlive(seen);
+      if (listed.length === 0) break;
+      await sleep(500);
+    }
+    const left = [...new Set([...seen.filter(alive), ...listed])];
     for (const pid of left) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -190,6 +201,40 @@ export function nativeFixture(name) {
   const required = process.env.CORDON_WIN_REQUIRE_FIXTURES === '1';
   const skip = !required && !existsSync(exe) && `${name}.exe is built by .ci/windows.sh (mingw-w64) or the GitHub windows job (MSVC); not present here`;
   return { exe, skip };
+}
+
+/** test-bin/observe.exe (fixtures/observe.cc): the suite's own process observer. */
+export const { exe: observeExe, skip: noObserveExe } = nativeFixture('observe');
+if (noObserveExe) console.log(`# the leak checks ask the addon's probe alone: ${noObserveExe}`);
+
+/**
+ * The running processes as observe.exe lists them: one snapshot of the
+ * kernel's process list (NtQuerySystemInformation), taken in a process of its
+ * own that shares no code with cordon. A Map of pid to { ppid, start, name }
+ * (start: the creation time as processStart() gives it; '?' where the
+ * snapshot and GetProcessTimes gave none).
+ */
+export function observeProcesses() {
+  const r = spawnSync(observeExe, [], { encoding: 'utf8', timeout: 30000, windowsHide: true });
+  if (r.status !== 0 || !/^END \d+\r?$/m.test(r.stdout)) {
+    throw new Error(`observe.exe gave no snapshot (status ${r.status}${r.error ? `, ${r.error.message}` : ''}): ${r.stderr}`);
+  }
+  const listed = new Map();
+  for (const m of r.stdout.matchAll(/^(\d+) (\d+) (\d+|\?) (.*?)\r?$/gm)) listed.set(Number(m[1]), { ppid: Number(m[2]), start: m[3], name: m[4] });
+  return listed;
+}
+
+/**
+ * Of `pids`, the ones observe.exe's snapshot lists as the very process the
+ * test knew on that pid (its creation time; one it could not read counts as
+ * running).
+ */
+export function observedAlive(pids) {
+  const listed = observeProcesses();
+  return pids.filter((pid) => {
+    const p = listed.get(pid);
+    return p !== undefined && (p.start === '?' || sameIdentity(pid, p.start));
+  });
 }
 
 /** test-bin/pipe-dacl.exe (fixtures/pipe-dacl.cc). */

@@ -3,7 +3,7 @@
 // kill(), and the result is classified.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { alive, cordon, startTree, track, waitGone, within } from './helpers.mjs';
+import { alive, cordon, noObserveExe, observedAlive, startTree, track, waitGone, within } from './helpers.mjs';
 
 // proves C3, C6
 test('terminate() ends the root and its detached grandchildren', async (ctx) => {
@@ -13,8 +13,12 @@ test('terminate() ends the root and its detached grandchildren', async (ctx) => 
   assert.equal(proc.tier, 'job-object');
   const all = [pids.root, pids.gc0, pids.gc1];
   assert.ok(all.every(alive), 'the whole tree runs before terminate()');
+  // The suite's own observer (observe.exe, no code of cordon's) sees the
+  // whole tree too: its word on the stop below means something.
+  if (!noObserveExe) assert.deepEqual(observedAlive(all), all, 'observe.exe lists the whole tree before terminate()');
   await within(proc.terminate({ grace: 1000 }), 15000, 'terminate()', all);
   await waitGone(all, 2000);
+  if (!noObserveExe) assert.deepEqual(observedAlive(all), [], 'observe.exe lists none of the tree after terminate()');
   const result = await within(proc.result, 10000, 'result', all);
   assert.ok(['signal', 'exit'].includes(result.reason));
   assert.ok(result.signal === 'SIGKILL' || result.signal === 'SIGBREAK', `signal ${result.signal}`);
