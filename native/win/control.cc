@@ -217,7 +217,10 @@ class Anchor : public EndpointHost {
   // was refused without --best-effort (NOCONTAIN sent; nothing runs).
   bool set_limits() {
     if (!limits_asked(opts_)) return true;
-    DWORD err = job_.set_limits(opts_);
+    // A leased console program gets a console host of its own, in the job
+    // (launch.cc: CREATE_NO_WINDOW), which the process limit must not count.
+    const int console_hosts = leased() && opts_.pty_cols == 0 && win::console_program(opts_.path) ? 1 : 0;
+    DWORD err = job_.set_limits(opts_, console_hosts);
     if (!err || opts_.best_effort) return true;
     send(protocol::no_contain(win::errno_from(err), "limits"));
     return false;

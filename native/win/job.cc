@@ -108,12 +108,13 @@ DWORD Job::open(bool from_host, HANDLE port) {
   return err;
 }
 
-DWORD Job::set_limits(const Options& o) {
+DWORD Job::set_limits(const Options& o, int console_hosts) {
   win::JobLimits want;
   want.memory = o.memory;
-  want.processes = o.processes;
+  want.processes = o.processes > 0 ? o.processes + console_hosts : 0;
   want.cpu_quota_us = o.cpu_quota_us;
   DWORD err = win::set_job_limits(job_, want, limits_);
+  if (limits_.processes > 0) limits_.processes -= console_hosts;
   protocol::trace("limits: memory %lld processes %lld cpu %lld us/100ms accepted (error %lu)",
                   static_cast<long long>(limits_.memory), static_cast<long long>(limits_.processes),
                   static_cast<long long>(limits_.cpu_quota_us), err);

@@ -54,8 +54,11 @@ class Job {
   // still held: close() it).
   DWORD open(bool from_host, HANDLE port);
   // Sets the limits `o` asks for (traced): 0, or the first refusal's error;
-  // limits_report() says what the OS took.
-  DWORD set_limits(const Options& o);
+  // limits_report() says what the OS took. `console_hosts`: console hosts
+  // the job will hold beside the tree (a leased console root's conhost.exe,
+  // which counts toward the job's process limit and is no member): added to
+  // the process limit, and not to what limits_report() says.
+  DWORD set_limits(const Options& o, int console_hosts = 0);
   // Takes every limit set_limits set off the job (its tree limits stay):
   // best-effort drops the limits before it drops containment. Whether any
   // limit was there to drop.

@@ -145,7 +145,47 @@ std::wstring command_line(HANDLE process) {
   return std::wstring();
 }
 
+// The system's console host (%SystemRoot%\System32\conhost.exe): the
+// process Windows starts beside a console program that has no console to
+// share (a leased root, created with CREATE_NO_WINDOW; any member created
+// with a console of its own), as that program's child and so in its job. It
+// runs no code of the command's and ends with its last console client: a
+// member's, never a member itself. Only a system directory's copy counts, and
+// a user cannot put a program there.
+bool is_console_host(HANDLE process) {
+  static const std::wstring system_conhost = [] {
+    wchar_t dir[MAX_PATH];
+    UINT n = GetSystemDirectoryW(dir, MAX_PATH);
+    return n > 0 && n < MAX_PATH ? std::wstring(dir, n) + L"\\conhost.exe" : std::wstring();
+  }();
+  if (system_conhost.empty()) return false;
+  wchar_t image[MAX_PATH * 2];
+  DWORD size = sizeof image / sizeof image[0];
+  if (!QueryFullProcessImageNameW(process, 0, image, &size)) return false;
+  return CompareStringOrdinal(image, static_cast<int>(size), system_conhost.c_str(), static_cast<int>(system_conhost.size()), TRUE) == CSTR_EQUAL;
+}
+
 }  // namespace
+
+bool console_program(const std::wstring& path) {
+  HANDLE f = CreateFileW(path.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING, 0, nullptr);
+  if (f == INVALID_HANDLE_VALUE) return false;
+  // IMAGE_DOS_HEADER's e_lfanew, then the PE signature, IMAGE_FILE_HEADER
+  // (20 bytes) and the optional header's Subsystem (offset 68 in PE32 and PE32+).
+  auto read_at = [f](LONG at, void* buf, DWORD n) {
+    DWORD got = 0;
+    return SetFilePointer(f, at, nullptr, FILE_BEGIN) != INVALID_SET_FILE_POINTER && ReadFile(f, buf, n, &got, nullptr) && got == n;
+  };
+  IMAGE_DOS_HEADER dos;
+  DWORD signature = 0;
+  WORD subsystem = 0;
+  bool console = read_at(0, &dos, sizeof dos) && dos.e_magic == IMAGE_DOS_SIGNATURE && dos.e_lfanew > 0 &&
+                 read_at(dos.e_lfanew, &signature, sizeof signature) && signature == IMAGE_NT_SIGNATURE &&
+                 read_at(dos.e_lfanew + 4 + static_cast<LONG>(sizeof(IMAGE_FILE_HEADER)) + 68, &subsystem, sizeof subsystem) &&
+                 subsystem == IMAGE_SUBSYSTEM_WINDOWS_CUI;
+  CloseHandle(f);
+  return console;
+}
 
 int list_job(HANDLE job, std::vector<Member>& out) {
   out.clear();
@@ -161,7 +201,7 @@ int list_job(HANDLE job, std::vector<Member>& out) {
     BOOL in_job = FALSE;
     // The handle pins the process: if it is (still) in the job it is a member,
     // not a process that took over a recycled pid.
-    if (IsProcessInJob(h, job, &in_job) && in_job && WaitForSingleObject(h, 0) == WAIT_TIMEOUT) {
+    if (IsProcessInJob(h, job, &in_job) && in_job && WaitForSingleObject(h, 0) == WAIT_TIMEOUT && !is_console_host(h)) {
       Member m;
       m.pid = pid;
       m.state = 'R';

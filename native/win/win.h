@@ -43,7 +43,15 @@ int job_pids(HANDLE job, std::vector<DWORD>& out);
 // Members of `job`, each re-checked to be in the job through a handle opened
 // on its pid (a pid that was recycled after the listing is skipped), with
 // its command line (or image path when the command line cannot be read).
+// The system's console hosts in the job (conhost.exe, started beside a
+// console program without a console to share) are not members: left out.
 int list_job(HANDLE job, std::vector<Member>& out);
+
+// Whether the program at `path` is a console program (its PE header's
+// subsystem is IMAGE_SUBSYSTEM_WINDOWS_CUI): started without a console to
+// share, it gets a console host of its own (conhost.exe, its child). false
+// when the file cannot be read as a PE image.
+bool console_program(const std::wstring& path);
 
 // Number of live processes in the job, or a negative errno.
 int job_active(HANDLE job);
