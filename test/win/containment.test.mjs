@@ -1,13 +1,16 @@
 // C1/C2 on Windows: assignment failure in strict mode runs nothing and
-// rejects with ERR_CORDON_CONTAINMENT; best-effort runs with the weaker tier;
-// a recycled pid is never reached through an old tree.
+// rejects with ERR_CORDON_CONTAINMENT; best-effort runs with the weaker tier
+// (through the test build's hook, and for real inside a job with UI
+// restrictions); a recycled pid is never reached through an old tree.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { tmpdir } from 'node:os';
-import { alive, anchorExe, anchorReport, cordon, existsSync, join, pkgDir, readPids, renewIdentity, sleep, spawnChild, track, treeArgs, underWine, waitGone, within } from './helpers.mjs';
+import { alive, anchorExe, anchorReport, cordon, existsSync, fixtures, join, nativeFixture, pkgDir, readPids, renewIdentity, sleep, spawnChild, track, treeArgs, underWine, waitGone, within } from './helpers.mjs';
 
-// Wine nests every job and Windows 8+ nests almost every job, so a real
-// assignment failure cannot be produced on demand: CORDON_TEST_FAIL_ASSIGN=1
+// Wine nests every job and Windows 8+ nests almost every job (not one under
+// a job with UI restrictions: the test after these produces that for real on
+// Windows), so under Wine a real assignment failure cannot be produced on
+// demand: CORDON_TEST_FAIL_ASSIGN=1
 // (read by a test build of cordon-anchor.exe only, one compiled with
 // CORDON_TEST_HOOKS) makes AssignProcessToJobObject's failure path run with
 // the command created suspended, as a host inside a job that forbids nesting
@@ -69,6 +72,43 @@ test('best-effort with limits: a job that refuses the command only with the limi
   assert.equal(result.coverage, 'complete', JSON.stringify(result));
   assert.equal(result.limits.applied, false, JSON.stringify(result.limits));
   assert.deepEqual(result.limits.accepted, [], 'the result says no limit stayed on the job');
+});
+
+// The assignment failure for real, with the release anchor as well as a
+// test build: a host inside a job with UI restrictions (in-job.exe --ui, as
+// a service or a sandbox may run it), under which Windows nests no job
+// ("neither job sets UI limits": Microsoft, Nested Jobs), so the anchor's
+// AssignProcessToJobObject of the command fails. Wine 8 nests it all the
+// same (measured: both trees contained, job-object): there the test asserts
+// that, so a Wine that starts refusing is seen too.
+const { exe: inJobExe, skip: noInJob } = nativeFixture('in-job');
+const JOB_OBJECT_UILIMIT_HANDLES = 0x1;
+
+// proves C1, C11
+test('a host in a job with UI restrictions (Windows nests no job under it): strict rejects ERR_CORDON_CONTAINMENT before the command ran; best-effort runs it with the weaker tier, coverage partial', { skip: noInJob }, async (ctx) => {
+  const t = track(ctx);
+  const marker = join(t.tmp(), 'ran');
+  const host = spawnChild(inJobExe, ['--ui', JOB_OBJECT_UILIMIT_HANDLES.toString(16), '0', process.execPath, join(fixtures, 'ui-job-host.mjs'), marker], {
+    env: { ...process.env, CORDON_PKG: pkgDir },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.add(host.pid);
+  let out = '';
+  host.stdout.on('data', (d) => (out += d));
+  const code = await within(new Promise((resolve) => host.on('exit', resolve)), 60000, 'the host in its job to finish', [host.pid]);
+  assert.equal(code, 0, out);
+  const r = JSON.parse(/^RESULT (.+)$/m.exec(out)?.[1] ?? 'null');
+  assert.ok(r, `no RESULT line: ${out}`);
+  if (underWine) {
+    assert.deepEqual(r.strict, { tier: 'job-object', coverage: 'complete', exitCode: 0 }, 'Wine nests the job: contained');
+    assert.equal(existsSync(marker), true, 'under Wine the strict command ran');
+    assert.deepEqual(r.bestEffort, { tier: 'job-object', coverage: 'complete', exitCode: 0 });
+    return;
+  }
+  assert.equal(r.strict.code, 'ERR_CORDON_CONTAINMENT', JSON.stringify(r.strict));
+  assert.equal(r.strict.launchFailure, true, JSON.stringify(r.strict));
+  assert.equal(existsSync(marker), false, 'the strict command never ran');
+  assert.deepEqual(r.bestEffort, { tier: 'process-handle', coverage: 'partial', exitCode: 0 }, 'best-effort: the weaker tier, which says it sees the root alone');
 });
 
 // The release anchor: the one npm builds, without CORDON_TEST_HOOKS. Under
