@@ -156,6 +156,15 @@ export const MUTANTS = [
     project: 'subreaper',
   },
   {
+    id: 'recycled-pid-unchecked-pg',
+    what: "Linux, process-group tier: signalling a member does not check its start time (a leftover's recycled pid is signalled; the leftover reaped by a subreaper above the host)",
+    file: 'native/linux/pinned_signal.cc',
+    search: '  if (st.start != member.start_time) return false;  // recycled pid',
+    replace: '  if (st.start != member.start_time && false) return false;  // recycled pid',
+    tests: ['test/pid-reuse.test.ts'],
+    project: 'process-group',
+  },
+  {
     id: 'lease-length-ignored',
     what: "leases: the lease's length ignored after the host is gone (the tree ends 100 ms later)",
     file: 'native/posix/anchor.cc',

@@ -8,10 +8,16 @@
 // when writable, else by cycling pids; see helpers/pids.ts). Where another
 // process takes the freed pid first, the scenario starts over within the
 // test's watchdog: that is a missed setup, never a failure of C2.
-import { describe, expect, it, type TestContext } from 'vitest';
+import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, onTestFinished, type TestContext } from 'vitest';
 import { spawn, type ContainedProcess } from '../lib/index.js';
+import { fixtureProgram } from './helpers/compiled.js';
+import { capture } from './helpers/fixtures.js';
 import { occupyFreedPid, PidOutOfReachError, stillOccupied, type Occupant } from './helpers/pids.js';
-import { alive, readStat, sameAlive, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { alive, killPids, readStat, sameAlive, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { missing } from './helpers/requirements.js';
+import { subreaperAvailable, subreaperUnknown } from './helpers/subreaper.js';
 import { caps, itWhere, tier } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
 import { collectResult } from './helpers/trees.js';
@@ -53,6 +59,64 @@ async function withOccupant<S extends { proc: ContainedProcess; target: number }
     if (!(err instanceof PidOutOfReachError)) throw err;
     console.log(`skipped: ${err.message}`);
     ctx.skip(err.message);
+  }
+}
+
+/** Why no subreaper can be put above a host here (undefined: one can). */
+function reaperWhy(): string | undefined {
+  if (process.platform !== 'linux') return 'a subreaper above the host is Linux\'s (PR_SET_CHILD_SUBREAPER)';
+  const unknown = missing('cc') ?? subreaperUnknown();
+  if (unknown) return unknown;
+  return subreaperAvailable() ? undefined : 'PR_SET_CHILD_SUBREAPER is refused here (an emulator), so no subreaper can be put above the host';
+}
+
+interface ReapedScenario {
+  host: ChildProcess & { out: ReturnType<typeof capture> };
+  s: number;
+  sStart: string;
+}
+
+/**
+ * The scenario where the tier leaves orphans to whoever reaps them: a host
+ * (fixtures/reuse-host.mjs) run below a subreaper of the test's own
+ * (`cordon-fixture reaper`), whose tree leaves s (`sleep 300`) and b
+ * (`sleep 1`); b exits, the subreaper reaps it, and an unrelated process is
+ * put on b's freed pid (withOccupant's retries, skip and checks). The host
+ * and everything tagged are SIGKILLed by the test's cleanup.
+ */
+async function withReapedOccupant(ctx: TestContext, t: Tagged): Promise<{ scenario: ReapedScenario; target: number; occ: Occupant }> {
+  const hostScript = fileURLToPath(new URL('./fixtures/reuse-host.mjs', import.meta.url));
+  const start = async (): Promise<{ scenario: ReapedScenario; target: number }> => {
+    const child = spawnChild(fixtureProgram(), ['reaper', process.execPath, hostScript], { env: t.env, stdio: ['pipe', 'pipe', 'inherit'] });
+    const host = Object.assign(child, { out: capture(child.stdout!) });
+    onTestFinished(() => killPids([child.pid!, ...Object.values(host.out.pids())]));
+    await within(host.out.until(/^PID host \d+$/m, watchdog(20_000)), watchdog(20_000), 'the host below the subreaper to start', t.tag);
+    await within(host.out.until(/^READY$/m, watchdog(20_000)), watchdog(20_000), 'the host below the subreaper to print READY', t.tag);
+    const { 'tree.s': s, 'tree.b': b } = host.out.pids();
+    const bStart = readStat(b!)?.start;
+    expect(alive(s!)).toBe(true);
+    // b exits on its own and the subreaper reaps it: its pid is free.
+    await waitFor(() => reaped(b!, bStart), { timeout: 5000, what: `leftover ${b} to exit and be reaped by the subreaper`, watch: [b!] });
+    return { scenario: { host, s: s!, sStart: readStat(s!)!.start }, target: b! };
+  };
+  try {
+    const { scenario, occ, misses } = await occupyFreedPid({
+      setup: start,
+      teardown: async (sc) => {
+        sc.host.stdin!.write('kill\nexit\n');
+        await within(new Promise((resolve) => sc.host.once('exit', resolve)), 10_000, 'the host whose freed pid another process took to exit', t.tag);
+      },
+      env: { ...t.env, CORDON_TEST_UNRELATED: '1' },
+      timeout: SETUP_MS,
+    });
+    if (misses.length > 0) console.log(`set up again after ${misses.length} missed attempt(s):\n${misses.join('\n')}`);
+    expect(readStat(occ.pid)?.ppid, 'the occupant is no child of the subreaper').not.toBe(scenario.host.pid);
+    return { scenario, target: occ.pid, occ };
+  } catch (err) {
+    if (!(err instanceof PidOutOfReachError)) throw err;
+    console.log(`skipped: ${err.message}`);
+    ctx.skip(err.message);
+    throw err;
   }
 }
 
@@ -113,8 +177,31 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
   for (const method of ['terminate', 'kill'] as Method[]) {
     const title = `${method}() after a leftover exited and its pid was reused never signals the new process`;
     if (!reapsOrphans) {
-      // proves nothing of the contract: the skipped stand-in of the next test where the tier does not reap orphans (empty)
-      it.skip(`${title} [skipped: ${NO_REAPING}]`, () => {});
+      const why = reaperWhy();
+      if (why) {
+        // proves nothing of the contract: the skipped stand-in of the next test where no subreaper can be put above the host (empty)
+        it.skip(`${title} (reaped by a subreaper above the host) [skipped: ${NO_REAPING}, and ${why}]`, () => {});
+        continue;
+      }
+      // proves C2, C9
+      it(`${title}: the leftover reaped by a subreaper above the host (cordon-fixture reaper), as an init that reaps would`, { timeout: TEST_MS }, async (ctx) => {
+        const t = useTag();
+        const { scenario, target: b, occ } = await withReapedOccupant(ctx, t);
+        const { host, s, sStart } = scenario;
+        expect(stillOccupied(occ)).toBe(true);
+        host.stdin!.write(`${method}\n`);
+        await within(host.out.until(new RegExp(`^(DONE|FAILED) ${method}`, 'm'), 10_000), 10_000, `${method}() on the old handle (in the host)`, t.tag);
+        expect(host.out.text, `the host's ${method}()`).toMatch(new RegExp(`^DONE ${method}$`, 'm'));
+        expect(sameAlive(s, sStart), `leftover ${s} after ${method}()`).toBe(false);
+        expect(stillOccupied(occ), `the unrelated process on the leftover's old pid ${b} (${occ.how})`).toBe(true);
+        host.stdin!.write(`${other(method)}\n`);
+        await within(host.out.until(new RegExp(`^(DONE|FAILED) ${other(method)}`, 'm'), 10_000), 10_000, `${other(method)}() after ${method}()`, t.tag);
+        expect(stillOccupied(occ)).toBe(true);
+        await endOccupant(occ, t);
+        // The host exits, and with nothing left below it, the subreaper.
+        host.stdin!.write('exit\n');
+        await within(new Promise((resolve) => (host.exitCode !== null ? resolve(undefined) : host.once('exit', resolve))), 10_000, 'the host and its subreaper to exit', t.tag);
+      });
       continue;
     }
     // proves C2, C9
