@@ -80,7 +80,8 @@ interface ReapedScenario {
  * The scenario where the tier leaves orphans to whoever reaps them: a host
  * (fixtures/reuse-host.mjs) run below a subreaper of the test's own
  * (`cordon-fixture reaper`), whose tree leaves s (`sleep 300`) and b
- * (`sleep 1`); b exits, the subreaper reaps it, and an unrelated process is
+ * (`setsid sleep 1`, known to the process-group tier by pid and start time
+ * alone); b exits, the subreaper reaps it, and an unrelated process is
  * put on b's freed pid (withOccupant's retries, skip and checks). The host
  * and everything tagged are SIGKILLed by the test's cleanup.
  */
@@ -171,7 +172,9 @@ describe(`pid reuse (C2), ${tier} tier`, () => {
 
   // A leftover's pid is freed only if someone reaps it: the anchor in a tier
   // that reaps orphans. Elsewhere it goes to init, which on some hosts (this
-  // one's pid 1 included) never reaps it.
+  // one's pid 1 included) never reaps it; there the host runs below a
+  // subreaper of the test's own (withReapedOccupant), which reaps it as an
+  // init that reaps would.
   const reapsOrphans = caps.guarantees.reapsOrphans;
   const NO_REAPING = `the ${tier} tier does not reap orphans, so a leftover's pid is freed only when init reaps it; "a tier that does not reap orphans says so" checks capabilities()`;
   for (const method of ['terminate', 'kill'] as Method[]) {
