@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Mutation testing of the suite (#47): does it notice when a core behaviour
 // breaks? Each mutant below is one small change to the product (a file, a
-// text found there exactly once, its replacement) and the test files and
-// project the contract names for it. One at a time, in a scratch copy of
+// text found there exactly once, its replacement; `also`: more such edits
+// made together with it, for a behaviour that two checks guard) and the test
+// files and project the contract names for it. One at a time, in a scratch copy of
 // this checkout's HEAD (never the working tree), the mutant is applied, the
 // native code rebuilt where a native file changed (node-gyp build: only the
 // changed file is recompiled, build/ having been copied with its times) and
@@ -154,6 +155,22 @@ export const MUTANTS = [
     replace: '  if (st.start != member.start_time && false) return false;  // recycled pid',
     tests: ['test/pid-reuse.test.ts'],
     project: 'subreaper',
+  },
+  {
+    id: 'recycled-pid-unchecked-both-pg',
+    what: "Linux, process-group tier: neither check of a known member's start time (the snapshot's liveness check and the signal's), so a leftover's recycled pid is signalled",
+    file: 'native/linux/pinned_signal.cc',
+    search: '  if (st.start != member.start_time) return false;  // recycled pid',
+    replace: '  if (st.start != member.start_time && false) return false;  // recycled pid',
+    also: [
+      {
+        file: 'native/posix/known_members.cc',
+        search: '    if (!cordon::same_process_alive(it->second.pid, it->second.start_time)) {',
+        replace: '    if (false && !cordon::same_process_alive(it->second.pid, it->second.start_time)) {',
+      },
+    ],
+    tests: ['test/pid-reuse.test.ts'],
+    project: 'process-group',
   },
   {
     id: 'recycled-pid-unchecked-pg',
@@ -343,13 +360,17 @@ async function main() {
     // (A copy whose build/ is older than its sources rebuilds them once here.)
     if (!(await build(dir, 'native/', log))) throw new Error('mutants: the unmutated copy does not build');
     for (const m of chosen) {
-      const path = join(dir, m.file);
-      const original = readFileSync(path, 'utf8');
-      const count = original.split(m.search).length - 1;
+      // The mutant's edit, and those it makes together with it (`also`).
+      const edits = [m, ...(m.also ?? [])].map((e) => {
+        const path = join(dir, e.file);
+        const original = readFileSync(path, 'utf8');
+        return { ...e, path, original, count: original.split(e.search).length - 1 };
+      });
       const row = { m, verdict: '', ms: 0, failed: [], baseline: '' };
       rows.push(row);
-      if (count !== 1) {
-        row.verdict = `stale (text found ${count} times)`;
+      const stale = edits.find((e) => e.count !== 1);
+      if (stale) {
+        row.verdict = `stale (text found ${stale.count} times${stale === edits[0] ? '' : ` in ${stale.file}`})`;
         log(`mutants: ${m.id}: ${row.verdict}`);
         continue;
       }
@@ -359,9 +380,11 @@ async function main() {
         log(`mutants: ${m.id}: baseline ${row.baseline}`);
       }
       const t0 = Date.now();
-      writeFileSync(path, original.replace(m.search, m.replace));
+      for (const e of edits) writeFileSync(e.path, e.original.replace(e.search, e.replace));
       try {
-        if (!(await build(dir, m.file, log))) {
+        let built = true;
+        for (const kind of new Set(edits.map((e) => (e.file.startsWith('native/') ? 'native/' : e.file)))) built = built && (await build(dir, kind, log));
+        if (!built) {
           row.verdict = 'no build';
         } else {
           const r = await runTests(dir, m, args, 'mutant');
@@ -369,7 +392,7 @@ async function main() {
           row.failed = r.failed;
         }
       } finally {
-        writeFileSync(path, original);
+        for (const e of edits) writeFileSync(e.path, e.original);
       }
       row.ms = Date.now() - t0;
       log(`mutants: ${m.id}: ${row.verdict} (${Math.round(row.ms / 1000)} s)${row.failed.length ? `: ${row.failed.slice(0, 3).join('; ')}` : ''}`);
