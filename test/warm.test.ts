@@ -113,11 +113,16 @@ function cgroupOfAnchor(anchor: number): string | undefined {
   return treeCgroupDirs().find((d) => basename(d).startsWith(`cordon-${anchor}-`));
 }
 
-/** A host of the test's own (node, the built package): runs `script`, prints REPORT <json>, then waits to be ended. */
-function startHost(script: string, env: NodeJS.ProcessEnv) {
+/**
+ * A host of the test's own (node, the built package): runs `script`, prints
+ * REPORT <json>, then waits to be ended. `ownGroup`: it leads a process group
+ * of its own (a kill of that group reaches nothing of this worker's).
+ */
+function startHost(script: string, env: NodeJS.ProcessEnv, ownGroup = false) {
   const child = spawnChild(process.execPath, ['--input-type=module', '-e', `const { spawn } = await import(${JSON.stringify(join(repoRoot, 'dist', 'index.js'))});\n${script}`], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: ownGroup,
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   onTestFinished(() => {
@@ -144,7 +149,10 @@ describe(`warm anchors, ${tier} tier`, () => {
     const ready = await warmReady(process.pid);
     for (const a of ready) expect(readlinkSync(`/proc/${a}/cwd`), `the waiting anchor ${a} holds no directory of the host's`).toBe('/');
     const cgroupsBefore = new Map(ready.map((a) => [a, cgroupOfAnchor(a)]));
-    if (tier === 'cgroup') for (const [a, dir] of cgroupsBefore) expect(dir, `the warm anchor ${a} made its cgroup before any command`).toBeDefined();
+    // The cgroup tier: a waiting anchor makes the tree's cgroup only once its
+    // LAUNCH came (it is still in the host's process group: a kill of that
+    // group would leave the cgroup behind).
+    if (tier === 'cgroup') for (const [a, dir] of cgroupsBefore) expect(dir, `the warm anchor ${a} waits without a cgroup`).toBeUndefined();
 
     // The process-group tier: each waiting anchor leads a session of its own already.
     const sessionsBefore = new Map(ready.map((a) => [a, readStat(a)?.sid]));
@@ -156,7 +164,6 @@ describe(`warm anchors, ${tier} tier`, () => {
     const { pids } = await collect(proc, t.tag);
     expect(ready, "the command is a warm anchor's child").toContain(pids.anchor);
     const warm = pids.anchor!;
-    const cgroupBefore = cgroupsBefore.get(warm);
     if (tier === 'process-group') {
       const root = readStat(pids.root!);
       const orphan = readStat(pids.orphan!);
@@ -167,11 +174,15 @@ describe(`warm anchors, ${tier} tier`, () => {
     } else {
       await waitFor(() => readStat(pids.orphan!)?.ppid === warm, { timeout: 5000, what: `the orphan ${pids.orphan} to be reparented to the anchor ${warm}`, watch: t.tag });
     }
-    if (tier === 'cgroup') expect(cgroupDirOf(pids.root!), 'the tree runs in the cgroup the anchor made before it').toBe(cgroupBefore);
+    if (tier === 'cgroup') {
+      const made = cgroupOfAnchor(warm);
+      expect(made, `the cgroup the warm anchor ${warm} made at the LAUNCH`).toBeDefined();
+      expect(cgroupDirOf(pids.root!), 'the tree runs in it, from its first instruction (born there)').toBe(made);
+    }
     await within(proc.kill(), 10_000, 'kill()', t.tag);
     await waitGone(t, 2000);
     await waitFor(() => !alive(warm), { timeout: 5000, what: `the anchor ${warm} to exit with its tree`, watch: [warm] });
-    if (tier === 'cgroup') await waitFor(() => cgroupOfAnchor(warm) === undefined, { timeout: 5000, what: `${cgroupBefore} to be removed` });
+    if (tier === 'cgroup') await waitFor(() => cgroupOfAnchor(warm) === undefined, { timeout: 5000, what: `the cgroup of ${warm} to be removed` });
   });
 
   // proves C1
@@ -211,9 +222,10 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(b.out.text).not.toContain('first');
   });
 
-  for (const ending of ['SIGKILL', 'exit'] as const) {
+  const endings = { SIGKILL: 'is SIGKILLed', exit: 'exits', group: "is SIGKILLed with its process group (its waiting warm anchor is still in it)" } as const;
+  for (const ending of ['SIGKILL', 'exit', 'group'] as const) {
     // proves C1, C8
-    itWhere(applies, `a host that ${ending === 'SIGKILL' ? 'is SIGKILLed' : 'exits'} takes its warm anchor (and its cgroup) with it`, why, async () => {
+    itWhere(applies, `a host that ${endings[ending]} takes its warm anchor with it, and no cgroup is left`, why, async () => {
       const t = useTag();
       const host = startHost(
         `await spawn('true', []).result;
@@ -222,17 +234,26 @@ describe(`warm anchors, ${tier} tier`, () => {
          ${ending === 'exit' ? "process.on('SIGUSR2', () => process.exit(0));" : ''}
          setInterval(() => {}, 1000);`,
         t.env,
+        ending === 'group',
       );
       await host.report;
       const hostPid = host.child.pid!;
       const warm = await warmReady(hostPid);
-      if (tier === 'cgroup') for (const a of warm) expect(cgroupOfAnchor(a), `${a}'s cgroup, made ahead of need`).toBeDefined();
+      // (A waiting anchor makes no cgroup: it makes it once its LAUNCH came.)
+      if (tier === 'cgroup') for (const a of warm) expect(cgroupOfAnchor(a), `${a} waits without a cgroup`).toBeUndefined();
       // (An exit told once its warm anchor is seen: a fixed delay could end
       // the host before its anchor is ready on a slow machine.)
-      host.child.kill(ending === 'SIGKILL' ? 'SIGKILL' : 'SIGUSR2');
+      if (ending === 'group') {
+        // Nobody is left to clean up: the host dies with its anchor (a
+        // harness's or a terminal's kill of the group).
+        // (The process-group tier's waiting anchor leads a session of its own
+        // already: the kill misses it, and its host's death ends it.)
+        if (tier !== 'process-group') for (const a of warm) expect(readStat(a)?.pgid, `the waiting anchor ${a} in its host's group`).toBe(hostPid);
+        process.kill(-hostPid, 'SIGKILL');
+      } else host.child.kill(ending === 'SIGKILL' ? 'SIGKILL' : 'SIGUSR2');
       await within(host.exited, 10_000, 'the host to end', t.tag);
       await waitFor(() => !warm.some(alive), { timeout: 2000, what: `the warm anchors ${warm} to exit with their host`, watch: warm });
-      if (tier === 'cgroup') await waitFor(() => warm.every((a) => cgroupOfAnchor(a) === undefined), { timeout: 2000, what: 'their cgroups to be removed' });
+      if (tier === 'cgroup') expect(warm.filter((a) => cgroupOfAnchor(a) !== undefined), 'a cgroup of theirs').toEqual([]);
     });
   }
 
@@ -255,10 +276,9 @@ describe(`warm anchors, ${tier} tier`, () => {
     const { warm } = (await retiring.report) as { warm: number[] };
     const hostPid = retiring.child.pid!;
     expect(warmAnchors(hostPid).map((w) => w.pid).sort(), 'the warm anchors, seen waiting').toEqual([...warm].sort());
-    if (tier === 'cgroup') for (const a of warm) expect(cgroupOfAnchor(a), `${a}'s cgroup`).toBeDefined();
+    if (tier === 'cgroup') for (const a of warm) expect(cgroupOfAnchor(a), `${a} waits without a cgroup`).toBeUndefined();
     await waitFor(() => !warm.some(alive), { timeout: 15_000, what: `the idle warm anchors ${warm} to be retired and reaped`, watch: warm });
     expect(alive(hostPid), 'while its host runs on').toBe(true);
-    if (tier === 'cgroup') await waitFor(() => warm.every((a) => cgroupOfAnchor(a) === undefined), { timeout: 2000, what: 'their cgroups to be removed' });
     await end(retiring);
 
     const none = startHost(
@@ -300,6 +320,9 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect((await within(cold.result, 10_000, 'the result', t.tag)).exitCode).toBe(0);
     expect(killed).not.toContain(c.pids.anchor);
     await waitFor(() => !killed.some(alive), { timeout: 2000, what: `the killed warm anchors ${killed} to be reaped` });
+    // Killed while they waited (as a kill of the host's process group, which
+    // they are still in, would kill them), they leave no cgroup behind.
+    if (tier === 'cgroup') expect(killed.filter((a) => cgroupOfAnchor(a) !== undefined), 'a cgroup of a killed warm anchor').toEqual([]);
     await waitFor(() => !pins.some((p) => sameAlive(p.pid, p.start)), { timeout: watchdog(2000), what: `the killed warm anchors' pins ${pins.map((p) => p.pid)} to end with them`, watch: pins.map((p) => p.pid) });
 
     const stopped = await warmReady(process.pid);

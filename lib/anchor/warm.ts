@@ -1,7 +1,9 @@
 // Warm anchors (Linux): an anchor started ahead of need, so that spawn()
 // does not wait for one to start. Its own arguments say only its tier
-// (native/posix/warm.h); it contains itself (its cgroup made, a subreaper)
-// and waits. spawn() hands it the command (LAUNCH: the arguments a cold
+// (native/posix/warm.h); it contains itself (a subreaper; in the cgroup
+// tier the tree's cgroup is made once the LAUNCH came: a waiting anchor is
+// still in the host's process group, and a kill of that group would leave a
+// cgroup made ahead of need behind) and waits. spawn() hands it the command (LAUNCH: the arguments a cold
 // anchor gets, the environment, the stdio as descriptors); the next one is
 // started once that anchor has launched the command (READY), while it runs.
 //
@@ -242,8 +244,9 @@ function start(key: string, shape: Shape, ids: string, path: string, warmArgs: r
 }
 
 /**
- * A warm anchor of the cgroup tier that died (killed) could not remove the
- * cgroup it made ahead of need, beside the host's own: empty, it goes here.
+ * A warm anchor of the cgroup tier that died (killed) after its LAUNCH could
+ * not remove the cgroup it made then, beside the host's own: ended (its
+ * members killed) and removed here.
  */
 function removeCgroupOf(pid: number): void {
   const parent = hostCgroupDir();

@@ -107,11 +107,22 @@ class Anchor : public anchor::TierHost {
     // LAUNCH names the command's.
     if (chdir("/") != 0) trace("chdir /: %s", strerror(errno));
     holding_ = true;
-    bool contained = contain();
+    // What a tier makes of the system's (the cgroup tier's cgroup) is made
+    // once the LAUNCH came: a waiting anchor is still in its host's process
+    // group, and a kill of that group (a terminal's, a harness's
+    // `kill -9 -<pgid>`) would leave it behind, empty, until another
+    // anchor's sweep.
+    const bool early = tiers_.empty() || tiers_.front()->contains_while_waiting();
+    bool contained = early && contain();
     warm::Launch request;
     bool launched = wait_for_launch(request);
     holding_ = false;
     if (launched) launched = take(request);
+    if (launched && !early) {
+      holding_ = true;  // (what it reports comes after NOCWD, as above)
+      contained = contain();
+      holding_ = false;
+    }
     if (launched) launched = enter_cwd();
     if (!launched) {
       if (contained) tier_->release();

@@ -81,6 +81,10 @@ class Tier {
   // Whether a tier is left to fall back to (--best-effort, --fallback): a
   // tier may then fall back by itself later (the cgroup tier, at the fork).
   virtual void allow_fallback(bool allowed) { (void)allowed; }
+  // Whether a warm anchor contains (contain()) before its LAUNCH, while it
+  // waits in its host's process group: not where that makes something a
+  // kill of that group would leave behind (the cgroup tier's cgroup).
+  virtual bool contains_while_waiting() const { return true; }
   // The tree's process group (GROUP, and what list_tree and signal_member
   // take), or 0.
   virtual int64_t group() const { return 0; }

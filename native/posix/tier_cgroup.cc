@@ -106,6 +106,9 @@ class CgroupTier : public TierWrapper {
     return rc;
   }
 
+  // A warm anchor makes its cgroup once its LAUNCH came (anchor.cc, run_warm).
+  bool contains_while_waiting() const override { return false; }
+
   // With a fallback left, a command that cannot be born in the cgroup runs
   // in the subreaper tier instead (READY says so).
   void allow_fallback(bool allowed) override { may_fall_back_ = allowed; }
