@@ -25,7 +25,7 @@
 // first failing tests, and --baseline shows whether they pass unmutated.
 import { execFileSync } from 'node:child_process';
 import { runInGroup } from './lib/run-group.mjs';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -340,7 +340,37 @@ async function runTests(dir, m, args, tag) {
   const r = m.model
     ? await run('bash', ['.ci/darwin-model.sh', report, '--project', m.project, ...m.tests], dir, args.timeoutMin * 60_000)
     : await run('npx', ['vitest', 'run', '--project', m.project, '--reporter=json', `--outputFile=${report}`, ...m.tests], dir, args.timeoutMin * 60_000);
+  const left = killScratchPrograms(dir);
+  if (left.length > 0) process.stderr.write(`mutants: ${m.id}: SIGKILLed ${left.length} process(es) still running a program of the scratch copy: ${left.join(', ')}\n`);
   return { ...r, failed: r.code === 0 ? [] : r.timedOut ? [`(timed out after ${args.timeoutMin} min)`] : failedTests(report) };
+}
+
+/**
+ * SIGKILLs every process running a program of the scratch copy (its
+ * cordon-anchor above all), by pid, and returns their pids. A mutant that
+ * breaks the stop can leave its anchor running after its tests, untagged
+ * (a warm anchor's environment is its own): seen once, a mutated anchor
+ * still retrying its stop 52 minutes later.
+ */
+function killScratchPrograms(dir) {
+  const killed = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let exe;
+    try {
+      exe = readlinkSync(`/proc/${name}/exe`);
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    if (!exe.startsWith(`${dir}/`)) continue;
+    try {
+      process.kill(Number(name), 'SIGKILL');
+      killed.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return killed;
 }
 
 async function main() {
