@@ -1,7 +1,10 @@
 // A warm anchor (POSIX; the host uses it on Linux): an anchor the host
 // starts ahead of need, with only its tier (`cordon-anchor --warm --tier T
 // [--fallback] [--best-effort] [--trace FILE]`). It establishes containment
-// (its cgroup made, a subreaper) before any command exists, then waits for
+// before any command exists (a subreaper, or the process-group tier's
+// session, at once; the cgroup tier's cgroup once the LAUNCH came, since a
+// waiting anchor is still in its host's process group, whose kill would
+// leave a cgroup behind), then waits for
 // its one LAUNCH, which carries what a cold anchor gets when it is started:
 // its arguments (the same list, `-- PATH ARGV0 ...` included), the command's
 // environment, and the command's stdio as three descriptors (SCM_RIGHTS).
