@@ -83,12 +83,15 @@ test('best-effort with limits: a job that refuses the command only with the limi
 // that, so a Wine that starts refusing is seen too.
 const { exe: inJobExe, skip: noInJob } = nativeFixture('in-job');
 const JOB_OBJECT_UILIMIT_HANDLES = 0x1;
+// Kill-on-close: the test's cleanup ends in-job.exe by pid, and its job's
+// close then ends the host inside too, whatever cordon did.
+const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000;
 
 // proves C1, C11
 test('a host in a job with UI restrictions (Windows nests no job under it): strict rejects ERR_CORDON_CONTAINMENT before the command ran; best-effort runs it with the weaker tier, coverage partial', { skip: noInJob }, async (ctx) => {
   const t = track(ctx);
   const marker = join(t.tmp(), 'ran');
-  const host = spawnChild(inJobExe, ['--ui', JOB_OBJECT_UILIMIT_HANDLES.toString(16), '0', process.execPath, join(fixtures, 'ui-job-host.mjs'), marker], {
+  const host = spawnChild(inJobExe, ['--ui', JOB_OBJECT_UILIMIT_HANDLES.toString(16), JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE.toString(16), process.execPath, join(fixtures, 'ui-job-host.mjs'), marker], {
     env: { ...process.env, CORDON_PKG: pkgDir },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
