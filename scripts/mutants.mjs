@@ -267,6 +267,15 @@ export const MUTANTS = [
     project: 'process-group',
     model: true,
   },
+  {
+    id: 'pty-hangup-once',
+    what: "a terminal's stop sends SIGHUP once: no second hang-up for a root that outlives the first (an interactive bash can lose it)",
+    file: 'native/posix/anchor.cc',
+    search: 'if (!hangup_again_pending() || t - terminate_started_ < kHangupAgainMs) return;',
+    replace: 'return;',
+    tests: ['test/pty.test.ts'],
+    project: 'subreaper',
+  },
 ];
 
 function parseArgs(argv) {

@@ -176,6 +176,25 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     await waitGone(t, promised(1000));
   });
 
+  // proves C13, C3
+  it("a root that outlives the first SIGHUP gets the terminal's hang-up again, once, 250 ms later: ended by SIGHUP, not the grace's SIGKILL", async () => {
+    const t = useTag();
+    // The first SIGHUP is taken by a trap that then restores the default (so
+    // does an interactive bash lose one, between its check for a caught signal
+    // and its wait for input); only a second one ends this root.
+    const proc = spawn('sh', ['-c', 'trap "echo HUP-ONE; trap - HUP" HUP; echo READY; while :; do sleep 0.05; done'], { pty: true, env: t.env });
+    const out = capture(proc.stdout);
+    await within(out.until(/READY\r\n/), watchdog(10_000), 'the root to set its trap', t.tag);
+    const asked = Date.now();
+    await within(proc.terminate({ grace: 60_000 }), watchdog(15_000), 'terminate() to end the root by the second SIGHUP, well within its grace', t.tag);
+    const result = await within(proc.result, watchdog(5000), 'the result', t.tag);
+    expect(out.text, 'the first SIGHUP reached the trap').toMatch(/HUP-ONE/);
+    expect(result.signal, 'the root died of the second hang-up').toBe('SIGHUP');
+    // Not before 250 ms: the second is the hang-up's, not the first's twin.
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(240);
+    await waitGone(t, promised(1000));
+  });
+
   // proves C13, C4, C3
   it('a member that keeps the terminal after the root exits does not hold the result past waitDelay (C4); terminate() ends it', async () => {
     const t = useTag();

@@ -47,13 +47,18 @@ const why = process.platform !== 'linux'
  * start stamps.
  */
 function warmAnchors(host: number): Array<{ pid: number; start: string }> {
+  // One listing, then the command lines of the few processes that matter: the
+  // host's children, and the children of those that are anchors. (With the ps
+  // observer a command line is a run of ps: reading every process's took
+  // seconds, long enough, on a loaded machine, for a warm anchor to retire
+  // before it was read.) A warm anchor has no child but its pin (in the
+  // process-group tier a fork of itself, the same command line); an anchor
+  // with another child has launched its command.
   const all = observer.list();
   const isAnchor = (pid: number) => /cordon-anchor --warm/.test(observer.cmdline(pid));
-  // (In the process-group tier a waiting anchor has one child already, its
-  // pin: a fork of itself, the same command line.)
-  const parents = new Set(all.filter((p) => !isAnchor(p.pid)).map((p) => p.ppid));
   return all
-    .filter((p) => p.ppid === host && p.state !== 'Z' && !parents.has(p.pid) && isAnchor(p.pid))
+    .filter((p) => p.ppid === host && p.state !== 'Z' && isAnchor(p.pid))
+    .filter((a) => all.every((c) => c.ppid !== a.pid || isAnchor(c.pid)))
     .map((p) => ({ pid: p.pid, start: p.start }));
 }
 

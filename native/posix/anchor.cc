@@ -458,7 +458,31 @@ class Anchor : public anchor::TierHost {
     return no_children;
   }
 
-  void start_terminate(int grace_ms) { term_.start(grace_ms, now_ms()); }
+  void start_terminate(int grace_ms) {
+    int64_t t = now_ms();
+    if (term_.start(grace_ms, t)) terminate_started_ = t;
+  }
+
+  // A terminal's tree is asked to stop as a closing terminal does: SIGHUP,
+  // then, kHangupAgainMs later if its root still runs, SIGHUP to the root
+  // again, as the kernel's hangup of the terminal sends it after the
+  // emulator's own. Once is not enough for an interactive shell: bash (5.2,
+  // readline 8.2) checks for a caught signal and then waits for input in
+  // pselect() with the signal unblocked, so a SIGHUP handled between the two
+  // is lost and the shell waits for a key (seen: 1 stop in about 400, on a
+  // loaded machine, ended by the grace's SIGKILL). The root is this process's
+  // unreaped child: its pid cannot be another process's.
+  static constexpr int64_t kHangupAgainMs = 250;
+  bool hangup_again_pending() const {
+    return relay_.active() && opts_.polite_signal == SIGHUP && !hung_up_again_ && root_ > 0 && !root_exited_ &&
+           term_.active() && !term_.forcing();
+  }
+  void hangup_again(int64_t t) {
+    if (!hangup_again_pending() || t - terminate_started_ < kHangupAgainMs) return;
+    hung_up_again_ = true;
+    int rc = kill(root_, SIGHUP) == 0 ? 0 : -errno;
+    trace("SIGHUP to the root %lld again (the terminal's hangup): %d", static_cast<long long>(root_), rc);
+  }
 
   void step_terminate() {
     int64_t t = now_ms();
@@ -471,6 +495,7 @@ class Anchor : public anchor::TierHost {
       }
     }
     tier_->step_terminate(t);
+    hangup_again(t);
   }
 
   // Leftovers are reported as what was killed: the list at the root's exit
@@ -622,6 +647,11 @@ class Anchor : public anchor::TierHost {
         // SIGCHLD wakes the loop at once; the timeout (the tier's) only paces
         // re-walks for members forked meanwhile, and meets the grace deadline.
         timeout = tier_->terminate_wait_ms(now_ms());
+        if (hangup_again_pending()) {
+          int64_t left = terminate_started_ + kHangupAgainMs - now_ms();
+          if (left < 0) left = 0;
+          if (timeout < 0 || left < timeout) timeout = static_cast<int>(left);
+        }
       } else if (root_exited_ && !released_sent_) {
         timeout = tier_->held_output_wait_ms(now_ms() - root_exited_at_);
       } else {
@@ -827,6 +857,8 @@ class Anchor : public anchor::TierHost {
   bool done_ = false;      // the host said DONE: it has the result
   std::vector<std::string> sent_;
   int64_t root_exited_at_ = 0;
+  int64_t terminate_started_ = 0;  // when the stop began (start_terminate)
+  bool hung_up_again_ = false;     // hangup_again: sent
   std::vector<FileId> watched_;
   // Members signal_one has given the polite signal.
   std::set<std::pair<int64_t, uint64_t>> termed_;
