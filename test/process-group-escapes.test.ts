@@ -195,6 +195,70 @@ describe('C2/C3: the forced stop ends a setsid hopper that ignores the polite si
   }
 });
 
+// A forker outside the group (setsid), with an empty environment (nothing
+// marks it or its children: only lineage makes them members), that ignores
+// the polite signals and keeps eight children alive, each for 2 ms: at any
+// moment some of its children are younger than the anchor's last walk. Killed
+// before it is stopped, it orphans them: out of the group, unmarked and no
+// longer below a member, they are out of the tier's sight. The forced stop
+// stops it first (SIGSTOP), so its children keep their parent until the walk
+// finds them. A child that finds itself orphaned while it lives writes its
+// pid to <file>.orphans and stays (cordon-fixture forkring). In the cgroup
+// and subreaper tiers the orphans are still the tree's (the subreaper tier
+// takes them in): they are ended all the same.
+describe('C2/C3: the forced stop freezes before it kills: a forker outside the group with no marker leaves no orphan', () => {
+  const ROUNDS = 5;
+  // proves C3, C2
+  itWhere(hopperWhy === '', `terminate() with a 300 ms grace: no orphaned child of the forker outlives it (${ROUNDS} rounds)`, hopperWhy, async () => {
+    for (let round = 1; round <= ROUNDS; round++) {
+      const t = useTag();
+      const dir = hopperDir('cordon-forkring-');
+      const file = hopperFile(dir, 'ring');
+      // Its pids, read from the file, are the only way to find an orphan (it
+      // carries no tag): each one left alive is SIGKILLed by pid if it still
+      // runs the fixture (the stop file, made by hopperFile's cleanup, ends
+      // it too).
+      onTestFinished(() => {
+        for (const pid of orphansOf(file)) if (observer.cmdline(pid).includes(file)) killQuietly(pid);
+      });
+      const proc = spawn('sh', ['-c', 'trap "" TERM HUP INT; env -i "$1" forkring "$2" --setsid --lifetime 60 & wait', 'sh', fixtureProgram(), file], {
+        env: t.env,
+        stdio: ['ignore', 'ignore', 'ignore'],
+      });
+      proc.result.catch(() => undefined);
+      await within(proc.started, watchdog(10_000), 'the root to start', t.tag);
+      await beatsAfter(file, 0, 200, `round ${round}: the forker to run`, t);
+      await within(proc.terminate({ grace: 300 }), watchdog(15_000), `round ${round}: terminate() to resolve`, t.tag);
+      const at = size(file);
+      await sleep(300);
+      expect(size(file), `round ${round}: the forker still forks after terminate() resolved`).toBe(at);
+      const left = orphansOf(file).filter((pid) => observer.cmdline(pid).includes(file));
+      expect(left, `round ${round}: orphaned children of the forker alive after terminate() resolved (${orphansOf(file).length} orphaned in all)`).toEqual([]);
+      expect(taggedByWalks(t), `round ${round}: tagged processes after terminate() resolved`).toBe('(none)');
+      writeFileSync(`${file}.stop`, '');
+    }
+  }, watchdog(150_000));
+});
+
+/** The pids a forkring's orphaned children wrote to `<file>.orphans`. */
+function orphansOf(file: string): number[] {
+  let text = '';
+  try {
+    text = readFileSync(`${file}.orphans`, 'utf8');
+  } catch {
+    return [];
+  }
+  return text.split('\n').filter(Boolean).map(Number);
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
+
 describe('C2/C3: a setsid hopper is stopped', () => {
   for (const how of ['terminate()', 'kill()', 'an AbortSignal'] as const) {
     // proves C3
