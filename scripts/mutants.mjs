@@ -276,6 +276,22 @@ export const MUTANTS = [
     tests: ['test/pty.test.ts'],
     project: 'subreaper',
   },
+  {
+    id: 'pty-kept-open',
+    what: 'the terminal released (no process holds it), the anchor keeps a copy of it open: a member could open it again',
+    file: 'native/posix/pty_relay.cc',
+    search: '      trace("terminal released (%s)", n == 0 ? "EOF" : strerror(errno));\n      close_fd(master_);',
+    replace: '      trace("terminal released (%s)", n == 0 ? "EOF" : strerror(errno));\n      (void)!dup(master_);\n      close_fd(master_);',
+    also: [
+      {
+        file: 'native/posix/pty_relay.cc',
+        search: '  trace("terminal released (%s)", errno == 0 ? "EOF" : strerror(errno));\n  close_fd(master_);',
+        replace: '  trace("terminal released (%s)", errno == 0 ? "EOF" : strerror(errno));\n  (void)!dup(master_);\n  close_fd(master_);',
+      },
+    ],
+    tests: ['test/pty.test.ts'],
+    project: 'cgroup',
+  },
 ];
 
 function parseArgs(argv) {

@@ -6,7 +6,7 @@
 // terminal started (setsid, double fork, nohup, a tmux server), the host's
 // SIGKILL ends it all within 1 s, and a member that keeps the terminal open
 // after the root exits does not hold the result past waitDelay (C4).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -21,7 +21,7 @@ import { alive, useTag, waitFor, waitGone, within, type Tagged } from './helpers
 import { has, missing } from './helpers/requirements.js';
 import { escapePromised, itWhere, orphanedEscapee, tier, xnu, type Escape } from './helpers/tier.js';
 import { killHost, spawnLeased, useRuntime } from './helpers/lease.js';
-import { promised, watchdog } from './helpers/time.js';
+import { LOAD_ALLOWANCE_MS, promised, watchdog } from './helpers/time.js';
 
 /** An interactive bash on a terminal: its output so far, and typing into it. */
 /** The polite signal spawn() would use with these options. */
@@ -202,15 +202,75 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     // test lets it; it ignores SIGHUP (from its fork on: the root ignores it
     // first), which the root's exit sends to the terminal's foreground group
     // where the root leads the terminal's session.
-    const proc = spawn('sh', ['-c', 'trap "" HUP; sleep 320 & echo "PID s $!"; exit 0'], { pty: true, env: t.env, waitDelay: 500, leftovers: 'keep' });
+    // The root's last act is to print the time (ms) it exits at (GNU date's
+    // %N; where date has none, node's clock): the wait delay is timed from it.
+    const proc = spawn('sh', ['-c', 'trap "" HUP; sleep 320 & echo "PID s $!"; echo "EXIT $("$1" -e "process.stdout.write(String(Date.now()))")"; exit 0', 'sh', process.execPath], { pty: true, env: t.env, waitDelay: 1000, leftovers: 'keep' });
+    const settledAt = proc.result.then(() => Date.now(), () => Date.now());
     const out = capture(proc.stdout);
     const result = await within(proc.result, watchdog(10_000), 'the result', t.tag);
+    const exitAt = Number(/^EXIT (\d+)\r$/m.exec(out.text)?.[1]);
+    const elapsed = (await settledAt) - exitAt;
+    // The promise, waitDelay after the root's exit, plus this machine's
+    // measured allowance: a wait delay 50% too long fails (on an idle machine).
+    expect(elapsed, `settled after the root's exit (ms; allowance ${LOAD_ALLOWANCE_MS} ms)`).toBeLessThanOrEqual(promised(1000));
+    expect(elapsed, 'waited for the wait delay before giving up (ms)').toBeGreaterThanOrEqual(1000 - 20);
     expect(result.exitCode).toBe(0);
     expect(result.waitDelayExceeded).toBe(true);
     expect(result.leftoversKept).toBe(true);
     const s = Number(/^PID s (\d+)\r$/m.exec(out.text)?.[1]);
     expect(alive(s), 'the kept member still holds the terminal').toBe(true);
     expect(result.leftovers.map((l) => l.pid)).toContain(s);
+    await within(proc.terminate({ grace: 1000 }), watchdog(10_000), 'terminate() to resolve', t.tag);
+    await waitGone(t, promised(3000));
+  });
+
+  // proves C13
+  it('once no process has the terminal open, the anchor closes it: a member that let go of it cannot open it again', async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-pty-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    // The member (node): it ignores the hang-up the root's exit sends the
+    // terminal's foreground group, notes its terminal (the path, and the
+    // device's change time, which a terminal made later on the same number
+    // has newer), lets go of it, then waits (kept: leftovers 'keep') for the
+    // test's go, given once the result says the terminal is released; then it
+    // tries to open that path again (read only, no controlling terminal: a
+    // pty made since on that number, another program's, is not disturbed)
+    // and writes what came of it. Its tag is in its environment: the test's
+    // cleanup ends it by tag.
+    const member = `
+      const fs = require('node:fs');
+      process.on('SIGHUP', () => {});
+      const [dir, path] = process.argv.slice(1);
+      const ctime = fs.fstatSync(1, { bigint: true }).ctimeNs;
+      // (fs, not console: a stdout stream on a terminal has libuv open it again.)
+      fs.writeSync(1, 'MEMBER ' + process.pid + ' ' + path + '\\n');
+      for (const fd of [0, 1, 2]) fs.closeSync(fd);
+      const tick = setInterval(() => {
+        if (!fs.existsSync(dir + '/go')) return;
+        clearInterval(tick);
+        let outcome;
+        try {
+          const fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NOCTTY | fs.constants.O_NONBLOCK);
+          outcome = fs.fstatSync(fd, { bigint: true }).ctimeNs === ctime ? 'REOPENED' : 'ANOTHER';
+          fs.closeSync(fd);
+        } catch (e) {
+          outcome = 'REFUSED ' + e.code;
+        }
+        fs.writeFileSync(dir + '/outcome', outcome);
+        setInterval(() => {}, 1000);
+      }, 50);`;
+    const proc = spawn('sh', ['-c', 'p=$(tty); trap "" HUP; "$1" -e "$3" "$2" "$p" & exit 0', 'sh', process.execPath, dir, member], { pty: true, env: t.env, leftovers: 'keep', waitDelay: 30_000 });
+    const out = capture(proc.stdout);
+    const result = await within(proc.result, watchdog(15_000), 'the result (the terminal released: no process holds it)', t.tag);
+    expect(result.waitDelayExceeded, 'the output ended when the terminal was released, not at waitDelay').toBe(false);
+    const [, pid, path] = /^MEMBER (\d+) (\S+)\r$/m.exec(out.text) ?? [];
+    expect(path, `the terminal's path (the output: ${JSON.stringify(out.text)})`).toMatch(/^\/dev\//);
+    expect(alive(Number(pid)), 'the member lives on, kept').toBe(true);
+    writeFileSync(join(dir, 'go'), '');
+    await waitFor(() => existsSync(join(dir, 'outcome')), { timeout: watchdog(10_000), what: 'the member to try the terminal again', watch: t.tag });
+    // Refused (the terminal is gone), or a terminal made since on the same number: never ours.
+    expect(readFileSync(join(dir, 'outcome'), 'utf8'), `what opening ${path} again gave`).toMatch(/^(REFUSED E[A-Z]+|ANOTHER)$/);
     await within(proc.terminate({ grace: 1000 }), watchdog(10_000), 'terminate() to resolve', t.tag);
     await waitGone(t, promised(3000));
   });
