@@ -203,8 +203,9 @@ describe(`terminal (pty) in the ${tier} tier`, () => {
     // first), which the root's exit sends to the terminal's foreground group
     // where the root leads the terminal's session.
     // The root's last act is to print the time (ms) it exits at (GNU date's
-    // %N; where date has none, node's clock): the wait delay is timed from it.
-    const proc = spawn('sh', ['-c', 'trap "" HUP; sleep 320 & echo "PID s $!"; echo "EXIT $("$1" -e "process.stdout.write(String(Date.now()))")"; exit 0', 'sh', process.execPath], { pty: true, env: t.env, waitDelay: 1000, leftovers: 'keep' });
+    // %N; where date has none, BSD's, node's clock): the wait delay is timed from it.
+    const stamp = 't=$(date +%s%3N); case $t in *N) t=$("$1" -e "process.stdout.write(String(Date.now()))");; esac; echo "EXIT $t"';
+    const proc = spawn('sh', ['-c', `trap "" HUP; sleep 320 & echo "PID s $!"; ${stamp}; exit 0`, 'sh', process.execPath], { pty: true, env: t.env, waitDelay: 1000, leftovers: 'keep' });
     const settledAt = proc.result.then(() => Date.now(), () => Date.now());
     const out = capture(proc.stdout);
     const result = await within(proc.result, watchdog(10_000), 'the result', t.tag);
