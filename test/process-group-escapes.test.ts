@@ -4,6 +4,10 @@
 //   - a setsid hopper: fork, the parent exits, the child setsid()s, keeping
 //     its environment, every ~2 ms. A sweep that lists and then kills chases
 //     the next pid; the tier stops what it finds before it kills.
+//   - a forker outside the group with an empty environment (only lineage
+//     makes it and its children members) that ignores the polite signals:
+//     the forced stop stops it before it kills it, or the children it forked
+//     since the last walk, orphaned, run on out of sight.
 //   - a member of another user (runuser -u nobody; the `uid` option): the
 //     sweep of a root anchor reads every user's processes.
 // Observed from outside: the hopper's heartbeat file stops growing and no
