@@ -52,8 +52,8 @@ export function ptyMarkdown(p) {
   lines.push('');
   lines.push(
     'A surviving `sleep 1000` is named by the escape it came from ([job], [setsid], [double fork], [nohup]), told by its ' +
-      "session, process group and ignored SIGHUP. cordon's tagged count before the stop includes its anchor process (the terminal's relay). bash -i ignores SIGTERM, so " +
-      "cordon's `terminate()` of an interactive bash takes the grace before its SIGKILL.",
+      "session, process group and ignored SIGHUP. cordon's tagged count before the stop includes its anchor process (the terminal's relay). cordon's `terminate()` asks as a closing " +
+      "terminal does, with SIGHUP (bash -i ignores SIGTERM); the `nohup` sleep ignores SIGHUP, so the stop takes the grace before its SIGKILL.",
   );
   return lines;
 }
