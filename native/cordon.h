@@ -186,8 +186,22 @@ int cgroup_set_frozen(int freeze_fd, bool frozen);
 // forked during the walk may be missed (the next walk finds it). -ENOSYS
 // where there is no such walk (a kernel without CONFIG_PROC_CHILDREN):
 // list_tree is the walk there. (macOS: list_tree, which walks down already.)
+//
+// `ending`, where given (Linux): what the walk saw of processes going, which
+// a walk that must miss nothing (the subreaper tier's forced stop) reads. A
+// process that exits hands its children to the anchor (the subreaper) as it
+// goes; if the anchor's own list was read before that, the walk misses them.
+// So `gone` counts pids listed by a parent whose stat or children list could
+// not be read, and `exiting` lists (pid, start) of members seen in exit()
+// or as zombies: a walk with no gone pid and no exiting member that an
+// earlier walk did not already see exiting missed no child of theirs.
+struct DescendantsWalk {
+  bool counted = false;  // false: not counted (list_tree, macOS): nothing can be said
+  int gone = 0;
+  std::vector<std::pair<int64_t, uint64_t>> exiting;
+};
 int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
-                     bool commands = true);
+                     bool commands = true, DescendantsWalk* ending = nullptr);
 
 // Whether the process `pid` (still the one that started at `start_time`)
 // holds one of `watched`: for members known from an earlier snapshot, whom

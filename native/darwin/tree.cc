@@ -612,8 +612,9 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
 }
 
 // list_tree already walks down from the anchor.
+// (`ending` stays uncounted: no tier here reads it.)
 int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
-                     bool commands) {
+                     bool commands, DescendantsWalk*) {
   return list_tree(anchor, 0, watched, out, commands);
 }
 

@@ -158,12 +158,14 @@ bool has_children_files() {
 // Appends the pids /proc/<pid>/task/<tid>/children lists for every thread of
 // `pid` (a child belongs to the thread that forked it): `threads` 1 reads
 // the main thread's file only, anything else lists the task directory.
-void read_children(int64_t pid, int64_t threads, std::vector<int64_t>& out) {
+// False when the process (its only thread, or its task directory) could
+// not be read: gone, its children handed on.
+bool read_children(int64_t pid, int64_t threads, std::vector<int64_t>& out) {
   std::string text;
   auto read_one = [&](const char* tid) {
     char path[320];
     snprintf(path, sizeof path, "/proc/%lld/task/%s/children", static_cast<long long>(pid), tid);
-    if (!internal::read_file(path, text, static_cast<size_t>(1) << 26)) return;
+    if (!internal::read_file(path, text, static_cast<size_t>(1) << 26)) return false;
     const char* p = text.c_str();
     for (;;) {
       char* end = nullptr;
@@ -172,29 +174,31 @@ void read_children(int64_t pid, int64_t threads, std::vector<int64_t>& out) {
       if (v > 0) out.push_back(v);
       p = end;
     }
+    return true;
   };
   if (threads == 1) {
     char tid[24];
     snprintf(tid, sizeof tid, "%lld", static_cast<long long>(pid));
-    read_one(tid);
-    return;
+    return read_one(tid);
   }
   char dir[64];
   snprintf(dir, sizeof dir, "/proc/%lld/task", static_cast<long long>(pid));
   DIR* d = opendir(dir);
-  if (!d) return;
+  if (!d) return false;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] >= '1' && e->d_name[0] <= '9') read_one(e->d_name);
   }
   closedir(d);
+  return true;
 }
 
 }  // namespace
 
 int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,
-                     bool commands) {
+                     bool commands, DescendantsWalk* ending) {
   out.clear();
   if (!has_children_files()) return -ENOSYS;
+  if (ending) *ending = DescendantsWalk{true, 0, {}};
   // Pids seen in a children list, and those found to be members (the anchor's
   // descendants: what a pid read from a list must descend from, as it may
   // have been recycled by the time its stat is read).
@@ -210,11 +214,14 @@ int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::ve
     Parent parent = stack.back();
     stack.pop_back();
     kids.clear();
-    read_children(parent.pid, parent.threads, kids);
+    if (!read_children(parent.pid, parent.threads, kids) && ending && parent.pid != anchor) ending->gone++;
     for (int64_t pid : kids) {
       if (seen.count(pid)) continue;
       Stat st;
-      if (!read_stat(pid, st)) continue;  // gone since the list was read
+      if (!read_stat(pid, st)) {  // gone since the list was read
+        if (ending) ending->gone++;
+        continue;
+      }
       auto up = seen.find(st.ppid);
       bool ours = (up != seen.end() && up->second) || internal::descends_from(pid, anchor);
       seen[pid] = ours;
@@ -222,6 +229,9 @@ int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::ve
       // A zombie is no member, but a process whose main thread has exited
       // shows as one while its other threads (and their children) live.
       if (st.state != 'Z' && st.state != 'X') out.push_back(to_member(st, watched, commands));
+      if (ending && (st.state == 'Z' || st.state == 'X' || (st.flags & internal::kTaskExiting))) {
+        ending->exiting.emplace_back(pid, st.start);
+      }
       stack.push_back(Parent{pid, st.threads});
     }
   }

@@ -2,11 +2,13 @@
 // so every orphan of the tree is reparented to it, and it reaps them all.
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -123,12 +125,15 @@ class SubreaperTier : public Tier {
   // Walked down from the anchor through each member's children: what a walk
   // reads is the tree's, not the host's (list_descendants). Without the
   // children files, the walk of all of /proc (list_tree).
-  std::vector<Member> members(bool commands, bool holds) override {
+  std::vector<Member> members(bool commands, bool holds) override { return walk(commands, holds, nullptr); }
+
+  std::vector<Member> walk(bool commands, bool holds, cordon::DescendantsWalk* ending) {
     std::vector<Member> out;
     static const std::vector<FileId> kNone;
     const std::vector<FileId>& watched = holds ? host_.watched() : kNone;
+    if (ending) *ending = cordon::DescendantsWalk();
     if (!full_walk_) {
-      if (cordon::list_descendants(getpid(), watched, out, commands) != -ENOSYS) return out;
+      if (cordon::list_descendants(getpid(), watched, out, commands, ending) != -ENOSYS) return out;
       trace("no /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN): members by a walk of all of /proc");
       full_walk_ = true;
     }
@@ -152,20 +157,20 @@ class SubreaperTier : public Tier {
       forced_at_ = now;
       signalled_.clear();
     }
-    auto list = members(false, false);
-    // Verify the whole round before signalling any of it: where orphans go to
-    // init (process-group tier), signalling a parent first would take its
-    // children out of the ancestry that proves they are ours. Verified
-    // members are then checked by identity (start time, pinned by a pidfd
-    // where there is one) when they are signalled.
-    for (auto& m : list) {
-      if (!m.from_snapshot && cordon::is_member(getpid(), group(), m)) m.from_snapshot = true;
-    }
+    std::vector<Member> list;
     bool fresh = false;
-    for (auto& m : list) {
-      if (!m.from_snapshot) continue;  // no longer ours: never signalled
-      if (signalled_.insert(std::make_pair(m.pid, m.start_time)).second) fresh = true;
-      host_.signal_one(m);
+    if (forcing) {
+      // Freeze first, then kill: see freeze().
+      bool calm = freeze(now + kFreezeMs, list, fresh);
+      if (!calm) fresh = true;  // (out of time: the next round at once)
+    } else {
+      list = members(false, false);
+      verify(list);
+      for (auto& m : list) {
+        if (!m.from_snapshot) continue;  // no longer ours: never signalled
+        if (signalled_.insert(std::make_pair(m.pid, m.start_time)).second) fresh = true;
+        host_.signal_one(m);
+      }
     }
     if (term.stuck_due(now)) {
       if (!list.empty()) host_.report_stuck(list);
@@ -192,6 +197,79 @@ class SubreaperTier : public Tier {
   int held_output_wait_ms(int64_t since_root_exit) const override { return since_root_exit > 2000 ? 500 : 50; }
 
  private:
+  // Verify the whole round before signalling any of it: where orphans go to
+  // init (process-group tier), signalling a parent first would take its
+  // children out of the ancestry that proves they are ours. Verified
+  // members are then checked by identity (start time, pinned by a pidfd
+  // where there is one) when they are signalled. Returns how many were not
+  // (gone, or no longer ours).
+  int verify(std::vector<Member>& list) {
+    int lost = 0;
+    for (auto& m : list) {
+      if (!m.from_snapshot && cordon::is_member(getpid(), group(), m)) m.from_snapshot = true;
+      if (!m.from_snapshot) lost++;
+    }
+    return lost;
+  }
+
+  // The forced stop, freeze first. Killing what a walk lists chases a tree
+  // that forks and exits faster than a walk: a member killed after its
+  // fork() returned leaves the child running, and a member that exits
+  // during a walk hands its children to the anchor after the walk may have
+  // read the anchor's list, so the walk misses them and the next one is
+  // due only later (a STUCK report once had a hopper alive 5 s into the
+  // forced stop). So every member a walk finds is SIGSTOPped (a stopped
+  // process forks and exits no more, and its children stay its own, where
+  // the next walk reads them; a process-directed signal also aborts a fork
+  // in progress), and walks go on until one finds nothing new and settled:
+  // no listed process was gone when read, none was seen exiting that an
+  // earlier walk had not already seen so (list_descendants' `ending`). Then
+  // everything found gets SIGKILL (signal_one, the forced phase's signal,
+  // through the identity check). Bounded by `until`: what is stopped by then
+  // is killed and the next round goes on. `list`: the last walk's members,
+  // `fresh`: one was not signalled before. True when calm.
+  bool freeze(int64_t until, std::vector<Member>& list, bool& fresh) {
+    std::map<std::pair<int64_t, uint64_t>, Member> frozen;
+    std::set<std::pair<int64_t, uint64_t>> exiting;
+    bool calm = false;
+    bool quiet_before = false;  // uncounted walks: the one before found nothing new either
+    int walks = 0;
+    do {
+      walks++;
+      cordon::DescendantsWalk ending;
+      list = walk(false, false, &ending);
+      int lost = verify(list);
+      bool found = false;
+      for (auto& m : list) {
+        if (!m.from_snapshot) continue;
+        auto key = std::make_pair(m.pid, m.start_time);
+        if (frozen.count(key)) continue;
+        frozen[key] = m;  // (a failed SIGSTOP: it still gets the SIGKILL)
+        if (signalled_.count(key)) continue;  // killed by an earlier round: dying, killed again
+        found = true;
+        int rc = cordon::signal_member(getpid(), group(), m, SIGSTOP, host_.pidfd());
+        trace("freeze: SIGSTOP %lld (parent %lld): %d", static_cast<long long>(m.pid), static_cast<long long>(m.ppid), rc);
+      }
+      bool settled;
+      if (ending.counted) {
+        settled = lost == 0 && ending.gone == 0;
+        for (auto& e : ending.exiting) {
+          if (exiting.insert(e).second) settled = false;
+        }
+      } else {
+        settled = quiet_before;
+        quiet_before = !found;
+      }
+      calm = !found && settled;
+    } while (!calm && now_ms() < until);
+    for (auto& entry : frozen) {
+      if (signalled_.insert(entry.first).second) fresh = true;
+      host_.signal_one(entry.second);
+    }
+    trace("freeze: %zu member(s) stopped and killed, %d walk(s)%s", frozen.size(), walks, calm ? "" : ", out of time");
+    return calm;
+  }
+
   // When the next termination round (a walk, signals to what it finds) is
   // due: at the start; then interval_ after the last one: kWalkFirstMs
   // after a round that found a member not signalled before (the tree is
@@ -216,6 +294,7 @@ class SubreaperTier : public Tier {
   static constexpr int kWalkFirstMs = 10;
   static constexpr int kWalkMaxMs = 1000;
   static constexpr int kLastCallMs = 100;
+  static constexpr int kFreezeMs = 1000;  // a forced round's walks, at most
   static constexpr int64_t kStuckReportMs = protocol::kStuckReportMs;
 
   bool marked_;
