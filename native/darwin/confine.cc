@@ -32,12 +32,15 @@
 //                               with no filter would allow every write.
 //   (allow file-write* (literal "/dev/null") ...)
 //                               the devices a program writes to: /dev/null,
-//                               /dev/zero, /dev/tty, /dev/dtracehelper (what
-//                               the dynamic linker opens where DTrace probes
-//                               exist), a terminal (/dev/ttysN: a pty tree's,
-//                               the host's), /dev/fd/N (a shell's >/dev/stdout).
-//                               The Codex and sandbox-runtime profiles allow
-//                               the same ones.
+//                               /dev/zero, /dev/random, /dev/urandom, /dev/tty,
+//                               /dev/ptmx and a terminal (/dev/ttysN: a pty
+//                               tree's, the host's, one the tree opens with
+//                               openpty), /dev/dtracehelper (what the dynamic
+//                               linker opens where DTrace probes exist),
+//                               /dev/fd/N (a shell's >/dev/stdout). The Codex
+//                               and sandbox-runtime profiles allow these; the
+//                               Linux side allows the same devices but
+//                               /dev/full (none on macOS) and dtracehelper.
 //   (deny file-read* process-exec (subpath D))
 //                               no read (data, metadata, extended attributes)
 //                               and no exec below each denyRead path; last, so
@@ -108,7 +111,10 @@ const char* const kDeviceRules =
     "(allow file-write*\n"
     "  (literal \"/dev/null\")\n"
     "  (literal \"/dev/zero\")\n"
+    "  (literal \"/dev/random\")\n"
+    "  (literal \"/dev/urandom\")\n"
     "  (literal \"/dev/tty\")\n"
+    "  (literal \"/dev/ptmx\")\n"
     "  (literal \"/dev/dtracehelper\")\n"
     "  (regex #\"^/dev/ttys[0-9]+$\")\n"
     "  (subpath \"/dev/fd\"))\n";
