@@ -44,7 +44,7 @@
           "ldflags": ["<!@(node -p \"process.env.CORDON_ANCHOR_DYNAMIC ? '' : '-static'\")"]
         }],
         ["OS=='mac'", {
-          "sources": ["native/darwin/tree.cc"],
+          "sources": ["native/darwin/tree.cc", "native/darwin/confine.cc"],
           "xcode_settings": {"CLANG_CXX_LANGUAGE_STANDARD": "c++17", "MACOSX_DEPLOYMENT_TARGET": "11.0"}
         }],
         ["OS=='win'", {

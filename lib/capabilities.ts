@@ -108,7 +108,7 @@ export function coverageOf(tier: Tier): Coverage {
  * build on Linux, on the model of XNU's process table (test/xnu-model), so
  * that what its tests are told is what a Mac tells; else this platform.
  */
-function processTablePlatform(): NodeJS.Platform {
+export function processTablePlatform(): NodeJS.Platform {
   return process.platform === 'linux' && probe().xnu === true ? 'darwin' : process.platform;
 }
 

@@ -49,11 +49,11 @@ Options for run:
   --lease <d>            the tree outlives this CLI (killed, or its terminal hung up: SIGHUP) for
                          this long (adopt it with cordon adopt; its id and token are printed on
                          stderr); then it is terminated. Ctrl-C and SIGTERM still end it
-  --confine-write <dir>  confine the tree (Linux, Landlock): it may write only below <dir>
+  --confine-write <dir>  confine the tree (Linux: Landlock; macOS: Seatbelt): it may write only below <dir>
                          (repeatable; its own TMPDIR too), every descendant included
   --deny-read <dir>      confined: the tree may not read below <dir> (repeatable)
-  --network <net>        confined: none | loopback (its own lo only) | all (default all);
-                         none and loopback need root. Any of these three confines the tree
+  --network <net>        confined: none | loopback (Linux: its own lo; macOS: lo) | all (default all);
+                         on Linux none and loopback need root. Any of these three confines the tree
   --report               print what was left over and how long cleanup took (stderr)
   --json <file>          also write the report as JSON to <file> (a new file, or your
                          own, made 0600; never through a link; - for stderr)

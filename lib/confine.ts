@@ -1,9 +1,11 @@
-// The `confine` option (issue #49, Linux): the tree confined by the kernel on
-// top of its containment tier. Validated here, before anything runs; the
-// anchor builds the Landlock ruleset and the command's side of its fork
-// enters it (and a network namespace of its own) right before exec
-// (native/linux/confine.h). docs/confine.md says what is enforced and what
-// is not.
+// The `confine` option (issue #49): the tree confined by the kernel on top of
+// its containment tier. Validated here, before anything runs; the anchor
+// prepares the confinement and the command's side of its fork enters it
+// right before exec: on Linux a Landlock ruleset and a network namespace of
+// the tree's own (native/linux/confine.h), on macOS a Seatbelt profile
+// applied with sandbox_init (native/darwin/confine.h; built from Apple's
+// documented and the coding agents' observed behaviour, never run on a Mac by
+// this project's tests). docs/confine.md says what is enforced and what is not.
 import { chownSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, sep } from 'node:path';
@@ -27,15 +29,29 @@ export interface Confine {
   network: ConfineNetwork;
 }
 
+/** How the kernel confines the tree: Landlock (Linux) or a Seatbelt profile (macOS). */
+export type ConfineMechanism = 'landlock' | 'seatbelt';
+
 /** What `result.confined` says: how the tree was confined. */
 export interface ConfinedResult {
-  /** The Landlock ABI the ruleset was built for (this kernel's newest). */
+  /**
+   * 'landlock' (Linux: a Landlock ruleset, and a network namespace for network 'none' and 'loopback')
+   * or 'seatbelt' (macOS: a Seatbelt profile applied with sandbox_init before exec; what it enforces
+   * was never observed on a Mac by cordon's tests: docs/confine.md, "macOS").
+   */
+  mechanism: ConfineMechanism;
+  /** The Landlock ABI the ruleset was built for (this kernel's newest); 0 on macOS (no Landlock there). */
   landlockAbi: number;
   /** Canonical paths the tree could write below (its own temp dir, `tmpdir`, included). */
   write: string[];
   /** Canonical paths the tree could not read below. */
   denyRead: string[];
-  /** How the network was confined: 'none' (a network namespace with no interface up, and Landlock's TCP rules where the ABI has them), 'loopback' (a network namespace with only `lo` up), 'all'. */
+  /**
+   * How the network was confined. Linux: 'none' (a network namespace with no interface up, and Landlock's TCP rules
+   * where the ABI has them), 'loopback' (a network namespace with only `lo` up). macOS: 'none' (the profile denies
+   * every socket's bind, connect and traffic, Unix-domain path sockets included), 'loopback' (only to and from the
+   * loopback addresses, the host's listeners there included). 'all': unchanged.
+   */
   network: ConfineNetwork;
   /** The tree's private temp dir (TMPDIR), removed when the tree has ended. */
   tmpdir: string;
@@ -87,8 +103,13 @@ export function confineOption(value: unknown): Confine | undefined {
   return { write, denyRead, network };
 }
 
-/** Where `confine` cannot be enforced here: the error to throw before anything runs, else undefined. */
+/**
+ * Where `confine` cannot be enforced here: the error to throw before anything runs, else undefined.
+ * `platform` is the kernel whose confinement the anchor applies (capabilities.ts, processTablePlatform:
+ * 'darwin' on the model of XNU too). macOS needs nothing more: sandbox_init takes no privilege.
+ */
 export function confineRefusal(c: Confine, platform: NodeJS.Platform, landlockAbi: number, capSysAdmin: boolean): CordonError | undefined {
+  if (platform === 'darwin') return undefined;
   if (platform !== 'linux') return confineUnsupported(platform);
   if (landlockAbi < 1) return confineUnenforceable('landlock');
   if (c.network !== 'all' && !capSysAdmin) return confineUnenforceable('netns', c.network);

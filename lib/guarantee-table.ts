@@ -18,7 +18,7 @@ const ROWS: Array<[keyof Guarantees, string]> = [
   ['limits', 'memory / process / CPU limits (cgroup: where controllers are delegated, v2, or v1 is writable; Job Object: set with best-effort only, enforcement not observed)'],
   ['terminal', 'contained terminal (pty option): every guarantee above with the command on a pseudo-terminal (Windows: not claimed by the tier; capabilities() gives it where it finds ConPTY, Windows 10 1809+ but not Wine, which only the GitHub Windows job runs)'],
   ['terminalOutputKept', "C13 a terminal's last output kept for a host whose event loop stalls as the tree ends (as a pipe's)"],
-  ['confine', 'confine option: writes, reads and network confined by the kernel, every descendant included (Landlock; network namespace with CAP_SYS_ADMIN)'],
+  ['confine', 'confine option: writes, reads and network confined by the kernel, every descendant included (Linux: Landlock, network namespace with CAP_SYS_ADMIN; macOS: a Seatbelt profile)'],
   ['cgroupNamespace', 'command in a cgroup namespace of its tree (host with CAP_SYS_ADMIN)'],
   ['holdsHostileMembers', 'contains a hostile member with the host\'s privileges (not a sandbox)'],
 ];
@@ -51,7 +51,15 @@ const MARKED: Partial<Record<NodeJS.Platform, string>> = {
     "third-party programs: if they keep the tree's environment marker (not env -i); Apple's SIP-protected, other restricted and setuid programs (their environment is withheld): only if the anchor saw them, or the process that forked them, as members (macOS 15.4+; before, only until they exec): not after a double fork through a process that exited unseen",
 };
 
-function cell(value: boolean | string, platform: NodeJS.Platform): string {
+// What a 'yes' means where it was never observed: macOS's confine is built from
+// Apple's documented behaviour and run only on the model of XNU (docs/confine.md).
+const UNOBSERVED: Partial<Record<NodeJS.Platform, Partial<Record<keyof Guarantees, string>>>> = {
+  darwin: { confine: 'yes by construction, never observed on a Mac (a Seatbelt profile applied before exec; checked on the model of XNU only for where and when it is applied)' },
+};
+
+function cell(value: boolean | string, platform: NodeJS.Platform, key: keyof Guarantees): string {
+  const unobserved = UNOBSERVED[platform]?.[key];
+  if (value === true && unobserved) return unobserved;
   if (value === true || value === 'always') return 'yes';
   if (value === false || value === 'never') return 'no';
   if (value === 'marked') return MARKED[platform] ?? "if they keep the tree's environment marker (not env -i)";
@@ -63,6 +71,6 @@ export function guaranteeTable(): string {
   const header = `| guarantee | ${cols.map((c) => c.title).join(' | ')} |`;
   const rule = `| --- | ${cols.map(() => '---').join(' | ')} |`;
   const data = cols.map((c) => tierGuarantees(c.platform, c.tier, c.pidfd).guarantees);
-  const lines = ROWS.map(([key, title]) => `| ${title} | ${data.map((g, i) => cell(g[key], cols[i]!.platform)).join(' | ')} |`);
+  const lines = ROWS.map(([key, title]) => `| ${title} | ${data.map((g, i) => cell(g[key], cols[i]!.platform, key)).join(' | ')} |`);
   return [header, rule, ...lines].join('\n');
 }

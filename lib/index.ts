@@ -7,7 +7,7 @@ export { spawn, ContainedProcess, type ContainedProcessEvents, type ProcessStrea
 export type { SpawnOptions } from './process.js';
 export type { ContainedResult, GroupLeaver, Leftover, LimitHit, LimitName, LimitsResult, MemberInfo, Reason, TreeUsage } from './result.js';
 export type { Limits, LimitsOption } from './limits.js';
-export type { ConfineOption, ConfinedResult, ConfineNetwork } from './confine.js';
+export type { ConfineOption, ConfinedResult, ConfineNetwork, ConfineMechanism } from './confine.js';
 export type { LinesFrom } from './lines.js';
 export { run } from './run.js';
 export type { RunOptions, RunResult, RunOutput, RunResultFor } from './run.js';

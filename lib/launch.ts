@@ -8,7 +8,7 @@
 // planned by planLaunch, which is pure.
 import { closeSync } from 'node:fs';
 import { anchors, overriding, startAnchor, type AnchorHandlers, type AnchorSpawn } from './anchor.js';
-import { defaultTier, hasCapSysAdmin, tierLimitSupport } from './capabilities.js';
+import { defaultTier, hasCapSysAdmin, processTablePlatform, tierLimitSupport } from './capabilities.js';
 import { anchorConfineArgs, confineRefusal, makeConfineTmpdir, removeConfineTmpdir, type ConfinedResult } from './confine.js';
 import { debug } from './debug.js';
 import { alreadyAborted, invalidArg, logUnopenable } from './errors.js';
@@ -175,7 +175,8 @@ export function launchTree(command: string, args: readonly string[] | undefined,
   if (opts.signal?.aborted) throw alreadyAborted(opts.signal.reason);
   // (A confinement this host cannot enforce runs nothing: never a silent no-op.)
   if (opts.confine) {
-    const refusal = confineRefusal(opts.confine, process.platform, process.platform === 'linux' ? (probe().landlock ?? 0) : 0, process.platform === 'linux' && hasCapSysAdmin());
+    const platform = processTablePlatform();
+    const refusal = confineRefusal(opts.confine, platform, platform === 'linux' ? (probe().landlock ?? 0) : 0, platform === 'linux' && hasCapSysAdmin());
     if (refusal) throw refusal;
   }
   const token = opts.lease === undefined ? undefined : (context?.token ?? newToken());
@@ -205,7 +206,8 @@ export function launchTree(command: string, args: readonly string[] | undefined,
     if (opts.confine) {
       // The tree's own temp dir, as its TMPDIR: the one place it may write besides `write`.
       const dir = makeConfineTmpdir(opts.uid, opts.gid);
-      confined = { landlockAbi: probe().landlock ?? 0, write: [...opts.confine.write, dir], denyRead: [...opts.confine.denyRead], network: opts.confine.network, tmpdir: dir };
+      const seatbelt = processTablePlatform() === 'darwin';
+      confined = { mechanism: seatbelt ? 'seatbelt' : 'landlock', landlockAbi: seatbelt ? 0 : (probe().landlock ?? 0), write: [...opts.confine.write, dir], denyRead: [...opts.confine.denyRead], network: opts.confine.network, tmpdir: dir };
       opts.env = { ...opts.env, TMPDIR: dir };
     }
     const plan = planLaunch({ command: launch.command, args: launch.args, path, opts, tier, anchor: anchorPath(), log: logFd !== undefined, trace: process.env.CORDON_TRACE, limits: limits?.send, lease, confineTmpdir: confined?.tmpdir });

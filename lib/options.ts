@@ -115,12 +115,14 @@ export interface SpawnOptionsBase {
    */
   newSession?: boolean;
   /**
-   * Linux: the tree confined by the kernel from its first instruction, every
-   * descendant included (Landlock, a network namespace): it may write only
-   * below `write` (and its own TMPDIR and the usual devices), read
-   * everything but `denyRead`, and reach the `network` asked for
-   * (docs/confine.md). Refused (a CordonError) before anything runs where
-   * it cannot be enforced; result.confined says how it was.
+   * Linux and macOS: the tree confined by the kernel from its first
+   * instruction, every descendant included (Linux: Landlock, a network
+   * namespace; macOS: a Seatbelt profile, never observed on a Mac by
+   * cordon's tests): it may write only below `write` (and its own TMPDIR and
+   * the usual devices), read everything but `denyRead`, and reach the
+   * `network` asked for (docs/confine.md). Refused (a CordonError) before
+   * anything runs where it cannot be enforced (Windows); result.confined
+   * says how it was.
    */
   confine?: ConfineOption;
 }

@@ -96,8 +96,9 @@ export interface Guarantees {
    * The `confine` option: the tree confined by the kernel from its first
    * instruction, every descendant included (Linux: Landlock for the
    * filesystem, a network namespace of its own for network 'none' and
-   * 'loopback', which needs CAP_SYS_ADMIN). Where false, spawn() refuses
-   * the option (docs/confine.md).
+   * 'loopback', which needs CAP_SYS_ADMIN; macOS: a Seatbelt profile applied
+   * before exec, which cordon's tests never observed on a Mac: the notes say
+   * so). Where false, spawn() refuses the option (docs/confine.md).
    */
   confine: boolean;
   /**
@@ -263,7 +264,7 @@ export const TIERS = [
       cgroupNamespace: false,
       terminal: true,
       terminalOutputKept: platform !== 'darwin',
-      confine: platform === 'linux' && landlock >= 1,
+      confine: platform === 'darwin' || (platform === 'linux' && landlock >= 1),
       holdsHostileMembers: false,
     }),
     notes: ({ platform, pidfd }) => [
@@ -416,7 +417,12 @@ const NOT_A_SANDBOX =
 
 /** The `confine` option's note: what the kernel enforces here, or why it cannot (docs/confine.md). */
 function confineNotes(ctx: TierContext, confine: boolean): string[] {
-  if (ctx.platform !== 'linux') return [`The confine option is not available on ${ctx.platform === 'darwin' ? 'macOS' : ctx.platform === 'win32' ? 'Windows' : ctx.platform} (no Seatbelt or AppContainer confinement yet): spawn() refuses it with ERR_CORDON_UNSUPPORTED.`];
+  if (ctx.platform === 'darwin') {
+    return [
+      "The confine option (a Seatbelt profile): the anchor builds a profile from the policy and the command's own process applies it with sandbox_init right before exec, so the tree, every descendant included, is to write only below its write paths, its own TMPDIR and the usual devices, read and execute nothing below its denyRead paths, and with network 'none' bind or connect no socket (Unix-domain path sockets included), with 'loopback' only to and from the loopback addresses (the host's listeners there included: there is no network namespace). No privilege is needed. This was never observed on a Mac by cordon's tests: the profile is built from Apple's documented behaviour and the rules the coding agents' Seatbelt profiles (OpenAI Codex CLI's, Anthropic's sandbox-runtime) run on, compiled for macOS with zig, and run only on the model of XNU, which checks that the profile is applied in the command's process before exec, not what Seatbelt then enforces (docs/confine.md, docs/xnu-model.md). Writes done on the tree's behalf by Mach and XPC services (cfprefsd for defaults write, LaunchServices for open) are not confined.",
+    ];
+  }
+  if (ctx.platform !== 'linux') return [`The confine option is not available on ${ctx.platform === 'win32' ? 'Windows' : ctx.platform} (no AppContainer or restricted token confinement yet): spawn() refuses it with ERR_CORDON_UNSUPPORTED.`];
   if (!confine) return ["The confine option is refused here (ERR_CORDON_CONTAINMENT): this kernel has no Landlock (Linux 5.13+, enabled in the lsm= boot list)."];
   return [
     `The confine option (Landlock ABI ${ctx.landlock}): the tree, every descendant included, may write only below its write paths, its own TMPDIR and the usual devices, and read everything but its denyRead paths, from its first instruction; network 'none' and 'loopback' put it in a network namespace of its own (no interface up, or only lo), which needs CAP_SYS_ADMIN${ctx.capSysAdmin ? '' : ' (this host lacks it: only network \'all\' is accepted)'}; 'none' also handles TCP bind and connect through Landlock${ctx.landlock >= 4 ? '' : ' (not on this ABI: 4+)'}. Pathname Unix sockets (a docker.sock) stay reachable by path whatever the confinement, denyRead included: Landlock up to ABI 7 does not control connect() to them (docs/confine.md).`,

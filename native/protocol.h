@@ -292,8 +292,9 @@ enum Extra : unsigned {
                            // its output to fd 1
   kHideWindowOption = 2048,  // --hide-window (Windows): the command starts with STARTF_USESHOWWINDOW + SW_HIDE
   kConfineOptions = 4096,  // --confine, --confine-write DIR, --confine-deny-read DIR, --confine-network
-                           // none|loopback|all (Linux): the tree is confined by the kernel (Landlock,
-                           // a network namespace) from its first instruction (native/linux/confine.h);
+                           // none|loopback|all (POSIX): the tree is confined by the kernel from its
+                           // first instruction (Linux: Landlock, a network namespace,
+                           // native/linux/confine.h; macOS: a Seatbelt profile, native/darwin/confine.h);
                            // what cannot be set up is NOCONTAIN <errno> confine, and nothing runs
   kNewSessionOption = 8192,  // --new-session (POSIX, cgroup and subreaper tiers): the command leads a
                              // session and process group of its own (setsid before exec), as

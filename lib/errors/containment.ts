@@ -42,10 +42,12 @@ export function noContainment(errno: number, what: string): CordonError {
     );
   }
   if (what === 'confine') {
-    // The anchor could not build the Landlock ruleset, or the command's side of its fork could not enter it (or its network namespace).
+    // The anchor could not build the Landlock ruleset or the Seatbelt profile, or the command's side of its fork could not enter it (or its network namespace).
     return new CordonError(
       `The tree could not be confined as asked (confine: ${code}); nothing ran. ` +
-        'The kernel refused the Landlock ruleset, one of its paths, the network namespace or landlock_restrict_self (CORDON_TRACE=<file> has the anchor name the step); see docs/confine.md.',
+        'Linux: the kernel refused the Landlock ruleset, one of its paths, the network namespace or landlock_restrict_self. ' +
+        'macOS: a path holds a control character, which no Seatbelt profile is given, or sandbox_init refused the profile (the host may be in a sandbox already). ' +
+        'CORDON_TRACE=<file> has the anchor name the step; see docs/confine.md.',
       { code: 'ERR_CORDON_CONTAINMENT', errno: -Math.abs(errno), syscall: what, stage: 'launch' },
     );
   }
@@ -67,9 +69,9 @@ export function privilegeDropFailed(errno: number, uid: number | undefined, gid:
   );
 }
 
-/** The option "confine" off Linux (stage 'input'): no confinement in this build. */
+/** The option "confine" where this build has no confinement (Windows; stage 'input'). */
 export function confineUnsupported(platform: NodeJS.Platform): CordonError {
-  return new CordonError(`The option "confine" is Linux only for now (Landlock and network namespaces); ${platform} has no confinement in this build. Nothing ran.`, {
+  return new CordonError(`The option "confine" is for Linux (Landlock and network namespaces) and macOS (a Seatbelt profile) for now; ${platform} has no confinement in this build. Nothing ran.`, {
     code: 'ERR_CORDON_UNSUPPORTED',
     stage: 'input',
   });

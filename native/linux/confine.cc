@@ -225,5 +225,10 @@ int enter(const Prepared& p) {
   return 0;
 }
 
+void release(Prepared& p) {
+  if (p.ruleset_fd >= 0) close(p.ruleset_fd);
+  p.ruleset_fd = -1;
+}
+
 }  // namespace confine
 }  // namespace cordon

@@ -9,6 +9,8 @@
 // the child right before exec and makes plain system calls only (unshare,
 // socket, ioctl, prctl, landlock_restrict_self, close): no allocation, no
 // stdio, no write to memory the anchor uses.
+//
+// macOS has the same interface over a Seatbelt profile: native/darwin/confine.h.
 #pragma once
 
 #include <string>
@@ -45,6 +47,9 @@ int prepare(const Spec& spec, Prepared& out, std::string& what);
 // no_new_privs and the Landlock domain, which every descendant inherits and
 // none can leave. 0, or an errno. Async-signal-safe.
 int enter(const Prepared& p);
+
+// In the anchor, once the child has exec'd or failed: the ruleset closed.
+void release(Prepared& p);
 
 }  // namespace confine
 }  // namespace cordon

@@ -33,9 +33,6 @@
 #include "pty_relay.h"
 #include "tier.h"
 #include "warm.h"
-#if CORDON_LINUX_PROC  // (the model of XNU builds the rest for Linux, without native/linux)
-#include "../linux/confine.h"
-#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -336,10 +333,14 @@ class Anchor : public anchor::TierHost {
     child.gid = opts_.gid;
     child.path = opts_.path.c_str();
     child.argv = argv.data();
-    if (opts_.confine && !prepare_confinement(child)) return false;
+    cordon::confine::Prepared confined;
+    if (opts_.confine) {
+      if (!prepare_confinement(confined)) return false;
+      child.confine = &confined;
+    }
     std::string failure;
     pid_t pid = anchor::start_command(child, failure);
-    if (child.confine_ruleset_fd >= 0) close(child.confine_ruleset_fd);
+    if (opts_.confine) cordon::confine::release(confined);
     if (pid <= 0) {
       send(failure);
       return false;
@@ -349,15 +350,14 @@ class Anchor : public anchor::TierHost {
     return true;
   }
 
-  // --confine: the Landlock ruleset, built here (it allocates and walks
-  // directories), entered by the command's child right before exec.
-  bool prepare_confinement(anchor::CommandChild& child) {
-#if CORDON_LINUX_PROC
+  // --confine: built here, before the fork (Linux: the Landlock ruleset,
+  // which allocates and walks directories; macOS: the Seatbelt profile's
+  // text), entered by the command's child right before exec.
+  bool prepare_confinement(cordon::confine::Prepared& prepared) {
     cordon::confine::Spec spec;
     spec.write = opts_.confine_write;
     spec.deny_read = opts_.confine_deny_read;
     spec.network = opts_.confine_network;
-    cordon::confine::Prepared prepared;
     std::string what;
     int rc = cordon::confine::prepare(spec, prepared, what);
     if (rc != 0) {
@@ -365,16 +365,12 @@ class Anchor : public anchor::TierHost {
       send(protocol::no_contain(-rc, "confine"));
       return false;
     }
+#if CORDON_LINUX_PROC
     trace("confined: landlock ABI %d, network %d", prepared.abi, prepared.network);
-    child.confine_ruleset_fd = prepared.ruleset_fd;
-    child.confine_network = prepared.network;
-    child.confine_abi = prepared.abi;
-    return true;
 #else
-    (void)child;
-    send(protocol::no_contain(ENOSYS, "confine"));
-    return false;
+    trace("confined: seatbelt profile of %zu bytes, network %d", prepared.profile.size(), prepared.network);
 #endif
+    return true;
   }
 
   // The anchor must never hold the command's pipes: closing them is what

@@ -15,9 +15,6 @@
 
 #include "../cordon.h"  // CORDON_LINUX_PROC
 #include "../protocol.h"
-#if CORDON_LINUX_PROC
-#include "../linux/confine.h"
-#endif
 
 extern char** environ;
 
@@ -74,21 +71,19 @@ void exec_command(const CommandChild& c) {
   // --new-session, where the tier does not hold the tree in a group of its
   // own (the process-group tier's group is its containment: never left).
   if (c.new_session && c.tier->group() == 0 && setsid() < 0) fail(c.status_fd, kStageTier, errno);
-  // --confine: the tree's network namespace and Landlock domain, after
-  // every step that needs what they take away (the tier's, the terminal's)
-  // and before the privilege drop (a network namespace needs the anchor's
-  // privilege). Plain system calls on what the anchor prepared: nothing here
-  // allocates (this child may share the anchor's memory).
-  if (c.confine_ruleset_fd >= 0) {
-#if CORDON_LINUX_PROC
-    confine::Prepared p;
-    p.ruleset_fd = c.confine_ruleset_fd;
-    p.network = c.confine_network;
-    p.abi = c.confine_abi;
-    err = confine::enter(p);
-#else
-    err = ENOSYS;
-#endif
+  // --confine, after every step that needs what it takes away (the tier's,
+  // the terminal's) and before the privilege drop (a network namespace needs
+  // the anchor's privilege), on what the anchor prepared.
+  // Linux: the tree's network namespace and Landlock domain, plain system
+  // calls only, nothing allocated (this child may share the anchor's memory:
+  // native/linux/clone.cc).
+  // macOS: sandbox_init() with the Seatbelt profile, which allocates (libsandbox
+  // compiles the profile). That is safe here because this child is a plain
+  // fork() (Tier::fork: no darwin tier overrides it) of an anchor that is
+  // single-threaded (it starts no thread: one poll loop, native/posix/anchor.cc),
+  // so no other thread can have held the allocator's lock at the fork.
+  if (c.confine) {
+    err = confine::enter(*c.confine);
     if (err != 0) fail(c.status_fd, kStageConfine, err);
   }
   // stdio as a shell would hand it over: blocking. A descriptor the host

@@ -10,8 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "../cordon.h"  // CORDON_LINUX_PROC
 #include "pty_relay.h"
 #include "tier.h"
+#if CORDON_LINUX_PROC
+#include "../linux/confine.h"
+#else
+#include "../darwin/confine.h"  // macOS, and the model of XNU
+#endif
 
 namespace cordon {
 namespace anchor {
@@ -22,7 +28,7 @@ enum ChildStage : int {
   kStageTier = 1,     // NOCONTAIN <errno> <tier>: joining the tree's process group
   kStageSetuid = 2,   // NOCONTAIN <errno> setuid: --uid/--gid
   kStageTerminal = 3, // NOCONTAIN <errno> pty: the terminal as stdio (and controlling terminal)
-  kStageConfine = 4,  // NOCONTAIN <errno> confine: --confine (a network namespace, the Landlock domain)
+  kStageConfine = 4,  // NOCONTAIN <errno> confine: --confine (Linux: a network namespace, the Landlock domain; macOS: the Seatbelt profile)
 };
 
 struct CommandChild {
@@ -35,11 +41,9 @@ struct CommandChild {
   // --new-session: setsid() before exec (not where the tier groups the tree
   // itself, nor with a terminal, whose session the command leads already).
   bool new_session = false;
-  // --confine (Linux): what the anchor prepared (native/linux/confine.h),
-  // entered right before exec; ruleset_fd -1: not confined.
-  int confine_ruleset_fd = -1;
-  int confine_network = 0;
-  int confine_abi = 0;
+  // --confine: what the anchor prepared (native/linux/confine.h,
+  // native/darwin/confine.h), entered right before exec; null: not confined.
+  const confine::Prepared* confine = nullptr;
   const char* path = nullptr;
   char** argv = nullptr;
 };

@@ -295,4 +295,50 @@ int kevent(int kq, const struct kevent* changes, int nchanges, struct kevent* ev
   return 0;
 }
 
+// sandbox_init(3) for the darwin confine code (native/darwin/confine.cc).
+// Seatbelt is not open source, so the model does not pretend to be it: it
+// enforces nothing, and records what it was given, for the tests to check
+// from outside that the darwin code applies the profile in the command's own
+// process before exec (docs/xnu-model.md). With CORDON_XNU_SANDBOX_LOG=<stem>
+// each call writes <stem>.<pid>: the caller's pid, its executable at the
+// time of the call (/proc/self/exe: the anchor's before the exec, the
+// command's after), the flags, then the profile text. With
+// CORDON_XNU_SANDBOX_REFUSE=<errno> the call then fails with that errno and an
+// error string, as sandbox_init does for a profile macOS does not accept.
+int sandbox_init(const char* profile, uint64_t flags, char** errorbuf) {
+  if (errorbuf) *errorbuf = nullptr;
+  const char* stem = getenv("CORDON_XNU_SANDBOX_LOG");
+  if (stem && *stem) {
+    std::string path = std::string(stem) + "." + std::to_string(getpid());
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    std::string record = "pid " + std::to_string(getpid()) + "\nexe " + exe + "\nflags " + std::to_string(flags) + "\n--\n" + profile;
+    size_t off = 0;
+    while (off < record.size()) {
+      ssize_t w = write(fd, record.data() + off, record.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+      }
+      off += static_cast<size_t>(w);
+    }
+    close(fd);
+  }
+  const char* refuse = getenv("CORDON_XNU_SANDBOX_REFUSE");
+  if (refuse && *refuse) {
+    if (errorbuf) *errorbuf = strdup("the model of XNU refused the profile (CORDON_XNU_SANDBOX_REFUSE)");
+    errno = atoi(refuse);
+    return -1;
+  }
+  return 0;
+}
+
+void sandbox_free_error(char* errorbuf) { free(errorbuf); }
+
 }  // extern "C"
