@@ -231,7 +231,7 @@ describe('C2/C3: the forced stop freezes before it kills: a forker outside the g
       onTestFinished(() => {
         for (const pid of orphansOf(file)) if (observer.cmdline(pid).includes(file)) killQuietly(pid);
       });
-      const proc = spawn('sh', ['-c', 'trap "" TERM HUP INT; env -i "$1" forkring "$2" --setsid --lifetime 60 & wait', 'sh', fixtureProgram(), file], {
+      const proc = spawn('sh', ['-c', 'trap "" TERM HUP INT; env -i "$1" forkring "$2" --setsid --children 32 --child-ms 8 --lifetime 60 & wait', 'sh', fixtureProgram(), file], {
         env: t.env,
         stdio: ['ignore', 'ignore', 'ignore'],
       });
