@@ -160,7 +160,14 @@ async function hopping(t: Tagged, file: string): Promise<void> {
  * grace for the test, the freeze check (taggedByWalks: killTagged) must find
  * nothing tagged alive.
  */
-async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promise<void> {
+/**
+ * One round of an unpaced setsid hopper stopped by `how`. `dies`: it dies of
+ * the polite signal (its generations are ended by the polite phase's walks and
+ * quiescence is what the tier decides, with a 10 s grace the forced stop is
+ * rarely reached), else it ignores every polite signal (a 300 ms grace: the
+ * forced stop does the work).
+ */
+async function forcedRound(how: 'terminate()' | 'kill()', round: number, dies = false): Promise<void> {
   const t = useTag();
   const file = hopperFile(hopperDir('cordon-escapes-'), 'hop');
   // No pause between generations: it forks as fast as the machine lets it,
@@ -169,7 +176,7 @@ async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promis
   // kernel, the pause the other hoppers take there (PAUSE_US, above): its
   // kernel lists a fork at once, but a walk there is several times a Mac's.
   const pause = xnu && process.platform === 'linux' ? ['--pause-us', PAUSE_US] : [];
-  const proc: ContainedProcess = spawn(fixtureProgram(), ['hop', file, '--setsid', '--ignore-polite', '--every', '1', ...pause], {
+  const proc: ContainedProcess = spawn(fixtureProgram(), ['hop', file, '--setsid', ...(dies ? [] : ['--ignore-polite']), '--every', '1', ...pause], {
     env: t.env,
     leftovers: 'keep',
     stdio: ['ignore', 'ignore', 'ignore'],
@@ -178,10 +185,11 @@ async function forcedRound(how: 'terminate()' | 'kill()', round: number): Promis
   await within(proc.started, watchdog(10_000), 'the hopper to start', t.tag);
   if (!caps.guarantees.stopCostIsTheTree) await bystanders();
   const before = await beatsAfter(file, 0, 30, `round ${round}`, t);
-  // A short grace (the hopper ignores the polite signal): the forced stop does the work.
-  const stopped = how === 'terminate()' ? proc.terminate({ grace: 300 }) : proc.kill();
+  // A short grace where the hopper ignores the polite signal: the forced stop does the work.
+  const grace = dies ? 10_000 : 300;
+  const stopped = how === 'terminate()' ? proc.terminate({ grace }) : proc.kill();
   // The bound: the grace, then the forced stop's freeze rounds (1 s each at the most) on a loaded machine.
-  await within(stopped, watchdog(15_000), `round ${round}: ${how} to resolve`, t.tag);
+  await within(stopped, watchdog(grace + 15_000), `round ${round}: ${how} to resolve`, t.tag);
   expect(taggedByWalks(t), `round ${round}: tagged processes alive when ${how} resolved (heartbeat at ${before} before it)`).toBe('(none)');
   expect(await silentFor(file, 400), `round ${round}: the heartbeat still grows after ${how} resolved`).toBe(true);
 }
@@ -199,9 +207,24 @@ describe('C2/C3: the forced stop ends a setsid hopper that ignores the polite si
   }
 });
 
+// The same hopper dying of the polite signal: each generation a walk finds
+// gets SIGTERM and dies, but one forked before it did goes on, and when the
+// tree is quiescent is the walks' word (in the process-group tier: the
+// sweep's, once the group is empty). A walk that listed a generation and read
+// it only once it had forked and exited may have missed its child: such a
+// walk proves nothing, and one that found nothing must be settled to end the
+// stop (quiescence from one walk, settled or not, resolved with the hopper
+// alive). The forced stop comes only after 10 s.
+describe('C2/C3: the polite stop ends a setsid hopper that dies of it, forking as fast as it can', () => {
+  // proves C3, C2
+  itWhere(hopperWhy === '', 'terminate() with a 10 s grace: nothing tagged is alive when it resolves (5 rounds)', hopperWhy, async () => {
+    for (let round = 1; round <= 5; round++) await forcedRound('terminate()', round, true);
+  }, watchdog(200_000));
+});
+
 // A forker outside the group (setsid), with an empty environment (nothing
 // marks it or its children: only lineage makes them members), that ignores
-// the polite signals and keeps eight children alive, each for 2 ms: at any
+// the polite signals and keeps 32 children alive, each for 8 ms: at any
 // moment some of its children are younger than the anchor's last walk. Killed
 // before it is stopped, it orphans them: out of the group, unmarked and no
 // longer below a member, they are out of the tier's sight. The forced stop
