@@ -164,12 +164,26 @@ class SubreaperTier : public Tier {
       bool calm = freeze(now + kFreezeMs, list, fresh);
       if (!calm) fresh = true;  // (out of time: the next round at once)
     } else {
-      list = members(false, false);
-      verify(list);
-      for (auto& m : list) {
-        if (!m.from_snapshot) continue;  // no longer ours: never signalled
-        if (signalled_.insert(std::make_pair(m.pid, m.start_time)).second) fresh = true;
-        host_.signal_one(m);
+      // A walk that was not settled (a process it listed had gone when read,
+      // or one was newly seen exiting) may have missed the children that
+      // process handed to the anchor: walk again at once, a few times, and
+      // the next round is soon (a hopper that forks and exits every few
+      // microseconds was missed by walk after walk while the pace backed
+      // off to 1 s, seconds of its life with no signal).
+      for (int walks = 1;; walks++) {
+        cordon::DescendantsWalk ending;
+        list = walk(false, false, &ending);
+        int lost = verify(list);
+        for (auto& m : list) {
+          if (!m.from_snapshot) continue;  // no longer ours: never signalled
+          if (signalled_.insert(std::make_pair(m.pid, m.start_time)).second) fresh = true;
+          host_.signal_one(m);
+        }
+        if (settled(ending, lost)) break;
+        if (walks == kUnsettledWalks) {
+          fresh = true;
+          break;
+        }
       }
     }
     if (term.stuck_due(now)) {
@@ -212,6 +226,19 @@ class SubreaperTier : public Tier {
     return lost;
   }
 
+  // Whether a counted walk missed no child of a process going (see
+  // cordon::DescendantsWalk): none of what it listed was gone when read
+  // (`lost`: listed, then not verified), none was seen exiting that no
+  // earlier walk saw so. (An uncounted walk, list_tree's: settled.)
+  bool settled(const cordon::DescendantsWalk& ending, int lost) {
+    if (!ending.counted) return true;
+    bool quiet = lost == 0 && ending.gone == 0;
+    for (auto& e : ending.exiting) {
+      if (exiting_.insert(e).second) quiet = false;
+    }
+    return quiet;
+  }
+
   // The forced stop, freeze first. Killing what a walk lists chases a tree
   // that forks and exits faster than a walk: a member killed after its
   // fork() returned leaves the child running, and a member that exits
@@ -230,7 +257,6 @@ class SubreaperTier : public Tier {
   // `fresh`: one was not signalled before. True when calm.
   bool freeze(int64_t until, std::vector<Member>& list, bool& fresh) {
     std::map<std::pair<int64_t, uint64_t>, Member> frozen;
-    std::set<std::pair<int64_t, uint64_t>> exiting;
     bool calm = false;
     bool quiet_before = false;  // uncounted walks: the one before found nothing new either
     int walks = 0;
@@ -250,17 +276,14 @@ class SubreaperTier : public Tier {
         int rc = cordon::signal_member(getpid(), group(), m, SIGSTOP, host_.pidfd());
         trace("freeze: SIGSTOP %lld (parent %lld): %d", static_cast<long long>(m.pid), static_cast<long long>(m.ppid), rc);
       }
-      bool settled;
+      bool walk_settled;
       if (ending.counted) {
-        settled = lost == 0 && ending.gone == 0;
-        for (auto& e : ending.exiting) {
-          if (exiting.insert(e).second) settled = false;
-        }
+        walk_settled = settled(ending, lost);
       } else {
-        settled = quiet_before;
+        walk_settled = quiet_before;
         quiet_before = !found;
       }
-      calm = !found && settled;
+      calm = !found && walk_settled;
     } while (!calm && now_ms() < until);
     for (auto& entry : frozen) {
       if (signalled_.insert(entry.first).second) fresh = true;
@@ -295,6 +318,7 @@ class SubreaperTier : public Tier {
   static constexpr int kWalkMaxMs = 1000;
   static constexpr int kLastCallMs = 100;
   static constexpr int kFreezeMs = 1000;  // a forced round's walks, at most
+  static constexpr int kUnsettledWalks = 8;  // a polite round's walks, while they are not settled
   static constexpr int64_t kStuckReportMs = protocol::kStuckReportMs;
 
   bool marked_;
@@ -312,6 +336,9 @@ class SubreaperTier : public Tier {
   bool stuck_done_ = false;  // the STUCK round is over
   // Members given this phase's signal (the polite one, then the forced kill).
   std::set<std::pair<int64_t, uint64_t>> signalled_;
+  // Members walks have seen exiting (zombies, in exit()): one seen so again
+  // leaves a walk settled (its children were handed on before).
+  std::set<std::pair<int64_t, uint64_t>> exiting_;
 };
 
 }  // namespace
