@@ -231,7 +231,7 @@ describe.skipIf(netns.skip || (probe().landlock ?? 0) > 7)(`confine: what it doe
 // What a Mac would show: written from Apple's documented behaviour, never run
 // by this project (no Mac runs its suite; docs/confine.md, "macOS"). On the
 // model of XNU the profile is recorded, not enforced: test/xnu-model/seatbelt.test.ts.
-describe.skipIf(process.platform !== 'darwin')('confine on macOS: the Seatbelt profile, observed from outside', () => {
+describe.skipIf(process.platform !== 'darwin')(`confine on macOS: the Seatbelt profile, observed from outside${process.platform !== 'darwin' ? ' [skipped: a Mac only; on the model of XNU the profile is recorded, not enforced]' : ''}`, () => {
   // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('writes only below its write paths and its TMPDIR; denyRead unreadable; network none reaches no server of the test', async () => {
     const t = useTag();
@@ -254,7 +254,7 @@ describe.skipIf(process.platform !== 'darwin')('confine on macOS: the Seatbelt p
   });
 });
 
-describe.skipIf(process.platform !== 'win32')('confine on Windows', () => {
+describe.skipIf(process.platform !== 'win32')(`confine on Windows${process.platform !== 'win32' ? ' [skipped: Windows only]' : ''}`, () => {
   // proves nothing of the contract: the confine option has no clause in docs/contract.md
   it('is refused with ERR_CORDON_UNSUPPORTED before anything runs', async () => {
     const err = (await run('true', [], { confine: { write: [tmpdir()] } }).catch((e: CordonError) => e)) as CordonError;
