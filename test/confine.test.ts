@@ -15,6 +15,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { run, spawn, type CordonError } from '../lib/index.js';
 import { probe } from '../lib/native.js';
 import { hasCapSysAdmin } from '../lib/capabilities.js';
+import { confineRefusal } from '../lib/confine.js';
 import { useTag, waitFor, within } from './helpers/procs.js';
 import { onlyWhere } from './helpers/requirements.js';
 import { caps, xnu } from './helpers/tier.js';
@@ -251,6 +252,21 @@ describe.skipIf(process.platform !== 'darwin')(`confine on macOS: the Seatbelt p
     await new Promise((done) => setTimeout(done, 200));
     expect(server.accepts()).toBe(0);
     expect(r.confined).toMatchObject({ mechanism: 'seatbelt', landlockAbi: 0, network: 'none' });
+  });
+});
+
+// The refusal a Windows host gets, read here on any platform: what each
+// mechanism would need (docs/confine.md, "Windows: why it is refused").
+describe('confine on Windows: the refusal says what is missing', () => {
+  // proves nothing of the contract: the confine option has no clause in docs/contract.md
+  it('ERR_CORDON_UNSUPPORTED naming the AppContainer and the restricted token, what stops each, and that nothing ran', () => {
+    const err = confineRefusal({ write: [tmpdir()], denyRead: [], network: 'loopback' }, 'win32', 0, false);
+    expect(err?.code).toBe('ERR_CORDON_UNSUPPORTED');
+    expect(err?.message).toMatch(/AppContainer/);
+    expect(err?.message).toMatch(/loopback/);
+    expect(err?.message).toMatch(/write-restricted token/);
+    expect(err?.message).toMatch(/Nothing ran/);
+    expect(confineRefusal({ write: [tmpdir()], denyRead: [], network: 'all' }, 'darwin', 0, false)).toBeUndefined();
   });
 });
 

@@ -71,7 +71,15 @@ export function privilegeDropFailed(errno: number, uid: number | undefined, gid:
 
 /** The option "confine" where this build has no confinement (Windows; stage 'input'). */
 export function confineUnsupported(platform: NodeJS.Platform): CordonError {
-  return new CordonError(`The option "confine" is for Linux (Landlock and network namespaces) and macOS (a Seatbelt profile) for now; ${platform} has no confinement in this build. Nothing ran.`, {
+  // Windows: what each mechanism would need (docs/confine.md, "Windows").
+  const message =
+    platform === 'win32'
+      ? 'The option "confine" is not available on Windows: neither of its mechanisms expresses this policy without changing the access lists of your files. ' +
+        "An AppContainer reads only what grants it access (not your workspace, unless its files are given to the container's SID) and reaches no loopback address without an administrator's exemption; " +
+        'a write-restricted token writes only where its SID is granted (each write path changed for it). cordon changes no access list of yours, so it refuses. Nothing ran. ' +
+        'Run without confine, or confine the command at another layer (Windows Sandbox, a virtual machine, a container).'
+      : `The option "confine" is for Linux (Landlock and network namespaces) and macOS (a Seatbelt profile); ${platform} has no confinement in this build. Nothing ran.`;
+  return new CordonError(message, {
     code: 'ERR_CORDON_UNSUPPORTED',
     stage: 'input',
   });
