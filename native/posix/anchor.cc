@@ -150,19 +150,23 @@ class Anchor : public anchor::TierHost {
   void signal_one(const Member& m) override {
     int64_t group = tier_->group();
     // After the root's exit, what is signalled is reported as it is now
-    // (report_killed): its command line is read before the signal.
-    std::string command = left_listed_ ? cordon::command_line(m.pid) : std::string();
+    // (report_killed): its command line is read before the signal (and only
+    // for a signal that is sent: a round walks again, and a member given the
+    // polite signal before is not read again).
+    auto command = [&]() { return left_listed_ ? cordon::command_line(m.pid) : std::string(); };
     if (term_.forcing()) {
+      std::string line = command();
       int rc = cordon::signal_member(getpid(), group, m, SIGKILL, pidfd_);
       trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
-      if (rc == 0) report_killed(m, command);
+      if (rc == 0) report_killed(m, line);
       return;
     }
     auto key = std::make_pair(m.pid, m.start_time);
     if (termed_.count(key)) return;
+    std::string line = command();
     int rc = cordon::signal_member_then_cont(getpid(), group, m, opts_.polite_signal, pidfd_);
     if (rc == 0) termed_.insert(key);
-    if (rc == 0) report_killed(m, command);
+    if (rc == 0) report_killed(m, line);
     trace("signal %d %lld: %d", opts_.polite_signal, static_cast<long long>(m.pid), rc);
   }
 
