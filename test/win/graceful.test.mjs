@@ -5,7 +5,8 @@
 // is the forced stop at once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { onLines } from '../helpers/common.mjs';
 import { cordon, existsSync, join, nativeFixture, parsePids, startTree, track, underWine, waitGone, within } from './helpers.mjs';
 
@@ -63,7 +64,8 @@ test('terminate() tells members with windows to close (WM_CLOSE), which CTRL_BRE
   await within(proc.terminate({ grace: 60000 }), 30000, 'terminate() to end the tree by WM_CLOSE, within its grace', [pids.root, pids.child]);
   ctx.diagnostic(`terminate() took ${Date.now() - t0} ms`);
   await waitGone([pids.root, pids.child], 5000);
-  const closed = readFileSync(file, 'utf8').trim().split(/\r?\n/).map(Number).sort();
+  // Each one that ran its handler wrote <file>.<pid> (window-app.cc).
+  const closed = readdirSync(dirname(file)).filter((name) => name.startsWith(`${basename(file)}.`)).map((name) => Number(readFileSync(join(dirname(file), name), 'utf8').trim())).sort();
   assert.deepEqual(closed, [pids.root, pids.child].sort(), 'both got WM_CLOSE and ran their handler');
   const result = await within(proc.result, 5000, 'result');
   assert.equal(result.exitCode, 3, 'the root exited by its own WM_CLOSE handler');
