@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { alive, assertUserOnlyDacl, fixtures, hardKill, join, nativeFixture, noDaclExe, pkgDir, readPids, sleep, spawnChild, track, underWine, waitFor, waitGone, within } from './helpers.mjs';
 
@@ -196,7 +196,8 @@ test('lease: nobody adopts, the lease runs out and the tree is ended', async (ct
 // proves nothing of the contract: the threat model's endpoint name, never free while the anchor lives (no clause)
 test('lease: once the lease ran out, the endpoint answers until its anchor exits (ADOPT: DENIED expired), so the name is never free while the anchor is alive', { skip: noWindowApp }, async (ctx) => {
   const t = track(ctx);
-  const closed = join(t.tmp(), 'closed.txt');
+  const dir = t.tmp();
+  const closed = join(dir, 'closed.txt');
   const graceMs = 8000;
   // The teardown lasts its grace: a member with a window gets WM_CLOSE (and
   // ends), the root ignores CTRL_BREAK and has no window, so it ends only at
@@ -204,7 +205,8 @@ test('lease: once the lease ran out, the endpoint answers until its anchor exits
   const h = await leasedTree(t, 2000, ['--window', windowApp, closed, '--ignore-break'], { CORDON_TEST_LEASE_GRACE: String(graceMs) });
   const all = [h.anchor, ...h.tree];
   await killHost(ctx, h);
-  await waitFor(() => existsSync(closed), { timeout: 20000, what: 'the lease to run out (the window told to close)' });
+  // (window-app.exe writes <closed>.<pid> on WM_CLOSE.)
+  await waitFor(() => readdirSync(dir).some((name) => name.startsWith('closed.txt.')), { timeout: 20000, what: 'the lease to run out (the window told to close)' });
   assert.ok(alive(h.anchor), 'the anchor is in its teardown');
   const err = await within(connectAdoptionEndpoint(h.endpoint, h.anchor, h.token).catch((e) => e), 5000, 'ADOPT after the lease ran out', all);
   ctx.diagnostic(`ADOPT during the teardown: ${err.code} ${err.why ?? err.message}`);
