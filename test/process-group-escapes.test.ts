@@ -175,7 +175,11 @@ async function forcedRound(how: 'terminate()' | 'kill()', round: number, dies = 
   // On the model of XNU, where every read is a round trip to the model's
   // kernel, the pause the other hoppers take there (PAUSE_US, above): its
   // kernel lists a fork at once, but a walk there is several times a Mac's.
-  const pause = xnu && process.platform === 'linux' ? ['--pause-us', PAUSE_US] : [];
+  // One that dies of the polite signal pauses 2 ms there (as the paced hoppers
+  // on Linux): a generation then lives shorter than a walk of the model's, so
+  // walks list generations gone by the time they are read, and must not take
+  // quiescence from one of those.
+  const pause = xnu && process.platform === 'linux' ? ['--pause-us', dies ? '2000' : PAUSE_US] : [];
   const proc: ContainedProcess = spawn(fixtureProgram(), ['hop', file, '--setsid', ...(dies ? [] : ['--ignore-polite']), '--every', '1', ...pause], {
     env: t.env,
     leftovers: 'keep',
