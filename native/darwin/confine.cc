@@ -65,6 +65,12 @@
 //                               host's loopback listeners are reachable.
 //   network 'all':      nothing.
 //
+// Inherited: a fork's child takes its parent's credential and MAC label
+// (xnu-11417.101.15 bsd/kern/kern_fork.c:1061, :342
+// mac_cred_label_associate_fork), an exec lets the policies transition the
+// label (bsd/kern/kern_exec.c:7002); that the Sandbox keeps it there is
+// sandbox(7)'s word (Sandbox.kext is not open source).
+//
 // Paths are matched as the kernel resolved them (the vnode's path): /tmp is
 // /private/tmp, /var is /private/var. lib/confine.ts passes canonical paths
 // (realpath), and the tree's temp dir is realpath'd too.
@@ -119,27 +125,29 @@ const char* const kDeviceRules =
     "  (regex #\"^/dev/ttys[0-9]+$\")\n"
     "  (subpath \"/dev/fd\"))\n";
 
+// One rule `(<head> (subpath "<path>"))` per path; false (with `what` the
+// path) where one cannot be written as a string literal.
+bool subpath_rules(const char* head, const std::vector<std::string>& paths, std::string& out, std::string& what) {
+  for (const auto& path : paths) {
+    out += "(";
+    out += head;
+    out += " (subpath ";
+    if (!append_string(path, out)) {
+      what = path;
+      return false;
+    }
+    out += "))\n";
+  }
+  return true;
+}
+
 }  // namespace
 
 int profile(const Spec& spec, std::string& out, std::string& what) {
   out = "(version 1)\n(allow default)\n(deny file-write*)\n";
-  for (const auto& w : spec.write) {
-    out += "(allow file-write* (subpath ";
-    if (!append_string(w, out)) {
-      what = w;
-      return -EINVAL;
-    }
-    out += "))\n";
-  }
+  if (!subpath_rules("allow file-write*", spec.write, out, what)) return -EINVAL;
   out += kDeviceRules;
-  for (const auto& d : spec.deny_read) {
-    out += "(deny file-read* process-exec (subpath ";
-    if (!append_string(d, out)) {
-      what = d;
-      return -EINVAL;
-    }
-    out += "))\n";
-  }
+  if (!subpath_rules("deny file-read* process-exec", spec.deny_read, out, what)) return -EINVAL;
   if (spec.network == kNetworkNone || spec.network == kNetworkLoopback) out += "(deny network*)\n";
   if (spec.network == kNetworkLoopback) {
     out += "(allow network-bind network-inbound (local ip \"localhost:*\"))\n";

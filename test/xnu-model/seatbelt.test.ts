@@ -17,7 +17,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { run, type CordonError, type ConfineNetwork } from '../../lib/index.js';
 import { anchorPath } from '../../lib/native.js';
 import { capabilities } from '../../lib/capabilities.js';
-import { useTag } from '../helpers/procs.js';
+import { useTag, within } from '../helpers/procs.js';
+import { watchdog } from '../helpers/time.js';
 
 /** A fresh directory (canonical), removed after the test. */
 function scratch(): string {
@@ -87,7 +88,7 @@ describe("confine in the darwin build: the Seatbelt profile, applied in the comm
     const secret = join(dir, 'secret');
     for (const d of [out, odd, secret]) mkdirSync(d);
     const { logs, env } = logged(t);
-    const r = await run('sh', ['-c', 'echo "PID r $$"'], { env, confine: { write: [out, odd], denyRead: [secret], network: 'none' } });
+    const r = await within(run('sh', ['-c', 'echo "PID r $$"'], { env, confine: { write: [out, odd], denyRead: [secret], network: 'none' } }), watchdog(15_000), 'the confined run', t.tag);
     const pid = Number(/^PID r (\d+)$/m.exec(r.stdout)?.[1]);
     expect(pid, r.stdout).toBeGreaterThan(0);
     const recs = records(logs);
@@ -104,7 +105,7 @@ describe("confine in the darwin build: the Seatbelt profile, applied in the comm
       const t = useTag();
       const out = scratch();
       const { logs, env } = logged(t);
-      const r = await run('sh', ['-c', 'echo "PID r $$"'], { env, confine: { write: [out], network } });
+      const r = await within(run('sh', ['-c', 'echo "PID r $$"'], { env, confine: { write: [out], network } }), watchdog(15_000), 'the confined run', t.tag);
       const pid = Number(/^PID r (\d+)$/m.exec(r.stdout)?.[1]);
       const recs = records(logs);
       expect(recs.map((x) => x.pid), network).toEqual([pid]);
@@ -117,7 +118,7 @@ describe("confine in the darwin build: the Seatbelt profile, applied in the comm
     const t = useTag();
     const out = scratch();
     const { logs, env } = logged(t, { CORDON_XNU_SANDBOX_REFUSE: '1' });
-    const err = (await run('sh', ['-c', 'echo ran > "$1/ran"', 'sh', out], { env, confine: { write: [out] } }).catch((e: CordonError) => e)) as CordonError;
+    const err = (await within(run('sh', ['-c', 'echo ran > "$1/ran"', 'sh', out], { env, confine: { write: [out] } }).catch((e: CordonError) => e), watchdog(15_000), 'the refused run', t.tag)) as CordonError;
     expect(err).toMatchObject({ code: 'ERR_CORDON_CONTAINMENT', syscall: 'confine', stage: 'launch', errno: -1 });
     expect(records(logs)).toHaveLength(1);
     expect(existsSync(join(out, 'ran'))).toBe(false);
@@ -130,7 +131,7 @@ describe("confine in the darwin build: the Seatbelt profile, applied in the comm
     const odd = join(dir, 'a\nb');
     mkdirSync(odd);
     const { logs, env } = logged(t);
-    const err = (await run('sh', ['-c', 'echo ran > "$1/ran"', 'sh', dir], { env, confine: { write: [odd] } }).catch((e: CordonError) => e)) as CordonError;
+    const err = (await within(run('sh', ['-c', 'echo ran > "$1/ran"', 'sh', dir], { env, confine: { write: [odd] } }).catch((e: CordonError) => e), watchdog(15_000), 'the refused run', t.tag)) as CordonError;
     expect(err).toMatchObject({ code: 'ERR_CORDON_CONTAINMENT', syscall: 'confine', stage: 'launch' });
     expect(err.errno).toBe(-22);
     expect(records(logs)).toHaveLength(0);
