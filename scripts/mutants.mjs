@@ -130,6 +130,27 @@ export const MUTANTS = [
     project: 'process-group',
   },
   {
+    id: 'pg-quiet-one-snapshot-walk',
+    what: "process-group tier: quiescence from one walk that is a snapshot (the directory read once, no pid handed out since probed), as walks were when #47 was filed",
+    file: 'native/posix/tier_process_group.cc',
+    search: 'walks < (found_outside_ ? kQuietWalks : 1); walks++)',
+    replace: 'walks < 1; walks++)',
+    also: [
+      {
+        file: 'native/linux/descendants.cc',
+        search: 'i < kFirstProbes && pid > 0; i++, pid--) consider(pid, 0);',
+        replace: 'i < 0 && pid > 0; i++, pid--) consider(pid, 0);',
+      },
+      {
+        file: 'native/linux/descendants.cc',
+        search: 'for (int chase = 0; go_on && chase < 8; chase++) {',
+        replace: 'for (int chase = 0; go_on && chase < 0; chase++) {',
+      },
+    ],
+    tests: ['test/process-group-escapes.test.ts', 'test/coverage.test.ts'],
+    project: 'process-group',
+  },
+  {
     id: 'pg-session-ignored',
     what: "process-group tier: membership of the tree's session ignored (a member that left the group, not the session, with a scrubbed environment; the terminal's session)",
     file: 'native/posix/tier_process_group.cc',
@@ -290,6 +311,23 @@ export const MUTANTS = [
     file: 'native/posix/tier_process_group.cc',
     search: 'settled = swept_settled_;\n    }\n    trace("quiescence',
     replace: 'settled = true;\n      walks = kQuietWalks;\n    }\n    trace("quiescence',
+    tests: ['test/process-group-escapes.test.ts'],
+    project: 'process-group',
+    model: true,
+  },
+  {
+    id: 'darwin-quiet-one-snapshot-walk',
+    what: 'darwin (the model): quiescence from one walk that is a snapshot (one listing, not listed again when a process it listed was gone when read), settled or not',
+    file: 'native/posix/tier_process_group.cc',
+    search: 'settled = swept_settled_;\n    }\n    trace("quiescence',
+    replace: 'settled = true;\n      walks = kQuietWalks;\n    }\n    trace("quiescence',
+    also: [
+      {
+        file: 'native/darwin/tree.cc',
+        search: 'for (int round = 0; go_on && round < 8; round++) {',
+        replace: 'for (int round = 0; go_on && round < 1; round++) {',
+      },
+    ],
     tests: ['test/process-group-escapes.test.ts'],
     project: 'process-group',
     model: true,
