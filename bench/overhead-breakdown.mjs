@@ -50,7 +50,7 @@ async function cordonOnce() {
   const anchorExit = anchor.on.anchorExit;
   anchor.on.anchorExit = (...a) => {
     t.anchorExit ??= performance.now();
-    anchorExit(...a);
+    anchorExit.apply(anchor.on, a);
   };
   await proc.result;
   t.settled = performance.now();

@@ -106,7 +106,7 @@ export const MUTANTS = [
     id: 'subreaper-freeze-one-walk',
     what: "subreaper tier: the forced stop's freeze ends after one walk (what was forked meanwhile is not stopped first)",
     file: 'native/posix/tier_subreaper.cc',
-    search: 'calm = !found && settled;',
+    search: 'calm = !found && walk_settled;',
     replace: 'calm = true;',
     tests: ['test/process-group-escapes.test.ts'],
     project: 'subreaper',
