@@ -308,7 +308,7 @@ export const MUTANTS = [
     tests: ['test/process-group-escapes.test.ts'],
     project: 'process-group',
     model: true,
-    guarded: { by: 'darwin-quiet-one-snapshot-walk', why: "a walk that is settled cannot have missed a hopper: XNU's listing is one snapshot taken under proc_list_lock (xnu-11417.101.15 bsd/kern/proc_info.c:401-475), so the member's parent was listed, and it was either alive when read (found) or gone (the walk not settled); the walk also lists again itself when something listed was gone" },
+    guarded: { by: 'darwin-quiet-one-snapshot-walk', why: "a walk that is settled cannot have missed a hopper: XNU's listing is one snapshot taken under proc_list_lock (xnu-11417.101.15 bsd/kern/proc_info.c:401-475), so the member's parent was listed, and it was either alive when read (found) or gone (the walk not settled); the walk also lists again itself when something listed was gone (caught in 2 of 3 runs on 2026-12-07 by the other-user tests, not reproduced in 6 traced runs: docs/mutants.md)" },
   },
   {
     id: 'darwin-quiet-one-unsettled-walk',
