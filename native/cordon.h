@@ -281,6 +281,14 @@ LineageIds lineage_ids_of(int64_t pid);
 // meanwhile is a member.
 void skip_older_processes(uint64_t start = 0);
 
+// Linux: reads the start of every process not yet known older than the
+// anchor and remembers those that are (as the walks above do), so that the
+// tree's first sweep reads only what started since. A warm anchor does it
+// while it waits for its command; `stop` is asked every few entries (a
+// LAUNCH came: the rest is left to the walks). Linux only (CORDON_LINUX_PROC):
+// macOS's sweeps stop at the anchor's own place in the kernel's list.
+void note_older_processes(const std::function<bool()>& stop);
+
 // The live processes the caller may sweep for a tree's marker, the caller
 // excluded: those it may signal (its own user's; every user's when the
 // caller is root, which may also read any process's environment, but on

@@ -122,6 +122,20 @@ void skip_older_processes(uint64_t start) {
   o.on = o.anchor_start != 0;
 }
 
+void note_older_processes(const std::function<bool()>& stop) {
+  DIR* d = opendir("/proc");
+  if (!d) return;
+  std::vector<internal::ProcEntry> entries;
+  internal::young_entries(d, getpid(), entries, true);
+  int read = 0;
+  for (const internal::ProcEntry& e : entries) {
+    if (++read % 16 == 0 && stop()) break;
+    Stat st;
+    if (read_stat(e.pid, st)) internal::note_if_older(e, st);
+  }
+  closedir(d);
+}
+
 namespace {
 
 using internal::ProcEntry;
@@ -349,6 +363,10 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
   bool go_on = true;
   std::unordered_set<int64_t> visited;
   std::vector<internal::NotMember> not_members;
+  // A probed pid held a task started before `since`: pids are handed out
+  // upwards, so those below it were handed out earlier still (but after a
+  // wrap of the pid space, which the directory read covers).
+  bool older_probed = false;
   // A pid counts as visited once a process was seen on it: the cursor names
   // a pid as soon as a fork allocates it, before the child is in /proc, and
   // such a pid probed too early must still be read when the listing has it.
@@ -373,12 +391,20 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       if (ino == 0) ino = static_cast<uint64_t>(sb.st_ino);
       if (internal::skipped(pid, ino)) return;
     }
-    if (probed && !internal::is_process(pid)) return;
     Stat st;
     if (!read_stat(pid, st)) return;
+    // Older than `since` (a task, process or thread, started before it):
+    // no member, whichever it is, and no status read to tell which.
+    if (st.start < since) {
+      if (probed) older_probed = true;
+      internal::note_if_older(ProcEntry{pid, ino}, st);  // (a thread's entry is never listed: harmless)
+      visited.insert(pid);
+      return;
+    }
+    if (probed && !internal::is_process(pid)) return;
     visited.insert(pid);
     internal::note_if_older(ProcEntry{pid, ino}, st);
-    if (st.state == 'Z' || st.state == 'X' || st.start < since) return;
+    if (st.state == 'Z' || st.state == 'X') return;
     n++;
     Visit next = visit(to_member(st, kNone, false));
     if (next == Visit::kNotMember && anchor) not_members.push_back({pid, st.ppid, ino});
@@ -398,7 +424,11 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
     return last;
   };
   int64_t cursor = last_pid();
-  for (int64_t i = 0, pid = cursor; go_on && cursor > 0 && i < kFirstProbes && pid > 0; i++, pid--) consider(pid, 0);
+  // The newest first, down to the first task older than `since`: a tree's
+  // sweep probes what was forked since its root, not the host's threads and
+  // the anchors of earlier trees (measured: about 60 probes, 350 system
+  // calls, at every short command's exit).
+  for (int64_t i = 0, pid = cursor; go_on && !older_probed && cursor > 0 && i < kFirstProbes && pid > 0; i++, pid--) consider(pid, 0);
   std::vector<ProcEntry> pids;
   for (int round = 0; go_on && round < 4; round++) {
     size_t before = visited.size();

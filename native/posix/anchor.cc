@@ -248,6 +248,12 @@ class Anchor : public anchor::TierHost {
       return false;
     };
     if (!unchanged()) return false;
+    if (!tiers_.empty()) {
+      tiers_.front()->while_waiting([]() {
+        pollfd p[2] = {{g_signal_pipe[0], POLLIN, 0}, {kControlFd, POLLIN, 0}};
+        return poll(p, 2, 0) != 0;
+      });
+    }
     for (;;) {
       std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}, {kControlFd, POLLIN, 0}};
       int watch = add_host_watch(fds);

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +86,10 @@ class Tier {
   // waits in its host's process group: not where that makes something a
   // kill of that group would leave behind (the cgroup tier's cgroup).
   virtual bool contains_while_waiting() const { return true; }
+  // A warm anchor, contained, waiting for its LAUNCH: work done ahead of the
+  // tree that its walks would do later; `stop` says a LAUNCH (or anything
+  // else) is waiting, and the rest is left.
+  virtual void while_waiting(const std::function<bool()>& stop) { (void)stop; }
   // The tree's process group (GROUP, and what list_tree and signal_member
   // take), or 0.
   virtual int64_t group() const { return 0; }

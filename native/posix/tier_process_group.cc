@@ -66,6 +66,11 @@ constexpr int kGroupSnapshotMs = 1000;
 constexpr int kGroupSnapshotMaxMs = 8000;
 // ...but not in a tree's first seconds, when daemons usually start.
 constexpr int kGroupSnapshotSteadyAfterMs = 5000;
+// The first snapshot, this long after the root's start: not at once (a
+// command that ends within it, as most of an agent's do, gets the sweep at
+// its root's exit alone; a snapshot at its start found the root only, and
+// its walk held up the root's EXIT by about 1 ms: docs/benchmarks.md).
+constexpr int kFirstSnapshotMs = 20;
 // In the grace, how often the process-group tier looks for members forked
 // after the group's SIGTERM (a walk of every process).
 constexpr int kGroupTermWalkMs = 250;
@@ -179,6 +184,18 @@ class ProcessGroupTier : public Tier {
   }
 
   int64_t group() const override { return group_; }
+
+  // The tree's first sweep (at the root's exit, for most commands) reads
+  // only processes started since the anchor: what is older is noted now,
+  // while nothing waits on it (measured: 130 stat files at the exit of every
+  // short command on an idle VM, docs/benchmarks.md).
+  void while_waiting(const std::function<bool()>& stop) override {
+#if CORDON_LINUX_PROC
+    cordon::note_older_processes(stop);
+#else
+    (void)stop;
+#endif
+  }
   std::string marker() const override { return marker_.token(); }
   int64_t session() const override { return session_; }
 
@@ -229,6 +246,9 @@ class ProcessGroupTier : public Tier {
   // fails, the command never runs.
   int after_fork(pid_t child, const char*& what) override {
     root_ = child;
+    // The tree's age counts from its root (a warm anchor waited before it).
+    started_at_ = now_ms();
+    last_snapshot_ = started_at_ - kGroupSnapshotMs + kFirstSnapshotMs;
     known_.lineage().add(cordon::lineage_ids_of(child));  // (it waits on `go`: alive; its ids stay across exec)
 #if CORDON_LINUX_PROC
     // No member is older than the root (all are its descendants, or in its
@@ -482,7 +502,11 @@ class ProcessGroupTier : public Tier {
   // first, then slower, for kept leftovers that hold on.
   int held_output_wait_ms(int64_t since_root_exit) const override { return since_root_exit > 2000 ? 500 : 50; }
 
-  int idle_wait_ms(bool) const override { return snapshot_every_; }
+  // Until the next snapshot is due.
+  int idle_wait_ms(bool) const override {
+    int64_t left = last_snapshot_ + snapshot_every_ - now_ms();
+    return static_cast<int>(left < 0 ? 0 : left > snapshot_every_ ? snapshot_every_ : left);
+  }
   const std::vector<int>& wake_fds() const override { return exits_.fds(); }
 
   void idle_tick(int64_t now) override {
@@ -842,8 +866,8 @@ class ProcessGroupTier : public Tier {
   uint64_t signalled_before_ = 0;
   KnownMembers known_{host_, group_};  // members seen, by identity (known_members.h)
   int snapshot_every_ = kGroupSnapshotMs;  // the snapshot interval
-  int64_t started_at_ = now_ms();
-  int64_t last_snapshot_ = 0;
+  int64_t started_at_ = now_ms();  // (the root's start: after_fork)
+  int64_t last_snapshot_ = 0;       // (after_fork: the first is kFirstSnapshotMs after the root's start)
   int64_t last_term_walk_ = 0;
   TreeMarker marker_;              // this tree's token (tree_marker.h)
   MarkerReadings readings_{marker_};  // what the sweeps read of each process (tree_marker.h)
