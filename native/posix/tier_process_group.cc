@@ -209,9 +209,12 @@ class ProcessGroupTier : public Tier {
   // left the group, then execs.
   int before_fork() override {
     // The command's CORDON_TREE: an outer tree's tokens (this anchor's own
-    // environment is the command's), then this tree's.
+    // environment is the command's), then this tree's; put into the anchor's
+    // own environment, which the command is exec'd with (the child may share
+    // the anchor's memory: nothing is set there).
     const char* outer = getenv(kMarkerName);
     marker_entry_ = marker_.entry(outer);
+    putenv(&marker_entry_[0]);
     if (pipe(go_) != 0) {
       int err = errno;
       go_[0] = go_[1] = -1;
@@ -220,26 +223,37 @@ class ProcessGroupTier : public Tier {
     }
     fcntl(go_[0], F_SETFD, FD_CLOEXEC);
     fcntl(go_[1], F_SETFD, FD_CLOEXEC);
+    child_go_[0] = go_[0];
+    child_go_[1] = go_[1];
     return 0;
   }
 
+  // Linux: a child that shares the anchor's memory until it execs
+  // (clone_shared), as in the subreaper tier; it waits on `go` all the same.
+  int64_t fork(const char*& what, const ChildStart& start) override {
+#if CORDON_LINUX_PROC
+    *start.shared = cordon::clone_shared(-1, start.main, start.arg);
+    if (start.shared->pid >= 0) return start.shared->pid;
+#endif
+    return Tier::fork(what, start);
+  }
+
+  // The child may share the anchor's memory, and the anchor closes and
+  // forgets go_ meanwhile: the child reads child_go_, which nothing changes
+  // until the next launch.
   int child_enter() override {
-    close(go_[1]);
+    close(child_go_[1]);
     if (setpgid(0, static_cast<pid_t>(group_)) != 0) return errno;
     char b;
     ssize_t r;
     do {
-      r = read(go_[0], &b, 1);
+      r = read(child_go_[0], &b, 1);
     } while (r < 0 && errno == EINTR);
     if (r != 1) _exit(127);  // the anchor gave up or is gone: nothing of the command runs
-    close(go_[0]);
+    close(child_go_[0]);
     return 0;
   }
 
-  // The marker goes into the command's environment only (the anchor execs
-  // the command with `environ`); nothing is allocated in the child but
-  // putenv's array.
-  void child_before_exec() override { putenv(&marker_entry_[0]); }
 
   // The command is in the group once either side has moved it (it cannot
   // have exec'd: it waits on `go`). Then the pin leaves; if either step
@@ -849,6 +863,7 @@ class ProcessGroupTier : public Tier {
   int life_ = -1;          // the write end of the pin's life line (contain())
   pid_t root_ = -1;
   int go_[2] = {-1, -1};
+  int child_go_[2] = {-1, -1};  // the child's copy: see child_enter()
   bool group_termed_ = false;
   int64_t group_signal_at_ = 0;  // when group_termed_ was set
   bool group_killed_ = false;  // the group has had a SIGKILL
