@@ -79,7 +79,7 @@ void exec_command(const CommandChild& c) {
   // native/linux/clone.cc).
   // macOS: sandbox_init() with the Seatbelt profile, which allocates (libsandbox
   // compiles the profile). That is safe here because this child is a plain
-  // fork() (Tier::fork: no darwin tier overrides it) of an anchor that is
+  // fork() (Tier::fork: on macOS every tier forks) of an anchor that is
   // single-threaded (it starts no thread: one poll loop, native/posix/anchor.cc),
   // so no other thread can have held the allocator's lock at the fork.
   if (c.confine) {

@@ -116,8 +116,8 @@ class Tier {
   virtual int before_fork() { return 0; }
   // Starts the child, which runs start.main(start.arg) and never returns
   // here: the child's pid, or a negative errno. A failure the tier reports as
-  // NOCONTAIN sets `what`. fork() here; on Linux the cgroup and subreaper
-  // tiers start a child that shares the anchor's memory until it execs
+  // NOCONTAIN sets `what`. fork() here; on Linux every tier starts a child
+  // that shares the anchor's memory until it execs
   // (clone_shared: its stack goes in *start.shared, for the caller to unmap).
   virtual int64_t fork(const char*& what, const ChildStart& start);
   // In the child, first thing: 0, or an errno the anchor reports as
