@@ -62,8 +62,10 @@ export interface PosixBinding extends CommonBinding {
    * a host descriptor) and a new control socket pair's end as its fd 3.
    * `control`: the host's end; `fds`: the host's end of each new pipe, else
    * -1. Creates every descriptor it returns (none to close on throw).
+   * `env` null: the host's own environment (what process.env holds on the
+   * main thread), copied by the addon.
    */
-  spawnAnchor(path: string, argv: string[], env: string[], stdio: number[], leaseLogFd?: number): { pid: number; control: number; fds: number[] };
+  spawnAnchor(path: string, argv: string[], env: string[] | null, stdio: number[], leaseLogFd?: number): { pid: number; control: number; fds: number[] };
   /** spawnAnchor on a thread of libuv's pool (a warm anchor: the JS thread does not wait for its exec). */
   spawnWarmAnchor(path: string, argv: string[], env: string[], stdio: number[], done: (err: (Error & { code?: string }) | null, started?: { pid: number; control: number; fds: number[] }) => void): void;
   /**
@@ -71,8 +73,11 @@ export interface PosixBinding extends CommonBinding {
    * channel) its command: `args` as a cold anchor's, the command's
    * environment, its stdio as spawnAnchor's. Returns the host's end of each
    * new pipe, else -1; throws with the errno when nothing usable was sent.
+   * `env` null: the host's own, as spawnAnchor's.
    */
-  launchWarm(control: number, args: string[], env: string[], stdio: number[]): number[];
+  launchWarm(control: number, args: string[], env: string[] | null, stdio: number[]): number[];
+  /** The host's own environment as one exec carries it: [strings, bytes with their NULs, the longest one's bytes, its name with '=' (its first 20 bytes where it has none)]. */
+  environSize(): [number, number, number, string];
   /**
    * A leased anchor's endpoint (lib/lease.ts): connects, writes `line`, reads
    * the answer's first line with the descriptors it carries. `fd`: the

@@ -2,6 +2,7 @@
 // (cordon.h). Owners, kinds, graces, drains and policies live in TypeScript.
 #include <napi.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -11,6 +12,11 @@
 #endif
 #if CORDON_LINUX_PROC
 #include "linux/lost_tree.h"
+#endif
+#ifdef __APPLE__
+#include <crt_externs.h>  // a loadable bundle has no `environ` of its own: _NSGetEnviron()
+#elif !defined(_WIN32)
+extern char** environ;
 #endif
 
 namespace {
@@ -91,6 +97,54 @@ bool StringArray(const Napi::Value& v, std::vector<std::string>& out) {
   return true;
 }
 
+// The host process's own environment, as the C library holds it: what
+// process.env reads and writes on Node's main thread (setenv, unsetenv).
+char** host_environ() {
+#ifdef __APPLE__
+  return *_NSGetEnviron();
+#else
+  return environ;
+#endif
+}
+
+// A command's environment: an array of "NAME=value", or null for the host's
+// own (copied here: Object.entries(process.env) asks the C library for each
+// variable in turn, about 2 us each, on every spawn).
+bool EnvArray(const Napi::Value& v, std::vector<std::string>& out) {
+  if (!v.IsNull()) return StringArray(v, out);
+  for (char** e = host_environ(); e && *e; e++) out.emplace_back(*e);
+  return true;
+}
+
+// environSize() -> [count, bytes, longestBytes, longestHead]: the host's own
+// environment as one exec would carry it (bytes: every string with its NUL),
+// and its longest string (its bytes, its name with the '=', or its first 20
+// bytes where it has no name): what the host's E2BIG check needs
+// (lib/anchor/exec-size.ts) without reading each variable through process.env.
+Napi::Value EnvironSize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  double count = 0, bytes = 0;
+  size_t longest = 0;
+  const char* longest_at = "";
+  for (char** e = host_environ(); e && *e; e++) {
+    size_t n = strlen(*e);
+    count++;
+    bytes += static_cast<double>(n + 1);
+    if (n + 1 > longest) {
+      longest = n + 1;
+      longest_at = *e;
+    }
+  }
+  const char* eq = strchr(longest_at, '=');
+  size_t head = eq && eq != longest_at ? static_cast<size_t>(eq - longest_at) + 1 : std::min<size_t>(strlen(longest_at), 20);
+  Napi::Array out = Napi::Array::New(env, 4);
+  out.Set(0u, Napi::Number::New(env, count));
+  out.Set(1u, Napi::Number::New(env, bytes));
+  out.Set(2u, Napi::Number::New(env, static_cast<double>(longest)));
+  out.Set(3u, Napi::String::New(env, longest_at, head));
+  return out;
+}
+
 // spawnAnchor(path, argv, env, [stdin, stdout, stderr])
 //   -> { pid, control, fds: [stdin, stdout, stderr] }; stdio entries: -1 a
 //   pipe, -2 /dev/null, else a host descriptor; control: the host's end of the
@@ -100,7 +154,7 @@ bool StringArray(const Napi::Value& v, std::vector<std::string>& out) {
 bool SpawnArgs(const Napi::CallbackInfo& info, cordon::AnchorSpawn& spec, const char* usage) {
   Napi::Env env = info.Env();
   bool ok = info.Length() >= 4 && info[0].IsString() && StringArray(info[1], spec.argv) &&
-            StringArray(info[2], spec.env) && info[3].IsArray() &&
+            EnvArray(info[2], spec.env) && info[3].IsArray() &&
             info[3].As<Napi::Array>().Length() == 3;
   if (ok) {
     Napi::Array stdio = info[3].As<Napi::Array>();
@@ -187,7 +241,7 @@ Napi::Value LaunchWarm(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::vector<std::string> args, vars;
   int stdio[3] = {0, 0, 0};
-  bool ok = info.Length() >= 4 && info[0].IsNumber() && StringArray(info[1], args) && StringArray(info[2], vars) &&
+  bool ok = info.Length() >= 4 && info[0].IsNumber() && StringArray(info[1], args) && EnvArray(info[2], vars) &&
             info[3].IsArray() && info[3].As<Napi::Array>().Length() == 3;
   for (uint32_t i = 0; ok && i < 3; i++) {
     Napi::Value e = info[3].As<Napi::Array>().Get(i);
@@ -534,6 +588,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("spawnAnchor", Napi::Function::New(env, SpawnAnchor, "spawnAnchor"));
   exports.Set("spawnWarmAnchor", Napi::Function::New(env, SpawnWarmAnchor, "spawnWarmAnchor"));
   exports.Set("launchWarm", Napi::Function::New(env, LaunchWarm, "launchWarm"));
+  exports.Set("environSize", Napi::Function::New(env, EnvironSize, "environSize"));
   exports.Set("reapAnchor", Napi::Function::New(env, ReapAnchor, "reapAnchor"));
   exports.Set("signalAnchor", Napi::Function::New(env, SignalAnchor, "signalAnchor"));
 #if CORDON_LINUX_PROC

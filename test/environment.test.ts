@@ -6,7 +6,7 @@
 // executable really ran.
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn } from '../lib/index.js';
 import { capture } from './helpers/fixtures.js';
 import { fixtureProgram } from './helpers/compiled.js';
@@ -75,6 +75,42 @@ describe('env extends process.env by default', () => {
     expect(t.procs().map((p) => p.pid)).toEqual(expect.arrayContaining([pids.root!, pids.child!, proc.anchorPid!]));
     await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
     await waitGone(t, 5_000);
+  });
+
+  // proves nothing of the contract: the env option
+  it("without env, the command gets the host's environment as it is at the spawn (set and deleted since)", async () => {
+    const t = useTag();
+    // Without `env` the addon copies the host's own environment (the C
+    // library's, which process.env reads and writes on the main thread);
+    // what the host changed in process.env since it started must be there.
+    const saved = { [TAG_VAR]: process.env[TAG_VAR], CORDON_TEST_SET: process.env.CORDON_TEST_SET, CORDON_TEST_GONE: process.env.CORDON_TEST_GONE };
+    onTestFinished(() => {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    });
+    process.env[TAG_VAR] = t.tag;
+    process.env.CORDON_TEST_GONE = 'here';
+    process.env.CORDON_TEST_SET = 'one';
+    // One spawn first: what a copy taken then would hold is not what the next one gets.
+    const first = spawn('true', [], { stdio: 'ignore' });
+    expect((await within(first.result, 10_000, 'the first spawn', t.tag)).exitCode).toBe(0);
+    process.env.CORDON_TEST_SET = 'two words=and an equals';
+    delete process.env.CORDON_TEST_GONE;
+    const proc = spawn('sh', tree(), { stdio: ['ignore', 'pipe', 'ignore'] });
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    const out = capture(proc.stdout);
+    await out.until(/PID root \d+/);
+    const env = await environOf(out.pids().root!);
+    expect(env[TAG_VAR]).toBe(t.tag);
+    expect(env.CORDON_TEST_SET).toBe('two words=and an equals');
+    expect(env).not.toHaveProperty('CORDON_TEST_GONE');
+    expect(env.PATH).toBe(process.env.PATH);
+    await within(proc.terminate({ grace: 0 }), 10_000, 'terminate', t.tag);
   });
 
   // proves nothing of the contract: the env option

@@ -17,7 +17,7 @@ import { expectCordonError, rejected } from './helpers/assert.js';
 import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist, readReport } from './helpers/host.js';
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
-import { killPids, killTagged, readStat, sleep, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
+import { killPids, killTagged, readStat, sleep, TAG_VAR, useTag, waitFor, within, type Tagged } from './helpers/procs.js';
 import { missing, onlyWhere } from './helpers/requirements.js';
 import { observer } from './helpers/observer.js';
 import { tempDir } from './helpers/registry.js';
@@ -307,6 +307,28 @@ describe.skipIf(posixAnchor.skip)(`launch failures the host's own state causes, 
       expect(e.stage).toBe('launch');
       expect(e.message).toMatch(/environment variable CORDON_BIG is \d+ bytes; one string must stay under/);
       expect(e.message).toMatch(/nothing ran/);
+      expect(t.procs()).toEqual([]);
+    });
+
+    // proves C6: a launch failure, and nothing ran
+    itWhere(noHostCheck === '', "the host's own environment (no env option) with a string of 32 pages is refused, naming the variable", noHostCheck, () => {
+      const t = useTag();
+      // Without `env` the addon reads the host's environment itself; the
+      // check before anything runs reads its size there too.
+      const saved = { [TAG_VAR]: process.env[TAG_VAR], CORDON_BIG: process.env.CORDON_BIG };
+      onTestFinished(() => {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
+        }
+      });
+      process.env[TAG_VAR] = t.tag;
+      process.env.CORDON_BIG = 'x'.repeat(32 * page - 'CORDON_BIG='.length);
+      const e = thrown(() => spawn('true'));
+      delete process.env.CORDON_BIG;
+      expectCordonError(e, 'E2BIG');
+      expect(e.stage).toBe('launch');
+      expect(e.message).toMatch(/environment variable CORDON_BIG is \d+ bytes; one string must stay under/);
       expect(t.procs()).toEqual([]);
     });
 

@@ -8,11 +8,12 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { IOType } from 'node:child_process';
 import type { Stream } from 'node:stream';
+import { isMainThread } from 'node:worker_threads';
 import { debug } from '../debug.js';
 import { invalidArg } from '../errors.js';
 import { posixBinding, probe } from '../native.js';
 import { streamFd } from '../streams.js';
-import { execSizeError } from './exec-size.js';
+import { envSize, execSizeError, type EnvSize } from './exec-size.js';
 import { endCgroup, killCgroup, removeLimitDirs } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
 import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
@@ -35,6 +36,26 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const CGROUP_KILL_WAIT_MS = 2000;
 /** While the host waits on an anchor, it resumes it this often (a member may stop it, and again). */
 const CONTINUE_EVERY_MS = 200;
+
+/**
+ * The command's environment as the addon takes it: "NAME=value" strings, or
+ * null for the host's own, which the addon copies from the C library where
+ * that is what process.env is (Node's main thread; a worker's process.env is
+ * its own copy). Object.entries(process.env) asks the C library for each
+ * variable in turn: about 2 us a variable on every spawn.
+ */
+function envStrings(env: NodeJS.ProcessEnv): string[] | null {
+  if (env === process.env && isMainThread) return null;
+  const out: string[] = [];
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) out.push(`${name}=${value}`);
+  return out;
+}
+
+/** The host's own environment's size, as the addon reads it (envStrings()'s null). */
+function hostEnvSize(): EnvSize {
+  const [count, bytes, longestBytes, longestHead] = posixBinding().environSize();
+  return { count, bytes, longestBytes, longestHead };
+}
 
 /** What the addon's spawnAnchor() takes for one stdio entry (-1 a pipe, -2 /dev/null, else a descriptor). */
 function stdioFd(entry: IOType | number | Stream, index: number): number {
@@ -100,16 +121,18 @@ export class PosixAnchorChannel extends AnchorChannel {
     // posix_spawn: no copy of the host's address space, unlike child_process's fork.
     const b = posixBinding();
     const stdio = spec.stdio.map(stdioFd);
-    const env: string[] = [];
-    for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
+    const env = envStrings(spec.env);
     const lease = spec.lease;
     // What only this platform's anchor takes: where a leased one makes its endpoint.
     const argv = [spec.path, ...(lease ? ['--lease-dir', lease.dir] : []), ...spec.args];
     // Linux: what the exec would refuse with E2BIG is refused here, before
     // anything runs (qemu-user, for one, cannot report a failed exec of
     // posix_spawn's child synchronously).
-    const tooLarge = execSizeError(spec.path, argv, env, probe());
-    if (tooLarge) throw tooLarge;
+    const limits = probe();
+    if (limits.pageSize !== undefined || limits.argMax !== undefined) {
+      const tooLarge = execSizeError(spec.path, argv, env ? envSize(env) : hostEnvSize(), limits);
+      if (tooLarge) throw tooLarge;
+    }
     // A warm anchor, started ahead of need, takes the command if one is
     // ready (./warm.ts); else one is started now.
     const warm = lease ? undefined : takeWarm(spec.path, spec.warm, spec.args, env, stdio);

@@ -157,7 +157,7 @@ export interface WarmTake {
  * (none ready, or it could not take it: start one cold). Undefined where
  * this launch cannot use one.
  */
-export function takeWarm(path: string, warmArgs: readonly string[] | undefined, args: string[], env: string[], stdio: number[]): WarmTake | undefined {
+export function takeWarm(path: string, warmArgs: readonly string[] | undefined, args: string[], env: string[] | null, stdio: number[]): WarmTake | undefined {
   if (disabled || warmArgs === undefined) return undefined;
   const wait = idleMs();
   if (wait === 0) return undefined;
