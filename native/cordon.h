@@ -117,6 +117,15 @@ bool cgroup_available();
 // it (for clone3's CLONE_INTO_CGROUP), `kill_fd` its cgroup.kill opened for
 // writing (-1 before Linux 5.14).
 int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd);
+// Linux, a warm anchor of the cgroup tier while it waits for its LAUNCH
+// (anchor::Tier::while_waiting): finds the directory its tree's cgroup will
+// go in and removes the stale tree cgroups there now, so that its
+// cgroup_create() once the command came does neither (reads of
+// /proc/self/mountinfo and /proc/self/cgroup, a listing of that directory,
+// a kill(pid, 0) per tree cgroup in it). A warm anchor is never moved to
+// another cgroup while it waits (the host retires its warm anchors before it
+// moves itself, lib/cgroup-leaf.ts), so what it found then still holds.
+void cgroup_prepare();
 // Linux: removes the empty tree cgroups ("cordon-<anchor pid>-...") in `dir`
 // whose anchor is gone, as cgroup_create does in its own directory (the
 // limits' v1 cgroups, when host and anchor both died).

@@ -219,12 +219,27 @@ void sweep_stale(const std::string& own) {
 
 void sweep_stale_cgroups(const std::string& dir) { sweep_stale(dir); }
 
-int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd) {
+namespace {
+// What cgroup_prepare() found: the directory for this anchor's tree cgroup.
+std::string g_prepared_parent;
+}  // namespace
+
+void cgroup_prepare() {
   std::string own;
-  int rc = tree_parent_dir(own);
-  if (rc < 0) return rc;
+  if (tree_parent_dir(own) < 0) return;
   if (own.back() == '/') own.pop_back();
   sweep_stale(own);
+  g_prepared_parent = own;
+}
+
+int cgroup_create(const std::string& prefix, std::string& path, int& dir_fd, int& kill_fd) {
+  std::string own = g_prepared_parent;
+  if (own.empty()) {
+    int rc = tree_parent_dir(own);
+    if (rc < 0) return rc;
+    if (own.back() == '/') own.pop_back();
+    sweep_stale(own);
+  }
   // A name nobody can have taken: another anchor's (a recycled pid whose
   // cgroup was left behind), or any same-user process's that made one on
   // purpose. An EEXIST all the same is retried with a new suffix.

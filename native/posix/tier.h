@@ -86,8 +86,10 @@ class Tier {
   // waits in its host's process group: not where that makes something a
   // kill of that group would leave behind (the cgroup tier's cgroup).
   virtual bool contains_while_waiting() const { return true; }
-  // A warm anchor, contained, waiting for its LAUNCH: work done ahead of the
-  // tree that its walks would do later; `stop` says a LAUNCH (or anything
+  // A warm anchor waiting for its LAUNCH (contained where
+  // contains_while_waiting()): work done ahead of the tree that its launch or
+  // its walks would do later (the process-group tier's older processes, the
+  // cgroup tier's place for its cgroup); `stop` says a LAUNCH (or anything
   // else) is waiting, and the rest is left.
   virtual void while_waiting(const std::function<bool()>& stop) { (void)stop; }
   // The tree's process group (GROUP, and what list_tree and signal_member

@@ -109,6 +109,14 @@ class CgroupTier : public TierWrapper {
   // A warm anchor makes its cgroup once its LAUNCH came (anchor.cc, run_warm).
   bool contains_while_waiting() const override { return false; }
 
+  // What it can do before: find where that cgroup goes (cordon::cgroup_prepare).
+  void while_waiting(const std::function<bool()>& stop) override {
+    inner_->while_waiting(stop);
+#if CORDON_LINUX_PROC
+    cordon::cgroup_prepare();
+#endif
+  }
+
   // With a fallback left, a command that cannot be born in the cgroup runs
   // in the subreaper tier instead (READY says so).
   void allow_fallback(bool allowed) override { may_fall_back_ = allowed; }

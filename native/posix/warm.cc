@@ -255,7 +255,9 @@ std::string credential_lines(const std::string& who) {
 }  // namespace
 
 bool host_credentials_unchanged(int host) {
-  std::string mine = credential_lines("self");
+  // The anchor's own are read once: it never changes them (the command's
+  // uid and gid are set in the command's child, command_child.cc).
+  static const std::string mine = credential_lines("self");
   std::string theirs = credential_lines(std::to_string(host));
   return !mine.empty() && mine == theirs;
 }
