@@ -295,6 +295,50 @@ describe(`warm anchors, ${tier} tier`, () => {
     await end(none);
   });
 
+  // proves nothing of the contract: the pool's size (speed, issue #50)
+  itWhere(applies, 'a burst of 6 spawns leaves 6 anchors waiting for the next; sequential spawns after it let the surplus retire', why, async () => {
+    const t = useTag();
+    // The host says when its pool has them (its internal list, used only to
+    // wait); how many anchors wait under it is seen in /proc.
+    const pool = `const { readyWarmPids } = await import(${JSON.stringify(join(repoRoot, 'dist', 'anchor', 'warm.js'))});
+       const until = async (f) => { for (let i = 0; i < 3000 && !f(); i++) await new Promise((r) => setTimeout(r, 10)); };
+       await spawn('true', []).result;
+       await until(() => readyWarmPids().length >= 1);
+       await Promise.all(Array.from({ length: 6 }, () => spawn('true', []).result));
+       await until(() => readyWarmPids().length >= 6);`;
+    const burst = startHost(`${pool}
+       console.log('REPORT ' + JSON.stringify({ warm: readyWarmPids() }));
+       setInterval(() => {}, 1000);`, t.env);
+    const { warm } = (await burst.report) as { warm: number[] };
+    expect(warm.length, 'the pool says 6 wait').toBeGreaterThanOrEqual(6);
+    expect(warmAnchors(burst.child.pid!).length, 'anchors waiting under the host after a burst of 6').toBeGreaterThanOrEqual(6);
+    await end(burst);
+
+    // CORDON_WARM=1500: one spawn every 250 ms uses one anchor at a time (the
+    // newest); the others are retired unused after 1.5 s, and not replaced.
+    // Counted 6 times over the 1.5 s after 4.5 s of it, while it goes on (a
+    // pool that replaced them would have 6 waiting for most of each 1.5 s).
+    const after = startHost(`${pool}
+       const spawnEvery = async (ms) => {
+         for (const end = Date.now() + ms; Date.now() < end; ) {
+           await spawn('true', []).result;
+           await new Promise((r) => setTimeout(r, 250));
+         }
+       };
+       await spawnEvery(4500);
+       console.log('REPORT {}');
+       await spawnEvery(2500);
+       setInterval(() => {}, 1000);`, { ...t.env, CORDON_WARM: '1500' });
+    await after.report;
+    const counts: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      counts.push(warmAnchors(after.child.pid!).length);
+      await sleep(250);
+    }
+    expect(Math.max(...counts), `anchors waiting, counted every 250 ms after the sequential spawns: ${counts.join(', ')}`).toBeLessThanOrEqual(3);
+    await end(after);
+  });
+
   // proves C1
   itWhere(applies, 'a warm anchor killed or stopped before the spawn: the spawn runs all the same (a cold anchor, or the stopped one resumed)', why, async () => {
     const t = useTag();

@@ -6,6 +6,8 @@
 // cgroup made ahead of need behind) and waits. spawn() hands it the command (LAUNCH: the arguments a cold
 // anchor gets, the environment, the stdio as descriptors); the next one is
 // started once that anchor has launched the command (READY), while it runs.
+// As many wait as bursts of spawns have needed (up to MAX_WARM); those a
+// burst left that later spawns do not use retire when idle.
 //
 // What keeps every guarantee:
 // - one anchor per tree, used once: nothing of one tree reaches the next
@@ -53,12 +55,21 @@ interface Warm {
 interface Shape {
   ready: Warm[];
   starting: number;
-  /** 1, or 2 once a spawn found none ready while one was starting (spawns come faster than one is started). */
+  /**
+   * How many are kept ready: 1, one more each time a spawn of a shape used
+   * before found none ready (spawns come faster than one is started, or
+   * several at once: a burst of 8 leaves 8 ready for the next), up to
+   * MAX_WARM; one less each time one is retired unused. The newest ready one
+   * is taken, so those a burst left beyond what the spawns since need are
+   * the ones left unused.
+   */
   depth: number;
+  /** A spawn of this shape has come before. */
+  used: boolean;
 }
 
 /** At most this many warm anchors in all (a new one retires the oldest of another shape). */
-const MAX_WARM = 4;
+const MAX_WARM = 8;
 const shapes = new Map<string, Shape>();
 // Linux only: a waiting anchor must be told the host's umask at its LAUNCH,
 // and only Linux lets a process read its umask without changing it
@@ -77,7 +88,7 @@ export function disableWarm(): void {
 
 function shapeOf(key: string): Shape {
   let shape = shapes.get(key);
-  if (!shape) shapes.set(key, (shape = { ready: [], starting: 0, depth: 1 }));
+  if (!shape) shapes.set(key, (shape = { ready: [], starting: 0, depth: 1, used: false }));
   return shape;
 }
 
@@ -166,9 +177,11 @@ export function takeWarm(path: string, warmArgs: readonly string[] | undefined, 
   const key = keyOf(path, warmArgs, ids);
   const next = (): void => schedule(key, path, warmArgs, ids, wait);
   const shape = shapeOf(key);
-  const w = shape.ready.shift();
+  const w = shape.ready.pop();
+  const usedBefore = shape.used;
+  shape.used = true;
   if (!w) {
-    if (shape.starting > 0) shape.depth = 2;
+    if (usedBefore) shape.depth = Math.min(shape.depth + 1, MAX_WARM);
     return { started: undefined, next };
   }
   w.out = true;
@@ -231,7 +244,7 @@ function start(key: string, shape: Shape, ids: string, path: string, warmArgs: r
       debug('no warm anchor: %s', err?.message);
       return;
     }
-    const w: Warm = { key, ids, pid: started.pid, control: started.control, idle: setTimeout(() => retire(w), wait).unref(), out: false };
+    const w: Warm = { key, ids, pid: started.pid, control: started.control, idle: setTimeout(() => retireIdle(w), wait).unref(), out: false };
     // Until taken (the channel then watches it): an exit drops it; one that
     // did not exit cleanly (killed) could not remove its cgroup.
     watchExit(w.pid, (code) => {
@@ -258,6 +271,13 @@ function removeCgroupOf(pid: number): void {
     return;
   }
   for (const n of names) void endCgroup(`${parent}/${n}`);
+}
+
+/** Unused for its idle time: retired, and its shape keeps one fewer ready. */
+function retireIdle(w: Warm): void {
+  const shape = shapes.get(w.key);
+  if (shape) shape.depth = Math.max(1, shape.depth - 1);
+  retire(w);
 }
 
 /**
