@@ -12,6 +12,19 @@ const unreaped = new Map<number, ExitListener>();
 /** Anchors that exited and are kept unreaped (zombies) until releaseAnchor(): see watchExit's `hold`. */
 const held = new Set<number>();
 
+/** Anchors whose end of the channel has closed (expectExit): exiting, reaped first at each SIGCHLD. */
+const exiting = new Set<number>();
+/**
+ * How often, at most, a SIGCHLD makes the host try every unreaped anchor
+ * (one that exited without its channel closing first: killed while a stray
+ * copy of its end was open, or a warm anchor killed while it waited). At
+ * every SIGCHLD, a try of each would cost n system calls for each of n
+ * anchors ending together (1,000 trees stopped at once).
+ */
+const FULL_SWEEP_MS = 50;
+let fullSweepAt = 0;
+let fullSweepTimer: NodeJS.Timeout | undefined;
+
 export function reap(pid: number): boolean {
   const listener = unreaped.get(pid);
   if (!listener) return true;
@@ -20,14 +33,40 @@ export function reap(pid: number): boolean {
   if (r === null) return false;
   unreaped.delete(pid);
   holding.delete(pid);
+  exiting.delete(pid);
   if (hold) held.add(pid);
-  if (unreaped.size === 0) process.off('SIGCHLD', reapAll);
+  if (unreaped.size === 0) {
+    process.off('SIGCHLD', onChild);
+    clearTimeout(fullSweepTimer);
+    fullSweepTimer = undefined;
+  }
   listener(r.code >= 0 ? r.code : null, r.signal > 0 ? signalName(r.signal) : null);
   return true;
 }
 
+/** The anchor's end of its channel closed: it is exiting (reaped at the next SIGCHLD, before the others). */
+export function expectExit(pid: number): void {
+  if (unreaped.has(pid)) exiting.add(pid);
+}
+
 function reapAll(): void {
+  fullSweepAt = Date.now();
   for (const pid of [...unreaped.keys()]) reap(pid);
+}
+
+/** SIGCHLD: the exiting anchors now; every other one now or within FULL_SWEEP_MS. */
+function onChild(): void {
+  for (const pid of [...exiting]) reap(pid);
+  if (unreaped.size === 0) return;
+  const since = Date.now() - fullSweepAt;
+  if (since >= FULL_SWEEP_MS) {
+    reapAll();
+    return;
+  }
+  fullSweepTimer ??= setTimeout(() => {
+    fullSweepTimer = undefined;
+    reapAll();
+  }, FULL_SWEEP_MS - since).unref();
 }
 
 /**
@@ -55,7 +94,7 @@ const holding = new Set<number>();
  * anchor's session by it).
  */
 export function watchExit(pid: number, listener: ExitListener, hold = false): void {
-  if (unreaped.size === 0) process.on('SIGCHLD', reapAll);
+  if (unreaped.size === 0) process.on('SIGCHLD', onChild);
   unreaped.set(pid, listener);
   if (hold) holding.add(pid);
 }

@@ -18,7 +18,7 @@ import { endCgroup, killCgroup, removeLimitDirs } from './cgroup.js';
 import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
 import { encodeCommand, STUCK_REPORT_MS, type AnchorEvent } from './protocol.js';
 import { sweepLostTree, type TreeMarker } from './lost.js';
-import { reap, releaseAnchor, signalAnchor, watchExit } from './posix-reap.js';
+import { expectExit, reap, releaseAnchor, signalAnchor, watchExit } from './posix-reap.js';
 import { takeWarm } from './warm.js';
 
 /**
@@ -233,6 +233,7 @@ export class PosixAnchorChannel extends AnchorChannel {
    * reapable a moment later (SIGCHLD usually gets there first).
    */
   protected override closedBeforeExit(): void {
+    expectExit(this.child.pid);
     this.reapSoon(this.child.pid, 0);
   }
 

@@ -8,6 +8,7 @@
 // can list is a tag.
 import { readdirSync, readFileSync } from 'node:fs';
 import { onTestFinished } from 'vitest';
+import { readyWarmChannels, readyWarmPids } from '../../lib/anchor/warm.js';
 import { alive, forgetIdentities, parsePids, rememberIdentity, sleep, useProbe, waitFor, waitGone, within, type Survivor, type Watch } from './common.mjs';
 import { observer, TAG_VAR, type ProcInfo, type Stat } from './observer.js';
 
@@ -356,4 +357,19 @@ export function zombieChildren(): number[] {
 /** This process's open descriptors (its own: /proc/self/fd on Linux, /dev/fd elsewhere; no observer needed). */
 export function openFdCount(): number {
   return readdirSync(process.platform === 'linux' ? '/proc/self/fd' : '/dev/fd').length;
+}
+
+/**
+ * The host's open descriptors besides its warm anchors' channels (up to 8
+ * wait after a burst of spawns: lib/anchor/warm.ts), counted once the pool
+ * has stopped changing (bounded: 3 s). The pool's own list is used only to
+ * leave its channels out.
+ */
+export async function openFdCountBesideWarmPool(): Promise<number> {
+  let ready = -1;
+  for (let i = 0; i < 30 && readyWarmPids().length !== ready; i++) {
+    ready = readyWarmPids().length;
+    await sleep(100);
+  }
+  return openFdCount() - readyWarmChannels().length;
 }
