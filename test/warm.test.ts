@@ -382,6 +382,26 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(stopped, 'a stopped one took it, resumed by the host').toContain(r.pids.anchor);
   });
 
+  // proves C9
+  itWhere(applies, 'a warm anchor killed while it waits is reaped by its host with no spawn after it (its SIGCHLD), not left a zombie', why, async () => {
+    const t = useTag();
+    await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
+    const killed = await warmReady(process.pid);
+    // (The process-group tier's pins end with their anchor; one still there is SIGKILLed by pid.)
+    const pins = observer.list().filter((p) => killed.includes(p.ppid) && p.state !== 'Z').map((p) => ({ pid: p.pid, start: p.start }));
+    onTestFinished(() => {
+      for (const p of pins) if (sameAlive(p.pid, p.start)) process.kill(p.pid, 'SIGKILL');
+    });
+    // No channel end-of-file tells the host (it reads nothing from a waiting
+    // anchor): only the SIGCHLD of its exit, within the host's 50 ms sweep.
+    const starts = killed.map((a) => readStat(a)?.start);
+    for (const a of killed) process.kill(a, 'SIGKILL');
+    // Gone from the process table: a zombie (state Z) still has its entry.
+    const gone = () => killed.every((a, i) => readStat(a)?.start !== starts[i]);
+    await waitFor(gone, { timeout: watchdog(2000), what: `the killed warm anchors ${killed} to be reaped, not left zombies (${killed.map((a) => readStat(a)?.state ?? 'gone').join(', ')})`, watch: killed });
+    await waitFor(() => !pins.some((p) => sameAlive(p.pid, p.start)), { timeout: watchdog(2000), what: `their pins ${pins.map((p) => p.pid)} to end with them`, watch: pins.map((p) => p.pid) });
+  });
+
   // proves C3
   itWhere(applies, 'a TERM sent before the warm anchor reported READY ends the tree', why, async () => {
     const t = useTag();
