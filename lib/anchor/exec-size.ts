@@ -26,11 +26,15 @@ export function execSizeError(file: string, argv: readonly string[], env: readon
     const max = 32 * pageSize;
     const over = (what: string, s: string) =>
       argsTooLarge(`${what} is ${bytes(s) - 1} bytes; one string must stay under ${max} (32 pages of ${pageSize} bytes)`);
-    for (const s of env) {
+    // (Indexed loops: a spawn runs these over every variable, and an
+    // iterator's results are garbage the host's young generation must hold.)
+    for (let i = 0; i < env.length; i++) {
+      const s = env[i]!;
       if (bytes(s) > max) return over(`the environment variable ${s.slice(0, Math.max(0, s.indexOf('='))) || JSON.stringify(s.slice(0, 20))}`, s);
     }
     const dashes = argv.indexOf('--');
-    for (const [i, s] of argv.entries()) {
+    for (let i = 0; i < argv.length; i++) {
+      const s = argv[i]!;
       if (bytes(s) <= max) continue;
       const k = dashes < 0 ? 0 : i - dashes;
       return over(k <= 0 ? "an argument of the anchor's (the working directory or a path)" : k === 1 ? "the command's path" : k === 2 ? 'argv0' : `argument ${k - 2}`, s);
@@ -39,8 +43,8 @@ export function execSizeError(file: string, argv: readonly string[], env: readon
   if (argMax !== undefined && argMax > 0) {
     const pointer = process.arch === 'arm' || process.arch === 'ia32' ? 4 : 8;
     let total = bytes(file) + pointer * (Math.max(argv.length, 1) + env.length);
-    for (const s of env) total += bytes(s);
-    for (const s of argv) total += bytes(s);
+    for (let i = 0; i < env.length; i++) total += bytes(env[i]!);
+    for (let i = 0; i < argv.length; i++) total += bytes(argv[i]!);
     if (total > argMax) {
       return argsTooLarge(`the arguments and environment take ${total} bytes, over the ${argMax} one exec can carry here (ARG_MAX)`);
     }

@@ -147,7 +147,11 @@ export class PosixAnchorChannel extends AnchorChannel {
     const b = posixBinding();
     const stdio = spec.stdio.map(stdioFd);
     const env: string[] = [];
-    for (const [name, value] of Object.entries(spec.env)) if (value !== undefined) env.push(`${name}=${value}`);
+    const names = Object.keys(spec.env);
+    for (let i = 0; i < names.length; i++) {
+      const value = spec.env[names[i]!];
+      if (value !== undefined) env.push(`${names[i]}=${value}`);
+    }
     const lease = spec.lease;
     // What only this platform's anchor takes: where a leased one makes its endpoint.
     const argv = [spec.path, ...(lease ? ['--lease-dir', lease.dir] : []), ...spec.args];
