@@ -41,19 +41,21 @@ export class Deferred<T> {
   }
 
   resolve(value: T): void {
-    if (this.state !== 0) return;
-    this.state = 1;
-    this.outcome = value;
-    this.settleMade?.resolve(value);
-    this.settleMade = undefined;
+    this.settle(1, value);
   }
 
   reject(error: unknown): void {
+    this.settle(2, error);
+  }
+
+  private settle(state: 1 | 2, outcome: unknown): void {
     if (this.state !== 0) return;
-    this.state = 2;
-    this.outcome = error;
-    this.settleMade?.reject(error);
+    this.state = state;
+    this.outcome = outcome;
+    const made = this.settleMade;
     this.settleMade = undefined;
+    if (state === 1) made?.resolve(outcome as T);
+    else made?.reject(outcome);
   }
 }
 
