@@ -14,16 +14,49 @@ import type { GroupLeaver, Leftover } from './result.js';
 import { signalName } from './signals.js';
 import type { Tier } from './tiers.js';
 
-/** A promise with its settle functions; an unobserved rejection never crashes the host (awaiting it still throws). */
-export function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => {});
-  return { promise, resolve, reject };
+function ignore(): void {}
+
+/**
+ * A promise's outcome, and the promise made when first asked for: a tree
+ * nobody awaits holds no promise (a promise, its resolving functions and the
+ * handler that keeps an unobserved rejection from crashing the host are about
+ * 0.4 kB a tree each). Settled once; an unobserved rejection never crashes
+ * the host (awaiting it still throws).
+ */
+export class Deferred<T> {
+  private made: Promise<T> | undefined;
+  private settleMade: { resolve(value: T): void; reject(error: unknown): void } | undefined;
+  /** 0 pending, 1 resolved, 2 rejected. */
+  private state: 0 | 1 | 2 = 0;
+  private outcome: unknown;
+
+  get promise(): Promise<T> {
+    if (!this.made) {
+      if (this.state === 1) this.made = Promise.resolve(this.outcome as T);
+      else if (this.state === 2) this.made = Promise.reject(this.outcome);
+      else this.made = new Promise<T>((resolve, reject) => (this.settleMade = { resolve, reject }));
+      this.made.catch(ignore);
+    }
+    return this.made;
+  }
+
+  resolve(value: T): void {
+    this.settle(1, value);
+  }
+
+  reject(error: unknown): void {
+    this.settle(2, error);
+  }
+
+  private settle(state: 1 | 2, outcome: unknown): void {
+    if (this.state !== 0) return;
+    this.state = state;
+    this.outcome = outcome;
+    const made = this.settleMade;
+    this.settleMade = undefined;
+    if (state === 1) made?.resolve(outcome as T);
+    else made?.reject(outcome);
+  }
 }
 
 /** Where a tree stands, as callers see it (`proc.state`, `TreeInfo.state`). */
@@ -41,6 +74,8 @@ export interface FactEvents {
   anchorGone(): void;
   /** A fact the result may wait on changed. */
   changed(): void;
+  /** The anchor's pid (an unresponsive anchor's error names it). */
+  anchorPid(): number | undefined;
 }
 
 /** What a launch failure's message names. */
@@ -82,12 +117,8 @@ export class TreeFacts {
   cleanupError: CordonError | undefined;
 
   /** @internal (FactReports) */
-  readonly startedD = deferred<number>();
-  private readonly quiescentD = deferred<void>();
-  /** Resolves with the root's pid once it runs; rejects with the launch error (or the anchor's loss before it ran). */
-  readonly started = this.startedD.promise;
-  /** Resolves at quiescence (or once a launch failure's anchor is gone); rejects with a cleanup failure. */
-  readonly quiescent = this.quiescentD.promise;
+  readonly startedD = new Deferred<number>();
+  private readonly quiescentD = new Deferred<void>();
 
   constructor(
     tier: Tier,
@@ -95,10 +126,18 @@ export class TreeFacts {
     readonly launch: LaunchContext,
     /** @internal (FactReports) */
     readonly events: FactEvents,
-    /** @internal (FactReports) */
-    readonly anchorPid: () => number | undefined,
   ) {
     this.tier = tier;
+  }
+
+  /** Resolves with the root's pid once it runs; rejects with the launch error (or the anchor's loss before it ran). */
+  get started(): Promise<number> {
+    return this.startedD.promise;
+  }
+
+  /** Resolves at quiescence (or once a launch failure's anchor is gone); rejects with a cleanup failure. */
+  get quiescent(): Promise<void> {
+    return this.quiescentD.promise;
   }
 
   /** 'starting' until the root runs; 'running' while it does; 'leftovers' after it exited while members remain; 'ended' at quiescence; 'failed' if it never ran. */
@@ -226,7 +265,7 @@ class FactReports implements AnchorHandlers {
   unresponsive(waitedMs: number): void {
     const f = this.f;
     if (f.quiescentSeen || f.anchorGone) return;
-    f.cleanupFailed(errors.anchorUnresponsive(f.anchorPid(), waitedMs));
+    f.cleanupFailed(errors.anchorUnresponsive(f.events.anchorPid(), waitedMs));
   }
 
   quiescent(): void {

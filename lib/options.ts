@@ -287,15 +287,22 @@ export function normalizeOptions(options: unknown): NormalizedOptions {
   // caller's own object is checked here, before anything runs.
   // A key with '=' would be split at it by the OS (`PATH=/evil:...;=1` sets
   // PATH), and an empty key is no variable: both refused, whatever the value.
-  if (o.env !== undefined) for (const [key, value] of Object.entries(o.env as object)) {
-    if (key === '' || key.includes('=')) throw invalidArg('env', key, "names without '=' and not empty (a key is one variable's name)");
-    if (value === undefined) continue;
-    // What child_process turns into a string (a number, a boolean); anything else is no value.
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean' && typeof value !== 'bigint') {
-      throw invalidArg(`env.${key}`, value, 'a string (or undefined to unset it)', 'ERR_INVALID_ARG_TYPE');
+  // (Each variable's name for a message is made only when one is refused:
+  // a spawn checks every variable of a copy of the host's environment.)
+  if (o.env !== undefined) {
+    const given = o.env as Record<string, unknown>;
+    const keys = Object.keys(given);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const value = given[key];
+      if (key === '' || key.includes('=')) throw invalidArg('env', key, "names without '=' and not empty (a key is one variable's name)");
+      if (value === undefined) continue;
+      // What child_process turns into a string (a number, a boolean); anything else is no value.
+      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean' && typeof value !== 'bigint') {
+        throw invalidArg(`env.${key}`, value, 'a string (or undefined to unset it)', 'ERR_INVALID_ARG_TYPE');
+      }
+      if (key.includes('\0') || String(value).includes('\0')) throw nulByte(`env.${key}`);
     }
-    noNul(`env.${key}`, key);
-    noNul(`env.${key}`, String(value));
   }
   const extendEnv = flag('extendEnv', o.extendEnv, true);
   let env = commandEnv(process.env, o.env as NodeJS.ProcessEnv | undefined, extendEnv);

@@ -27,29 +27,38 @@ function stillHeld(raw: Readable): boolean {
 }
 
 export interface OutputSpec {
-  /** For debug lines. */
-  command: string;
-  waitDelay: number;
-  /** An open descriptor of the log file (appended), when there is one, and its path. */
+  /** An open descriptor of the log file (appended), when there is one. */
   logFd: number | undefined;
-  logPath: string | undefined;
   /** Where each stream goes as the caller asked (with a log: a copy of what goes to the log). */
   targets: { stdout: StdioOption; stderr: StdioOption };
 }
 
+/** What the output asks of its tree (the facade's object: read when needed, nothing kept per tree). */
 export interface OutputHooks {
+  /** For debug lines. */
+  readonly command: string;
+  readonly waitDelay: number;
+  /** The log file's path, when there is one. */
+  readonly logPath: string | undefined;
   /** Something the result waits on changed (a pipe closed, the wait delay passed). */
   changed(): void;
   /** The tier cannot see every process (a pipe may be held by one it does not know). */
   partial(): boolean;
 }
 
+/** Our end of an output pipe knows its tree's output (one listener for every pipe, not a closure each). */
+const kOutput = Symbol('cordon.output');
+
+function pipeClosed(this: Readable & { [kOutput]?: TreeOutput }): void {
+  this[kOutput]?.pipeClosed();
+}
+
 export class TreeOutput {
   /** What the caller reads: our end of the pipe, a view of it (with a log), or null. */
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
-  /** Our ends of the pipes from the anchor. */
-  private readonly raw: Readable[] = [];
+  /** Our ends of the pipes from the anchor (an array of its own size: one grown by push has room for 17). */
+  private readonly raw: readonly Readable[];
   private openPipes = 0;
   private readonly log: WriteStream | undefined;
   private drain: Drain = 'open';
@@ -63,10 +72,13 @@ export class TreeOutput {
   private deadlineUnref = false;
 
   constructor(
-    private readonly spec: OutputSpec,
+    spec: OutputSpec,
     pipes: { stdout: Readable | null; stderr: Readable | null },
     private readonly hooks: OutputHooks,
   ) {
+    const { stdout, stderr } = pipes;
+    this.raw = stdout ? (stderr ? [stdout, stderr] : [stdout]) : stderr ? [stderr] : [];
+    for (const raw of this.raw) this.track(raw);
     if (spec.logFd !== undefined) {
       this.log = createWriteStream('', { fd: spec.logFd });
       // (an adopted tree: a pipe whose writers were all gone before the adoption is not handed over)
@@ -76,22 +88,23 @@ export class TreeOutput {
     } else {
       this.stdout = pipes.stdout;
       this.stderr = pipes.stderr;
-      for (const raw of [pipes.stdout, pipes.stderr]) if (raw) this.track(raw);
     }
   }
 
   private track(raw: Readable): void {
-    this.raw.push(raw);
     this.openPipes++;
-    raw.once('close', () => {
-      this.openPipes--;
-      if (this.openPipes === 0) this.log?.end();
-      this.hooks.changed();
-    });
+    (raw as Readable & { [kOutput]?: TreeOutput })[kOutput] = this;
+    raw.on('close', pipeClosed);
+  }
+
+  /** @internal One of our ends of the pipes closed ('close' comes once). */
+  pipeClosed(): void {
+    this.openPipes--;
+    if (this.openPipes === 0) this.log?.end();
+    this.hooks.changed();
   }
 
   private tee(raw: Readable, target: StdioOption, role: StreamRole): Readable | null {
-    this.track(raw);
     raw.on('data', (chunk: Buffer) => this.log!.write(chunk));
     if (target === 'pipe') {
       // The log is the reader that never stops; this stream is a view of the
@@ -102,7 +115,7 @@ export class TreeOutput {
       let dropped = 0;
       raw.on('data', (chunk: Buffer) => {
         if (pass.readableLength + chunk.length > VIEW_BUFFER_LIMIT) {
-          if (dropped++ === 0) debug('%s of %s: unread view over %d bytes, dropping (the log keeps all)', role, this.spec.command, VIEW_BUFFER_LIMIT);
+          if (dropped++ === 0) debug('%s of %s: unread view over %d bytes, dropping (the log keeps all)', role, this.hooks.command, VIEW_BUFFER_LIMIT);
           return;
         }
         pass.write(chunk);
@@ -130,7 +143,7 @@ export class TreeOutput {
         this.onDeadline();
       });
       if (this.deadlineUnref) this.verdict.unref();
-    }, this.spec.waitDelay);
+    }, this.hooks.waitDelay);
   }
 
   /** The anchor says no member holds the pipes (RELEASED, or QUIET: no member at all). */
@@ -183,7 +196,7 @@ export class TreeOutput {
     if (!this.sealed) this.exceededDelay = true;
     this.drain = 'cut';
     for (const raw of this.raw) if (!unseenHolder || stillHeld(raw)) raw.destroy();
-    debug('waitDelay %d ms exceeded for %s%s', this.spec.waitDelay, this.spec.command, unseenHolder ? ' (by a process outside the tier\'s view)' : '');
+    debug('waitDelay %d ms exceeded for %s%s', this.hooks.waitDelay, this.hooks.command, unseenHolder ? ' (by a process outside the tier\'s view)' : '');
     this.hooks.changed();
   }
 
@@ -199,7 +212,7 @@ export class TreeOutput {
       return;
     }
     const bound = setTimeout(() => {
-      debug('log %s not flushed within %d s', this.spec.logPath, LOG_FLUSH_BOUND_MS / 1000);
+      debug('log %s not flushed within %d s', this.hooks.logPath, LOG_FLUSH_BOUND_MS / 1000);
       done();
     }, LOG_FLUSH_BOUND_MS);
     log.once('close', () => {

@@ -5,7 +5,7 @@
 // stopping.ts's; the output pipes, the log and the bounded drain after the
 // root exits (C4) are output.ts's. Here: the wiring, cancellation (C10), and
 // what callers call.
-import { removeConfineTmpdir } from './confine.js';
+import { removeConfineTmpdir, type ConfinedResult } from './confine.js';
 import { EventEmitter } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { AnchorChannel } from './anchor.js';
@@ -14,16 +14,17 @@ import { debug } from './debug.js';
 import { duration, type Duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
-import { TreeFacts, type TreeState } from './facts.js';
+import { TreeFacts, type FactEvents, type LaunchContext, type TreeState } from './facts.js';
 import { launchTree } from './launch.js';
+import type { LimitsPlan } from './limits.js';
 import { readLines, type LinesFrom } from './lines.js';
 import { binding } from './native.js';
-import type { NormalizedOptions, SpawnOptionsBase, StdioOption } from './options.js';
-import { TreeOutput } from './output.js';
+import type { LeftoversPolicy, NormalizedOptions, SpawnOptionsBase, StdioOption } from './options.js';
+import { TreeOutput, type OutputHooks } from './output.js';
 import type { ContainedResult, GroupLeaver, Leftover, MemberInfo } from './result.js';
-import { Settlement } from './settlement.js';
+import { Settlement, type SettlementParts } from './settlement.js';
 import { PoliteStop, rootSignal } from './stopping.js';
-import { markOwned, pipeline } from './streams.js';
+import { isOwned, markOwned, pipeline } from './streams.js';
 import { windowDimension, type TerminalOption } from './terminal.js';
 import { tierSpec, type Tier } from './tiers.js';
 import type { AnchoredTree } from './tree.js';
@@ -99,16 +100,10 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
   readonly args: readonly string[];
   /** The anchor's pid (the tree's identity holder). */
   readonly anchorPid: number | undefined;
-  /** The command's stdin: a stream with stdio 'pipe' (the default), else null (and null for an adopted tree). */
-  readonly stdin: S['stdin'];
   /** The command's stdout: a stream with stdio 'pipe' (the default), else null. */
   readonly stdout: S['stdout'];
   /** The command's stderr: a stream with stdio 'pipe' (the default), else null. */
   readonly stderr: S['stderr'];
-  /** Resolves with the root's pid once it runs; rejects with the launch error. */
-  readonly started: Promise<number>;
-  /** Settles once the root has exited, output is drained (bounded) and the leftovers policy is applied. */
-  readonly result: Promise<ContainedResult>;
   /** Epoch milliseconds (an adopted tree: when its first host started it). */
   readonly startedAt: number;
   /** A leased tree: the lease in ms (the tree outlives its host for that long, adoptable); else undefined. */
@@ -125,10 +120,15 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
   private readonly facts: TreeFacts;
   private readonly output: TreeOutput;
   private readonly settlement: Settlement;
+  /** What a launch failure names, and what the result says besides the facts (kept from the tree, which is not kept). */
+  private readonly executable: string;
+  private readonly limits: LimitsPlan | undefined;
+  private readonly confined: ConfinedResult | undefined;
   /** Made when a stop is first asked for (most trees end on their own): about 1 kB a tree less while they run. */
   private politeStop: PoliteStop | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
-  private readonly onAbort = () => this.cancel('canceled');
+  /** Made only with a `signal`. */
+  private onAbort: (() => void) | undefined;
 
   /** @internal spawn() and registry.adopt() make these. */
   constructor(tree: AnchoredTree) {
@@ -136,68 +136,62 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
     const opts = (this.opts = tree.opts);
     this.command = tree.command;
     this.args = tree.args;
+    this.executable = tree.executable;
+    this.limits = tree.limits;
+    this.confined = tree.confined;
     this.startedAt = tree.startedAt;
     this.adopted = tree.adopted;
     this.lease = tree.lease?.ms;
     this.adoptionToken = tree.lease?.token;
-    const launch = { command: tree.command, executable: tree.executable, cwd: opts.cwd, uid: opts.uid, gid: opts.gid };
-    this.facts = new TreeFacts(tree.tier, launch, {
-      spawn: (pid) => this.emit('spawn', pid),
-      exit: (code, signal) => {
-        this.emit('exit', code, signal);
-        // The timeout bounds the command's run; after it, waitDelay bounds the drain.
-        clearTimeout(this.timeoutTimer);
-        this.output.rootExited();
-      },
-      leftGroup: (leaver) => this.emit('leftGroup', leaver),
-      anchorGone: () => {
-        // The tree is gone: its confined temp dir goes with it (a leased tree's outlives this host's anchor channel).
-        if (tree.confined && !tree.lease) removeConfineTmpdir(tree.confined.tmpdir);
-        this.emit('quiescent');
-      },
-      changed: () => this.settlement?.advance(),
-    }, () => this.anchorPid);
+    // One object of prototype methods hears the facts, the output and the
+    // settlement for this tree (not a closure per hook: about 1.5 kB a tree).
+    const hooks = new TreeHooks(this);
+    this.facts = new TreeFacts(tree.tier, hooks, hooks);
     const { channel, leaseId } = tree.connect(this.facts.handlers());
     this.anchor = channel;
     this.anchorPid = channel.pid;
     this.leaseId = leaseId;
     const child = channel.child;
-    this.stdin = child.stdin as S['stdin'];
-    this.stdin?.on('error', (err) => debug('stdin: %s', err.message));
-    this.output = new TreeOutput(
-      { command: tree.command, waitDelay: opts.waitDelay, logFd: tree.logFd, logPath: opts.log, targets: tree.outputs },
-      { stdout: child.stdout, stderr: child.stderr },
-      { changed: () => this.settlement?.advance(), partial: () => this.coverage === 'partial' },
-    );
+    // (POSIX: stdin is made when first asked for; elsewhere it is here already)
+    if (!child.stdinOnDemand) void this.stdin;
+    this.output = new TreeOutput({ logFd: tree.logFd, targets: tree.outputs }, { stdout: child.stdout, stderr: child.stderr }, hooks);
     this.stdout = this.output.stdout as S['stdout'];
     this.stderr = this.output.stderr as S['stderr'];
-    for (const stream of [this.stdin, this.stdout, this.stderr, child.stdout, child.stderr]) markOwned(stream);
-    this.settlement = this.settle(tree);
-    this.started = this.facts.started;
-    this.result = this.settlement.result;
-    if (opts.signal) opts.signal.addEventListener('abort', this.onAbort, { once: true });
+    for (const stream of [this.stdout, this.stderr, child.stdout, child.stderr]) markOwned(stream);
+    this.settlement = new Settlement(hooks);
+    if (opts.signal) {
+      this.onAbort = () => this.cancel('canceled');
+      opts.signal.addEventListener('abort', this.onAbort, { once: true });
+    }
     if (opts.timeout > 0) {
       this.timeoutTimer = setTimeout(() => this.cancel('timeout'), opts.timeout);
       this.timeoutTimer.unref();
     }
   }
 
-  private settle(tree: AnchoredTree): Settlement {
-    const opts = this.opts;
-    return new Settlement({
-      facts: this.facts,
-      output: this.output,
-      leftovers: opts.leftovers,
-      grace: opts.grace,
-      anchor: this.anchor,
-      describe: { command: this.command, args: this.args, limits: tree.limits, confined: tree.confined, startedAt: this.startedAt, logPath: opts.log, coverage: () => this.coverage },
-      onLeftovers: (leftovers, fate) => this.emit('leftovers', leftovers, fate),
-      onSettled: (result) => this.emit('settled', result),
-      onDone: () => {
-        clearTimeout(this.timeoutTimer);
-        opts.signal?.removeEventListener('abort', this.onAbort);
-      },
-    });
+  /**
+   * The command's stdin: a stream with stdio 'pipe' (the default), else null
+   * (and null for an adopted tree). On Linux and macOS the stream is made
+   * when first asked for (a tree whose stdin is never written holds only its
+   * descriptor until then).
+   */
+  get stdin(): S['stdin'] {
+    const stdin = this.anchor.child.stdin;
+    if (stdin && !isOwned(stdin)) {
+      markOwned(stdin);
+      stdin.on('error', stdinError);
+    }
+    return stdin as S['stdin'];
+  }
+
+  /** Resolves with the root's pid once it runs; rejects with the launch error. (The promise is made when first asked for.) */
+  get started(): Promise<number> {
+    return this.facts.started;
+  }
+
+  /** Settles once the root has exited, output is drained (bounded) and the leftovers policy is applied. (The promise is made when first asked for.) */
+  get result(): Promise<ContainedResult> {
+    return this.settlement.result;
   }
 
   private get stopping(): PoliteStop {
@@ -425,6 +419,127 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
     return binding()
       .listTree(this.anchorPid, tierSpec(this.tier)?.membersByGroup ? this.facts.group : 0)
       .map((m) => ({ pid: m.pid, ppid: m.ppid, command: m.command }));
+  }
+}
+
+/** What stdin's errors come to: the command stopped reading (EPIPE); a writer sees it in its own callback. */
+function stdinError(err: Error): void {
+  debug('stdin: %s', err.message);
+}
+
+/**
+ * A tree's facts, output and settlement tell their ContainedProcess through
+ * this one object (its methods are the prototype's: nothing is made per tree
+ * but the object itself). It reads the process's own state when asked.
+ */
+class TreeHooks implements FactEvents, LaunchContext, OutputHooks, SettlementParts {
+  constructor(private readonly p: ContainedProcess) {}
+
+  // FactEvents
+  spawn(pid: number): void {
+    this.p.emit('spawn', pid);
+  }
+
+  exit(code: number | null, signal: NodeJS.Signals | null): void {
+    const p = this.p;
+    p.emit('exit', code, signal);
+    // The timeout bounds the command's run; after it, waitDelay bounds the drain.
+    clearTimeout(p['timeoutTimer']);
+    p['output'].rootExited();
+  }
+
+  leftGroup(leaver: GroupLeaver): void {
+    this.p.emit('leftGroup', leaver);
+  }
+
+  anchorGone(): void {
+    const p = this.p;
+    // The tree is gone: its confined temp dir goes with it (a leased tree's outlives this host's anchor channel).
+    if (p['confined'] && p.lease === undefined) removeConfineTmpdir(p['confined'].tmpdir);
+    p.emit('quiescent');
+  }
+
+  /** (FactEvents and OutputHooks) Something the result may wait on changed. */
+  changed(): void {
+    this.p['settlement']?.advance();
+  }
+
+  anchorPid(): number | undefined {
+    return this.p.anchorPid;
+  }
+
+  // LaunchContext
+  get command(): string {
+    return this.p.command;
+  }
+
+  get executable(): string {
+    return this.p['executable'];
+  }
+
+  get cwd(): string {
+    return this.p.cwd;
+  }
+
+  get uid(): number | undefined {
+    return this.p['opts'].uid;
+  }
+
+  get gid(): number | undefined {
+    return this.p['opts'].gid;
+  }
+
+  // OutputHooks
+  get waitDelay(): number {
+    return this.p['opts'].waitDelay;
+  }
+
+  get logPath(): string | undefined {
+    return this.p['opts'].log;
+  }
+
+  partial(): boolean {
+    return this.p.coverage === 'partial';
+  }
+
+  // SettlementParts
+  get facts(): TreeFacts {
+    return this.p['facts'];
+  }
+
+  get output(): TreeOutput {
+    return this.p['output'];
+  }
+
+  get leftovers(): LeftoversPolicy {
+    return this.p['opts'].leftovers;
+  }
+
+  get grace(): number {
+    return this.p['opts'].grace;
+  }
+
+  get anchor(): AnchorChannel {
+    return this.p['anchor'];
+  }
+
+  get describe(): SettlementParts['describe'] {
+    const p = this.p;
+    return { command: p.command, args: p.args, limits: p['limits'], confined: p['confined'], startedAt: p.startedAt, logPath: p['opts'].log, coverage: () => p.coverage };
+  }
+
+  onLeftovers(leftovers: Leftover[], fate: 'killing' | 'kept'): void {
+    this.p.emit('leftovers', leftovers, fate);
+  }
+
+  onSettled(result: ContainedResult): void {
+    this.p.emit('settled', result);
+  }
+
+  onDone(): void {
+    const p = this.p;
+    clearTimeout(p['timeoutTimer']);
+    if (p['onAbort']) p['opts'].signal?.removeEventListener('abort', p['onAbort']);
   }
 }
 

@@ -15,7 +15,7 @@
 import type { ConfinedResult } from './confine.js';
 import type { Coverage } from './capabilities.js';
 import type { CordonError } from './errors.js';
-import { deferred, type TreeFacts } from './facts.js';
+import { Deferred, type TreeFacts } from './facts.js';
 import type { LimitsPlan } from './limits.js';
 import type { LeftoversPolicy } from './options.js';
 import type { TreeOutput } from './output.js';
@@ -42,8 +42,6 @@ export interface SettlementParts {
 }
 
 export class Settlement {
-  /** Resolves with the result; rejects with a launch or cleanup failure (carrying the result where the root ran). */
-  readonly result: Promise<ContainedResult>;
   /** The facade cancelled the root (AbortSignal, timeout) before it exited. */
   cancelReason: 'canceled' | 'timeout' | undefined;
   /** The stop hook threw or rejected with this. */
@@ -53,10 +51,13 @@ export class Settlement {
   private terminateSent = false;
   /** The leftovers policy kept them running: the result's `leftoversKept`. */
   private kept = false;
-  private readonly resultD = deferred<ContainedResult>();
+  private readonly resultD = new Deferred<ContainedResult>();
 
-  constructor(private readonly parts: SettlementParts) {
-    this.result = this.resultD.promise;
+  constructor(private readonly parts: SettlementParts) {}
+
+  /** Resolves with the result; rejects with a launch or cleanup failure (carrying the result where the root ran). Made when first asked for. */
+  get result(): Promise<ContainedResult> {
+    return this.resultD.promise;
   }
 
   /** The result's outcome is fixed (it may still be flushing the log). */

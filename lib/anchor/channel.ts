@@ -98,6 +98,8 @@ export interface AnchorSpawn {
 export interface AnchorProcess {
   readonly pid?: number | undefined;
   readonly stdin: Writable | null;
+  /** stdin is made into a stream when `stdin` is first read (POSIX), not before. */
+  readonly stdinOnDemand?: boolean;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
   ref(): void;
@@ -105,6 +107,22 @@ export interface AnchorProcess {
 }
 
 const live = new Set<AnchorChannel>();
+
+/** A control socket knows its channel: its listeners are these three functions, shared by every tree (not closures of each). */
+const kChannel = Symbol('cordon.channel');
+type ControlSocket = Socket & { [kChannel]: AnchorChannel };
+
+function controlData(this: ControlSocket, chunk: Buffer | string): void {
+  this[kChannel]['receive'](chunk);
+}
+
+function controlError(err: Error): void {
+  debug('control channel error: %s', err.message);
+}
+
+function controlClose(this: ControlSocket): void {
+  this[kChannel]['channelEnded']();
+}
 let exitHookInstalled = false;
 
 // Where the host can still act (normal exit, uncaught exception), it tells
@@ -141,6 +159,8 @@ export abstract class AnchorChannel {
   /** The anchor exited (POSIX: and was reaped; its pid may be reused from now on). */
   protected gone = false;
   private inbox = '';
+  /** Bytes read after the last newline (a line's start; not decoded until the line is whole). */
+  private partial: Buffer | undefined;
   private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private channelClosed = false;
   private exitReported = false;
@@ -213,15 +233,20 @@ export abstract class AnchorChannel {
   protected listen(socket: Socket, pending = ''): void {
     this.socket = socket;
     if (pending) queueMicrotask(() => this.receive(pending));
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => this.receive(chunk));
-    socket.on('error', (err) => debug('control channel error: %s', err.message));
-    socket.on('close', () => {
-      this.open = false;
-      this.channelClosed = true;
-      if (!this.exitInfo) this.closedBeforeExit();
-      this.report();
-    });
+    // Buffers, split at newlines before they are decoded (a UTF-8 sequence
+    // never holds a newline byte): no StringDecoder and its buffer per tree.
+    (socket as ControlSocket)[kChannel] = this;
+    socket.on('data', controlData);
+    socket.on('error', controlError);
+    socket.on('close', controlClose);
+  }
+
+  /** The anchor's end of the channel closed. */
+  private channelEnded(): void {
+    this.open = false;
+    this.channelClosed = true;
+    if (!this.exitInfo) this.closedBeforeExit();
+    this.report();
   }
 
   /** Lets the host's exit hook reach this anchor. */
@@ -277,8 +302,21 @@ export abstract class AnchorChannel {
     else done();
   }
 
-  private receive(chunk: string): void {
-    const { lines, rest } = splitLines(this.inbox + chunk);
+  private receive(chunk: Buffer | string): void {
+    let text: string;
+    if (typeof chunk === 'string') {
+      text = chunk;
+    } else {
+      const end = chunk.lastIndexOf(10) + 1;
+      if (end === 0) {
+        this.partial = this.partial ? Buffer.concat([this.partial, chunk]) : Buffer.from(chunk);
+        return;
+      }
+      const whole = chunk.subarray(0, end);
+      text = (this.partial ? Buffer.concat([this.partial, whole]) : whole).toString('utf8');
+      this.partial = end < chunk.length ? Buffer.from(chunk.subarray(end)) : undefined;
+    }
+    const { lines, rest } = splitLines(this.inbox + text);
     this.inbox = rest;
     for (const line of lines) this.dispatch(line);
   }

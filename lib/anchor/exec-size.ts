@@ -25,7 +25,9 @@ export interface EnvSize {
 export function envSize(env: readonly string[]): EnvSize {
   const size: EnvSize = { count: env.length, bytes: 0, longestBytes: 0, longestHead: '' };
   let longest = '';
-  for (const s of env) {
+  // (Indexed: an iterator's results are garbage the host's young generation must hold.)
+  for (let i = 0; i < env.length; i++) {
+    const s = env[i]!;
     const n = Buffer.byteLength(s) + 1;
     size.bytes += n;
     if (n > size.longestBytes) {
@@ -62,7 +64,8 @@ export function execSizeError(file: string, argv: readonly string[], env: EnvSiz
     const over = (what: string, n: number) => argsTooLarge(`${what} is ${n - 1} bytes; one string must stay under ${max} (32 pages of ${pageSize} bytes)`);
     if (env.longestBytes > max) return over(`the environment variable ${variableName(env.longestHead)}`, env.longestBytes);
     const dashes = argv.indexOf('--');
-    for (const [i, s] of argv.entries()) {
+    for (let i = 0; i < argv.length; i++) {
+      const s = argv[i]!;
       if (bytes(s) <= max) continue;
       const k = dashes < 0 ? 0 : i - dashes;
       return over(k <= 0 ? "an argument of the anchor's (the working directory or a path)" : k === 1 ? "the command's path" : k === 2 ? 'argv0' : `argument ${k - 2}`, bytes(s));
@@ -71,7 +74,7 @@ export function execSizeError(file: string, argv: readonly string[], env: EnvSiz
   if (argMax !== undefined && argMax > 0) {
     const pointer = process.arch === 'arm' || process.arch === 'ia32' ? 4 : 8;
     let total = bytes(file) + pointer * (Math.max(argv.length, 1) + env.count) + env.bytes;
-    for (const s of argv) total += bytes(s);
+    for (let i = 0; i < argv.length; i++) total += bytes(argv[i]!);
     if (total > argMax) {
       return argsTooLarge(`the arguments and environment take ${total} bytes, over the ${argMax} one exec can carry here (ARG_MAX)`);
     }

@@ -7,7 +7,7 @@ import { debug } from '../debug.js';
 import { posixBinding } from '../native.js';
 import { signalName, signalNumber } from '../signals.js';
 
-export type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
+export type ExitListener = ((code: number | null, signal: NodeJS.Signals | null) => void) | { exited(code: number | null, signal: NodeJS.Signals | null): void };
 const unreaped = new Map<number, ExitListener>();
 /** Anchors that exited and are kept unreaped (zombies) until releaseAnchor(): see watchExit's `hold`. */
 const held = new Set<number>();
@@ -40,7 +40,10 @@ export function reap(pid: number): boolean {
     clearTimeout(fullSweepTimer);
     fullSweepTimer = undefined;
   }
-  listener(r.code >= 0 ? r.code : null, r.signal > 0 ? signalName(r.signal) : null);
+  const code = r.code >= 0 ? r.code : null;
+  const signal = r.signal > 0 ? signalName(r.signal) : null;
+  if (typeof listener === 'function') listener(code, signal);
+  else listener.exited(code, signal);
   return true;
 }
 

@@ -47,7 +47,11 @@ const CONTINUE_EVERY_MS = 200;
 function envStrings(env: NodeJS.ProcessEnv): string[] | null {
   if (env === process.env && isMainThread) return null;
   const out: string[] = [];
-  for (const [name, value] of Object.entries(env)) if (value !== undefined) out.push(`${name}=${value}`);
+  const names = Object.keys(env);
+  for (let i = 0; i < names.length; i++) {
+    const value = env[names[i]!];
+    if (value !== undefined) out.push(`${names[i]}=${value}`);
+  }
   return out;
 }
 
@@ -94,17 +98,63 @@ function stopContinuing(channel: PosixAnchorChannel): void {
   continueTimer = undefined;
 }
 
+/**
+ * The anchor process as the host holds it: its pid, our ends of the
+ * command's stdio, and its reaping (one object of prototype methods per tree).
+ * stdin is made into a stream when first asked for: a tree whose stdin is
+ * never written holds only its descriptor (about 0.8 kB of heap and a libuv
+ * handle less a tree); at the anchor's exit it is made and closed if it was
+ * not, as child_process closes a child's stdin.
+ */
+class PosixAnchorProcess implements AnchorProcess {
+  /** Our end of stdin as a stream, once made (undefined: not yet). */
+  private stdinStream: Socket | null | undefined;
+
+  constructor(
+    private readonly channel: PosixAnchorChannel,
+    readonly pid: number,
+    private readonly stdinFd: number,
+    readonly stdout: Socket | null,
+    readonly stderr: Socket | null,
+  ) {}
+
+  get stdinOnDemand(): boolean {
+    return true;
+  }
+
+  get stdin(): Socket | null {
+    if (this.stdinStream === undefined) this.stdinStream = this.stdinFd >= 0 ? new Socket({ fd: this.stdinFd, readable: false, writable: true }) : null;
+    return this.stdinStream;
+  }
+
+  ref(): void {
+    this.channel.reapRef = true;
+    this.channel.reapTimer?.ref();
+  }
+
+  unref(): void {
+    this.channel.reapRef = false;
+    this.channel.reapTimer?.unref();
+  }
+
+  /** watchExit's listener: the anchor exited and was reaped. */
+  exited(code: number | null, signal: NodeJS.Signals | null): void {
+    this.channel['anchorExited'](code, signal);
+  }
+}
+
 export class PosixAnchorChannel extends AnchorChannel {
-  readonly child: AnchorProcess & { readonly pid: number };
+  readonly child: PosixAnchorProcess;
   /** The host's end of the control socket pair (written directly, see send()). */
   private readonly hostFd: number;
-  /** Retries of reaping the anchor after its end of the channel closed. */
-  private reapTimer: NodeJS.Timeout | undefined;
-  private reapRef = true;
+  /** @internal Retries of reaping the anchor after its end of the channel closed (PosixAnchorProcess refs and unrefs it). */
+  reapTimer: NodeJS.Timeout | undefined;
+  /** @internal */
+  reapRef = true;
   /** The cgroup tier: the tree's cgroup, as READY named it. */
   private cgroup: string | undefined;
-  /** The v1 cgroups the anchor made for the tree's limits (LIMITDIR). */
-  private readonly limitDirs: string[] = [];
+  /** The v1 cgroups the anchor made for the tree's limits (LIMITDIR); made at the first. */
+  private limitDirs: string[] | undefined;
   private quiescentSeen = false;
   private readySeen = false;
   /** The subreaper and process-group tiers: the tree's marker and session (MARKER), for the sweep if the anchor dies. */
@@ -153,20 +203,13 @@ export class PosixAnchorChannel extends AnchorChannel {
     }
     this.hostFd = started.control;
     const [inFd, outFd, errFd] = started.fds as [number, number, number];
-    this.child = {
-      pid: started.pid,
-      stdin: inFd >= 0 ? new Socket({ fd: inFd, readable: false, writable: true }) : null,
-      stdout: outFd >= 0 ? new Socket({ fd: outFd, readable: true, writable: false }) : null,
-      stderr: errFd >= 0 ? new Socket({ fd: errFd, readable: true, writable: false }) : null,
-      ref: () => {
-        this.reapRef = true;
-        this.reapTimer?.ref();
-      },
-      unref: () => {
-        this.reapRef = false;
-        this.reapTimer?.unref();
-      },
-    };
+    this.child = new PosixAnchorProcess(
+      this,
+      started.pid,
+      inFd,
+      outFd >= 0 ? new Socket({ fd: outFd, readable: true, writable: false }) : null,
+      errFd >= 0 ? new Socket({ fd: errFd, readable: true, writable: false }) : null,
+    );
     this.listen(new Socket({ fd: started.control, readable: true, writable: true }));
     if (lease) {
       this.leased = true;
@@ -174,7 +217,7 @@ export class PosixAnchorChannel extends AnchorChannel {
     }
     // Held unreaped once it exits until its exit is reported (close()): the
     // session and group ids it leads stay the tree's for the sweep (./lost.ts).
-    watchExit(started.pid, (code, signal) => this.anchorExited(code, signal), true);
+    watchExit(started.pid, this.child, true);
     // The host waits for the anchor's READY (spawn's `started`): the command
     // may already run and stop it (kill -STOP $PPID) before it reports.
     keepContinuing(this);
@@ -223,7 +266,7 @@ export class PosixAnchorChannel extends AnchorChannel {
         this.marker = { token: event.token, session: event.session };
         break;
       case 'limitDir':
-        this.limitDirs.push(event.dir);
+        (this.limitDirs ??= []).push(event.dir);
         break;
     }
   }
@@ -253,7 +296,7 @@ export class PosixAnchorChannel extends AnchorChannel {
     if (this.quiescentSeen) return undefined;
     if (this.cgroup !== undefined) {
       // Emptied with the tree's cgroup (every member is in both): then removed too.
-      const dirs = this.limitDirs;
+      const dirs = this.limitDirs ?? [];
       const started = Date.now();
       return endCgroup(this.cgroup).then(() => {
         removeLimitDirs(dirs);
