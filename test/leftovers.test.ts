@@ -155,6 +155,24 @@ describe('leftovers policy (C5)', () => {
   // (if the polite signal came before it started it) on a loaded machine.
   // Their pids come from a file (their output is not the tree's).
   // proves C5
+  it('a daemon the root starts in a session of its own just before it exits is a leftover, listed and gone', async () => {
+    const t = useTag();
+    // 200 ms in: past the process-group tier's first look at the tree (20 ms
+    // after the root's start) and long before its next; only what the anchor
+    // looks for at the root's exit finds the daemon before the result.
+    // The root exits once the daemon has left its process group (it writes
+    // its pid after setsid), so no look at the group can find it there.
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const f = join(dir, 'pid'); // (no space or quote: a tmpdir path)
+    const line = `sleep 0.2; setsid sh -c 'echo $$ > ${f}.tmp; mv ${f}.tmp ${f}; exec sleep 300' </dev/null >/dev/null 2>&1 & until [ -s ${f} ]; do sleep 0.01; done; echo "PID s $(cat ${f})"; exit 0`;
+    const { result, pids } = await collectResult(spawn('sh', ['-c', line], { env: t.env, leftovers: 'kill' }), t.tag, { ready: /^PID s \d+$/m });
+    expect(result.exitCode).toBe(0);
+    expectLeftover(result, pids.s!, { kept: false });
+    await waitGone(t.tag, 2000);
+  });
+
+  // proves C5
   it('the result lists every leftover that was killed, named as when it was killed', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-leftovers-'));
