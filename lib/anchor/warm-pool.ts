@@ -5,8 +5,8 @@
 // (`CORDON_WARM` ms, default WARM_IDLE_MS; 0: none is started), when the
 // host's identity is not the one it was started with, or when it exits by
 // itself. How one is started, watched, handed its command and ended is the
-// platform's (a WarmDriver: ./warm.ts on Linux); the guarantees each keeps
-// are written there.
+// platform's (a WarmDriver: ./warm.ts on Linux, ./windows-warm.ts on
+// Windows); the guarantees each keeps are written there.
 import { isMainThread } from 'node:worker_threads';
 import { debug } from '../debug.js';
 import { WARM_IDLE_MS } from '../defaults.js';

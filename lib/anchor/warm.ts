@@ -23,7 +23,8 @@
 //   from a worker thread (no SIGCHLD there, and its channel would outlive
 //   the worker) or with CORDON_WARM=0.
 // The pool (keys, depth, MAX_WARM, idle and stale retirement) is every
-// platform's (./warm-pool.ts); this file is Linux's driver of it.
+// platform's (./warm-pool.ts); this file is Linux's driver of it (Windows':
+// ./windows-warm.ts).
 import { closeSync, readdirSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { debug } from '../debug.js';
