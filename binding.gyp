@@ -50,7 +50,7 @@
         ["OS=='win'", {
           "sources": [
             "native/win/anchor.cc", "native/win/channel.cc", "native/win/control.cc", "native/win/job.cc", "native/win/launch.cc",
-            "native/win/lease.cc", "native/win/lease_job.cc", "native/win/pty.cc", "native/win/relay.cc", "native/win/released.cc", "native/win/job_object.cc"
+            "native/win/lease.cc", "native/win/lease_job.cc", "native/win/pty.cc", "native/win/relay.cc", "native/win/released.cc", "native/win/warm.cc", "native/win/job_object.cc"
           ],
           "defines": ["UNICODE", "_UNICODE", "_WIN32_WINNT=0x0A00"],
           "libraries": ["shell32.lib", "advapi32.lib", "user32.lib"],

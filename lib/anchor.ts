@@ -8,7 +8,9 @@
 //   anchor/channel.ts           what every channel shares (reading events, reporting the anchor's exit, the exit hook)
 //   anchor/posix.ts             Linux and macOS: posix_spawn, a socket pair, reaping and resuming the anchor
 //   anchor/posix-reap.ts        reaping the host's anchors by pid (each is its unreaped child until then)
+//   anchor/warm-pool.ts         anchors started ahead of need: the pool (keys, depth, retirement) both platforms share
 //   anchor/warm.ts              Linux: anchors started ahead of need, each handed one command (LAUNCH)
+//   anchor/windows-warm.ts      Windows: the same, the command's pipes made by the addon
 //   anchor/windows.ts           Windows: child_process, two overlapped pipes, the host's Job Object handle
 //   anchor/adopted.ts           an adopted anchor: the endpoint connection is the control channel (every platform)
 //   anchor/posix-endpoint.ts    a leased anchor's Unix socket (the addon's bounded request)
@@ -30,7 +32,7 @@ export type { AdoptedAnchor } from './anchor/adopted.js';
 export type { AnchorChannel, AnchorHandlers, AnchorProcess, AnchorSpawn, LimitsEvent, UsageEvent } from './anchor/channel.js';
 export { overriding } from './anchor/channel.js';
 export { ANCHOR_WAIT_SLACK_MS } from './anchor/posix.js';
-export { disableWarm } from './anchor/warm.js';
+export { disableWarm } from './anchor/warm-pool.js';
 
 /** What a leased anchor answers to INFO. */
 export interface LeaseInfo {

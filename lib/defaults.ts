@@ -16,7 +16,7 @@ export const DEFAULT_CONTAINMENT = 'strict';
 /** run(): bytes kept per stream; past it the tree is terminated and run() rejects. */
 export const DEFAULT_MAX_BUFFER = 10 * 1024 * 1024;
 
-/** How long a warm anchor (Linux, every tier) waits for a spawn to take it before it is retired (`CORDON_WARM` overrides; 0: none). */
+/** How long a warm anchor (Linux, every tier; Windows) waits for a spawn to take it before it is retired (`CORDON_WARM` overrides; 0: none). */
 export const WARM_IDLE_MS = 30_000;
 
 /** Unread bytes a log-backed stdout/stderr view buffers before it drops output (the log keeps all). */

@@ -145,9 +145,16 @@ export function planLaunch(input: LaunchInput): LaunchPlan {
   ];
   // What a warm anchor started ahead of need is told (anchor/warm.ts): the
   // tiers whose containment is the anchor's own, without limits or a lease.
-  const warmable = !lease && !hasLimits(input.limits) && !opts.confine && (tier === 'cgroup' || tier === 'subreaper' || tier === 'process-group');
+  // Windows: the job-object tier, without a terminal either (anchor/windows-warm.ts),
+  // and not traced (a waiting anchor would hold the trace file open, and
+  // Windows removes no open file).
+  const warmable = !lease && !hasLimits(input.limits) && !opts.confine && (tier === 'cgroup' || tier === 'subreaper' || tier === 'process-group' || (tier === 'job-object' && !opts.pty && !input.trace));
   const warm = warmable
-    ? ['--tier', tier, ...(fallback ? ['--fallback'] : []), ...(opts.containment === 'best-effort' ? ['--best-effort'] : []), ...(input.trace ? ['--trace', input.trace] : [])]
+    ? [
+        // (Windows: the job comes from the host, as to every anchor there.)
+        ...(tier === 'job-object' ? ['--job-from-host'] : []),
+        '--tier', tier, ...(fallback ? ['--fallback'] : []), ...(opts.containment === 'best-effort' ? ['--best-effort'] : []), ...(input.trace ? ['--trace', input.trace] : []),
+      ]
     : undefined;
   return {
     anchor: {

@@ -150,6 +150,15 @@ export interface WindowsBinding extends CommonBinding {
    * lease is decided by its anchor, from the job the anchor is in (native/win/lease.h).
    */
   ownJob(): { inJob: boolean; limitFlags: number | null };
+  /**
+   * A warm anchor's stdio (lib/anchor/windows-warm.ts): per entry, mode 0 a pipe (the host's end a descriptor in
+   * `fds`, for net.Socket({ fd })), 1 the NUL device, 2 the host's own descriptor; what the command gets is
+   * duplicated, inheritable, into the anchor `anchorPid` (its values there in `handles`, 0: none). Throws with the
+   * descriptors made so far in the error's `fds`.
+   */
+  warmStdio(anchorPid: number, modes: number[]): { handles: number[]; fds: number[] };
+  /** What an anchor started now takes from the host that could change (its token, its priority class), as text. */
+  hostIdentity(): string;
 }
 
 /** The raw binding: which one is loaded is the platform's (`os` tells them apart). */

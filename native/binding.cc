@@ -572,6 +572,56 @@ Napi::Value OwnJob(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// warmStdio(anchorPid, [mode x3]) -> { handles: [3 numbers], fds: [3 numbers] }:
+// a warm anchor's stdio (native/cordon.h warm_stdio; mode 0 pipe, 1 ignore, 2 inherit).
+Napi::Value WarmStdio(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsArray() || info[1].As<Napi::Array>().Length() != 3) {
+    Napi::TypeError::New(env, "warmStdio(anchorPid, modes) takes a number and three modes").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Array list = info[1].As<Napi::Array>();
+  int modes[3];
+  for (uint32_t i = 0; i < 3; i++) {
+    Napi::Value m = list.Get(i);
+    int v = m.IsNumber() ? m.As<Napi::Number>().Int32Value() : -1;
+    if (v != cordon::kWarmPipe && v != cordon::kWarmIgnore && v != cordon::kWarmInherit) {
+      Napi::TypeError::New(env, "warmStdio: a mode is 0 (pipe), 1 (ignore) or 2 (inherit)").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    modes[i] = v;
+  }
+  uint64_t remote[3];
+  int fds[3];
+  int rc = cordon::warm_stdio(info[0].As<Napi::Number>().Int64Value(), modes, remote, fds);
+  Napi::Array handles = Napi::Array::New(env, 3);
+  Napi::Array descriptors = Napi::Array::New(env, 3);
+  for (uint32_t i = 0; i < 3; i++) {
+    handles.Set(i, Napi::Number::New(env, static_cast<double>(remote[i])));
+    descriptors.Set(i, Napi::Number::New(env, fds[i]));
+  }
+  if (rc < 0) {
+    // (The descriptors made before the failure: the caller closes them.)
+    Napi::Error e = Napi::Error::New(env, "warm anchor stdio failed");
+    e.Set("errno", Napi::Number::New(env, -rc));
+    e.Set("fds", descriptors);
+    e.ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("handles", handles);
+  out.Set("fds", descriptors);
+  return out;
+}
+
+// hostIdentity() -> string: what a warm anchor started now would take from the host (native/cordon.h host_identity).
+Napi::Value HostIdentity(const Napi::CallbackInfo& info) {
+  std::string id;
+  int rc = cordon::host_identity(id);
+  if (rc < 0) return Fail(info.Env(), rc, "GetTokenInformation");
+  return Napi::String::New(info.Env(), id);
+}
+
 Napi::Value JobClose(const Napi::CallbackInfo& info) {
   if (!NumberArgs(info, 1, "jobClose(handle) takes a number")) return info.Env().Undefined();
   int rc = cordon::job_close(HandleArg(info, 0));
@@ -608,6 +658,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("ownJob", Napi::Function::New(env, OwnJob, "ownJob"));
   exports.Set("privateDirFacts", Napi::Function::New(env, PrivateDirFacts, "privateDirFacts"));
   exports.Set("openPipeClient", Napi::Function::New(env, OpenPipeClient, "openPipeClient"));
+  exports.Set("warmStdio", Napi::Function::New(env, WarmStdio, "warmStdio"));
+  exports.Set("hostIdentity", Napi::Function::New(env, HostIdentity, "hostIdentity"));
 #endif
   return exports;
 }

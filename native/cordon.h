@@ -504,6 +504,22 @@ int open_pipe_client(const std::string& name_utf8, int& fd_out, uint32_t& server
 // (A view of the host's own: whether a lease can hold is the leased anchor's
 // to say, native/win/lease.h.)
 int own_job(bool& in_job, bool& limits_read, uint32_t& limit_flags);
+// A warm anchor's stdio (lib/anchor/windows-warm.ts; the anchor's side:
+// native/win/warm.h): for each of the command's stdin, stdout and stderr,
+// `modes[i]`: kWarmPipe, a pipe (the host's end a descriptor of the host's C
+// runtime in `fds_out[i]`, for net.Socket({ fd }); the command's end goes to
+// the anchor), kWarmIgnore, the NUL device, or kWarmInherit, the host's own
+// descriptor i. Each handle the command gets is duplicated, inheritable, into
+// the anchor `anchor_pid` (the host's unexited child: its pid is pinned), its
+// value there in `remote_out[i]` (0: none). A negative errno: nothing was
+// handed over (the caller closes the descriptors in `fds_out` made so far).
+constexpr int kWarmPipe = 0, kWarmIgnore = 1, kWarmInherit = 2;
+int warm_stdio(int64_t anchor_pid, const int modes[3], uint64_t remote_out[3], int fds_out[3]);
+// What an anchor the host starts now takes from it that could change while
+// a warm anchor waits: the token's user, groups (with their attributes),
+// privileges (enabled or not), integrity level and session, and the
+// priority class; as text, compared whole.
+int host_identity(std::string& out);
 
 }  // namespace cordon
 

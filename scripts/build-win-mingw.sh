@@ -24,7 +24,7 @@ DEF=$(node -p "require('node-api-headers').def_paths.node_api_def")
 "$DLLTOOL" -d "$DEF" -l build-win/obj/libnode_api.a -D node.exe
 # The one libuv function the addon calls (uv_open_osfhandle: a descriptor of
 # Node's C runtime for a handle, native/win/host.cc), which node.exe exports too.
-printf 'LIBRARY node.exe\nEXPORTS\nuv_open_osfhandle\n' >build-win/obj/node_uv.def
+printf 'LIBRARY node.exe\nEXPORTS\nuv_open_osfhandle\nuv_get_osfhandle\n' >build-win/obj/node_uv.def
 "$DLLTOOL" -d build-win/obj/node_uv.def -l build-win/obj/libnode_uv.a -D node.exe
 FLAGS=(-std=c++17 -O2 -Wall -Wextra -DUNICODE -D_UNICODE -D_WIN32_WINNT=0x0A00 -static -static-libgcc -static-libstdc++)
 if [[ ${2:-} != anchor ]]; then
@@ -41,5 +41,5 @@ if [[ ${CORDON_TEST_HOOKS:-} == 1 ]]; then HOOKS=(-DCORDON_TEST_HOOKS); fi
 "$WINDRES" -O coff -I native/win -o build-win/obj/cordon-anchor.res.o native/win/cordon-anchor.rc
 "$CXX" "${FLAGS[@]}" "${HOOKS[@]}" -o "$OUT/cordon-anchor.exe" build-win/obj/cordon-anchor.res.o \
   native/win/anchor.cc native/win/channel.cc native/win/control.cc native/win/job.cc native/win/launch.cc native/win/lease.cc native/win/lease_job.cc \
-  native/win/pty.cc native/win/relay.cc native/win/released.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32 -luser32
+  native/win/pty.cc native/win/relay.cc native/win/released.cc native/win/warm.cc native/protocol.cc native/win/job_object.cc -lshell32 -ladvapi32 -luser32
 echo "built $OUT/cordon-anchor.exe${HOOKS[*]:+ (test build: ${HOOKS[*]})}$([[ ${2:-} != anchor ]] && echo " and $OUT/cordon.node")"

@@ -79,9 +79,10 @@ export interface AnchorSpawn {
   /** Teardown grace the host asks for if it exits while the tree lives. */
   exitGrace: number;
   /**
-   * A launch a warm anchor may take (Linux; ./warm.ts): that anchor's own
-   * arguments (its tier and trace; native/posix/warm.h). Absent where the
-   * anchor must be started for this launch (a lease, limits, another tier).
+   * A launch a warm anchor may take (Linux, ./warm.ts; Windows,
+   * ./windows-warm.ts): that anchor's own arguments (its tier and trace;
+   * native/posix/warm.h, native/win/warm.h). Absent where the anchor must be
+   * started for this launch (a lease, limits, a terminal on Windows, another tier).
    */
   warm?: string[];
   /**

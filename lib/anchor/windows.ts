@@ -18,14 +18,21 @@
 // landed in (NOCONTAIN lease-job; native/win/lease.h), never this process's
 // own job (Node's first non-detached spawn puts Node into a job of libuv's,
 // which the anchor leaves). Its endpoint is a named pipe (./windows-endpoint.ts).
+//
+// A warm anchor (./windows-warm.ts), started ahead of need with its job and
+// JOB line, takes the command if one is ready for this shape: then the
+// channel is that anchor's, and the command's pipes are the ones the addon
+// made for it (net.Socket over the host's ends); the next one is started
+// once this one has launched the command (READY).
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { debug } from '../debug.js';
 import { windowsBinding } from '../native.js';
-import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorSpawn } from './channel.js';
-import { encodeCommand } from './protocol.js';
+import { AnchorChannel, spawnFailure, type AnchorHandlers, type AnchorProcess, type AnchorSpawn } from './channel.js';
+import { encodeCommand, type AnchorEvent } from './protocol.js';
 import { leasedAnchorImage } from './windows-image.js';
+import { takeWindowsWarm } from './windows-warm.js';
 
 /**
  * How many times a start that failed with UNKNOWN is made. CreateProcess
@@ -48,11 +55,14 @@ function startAnchor(spawn: () => ChildProcess): ChildProcess {
 }
 
 export class WindowsAnchorChannel extends AnchorChannel {
-  readonly child: ChildProcess;
+  /** The anchor process (a cold one's ChildProcess; a warm one's, with the command's pipes the addon made). */
+  readonly child: AnchorProcess;
   /** The host's handle on the tree's Job Object (closed when the anchor is gone). */
   private job: number | undefined;
   /** The host -> anchor pipe. */
   private readonly writer: Socket | undefined;
+  /** Starts the next warm anchor (./windows-warm.ts), once this one has launched the command. */
+  private warmNext: (() => void) | undefined;
 
   constructor(spec: AnchorSpawn, on: AnchorHandlers) {
     super(on, spec.exitGrace);
@@ -61,7 +71,35 @@ export class WindowsAnchorChannel extends AnchorChannel {
     // leased one appends the output to the log itself while no host is attached.
     const own = ['--job-from-host', ...(spec.lease?.logPath !== undefined ? ['--log', spec.lease.logPath] : [])];
     const b = windowsBinding();
+    // A warm anchor, started ahead of need, takes the command if one is
+    // ready (./windows-warm.ts); else one is started now.
+    const warm = spec.lease ? undefined : takeWindowsWarm(spec.path, spec.warm, [...own, ...spec.args], spec.env, spec.stdio);
+    this.warmNext = warm?.next;
+    const started = warm?.started;
+    if (started) {
+      const proc = started.child;
+      this.job = started.job;
+      this.writer = started.writer;
+      this.child = {
+        pid: started.pid,
+        stdin: started.stdin,
+        stdout: started.stdout,
+        stderr: started.stderr,
+        ref: () => proc.ref(),
+        unref: () => proc.unref(),
+      };
+      // (It waited unreferenced: from here on it is the tree's, as a cold one.)
+      proc.ref();
+      started.reader.ref();
+      started.writer.ref();
+      this.listen(started.reader);
+      proc.on('error', (err) => this.startFailed(err));
+      proc.on('exit', (code, signal) => this.anchorExited(code, signal));
+      this.register();
+      return;
+    }
     this.job = b.jobCreate().handle;
+    let child: ChildProcess;
     try {
       // The anchor runs in its own directory and gives the command its
       // working directory itself (--cwd): a process's working directory
@@ -82,20 +120,21 @@ export class WindowsAnchorChannel extends AnchorChannel {
           }),
         );
       const image = spec.lease === undefined ? spec.path : leasedAnchorImage(spec.path);
-      this.child = start(image);
+      child = start(image);
     } catch (cause) {
       this.closeJob();
       throw spawnFailure(cause, spec.path);
     }
+    this.child = child;
     // (Node sets up the pipe's socket even when the spawn fails; 'error' follows.)
-    const socket = (this.child.stdio[3] as Socket | null) ?? new Socket();
-    this.writer = (this.child.stdio[4] as Socket | null) ?? undefined;
+    const socket = (child.stdio[3] as Socket | null) ?? new Socket();
+    this.writer = (child.stdio[4] as Socket | null) ?? undefined;
     this.writer?.on('error', (err) => debug('control channel write error: %s', err.message));
-    if (this.child.pid !== undefined) {
+    if (child.pid !== undefined) {
       let remote = 0;
       try {
         // The anchor is the host's unreaped child: its pid is pinned.
-        remote = b.jobAttach(this.job, this.child.pid);
+        remote = b.jobAttach(this.job, child.pid);
       } catch (err) {
         debug('job handle not duplicated into the anchor: %s', (err as Error).message);
       }
@@ -103,9 +142,17 @@ export class WindowsAnchorChannel extends AnchorChannel {
       if (spec.lease) this.writer?.write(encodeCommand({ type: 'lease', ms: spec.lease.ms, token: spec.lease.token }));
     }
     this.listen(socket);
-    this.child.on('error', (err) => this.startFailed(err));
-    this.child.on('exit', (code, signal) => this.anchorExited(code, signal));
+    child.on('error', (err) => this.startFailed(err));
+    child.on('exit', (code, signal) => this.anchorExited(code, signal));
     this.register();
+  }
+
+  protected override observe(event: AnchorEvent): void {
+    // The anchor reported how the launch went: the next warm anchor may start.
+    if (event.type === 'ready' || event.type === 'noContain' || event.type === 'execFail' || event.type === 'noCwd') {
+      this.warmNext?.();
+      this.warmNext = undefined;
+    }
   }
 
   /**

@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 namespace cordon {
 namespace anchor {
@@ -29,7 +30,8 @@ void usage(const char* why) {
                         "cordon-anchor.exe [--tier job-object] [--job-from-host] [--best-effort] [--grace MS]\n"
                         "       [--memory BYTES] [--max-processes N] [--cpu-quota US]\n"
                         "       [--cmd-shell] [--hide-window] [--watch-fd N]... [--lease MS --lease-id HEX16] [--pty COLS ROWS] [--trace FILE]\n"
-                        "       -- PATH ARGV0 [ARGS...]",
+                        "       -- PATH ARGV0 [ARGS...]\n"
+                        "   or: cordon-anchor.exe --warm --job-from-host [--tier job-object] [--best-effort] [--trace FILE]",
                         "at fds 3 (out) and 4 (in)");
   ExitProcess(protocol::kUsageExit);
 }
@@ -38,19 +40,51 @@ namespace {
 
 void open_trace(const wchar_t* file) { protocol::set_trace(_wfopen(file, L"a"), GetCurrentProcessId()); }
 
-Options parse() {
-  int argc = 0;
-  LPWSTR* argv = CommandLineToArgvW(GetCommandLineW(), &argc);
-  if (!argv) usage("cannot parse the command line");
+void no_trace(const wchar_t*) {}
+
+}  // namespace
+
+Options parse_args(int argc, wchar_t** argv, bool warm_launch) {
   Options o;
   o.tier = "job-object";
   const unsigned extra = protocol::kJobFromHostOption | protocol::kCwdOption | protocol::kCmdShellOption |
                          protocol::kLimitOptions | protocol::kLeaseOptions | protocol::kLogOption |
                          protocol::kHideWindowOption | protocol::kPtyOption;
-  protocol::parse_options(argc, argv, extra, o, usage, open_trace);
-  LocalFree(argv);
+  // (A LAUNCH's --trace names the file the warm anchor already writes.)
+  protocol::parse_options(argc, argv, extra, o, usage, warm_launch ? no_trace : open_trace);
   if (o.tier != "job-object") usage("unknown tier");
   if ((o.lease_ms > 0) != !o.lease_id.empty()) usage("--lease and --lease-id go together");
+  return o;
+}
+
+namespace {
+
+// `warm`: started with --warm (warm.h), which takes only --job-from-host,
+// --tier, --best-effort and --trace; the command comes with the LAUNCH.
+Options parse(bool& warm) {
+  int argc = 0;
+  LPWSTR* argv = CommandLineToArgvW(GetCommandLineW(), &argc);
+  if (!argv) usage("cannot parse the command line");
+  warm = argc > 1 && wcscmp(argv[1], L"--warm") == 0;
+  Options o;
+  if (warm) {
+    static wchar_t separator[] = L"--", none[] = L"-";
+    std::vector<wchar_t*> args{argv[0]};
+    for (int i = 2; i < argc; i++) {
+      bool valued = wcscmp(argv[i], L"--tier") == 0 || wcscmp(argv[i], L"--trace") == 0;
+      if (!valued && wcscmp(argv[i], L"--job-from-host") != 0 && wcscmp(argv[i], L"--best-effort") != 0) {
+        usage("--warm takes only --job-from-host, --tier, --best-effort and --trace");
+      }
+      args.push_back(argv[i]);
+      if (valued && i + 1 < argc) args.push_back(argv[++i]);
+    }
+    for (wchar_t* a : {separator, none, none}) args.push_back(a);
+    o = parse_args(static_cast<int>(args.size()), args.data(), false);
+    if (!o.job_from_host) usage("--warm goes with --job-from-host");
+  } else {
+    o = parse_args(argc, argv, false);
+  }
+  LocalFree(argv);
   return o;
 }
 
@@ -59,4 +93,8 @@ Options parse() {
 }  // namespace anchor
 }  // namespace cordon
 
-int main() { return cordon::anchor::run(cordon::anchor::parse()); }
+int main() {
+  bool warm = false;
+  cordon::anchor::Options opts = cordon::anchor::parse(warm);
+  return cordon::anchor::run(std::move(opts), warm);
+}

@@ -9,6 +9,7 @@
 //   job.h        the tree's Job Object: where it comes from, its limits, the
 //                command's assignment, its completion port's messages, USAGE
 //   launch.h     the command: its command line, created suspended, resumed
+//   warm.h       a warm anchor's LAUNCH (an anchor started ahead of need)
 //   released.h   who still holds the captured output (RELEASED)
 //   lease.h      a leased anchor's endpoint (ADOPT, INFO, OUTPUT)
 //   relay.h      a leased tree's captured output, copied by the anchor
@@ -48,9 +49,15 @@ using Options = protocol::Options<wchar_t>;
 // ExitProcess(protocol::kUsageExit).
 [[noreturn]] void usage(const char* why);
 
+// The anchor's arguments (a cold anchor's command line, or a warm anchor's
+// LAUNCH: `warm_launch`, whose --trace is not opened again); a bad one ends
+// the process through usage().
+Options parse_args(int argc, wchar_t** argv, bool warm_launch);
+
 // The anchor's life (control.cc), from the control channel to its exit
-// code: 0 once it is over, 70 when it has no completion port.
-int run(Options opts);
+// code: 0 once it is over, 70 when it has no completion port. `warm`: a warm
+// anchor (warm.h), which takes its command from the LAUNCH.
+int run(Options opts, bool warm);
 
 }  // namespace anchor
 }  // namespace cordon

@@ -42,7 +42,9 @@
 #include "pty.h"
 #include "relay.h"
 #include "released.h"
+#include "warm.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -72,7 +74,7 @@ enum class Stage {
 
 class Anchor : public EndpointHost {
  public:
-  explicit Anchor(Options opts) : opts_(std::move(opts)) {
+  Anchor(Options opts, bool warm) : opts_(std::move(opts)), warm_(warm) {
     if (opts_.lease_ms > 0) lease_.state = Lease::State::kAwaiting;
   }
 
@@ -94,7 +96,12 @@ class Anchor : public EndpointHost {
     }
     start_read();
 
+    // A warm anchor knows its host first (warm::HostWatch).
+    if (warm_ && !host_watch_.open()) return finish();
     if ((opts_.job_from_host || leased()) && !receive_first_lines()) return finish();
+    // A warm anchor: from here on exactly a cold one, with the LAUNCH's
+    // arguments, environment and stdio (warm.h).
+    if (warm_ && !take_launch()) return finish();
     if (leased() && !lease_can_hold()) return finish();
     if (!open_job()) return finish();
     if (leased() && !open_endpoint()) return finish();
@@ -157,22 +164,36 @@ class Anchor : public EndpointHost {
   bool receive_first_lines() {
     int64_t deadline = now_ms() + 30000;
     auto waiting = [&] {
-      return (opts_.job_from_host && !job_.received()) || lease_.state == Lease::State::kAwaiting;
+      return (opts_.job_from_host && !job_.received()) || lease_.state == Lease::State::kAwaiting ||
+             (warm_ && !launch_taken_ && !launch_refused_);
     };
     while (waiting() && host_.open()) {
       int64_t left = deadline - now_ms();
-      if (left <= 0) {
+      // (A warm anchor waits for its LAUNCH as long as the host keeps it: its
+      // JOB line came with its start.)
+      const bool job_due = opts_.job_from_host && !job_.received();
+      if (left <= 0 && job_due) {
         trace("no JOB line from the host");
         break;
+      }
+      // A warm anchor looks at its host every kHostCheckMs while it waits.
+      DWORD wait = job_due ? static_cast<DWORD>(left) : INFINITE;
+      if (warm_) {
+        if (now_ms() >= next_host_check_) {
+          if (!host_watch_.unchanged()) return false;
+          next_host_check_ = now_ms() + warm::kHostCheckMs;
+        }
+        wait = std::min<DWORD>(wait, static_cast<DWORD>(std::max<int64_t>(1, next_host_check_ - now_ms())));
       }
       DWORD bytes = 0;
       ULONG_PTR key = 0;
       OVERLAPPED* ov = nullptr;
-      BOOL ok = GetQueuedCompletionStatus(port_, &bytes, &key, &ov, static_cast<DWORD>(left));
+      BOOL ok = GetQueuedCompletionStatus(port_, &bytes, &key, &ov, wait);
       if (!ok && !ov) continue;
       dispatch(ok, bytes, key, ov);
     }
     if (!host_.open()) return false;  // the host gone before the job came: nothing ran
+    if (warm_ && !launch_taken_) return false;  // no well-formed LAUNCH: nothing runs
     if (lease_.state == Lease::State::kAwaiting) {
       send(protocol::no_contain(EINVAL, "lease"));
       return false;
@@ -304,9 +325,70 @@ class Anchor : public EndpointHost {
     trace("signal %d to the root %lu: TerminateProcess %s", signal, static_cast<unsigned long>(root_.pid), ok ? "ok" : "failed");
   }
 
+  // A warm anchor before its LAUNCH: only JOB may come first; what follows
+  // the LAUNCH is read as control lines.
+  void on_warm_control(DWORD bytes) {
+    launch_reader_.feed(read_buf_, bytes);
+    for (;;) {
+      std::string line;
+      auto r = launch_reader_.next(line, launch_);
+      if (r == warm::Reader::kMore) break;
+      if (r == warm::Reader::kLine) {
+        auto c = protocol::parse_command(line, opts_.grace_ms, !job_.received());
+        if (c.verb == protocol::Verb::kJob) {
+          job_.receive(c.arg);
+          continue;
+        }
+        trace("warm: a control line other than JOB before the LAUNCH");
+      }
+      if (r == warm::Reader::kLaunch) {
+        launch_taken_ = true;
+        std::string rest = std::move(launch_.rest);
+        control_lines(rest.data(), rest.size());
+      } else {
+        launch_refused_ = true;
+      }
+      break;
+    }
+    if (!launch_refused_) start_read();
+  }
+
+  // The LAUNCH's arguments replace the warm anchor's (the same tier and
+  // best-effort, no lease, terminal or limits: the host starts those cold),
+  // then its environment and stdio (warm::become).
+  bool take_launch() {
+    std::vector<std::wstring> wide;
+    wide.push_back(L"cordon-anchor.exe");
+    for (const auto& a : launch_.args) wide.push_back(win::wide(a));
+    std::vector<wchar_t*> argv;
+    for (auto& w : wide) argv.push_back(&w[0]);
+    Options o = parse_args(static_cast<int>(argv.size()), argv.data(), true);
+    if (!o.job_from_host || o.best_effort != opts_.best_effort || o.lease_ms > 0 || !o.lease_id.empty() ||
+        !o.log.empty() || o.pty_cols > 0 || limits_asked(o)) {
+      trace("warm: LAUNCH refused: not this warm anchor's, or a lease, a terminal or limits");
+      return false;
+    }
+    // (And once more now: a host that changed since the last look gets nothing run.)
+    if (!host_watch_.unchanged()) return false;
+    const HANDLE channel[2] = {host_.out, host_.in};
+    if (!warm::become(launch_, channel)) return false;
+    opts_ = std::move(o);
+    launch_ = warm::Launch();
+    return true;
+  }
+
   void on_control(DWORD bytes) {
+    if (warm_ && !launch_taken_) {
+      on_warm_control(bytes);
+      return;
+    }
+    control_lines(read_buf_, bytes);
+    start_read();
+  }
+
+  void control_lines(const char* data, size_t n) {
     std::vector<std::string> lines;
-    control_lines_.feed(read_buf_, bytes, lines);
+    control_lines_.feed(data, n, lines);
     for (auto& line : lines) {
       auto c = protocol::parse_command(line, opts_.grace_ms, opts_.job_from_host && !job_.received());
       if (c.verb == protocol::Verb::kLease) {
@@ -331,7 +413,6 @@ class Anchor : public EndpointHost {
         stage_ = Stage::kDone;
       }
     }
-    start_read();
   }
 
   void send(const std::string& line) {
@@ -600,6 +681,13 @@ class Anchor : public EndpointHost {
   }
 
   Options opts_;
+  const bool warm_;
+  warm::Reader launch_reader_;
+  warm::Launch launch_;
+  bool launch_taken_ = false;
+  bool launch_refused_ = false;
+  warm::HostWatch host_watch_;
+  int64_t next_host_check_ = 0;
   HANDLE port_ = nullptr;
   Host host_;
   OVERLAPPED read_ov_;
@@ -625,8 +713,8 @@ class Anchor : public EndpointHost {
 
 }  // namespace
 
-int run(Options opts) {
-  Anchor anchor(std::move(opts));
+int run(Options opts, bool warm) {
+  Anchor anchor(std::move(opts), warm);
   return anchor.run();
 }
 

@@ -33,6 +33,8 @@
 // descriptor of the host's own C runtime for an OS handle (the addon's C
 // runtime is another one: its descriptors mean nothing to Node).
 extern "C" int uv_open_osfhandle(HANDLE os_fd);
+// (and the handle behind one of its descriptors: a host's fd 0-2, for 'inherit')
+extern "C" HANDLE uv_get_osfhandle(int fd);
 
 namespace cordon {
 
@@ -299,6 +301,124 @@ int count_open_fds() {
   DWORD count = 0;
   if (!GetProcessHandleCount(GetCurrentProcess(), &count)) return -win::errno_from(GetLastError());
   return static_cast<int>(count);
+}
+
+namespace {
+
+// One pipe for a command's stdio, as libuv makes it for child_process's
+// 'pipe': the host's end the server of a named pipe of one instance
+// (overlapped, FILE_FLAG_FIRST_PIPE_INSTANCE, no remote client), the
+// command's end a synchronous client opened on it at once; the command
+// reads (`child_reads`: stdin) or writes (stdout, stderr) only.
+bool stdio_pipe(bool child_reads, HANDLE& host_end, HANDLE& child_end) {
+  static LONG counter = 0;
+  host_end = child_end = INVALID_HANDLE_VALUE;
+  LARGE_INTEGER tick;
+  QueryPerformanceCounter(&tick);
+  wchar_t name[96];
+  _snwprintf(name, 96, L"\\\\.\\pipe\\cordon-warm-%lu-%ld-%llx", GetCurrentProcessId(), InterlockedIncrement(&counter),
+             static_cast<unsigned long long>(tick.QuadPart));
+  name[95] = L'\0';
+  SECURITY_ATTRIBUTES sa = {sizeof sa, nullptr, FALSE};
+  host_end = CreateNamedPipeW(name,
+                              (child_reads ? PIPE_ACCESS_OUTBOUND : PIPE_ACCESS_INBOUND) | FILE_FLAG_OVERLAPPED |
+                                  FILE_FLAG_FIRST_PIPE_INSTANCE,
+                              PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS, 1, 65536,
+                              65536, 0, &sa);
+  if (host_end == INVALID_HANDLE_VALUE) return false;
+  child_end = CreateFileW(name, child_reads ? (GENERIC_READ | FILE_WRITE_ATTRIBUTES) : (GENERIC_WRITE | FILE_READ_ATTRIBUTES),
+                          0, &sa, OPEN_EXISTING, 0, nullptr);
+  // (Connected by the client's open: ConnectNamedPipe says so, or the pipe
+  // was someone else's first.)
+  if (child_end == INVALID_HANDLE_VALUE || (!ConnectNamedPipe(host_end, nullptr) && GetLastError() != ERROR_PIPE_CONNECTED)) {
+    DWORD err = GetLastError();
+    if (child_end != INVALID_HANDLE_VALUE) CloseHandle(child_end);
+    CloseHandle(host_end);
+    host_end = child_end = INVALID_HANDLE_VALUE;
+    SetLastError(err);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int warm_stdio(int64_t anchor_pid, const int modes[3], uint64_t remote_out[3], int fds_out[3]) {
+  HANDLE host_end[3] = {INVALID_HANDLE_VALUE, INVALID_HANDLE_VALUE, INVALID_HANDLE_VALUE};
+  HANDLE remote[3] = {nullptr, nullptr, nullptr};
+  for (int i = 0; i < 3; i++) {
+    remote_out[i] = 0;
+    fds_out[i] = -1;
+  }
+  // The anchor is the host's unexited child (libuv holds its handle): its pid is pinned.
+  HANDLE anchor = OpenProcess(PROCESS_DUP_HANDLE, FALSE, static_cast<DWORD>(anchor_pid));
+  if (!anchor) return -win::errno_from(GetLastError());
+  DWORD err = 0;
+  for (int i = 0; i < 3 && !err; i++) {
+    HANDLE child = INVALID_HANDLE_VALUE;
+    bool own = true;  // `child` is ours to close once duplicated
+    if (modes[i] == kWarmPipe) {
+      if (!stdio_pipe(i == 0, host_end[i], child)) err = GetLastError() ? GetLastError() : ERROR_PIPE_BUSY;
+    } else if (modes[i] == kWarmIgnore) {
+      // As libuv gives a command 'ignore': the NUL device, stdin readable, stdout and stderr writable.
+      SECURITY_ATTRIBUTES sa = {sizeof sa, nullptr, FALSE};
+      child = CreateFileW(L"NUL", i == 0 ? FILE_GENERIC_READ : (FILE_GENERIC_WRITE | FILE_READ_ATTRIBUTES),
+                          FILE_SHARE_READ | FILE_SHARE_WRITE, &sa, OPEN_EXISTING, 0, nullptr);
+      if (child == INVALID_HANDLE_VALUE) err = GetLastError();
+    } else {
+      // 'inherit': the host's own descriptor i (none if it has none, as libuv does for a closed 0-2).
+      child = uv_get_osfhandle(i);
+      own = false;
+    }
+    if (err || child == INVALID_HANDLE_VALUE || child == nullptr) continue;
+    if (!DuplicateHandle(GetCurrentProcess(), child, anchor, &remote[i], 0, TRUE, DUPLICATE_SAME_ACCESS)) {
+      err = GetLastError();
+      remote[i] = nullptr;
+    }
+    if (own) CloseHandle(child);
+  }
+  if (!err) {
+    for (int i = 0; i < 3 && !err; i++) {
+      if (host_end[i] == INVALID_HANDLE_VALUE) continue;
+      fds_out[i] = uv_open_osfhandle(host_end[i]);
+      if (fds_out[i] < 0) err = ERROR_TOO_MANY_OPEN_FILES;
+      else host_end[i] = INVALID_HANDLE_VALUE;  // (the descriptor's now)
+    }
+  }
+  if (err) {
+    // Nothing was sent: what went into the anchor is closed there (taken
+    // over and closed: Wine refuses DUPLICATE_CLOSE_SOURCE with no target).
+    for (HANDLE r : remote) {
+      HANDLE copy = nullptr;
+      if (r && DuplicateHandle(anchor, r, GetCurrentProcess(), &copy, 0, FALSE, DUPLICATE_SAME_ACCESS | DUPLICATE_CLOSE_SOURCE)) {
+        CloseHandle(copy);
+      }
+    }
+    for (HANDLE h : host_end) {
+      if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+    }
+    CloseHandle(anchor);
+    // (The descriptors made so far are closed by the caller: fds_out.)
+    return -win::errno_from(err);
+  }
+  CloseHandle(anchor);
+  for (int i = 0; i < 3; i++) remote_out[i] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(remote[i]));
+  return 0;
+}
+
+int host_identity(std::string& out) {
+  if (!win::token_identity(GetCurrentProcess(), out)) return -win::errno_from(GetLastError());
+  out += "p" + std::to_string(GetPriorityClass(GetCurrentProcess()));
+  // As hex: what the pool keys on is text.
+  static const char digits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(out.size() * 2);
+  for (unsigned char c : out) {
+    hex.push_back(digits[c >> 4]);
+    hex.push_back(digits[c & 15]);
+  }
+  out.swap(hex);
+  return 0;
 }
 
 }  // namespace cordon

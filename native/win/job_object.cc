@@ -316,5 +316,54 @@ JobUsage job_usage(HANDLE job) {
   return u;
 }
 
+namespace {
+
+bool token_info(HANDLE token, TOKEN_INFORMATION_CLASS what, std::vector<unsigned char>& buf) {
+  DWORD n = 0;
+  GetTokenInformation(token, what, nullptr, 0, &n);
+  if (n == 0) return false;
+  buf.assign(n, 0);
+  return GetTokenInformation(token, what, buf.data(), n, &n) != FALSE;
+}
+
+// A SID's bytes, then a separator.
+void add_sid(std::string& out, PSID sid) {
+  if (sid && IsValidSid(sid)) out.append(static_cast<const char*>(sid), GetLengthSid(sid));
+  out.push_back('|');
+}
+
+}  // namespace
+
+bool token_identity(HANDLE process, std::string& out) {
+  out.clear();
+  HANDLE token = nullptr;
+  if (!OpenProcessToken(process, TOKEN_QUERY, &token)) return false;
+  std::vector<unsigned char> buf;
+  bool ok = token_info(token, TokenUser, buf);
+  if (ok) add_sid(out, reinterpret_cast<TOKEN_USER*>(buf.data())->User.Sid);
+  if (ok && (ok = token_info(token, TokenGroups, buf))) {
+    auto* g = reinterpret_cast<TOKEN_GROUPS*>(buf.data());
+    for (DWORD i = 0; i < g->GroupCount; i++) {
+      add_sid(out, g->Groups[i].Sid);
+      out += std::to_string(g->Groups[i].Attributes) + "|";
+    }
+  }
+  if (ok && (ok = token_info(token, TokenPrivileges, buf))) {
+    auto* p = reinterpret_cast<TOKEN_PRIVILEGES*>(buf.data());
+    for (DWORD i = 0; i < p->PrivilegeCount; i++) {
+      out += std::to_string(p->Privileges[i].Luid.HighPart) + "." + std::to_string(p->Privileges[i].Luid.LowPart) + ":" +
+             std::to_string(p->Privileges[i].Attributes) + "|";
+    }
+  }
+  // (Wine answers no integrity level: a token without one is compared without it.)
+  if (ok && token_info(token, TokenIntegrityLevel, buf)) add_sid(out, reinterpret_cast<TOKEN_MANDATORY_LABEL*>(buf.data())->Label.Sid);
+  DWORD session = 0, n = 0;
+  if (ok && GetTokenInformation(token, TokenSessionId, &session, sizeof session, &n)) out += "s" + std::to_string(session);
+  DWORD err = ok ? 0 : GetLastError();
+  CloseHandle(token);
+  if (!ok) SetLastError(err);
+  return ok;
+}
+
 }  // namespace win
 }  // namespace cordon

@@ -64,6 +64,15 @@ HANDLE create_lease_pipe(const std::wstring& name, bool first, DWORD& err);
 // Whether this process runs under Wine (ntdll exports wine_get_version).
 bool under_wine();
 
+// What a process's primary token says of who it is, as text compared whole:
+// its user, its groups with their attributes (enabled, deny-only, ...), its
+// privileges with theirs (enabled or not; removed ones absent), its
+// integrity level (where the OS has one: Wine answers none) and its session.
+// A child created without a token of its own gets a copy of its parent's: a
+// warm anchor's is its host's as it was when it started. false (and
+// GetLastError) where it cannot be read.
+bool token_identity(HANDLE process, std::string& out);
+
 // Resource limits on a tree's job (the anchor's --memory, --max-processes,
 // --cpu-quota; 0: none): the job's committed memory in bytes, its active
 // processes, CPU time in microseconds per 100 ms (in cores: quota / 100000).

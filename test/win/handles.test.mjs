@@ -165,9 +165,14 @@ test("the command does not inherit the host's other inheritable handles (only it
   };
   ctx.after(unplant); // registered before the spawn: the host never keeps it past this test
   let proc;
+  // An anchor started now (not a warm one, started before the handle was
+  // planted): the one that inherits it. (A warm anchor inherits what the host
+  // had when it started, and gives the command the same handle list.)
+  process.env.CORDON_WARM = '0';
   try {
     proc = t.proc(cordon.spawn(process.execPath, treeArgs('--detached', '1'), { stdio: ['pipe', 'pipe', 'pipe'] }));
   } finally {
+    delete process.env.CORDON_WARM;
     unplant(); // the anchor has its copy now; no later spawn of this host gets one
   }
   proc.stdin.end();
