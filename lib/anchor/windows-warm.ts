@@ -156,6 +156,16 @@ export function readyWindowsWarmPids(): number[] {
   return pool.ready().map((w) => w.pid);
 }
 
+/**
+ * Internal, for tests: retires every ready warm anchor now (one still
+ * starting as it arrives) and returns their pids; later spawns start new
+ * ones. What a test of the host's handles leaves out of its counts: the
+ * pool holds up to 8 anchors, each with its handles in the host.
+ */
+export function retireWindowsWarmNow(): number[] {
+  return pool.retireAll().map((w) => w.pid);
+}
+
 /** The command's environment as a LAUNCH carries it (what libuv gives a cold anchor); undefined: not expressible (a cold anchor). */
 function launchEnv(env: NodeJS.ProcessEnv): string[] | undefined {
   const out: string[] = [];
