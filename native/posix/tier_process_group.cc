@@ -298,6 +298,9 @@ class ProcessGroupTier : public Tier {
     } while (w < 0 && errno == EINTR);
     close(go_[1]);
     go_[1] = -1;
+    // The pin dies while the command execs: it left the group above, and
+    // nothing of it can rejoin (it never calls setpgid).
+    await_pin_zombie();
     return 0;
   }
 
@@ -555,16 +558,21 @@ class ProcessGroupTier : public Tier {
   void release() override { release_pin(); }
 
  private:
-  // The pin leaves the tree's group and dies; it is reaped only at QUIET.
-  // Returns false (errno set) if it could not leave the group.
+  // The pin leaves the tree's group and is SIGKILLed (await_pin_zombie()
+  // waits for its death); it is reaped only at QUIET. Returns false (errno
+  // set) if it could not leave the group.
   bool unpin() {
     if (setpgid(pin_, own_group_) != 0) return false;
     kill(pin_, SIGKILL);  // our unreaped child: its pid is pinned
-    // Until it is a zombie, it would show up in a snapshot of our children.
+    return true;
+  }
+
+  // Until the pin is a zombie, it would show up in a snapshot of our
+  // children (the first is kFirstSnapshotMs after the root's start).
+  void await_pin_zombie() {
     siginfo_t info;
     while (waitid(P_PID, static_cast<id_t>(pin_), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
     }
-    return true;
   }
 
   // Reaps the pin (a zombie by now, or killed here): the group id is free.
