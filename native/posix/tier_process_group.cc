@@ -365,6 +365,12 @@ class ProcessGroupTier : public Tier {
       swept_empty_ = found.empty() && nothing_left && !found_outside_ && swept_settled_;
       trace("root exit: the sweep found %zu marked member(s) outside the group%s", found.size(),
             swept_empty_ ? "; nothing was left of the tree" : "");
+      // Then no listing can find one: the group was empty (the kernel's word,
+      // zombies counted), and an empty group gets no member (none is left to
+      // fork into it, and setpgid() cannot join a group that is gone); the
+      // members known outside it were gone, and the sweep, settled, found
+      // none. The short command's end is one walk, not two.
+      if (swept_empty_) return {};
     }
     auto list = members(true, true);
     for (int64_t until = now_ms() + 200; !ending && group_ > 0 && now_ms() < until && !group_empty();) {
