@@ -369,7 +369,10 @@ class ProcessGroupTier : public Tier {
       // zombies counted), and an empty group gets no member (none is left to
       // fork into it, and setpgid() cannot join a group that is gone); the
       // members known outside it were gone, and the sweep, settled, found
-      // none. The short command's end is one walk, not two.
+      // none. The short command's end is one walk, not two. (XNU alike:
+      // setpgid() to a group pgrp_find() does not find is EPERM, and a new
+      // group takes its creator's pid, here the pin's, held by its zombie:
+      // xnu-11417.101.15 bsd/kern/kern_prot.c:612-618.)
       if (swept_empty_) return {};
     }
     auto list = members(true, true);
