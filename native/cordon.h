@@ -245,6 +245,24 @@ std::string command_line(int64_t pid);
 // Whether `pid` (with `start_time`) is still alive and is still that process.
 bool same_process_alive(int64_t pid, uint64_t start_time);
 
+// After a SIGSTOP, where the process is (the freezes of the forced stop wait
+// for it before a walk: tier_process_group.cc, tier_subreaper.cc). A stop
+// takes effect when a thread next leaves the kernel, so a thread running (or
+// runnable) may be inside a fork begun before the signal came: the fork
+// completes, with a child that a walk made meanwhile did not list.
+//   kStill    every thread stopped, or a zombie, or gone, or another process
+//             on the pid now: its forks are over;
+//   kRunning  a thread runs or is runnable (Linux R, and S: a sleeper the
+//             signal has not woken yet): it is about to stop;
+//   kBlocked  no thread runs, but not every one is stopped: blocked in the
+//             kernel (Linux D: among others a vfork parent whose child is
+//             stopped, which holds still for as long as the child does), or
+//             unreadable (another user's, a sandbox's refusal).
+// Linux: /proc/<pid>/stat, and each thread's when there are several; macOS:
+// PROC_PIDTASKALLINFO, p_stat SSTOP and no thread running (pti_numrunning).
+enum class Stillness { kStill, kRunning, kBlocked };
+Stillness stillness(int64_t pid, uint64_t start_time);
+
 // How many live (not zombie) processes are in process group `group` now, or a
 // negative errno; with `live`, those members too (identities only). Linux:
 // one /proc walk, which a process that forks and exits

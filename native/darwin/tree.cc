@@ -611,6 +611,31 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return in.start == start_time && in.status != SZOMB;
 }
 
+// PROC_PIDTASKALLINFO: the process's proc_bsdinfo and its task's counts in
+// one answer (proc_info.c:2269-2281), for its owner or root; a zombie answers
+// ESRCH (no zombie lookup for this flavor: :2143-2147). XNU marks a process
+// SSTOP as the SIGSTOP is sent (kern_sig.c:2365-2367) and holds its task
+// (stop(): task_suspend_internal, place_task_hold), waiting only until each
+// thread is off a CPU, not until it is not runnable (task_wait_locked(task,
+// FALSE), task.c:4070; osfmk/kern/sched_prim.c:1783-1784): a thread
+// preempted inside a fork runs on to the end of it before its hold takes it.
+// So SSTOP says nothing of the fork; pti_numrunning, the threads in TH_RUN,
+// running or runnable (bsd_kern.c:1089-1091), says whether one can still
+// complete it. A thread blocked inside a fork counts as not running: that
+// case stays unproven on a Mac (docs/xnu-model.md).
+Stillness stillness(int64_t pid, uint64_t start_time) {
+  if (!valid_pid(pid)) return Stillness::kStill;
+  struct proc_taskallinfo all;
+  std::memset(&all, 0, sizeof all);
+  errno = 0;
+  int n = proc_pidinfo(static_cast<int>(pid), PROC_PIDTASKALLINFO, 0, &all, static_cast<int>(sizeof all));
+  if (n != static_cast<int>(sizeof all)) return errno == ESRCH ? Stillness::kStill : Stillness::kBlocked;
+  if (stamp(all.pbsd.pbi_start_tvsec, all.pbsd.pbi_start_tvusec) != start_time) return Stillness::kStill;
+  if (all.pbsd.pbi_status == SZOMB) return Stillness::kStill;
+  if (all.ptinfo.pti_numrunning > 0) return Stillness::kRunning;
+  return all.pbsd.pbi_status == SSTOP ? Stillness::kStill : Stillness::kBlocked;
+}
+
 // list_tree already walks down from the anchor.
 // (`ending` stays uncounted: no tier here reads it.)
 int list_descendants(int64_t anchor, const std::vector<FileId>& watched, std::vector<Member>& out,

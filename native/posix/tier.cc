@@ -49,6 +49,42 @@ int64_t now_ms() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+namespace {
+// How long a member blocked in the kernel is waited for (await_still).
+constexpr int64_t kBlockedStillMs = 20;
+}  // namespace
+
+bool await_still(const std::vector<Member>& stopped, int64_t until) {
+  std::vector<const Member*> waiting;
+  for (auto& m : stopped) waiting.push_back(&m);
+  int64_t since = now_ms();
+  useconds_t pause = 50;
+  for (int polls = 1;; polls++) {
+    bool running = false;
+    size_t kept = 0;
+    for (const Member* m : waiting) {
+      Stillness s = stillness(m->pid, m->start_time);
+      if (s == Stillness::kStill) continue;
+      running = running || s == Stillness::kRunning;
+      waiting[kept++] = m;
+    }
+    waiting.resize(kept);
+    int64_t now = now_ms();
+    bool still = waiting.empty() || (!running && now - since >= kBlockedStillMs);
+    if (still || now >= until) {
+      // (the common case, every one stopped at the first look, says nothing)
+      if (polls > 1 || !still) {
+        protocol::trace("freeze: %zu stopped, %s after %d look(s), %lld ms (%zu not still: %s)", stopped.size(),
+                        still ? "held still" : "out of time", polls, static_cast<long long>(now - since), waiting.size(),
+                        running ? "running" : waiting.empty() ? "none" : "blocked");
+      }
+      return still;
+    }
+    usleep(pause);
+    pause = pause < 1000 ? pause * 2 : 1000;
+  }
+}
+
 int64_t Tier::fork(const char*& what, const ChildStart& start) {
   (void)what;
   pid_t pid = ::fork();

@@ -34,6 +34,18 @@ namespace anchor {
 // Milliseconds on the monotonic clock.
 int64_t now_ms();
 
+// The freezes of the forced stop (the process-group and subreaper tiers):
+// waits until every member of `stopped`, each just sent SIGSTOP, holds still
+// (cordon::stillness), so that the walk after it lists every child they
+// forked: one that was inside a fork when its SIGSTOP came still completes
+// the fork, and a walk made while it did missed the child, which, not stopped,
+// then outlived its parent's SIGKILL (an orphan out of the process-group
+// tier's sight; seen in CI on a loaded machine). One blocked in the kernel
+// (a vfork parent whose child is stopped holds still for as long as that
+// child does) is waited for kBlockedStillMs at most. Bounded by `until`.
+// Returns false when `until` came first.
+bool await_still(const std::vector<Member>& stopped, int64_t until);
+
 // What a tier may use of its anchor.
 // How the anchor starts its command's child: main(arg) in the child (it
 // execs the command or _exits); `shared` receives the stack of a child that

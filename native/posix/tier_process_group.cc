@@ -723,8 +723,9 @@ class ProcessGroupTier : public Tier {
   // that lists and then kills chases the next pid of a process that forks
   // and exits every few milliseconds, so every member a walk finds (one
   // remembered, a marked one, a child of a stopped one) is SIGSTOPped as it
-  // is found (a stopped process forks no more; on Linux a process-directed
-  // signal also aborts a fork in progress), and walks go on until one finds
+  // is found (a stopped process forks no more: a fork begun before the
+  // signal is completed first, so each walk waits until what was stopped
+  // holds still, await_still), and walks go on until one finds
   // nothing new and settles (cordon.h, visit_sweepable_processes: nothing it
   // listed was gone when read, so no member's fork after the listing is
   // missing from it); then everything stopped gets SIGKILL (and SIGCONT). Every
@@ -738,11 +739,15 @@ class ProcessGroupTier : public Tier {
     // Each member is tried once: one that cannot be stopped (EPERM) does not
     // keep the walks going.
     std::set<std::pair<int64_t, uint64_t>> tried;
+    std::vector<Member> newly;  // stopped since the last walk began
     auto stop = [&](Member m) {
       if (!tried.insert({m.pid, m.start_time}).second) return false;
       m.from_snapshot = true;
       int rc = cordon::signal_member(getpid(), group_, m, SIGSTOP, host_.pidfd());
-      if (rc == 0) frozen[m.pid] = m;
+      if (rc == 0) {
+        frozen[m.pid] = m;
+        newly.push_back(m);
+      }
       trace("freeze: SIGSTOP %lld (parent %lld): %d", static_cast<long long>(m.pid), static_cast<long long>(m.ppid), rc);
       return true;  // (gone meanwhile: a child it forked may not be)
     };
@@ -751,6 +756,10 @@ class ProcessGroupTier : public Tier {
     int walks = 0;
     MarkerReadings::Walk walk;
     while (!calm && now_ms() < until) {
+      // Each walk begins once what was stopped holds still: one still inside
+      // a fork when its SIGSTOP came would add a child after the listing.
+      if (!newly.empty() && !await_still(newly, until)) break;
+      newly.clear();
       walks++;
       bool found = false;
       walk = MarkerReadings::Walk();

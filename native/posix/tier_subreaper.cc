@@ -247,8 +247,9 @@ class SubreaperTier : public Tier {
   // due only later (a STUCK report once had a hopper alive 5 s into the
   // forced stop). So every member a walk finds is SIGSTOPped (a stopped
   // process forks and exits no more, and its children stay its own, where
-  // the next walk reads them; a process-directed signal also aborts a fork
-  // in progress), and walks go on until one finds nothing new and settled:
+  // the next walk reads them; a fork begun before the signal is completed
+  // first, so each walk waits until what was stopped holds still,
+  // await_still), and walks go on until one finds nothing new and settled:
   // no listed process was gone when read, none was seen exiting that an
   // earlier walk had not already seen so (list_descendants' `ending`). Then
   // everything found gets SIGKILL (signal_one, the forced phase's signal,
@@ -260,7 +261,12 @@ class SubreaperTier : public Tier {
     bool calm = false;
     bool quiet_before = false;  // uncounted walks: the one before found nothing new either
     int walks = 0;
+    std::vector<Member> newly;  // stopped since the last walk began
     do {
+      // Each walk begins once what was stopped holds still: one still inside
+      // a fork when its SIGSTOP came would add a child after the listing.
+      if (!newly.empty() && !await_still(newly, until)) break;
+      newly.clear();
       walks++;
       cordon::DescendantsWalk ending;
       list = walk(false, false, &ending);
@@ -274,6 +280,7 @@ class SubreaperTier : public Tier {
         if (signalled_.count(key)) continue;  // killed by an earlier round: dying, killed again
         found = true;
         int rc = cordon::signal_member(getpid(), group(), m, SIGSTOP, host_.pidfd());
+        if (rc == 0) newly.push_back(m);
         trace("freeze: SIGSTOP %lld (parent %lld): %d", static_cast<long long>(m.pid), static_cast<long long>(m.ppid), rc);
       }
       bool walk_settled;

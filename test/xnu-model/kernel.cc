@@ -668,6 +668,25 @@ bool unix_socket(uint64_t ino) {
   return false;
 }
 
+// A process's threads, and those running or runnable (Linux's R), from
+// /proc/<pid>/task/<tid>/stat.
+void count_threads(int pid, int32_t& threads, int32_t& running) {
+  threads = running = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    std::string text;
+    if (!read_file(dir + "/" + e->d_name + "/stat", text)) continue;
+    size_t paren = text.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= text.size()) continue;
+    threads++;
+    if (text[paren + 2] == 'R') running++;
+  }
+  closedir(d);
+}
+
 Answer pid_info(const Request& r) {
   Answer a;
   int flavor = static_cast<int>(r.a);
@@ -676,6 +695,7 @@ Answer pid_info(const Request& r) {
   switch (flavor) {
     case PROC_PIDLISTFDS: size = r.size == 0 ? 0 : sizeof(struct proc_fdinfo); break;
     case PROC_PIDTBSDINFO: size = sizeof(struct proc_bsdinfo); break;
+    case PROC_PIDTASKALLINFO: size = sizeof(struct proc_taskallinfo); break;
     case PROC_PIDT_SHORTBSDINFO: size = sizeof(struct proc_bsdshortinfo); check_same_user = false; break;
     case PROC_PIDUNIQIDENTIFIERINFO: size = sizeof(struct proc_uniqidentifierinfo); check_same_user = false; break;
     case PROC_PIDT_BSDINFOWITHUNIQID: size = sizeof(struct proc_bsdinfo) + sizeof(struct proc_uniqidentifierinfo); break;
@@ -685,7 +705,7 @@ Answer pid_info(const Request& r) {
     a.error = ENOMEM;
     return a;
   }
-  if (flavor != PROC_PIDLISTFDS && r.c != 0) findzomb = true;
+  if (flavor != PROC_PIDLISTFDS && flavor != PROC_PIDTASKALLINFO && r.c != 0) findzomb = true;
   Stat st;
   Proc* p = lookup(r.pid, &st);
   if (!p || (p->zombie && !findzomb)) {
@@ -717,6 +737,16 @@ Answer pid_info(const Request& r) {
       struct proc_bsdinfo bi;
       fill_bsdinfo(*p, st, c, bi);
       a.data.assign(reinterpret_cast<const char*>(&bi), sizeof bi);
+      return a;
+    }
+    case PROC_PIDTASKALLINFO: {
+      // The task's threads: pti_numrunning counts those in TH_RUN, running
+      // or runnable (bsd_kern.c:1089-1091): here Linux's R.
+      struct proc_taskallinfo all;
+      memset(&all, 0, sizeof all);
+      fill_bsdinfo(*p, st, c, all.pbsd);
+      count_threads(r.pid, all.ptinfo.pti_threadnum, all.ptinfo.pti_numrunning);
+      a.data.assign(reinterpret_cast<const char*>(&all), sizeof all);
       return a;
     }
     case PROC_PIDT_SHORTBSDINFO: {
