@@ -3,9 +3,9 @@
 // does not know which. What the anchor reports becomes facts (facts.ts); the
 // result's course from them is settlement.ts's; a polite stop's sequence is
 // stopping.ts's; the output pipes, the log and the bounded drain after the
-// root exits (C4) are output.ts's. Here: the wiring, cancellation (C10), and
-// what callers call.
-import { removeConfineTmpdir, type ConfinedResult } from './confine.js';
+// root exits (C4) are output.ts's; the object that holds those parts and
+// hears them for the process is tree-hooks.ts's. Here: the wiring,
+// cancellation (C10), and what callers call.
 import { EventEmitter } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { AnchorChannel } from './anchor.js';
@@ -14,20 +14,22 @@ import { debug } from './debug.js';
 import { duration, type Duration } from './duration.js';
 import * as errors from './errors.js';
 import type { CordonError } from './errors.js';
-import { TreeFacts, type FactEvents, type LaunchContext, type TreeState } from './facts.js';
+import { TreeFacts, type TreeState } from './facts.js';
 import { launchTree } from './launch.js';
-import type { LimitsPlan } from './limits.js';
 import { readLines, type LinesFrom } from './lines.js';
 import { binding } from './native.js';
-import type { LeftoversPolicy, NormalizedOptions, SpawnOptionsBase, StdioOption } from './options.js';
-import { TreeOutput, type OutputHooks } from './output.js';
-import type { ContainedResult, GroupLeaver, Leftover, MemberInfo } from './result.js';
-import { Settlement, type SettlementParts } from './settlement.js';
+import type { NormalizedOptions, SpawnOptionsBase, StdioOption } from './options.js';
+import { TreeOutput } from './output.js';
+import type { ContainedResult, MemberInfo } from './result.js';
+import { Settlement } from './settlement.js';
 import { PoliteStop, rootSignal } from './stopping.js';
 import { isOwned, markOwned, pipeline } from './streams.js';
 import { windowDimension, type TerminalOption } from './terminal.js';
 import { tierSpec, type Tier } from './tiers.js';
 import type { AnchoredTree } from './tree.js';
+import { TreeHooks, type ContainedProcessEvents } from './tree-hooks.js';
+
+export type { ContainedProcessEvents } from './tree-hooks.js';
 
 export interface SpawnOptions extends SpawnOptionsBase {
   /**
@@ -39,24 +41,6 @@ export interface SpawnOptions extends SpawnOptionsBase {
 }
 
 let treeCounter = 0;
-
-/** The events of a ContainedProcess and their arguments (`on('exitt', …)` is a type error). */
-export interface ContainedProcessEvents {
-  /** The root runs: its pid. */
-  spawn: [pid: number];
-  /** The root exited (the tree may live on): its code, or the signal that ended it. */
-  exit: [code: number | null, signal: NodeJS.Signals | null];
-  /** A member was seen outside the tree's process group (process-group tier). */
-  leftGroup: [leaver: GroupLeaver];
-  /** The anchor is gone: nothing of the tree is left. */
-  quiescent: [];
-  /** Members outlived the root: being killed, or kept (the leftovers policy). */
-  leftovers: [leftovers: Leftover[], fate: 'killing' | 'kept'];
-  /** The result settled. */
-  settled: [result: ContainedResult];
-  /** The stop that the host's exit hook started failed (what it threw). */
-  stopError: [error: unknown];
-}
 
 /** A tree's stdin, stdout and stderr as the host holds them: a stream where the stdio option is 'pipe', else null. */
 export interface ProcessStreams {
@@ -115,58 +99,66 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
   /** This process was adopted (registry.adopt()): its anchor is another host's child; stdin is null (a terminal's: its input). */
   readonly adopted: boolean;
 
-  private readonly opts: NormalizedOptions;
-  private readonly anchor: AnchorChannel;
-  private readonly facts: TreeFacts;
-  private readonly output: TreeOutput;
-  private readonly settlement: Settlement;
-  /** What a launch failure names, and what the result says besides the facts (kept from the tree, which is not kept). */
-  private readonly executable: string;
-  private readonly limits: LimitsPlan | undefined;
-  private readonly confined: ConfinedResult | undefined;
+  /** The tree's parts (options, anchor channel, facts, output, settlement) and the hooks they call: one object (tree-hooks.ts). */
+  private readonly hooks: TreeHooks;
   /** Made when a stop is first asked for (most trees end on their own): about 1 kB a tree less while they run. */
   private politeStop: PoliteStop | undefined;
-  private timeoutTimer: NodeJS.Timeout | undefined;
-  /** Made only with a `signal`. */
-  private onAbort: (() => void) | undefined;
 
   /** @internal spawn() and registry.adopt() make these. */
   constructor(tree: AnchoredTree) {
     super();
-    const opts = (this.opts = tree.opts);
+    const opts = tree.opts;
     this.command = tree.command;
     this.args = tree.args;
-    this.executable = tree.executable;
-    this.limits = tree.limits;
-    this.confined = tree.confined;
     this.startedAt = tree.startedAt;
     this.adopted = tree.adopted;
     this.lease = tree.lease?.ms;
     this.adoptionToken = tree.lease?.token;
-    // One object of prototype methods hears the facts, the output and the
-    // settlement for this tree (not a closure per hook: about 1.5 kB a tree).
-    const hooks = new TreeHooks(this);
-    this.facts = new TreeFacts(tree.tier, hooks, hooks);
-    const { channel, leaseId } = tree.connect(this.facts.handlers());
-    this.anchor = channel;
+    // One object of prototype methods holds the tree's parts and hears the
+    // facts, the output and the settlement for this tree (not a closure per
+    // hook: about 1.5 kB a tree).
+    const hooks = (this.hooks = new TreeHooks(this, tree));
+    const facts = (hooks.facts = new TreeFacts(tree.tier, hooks, hooks));
+    const { channel, leaseId } = tree.connect(facts.handlers());
+    hooks.anchor = channel;
     this.anchorPid = channel.pid;
     this.leaseId = leaseId;
     const child = channel.child;
     // (POSIX: stdin is made when first asked for; elsewhere it is here already)
     if (!child.stdinOnDemand) void this.stdin;
-    this.output = new TreeOutput({ logFd: tree.logFd, targets: tree.outputs }, { stdout: child.stdout, stderr: child.stderr }, hooks);
-    this.stdout = this.output.stdout as S['stdout'];
-    this.stderr = this.output.stderr as S['stderr'];
+    const output = (hooks.output = new TreeOutput({ logFd: tree.logFd, targets: tree.outputs }, { stdout: child.stdout, stderr: child.stderr }, hooks));
+    this.stdout = output.stdout as S['stdout'];
+    this.stderr = output.stderr as S['stderr'];
     for (const stream of [this.stdout, this.stderr, child.stdout, child.stderr]) markOwned(stream);
-    this.settlement = new Settlement(hooks);
+    hooks.settlement = new Settlement(hooks);
     if (opts.signal) {
-      this.onAbort = () => this.cancel('canceled');
-      opts.signal.addEventListener('abort', this.onAbort, { once: true });
+      hooks.onAbort = () => this.cancel('canceled');
+      opts.signal.addEventListener('abort', hooks.onAbort, { once: true });
     }
     if (opts.timeout > 0) {
-      this.timeoutTimer = setTimeout(() => this.cancel('timeout'), opts.timeout);
-      this.timeoutTimer.unref();
+      hooks.timeoutTimer = setTimeout(() => this.cancel('timeout'), opts.timeout);
+      hooks.timeoutTimer.unref();
     }
+  }
+
+  // What this process acts on of the tree's parts, read from the hooks object
+  // (getters on the prototype: nothing more per tree). `anchor` is reached
+  // from outside too: cordon/child_process's ref() and unref() (anchorOf() in
+  // child_process.ts), and tests.
+  private get opts(): NormalizedOptions {
+    return this.hooks.opts;
+  }
+
+  private get anchor(): AnchorChannel {
+    return this.hooks.anchor;
+  }
+
+  private get facts(): TreeFacts {
+    return this.hooks.facts;
+  }
+
+  private get settlement(): Settlement {
+    return this.hooks.settlement;
   }
 
   /**
@@ -425,122 +417,6 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
 /** What stdin's errors come to: the command stopped reading (EPIPE); a writer sees it in its own callback. */
 function stdinError(err: Error): void {
   debug('stdin: %s', err.message);
-}
-
-/**
- * A tree's facts, output and settlement tell their ContainedProcess through
- * this one object (its methods are the prototype's: nothing is made per tree
- * but the object itself). It reads the process's own state when asked.
- */
-class TreeHooks implements FactEvents, LaunchContext, OutputHooks, SettlementParts {
-  constructor(private readonly p: ContainedProcess) {}
-
-  // FactEvents
-  spawn(pid: number): void {
-    this.p.emit('spawn', pid);
-  }
-
-  exit(code: number | null, signal: NodeJS.Signals | null): void {
-    const p = this.p;
-    p.emit('exit', code, signal);
-    // The timeout bounds the command's run; after it, waitDelay bounds the drain.
-    clearTimeout(p['timeoutTimer']);
-    p['output'].rootExited();
-  }
-
-  leftGroup(leaver: GroupLeaver): void {
-    this.p.emit('leftGroup', leaver);
-  }
-
-  anchorGone(): void {
-    const p = this.p;
-    // The tree is gone: its confined temp dir goes with it (a leased tree's outlives this host's anchor channel).
-    if (p['confined'] && p.lease === undefined) removeConfineTmpdir(p['confined'].tmpdir);
-    p.emit('quiescent');
-  }
-
-  /** (FactEvents and OutputHooks) Something the result may wait on changed. */
-  changed(): void {
-    this.p['settlement']?.advance();
-  }
-
-  anchorPid(): number | undefined {
-    return this.p.anchorPid;
-  }
-
-  // LaunchContext
-  get command(): string {
-    return this.p.command;
-  }
-
-  get executable(): string {
-    return this.p['executable'];
-  }
-
-  get cwd(): string {
-    return this.p.cwd;
-  }
-
-  get uid(): number | undefined {
-    return this.p['opts'].uid;
-  }
-
-  get gid(): number | undefined {
-    return this.p['opts'].gid;
-  }
-
-  // OutputHooks
-  get waitDelay(): number {
-    return this.p['opts'].waitDelay;
-  }
-
-  get logPath(): string | undefined {
-    return this.p['opts'].log;
-  }
-
-  partial(): boolean {
-    return this.p.coverage === 'partial';
-  }
-
-  // SettlementParts
-  get facts(): TreeFacts {
-    return this.p['facts'];
-  }
-
-  get output(): TreeOutput {
-    return this.p['output'];
-  }
-
-  get leftovers(): LeftoversPolicy {
-    return this.p['opts'].leftovers;
-  }
-
-  get grace(): number {
-    return this.p['opts'].grace;
-  }
-
-  get anchor(): AnchorChannel {
-    return this.p['anchor'];
-  }
-
-  get describe(): SettlementParts['describe'] {
-    const p = this.p;
-    return { command: p.command, args: p.args, limits: p['limits'], confined: p['confined'], startedAt: p.startedAt, logPath: p['opts'].log, coverage: () => p.coverage };
-  }
-
-  onLeftovers(leftovers: Leftover[], fate: 'killing' | 'kept'): void {
-    this.p.emit('leftovers', leftovers, fate);
-  }
-
-  onSettled(result: ContainedResult): void {
-    this.p.emit('settled', result);
-  }
-
-  onDone(): void {
-    const p = this.p;
-    clearTimeout(p['timeoutTimer']);
-    if (p['onAbort']) p['opts'].signal?.removeEventListener('abort', p['onAbort']);
-  }
 }
 
 /**
