@@ -263,23 +263,19 @@ Stillness stillness(int64_t pid, uint64_t start_time) {
   Stat st;
   if (!read_stat(pid, st) || st.start != start_time) return Stillness::kStill;  // gone, or another process
   Stillness leader = still_by_state(st.state);
-  if (st.threads <= 1 || st.state == 'Z' || st.state == 'X' || leader == Stillness::kRunning) return leader;
+  // (A leader that exited while other threads live reads Z: they are read.)
+  if (st.threads <= 1 || leader == Stillness::kRunning) return leader;
   // Several threads: the group stop reaches each on its own, and any of
-  // them may be the one inside a fork.
+  // them may be the one inside a fork. /proc/<tid>/stat is the thread's.
   char dir[64];
   snprintf(dir, sizeof dir, "/proc/%lld/task", static_cast<long long>(pid));
   DIR* d = opendir(dir);
   if (!d) return Stillness::kStill;  // gone meanwhile
   Stillness all = Stillness::kStill;
   while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    char path[320];
-    snprintf(path, sizeof path, "/proc/%lld/task/%s/stat", static_cast<long long>(pid), e->d_name);
-    std::string text;
-    if (!internal::read_file(path, text, 1024)) continue;  // that thread is gone
-    size_t close_paren = text.rfind(')');
-    if (close_paren == std::string::npos || close_paren + 2 >= text.size()) continue;
-    Stillness one = still_by_state(text[close_paren + 2]);
+    Stat thread;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || !read_stat(strtoll(e->d_name, nullptr, 10), thread)) continue;  // (gone)
+    Stillness one = still_by_state(thread.state);
     if (one == Stillness::kRunning) {
       all = one;
       break;
