@@ -9,7 +9,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
+
+#ifndef _WIN32
+#include <unistd.h>  // close (PinnedMembers)
+#endif
 
 // Which kernel's process interfaces the native code is built for: Linux's
 // (/proc, pidfds, cgroups, the subreaper) or XNU's (libproc, sysctl,
@@ -175,6 +181,49 @@ int cgroup_members(const std::string& dir, const std::vector<FileId>& watched, s
 // and closes. A descriptor that is -1 falls back to the path.
 int cgroup_members_held(int procs_fd, int list_fd, const std::string& dir, const std::vector<FileId>& watched,
                         std::vector<Member>& out, bool commands);
+// The members of cgroup_members_held (no command lines, no output holders),
+// each pinned as it is listed (Linux 5.3+: the cgroup tier's stop): a pidfd
+// is opened on the pid first, then its /proc record is read, then the pidfd
+// is polled. A process that has not exited by then held its pid throughout,
+// so the record is its own and the pidfd can signal it (signal_pin) without
+// /proc being read again; one that exited meanwhile is left out. A member
+// that could not be pinned (no pidfds; no descriptor left) is listed unpinned.
+#ifndef _WIN32
+class PinnedMembers {
+ public:
+  PinnedMembers() = default;
+  PinnedMembers(const PinnedMembers&) = delete;
+  PinnedMembers& operator=(const PinnedMembers&) = delete;
+  ~PinnedMembers() {
+    for (auto& pin : pins_) close(pin.second);
+  }
+  std::vector<Member> members;
+  // The pidfd pinning the listed member on `pid` (owned here), or -1.
+  int pin_of(int64_t pid) const {
+    auto it = pins_.find(pid);
+    return it == pins_.end() ? -1 : it->second;
+  }
+  void add(Member m, int pidfd) {
+    if (pidfd >= 0) {
+      auto it = pins_.find(m.pid);
+      if (it != pins_.end()) close(it->second);
+      pins_[m.pid] = pidfd;
+    }
+    members.push_back(std::move(m));
+  }
+
+ private:
+  std::unordered_map<int64_t, int> pins_;
+};
+int cgroup_members_pinned(int procs_fd, int list_fd, const std::string& dir, PinnedMembers& out);
+#endif
+// Only the pids the cgroup and its descendant cgroups list, through the held
+// descriptors as cgroup_members_held (no /proc read): whether a listing has a
+// process no earlier one had. False when they cannot be read.
+bool cgroup_member_pids(int procs_fd, int list_fd, const std::string& dir, std::vector<int64_t>& pids);
+// `sig` (then SIGCONT, with `then_cont`) through a pin of PinnedMembers:
+// what sending `sig` returned (0 or a negative errno; -ESRCH once it exited).
+int signal_pin(int pidfd, int sig, bool then_cont);
 // `dir`/cgroup.events opened for reading (poll it for POLLPRI: the kernel
 // flags it when `populated` or `frozen` changes; a read re-arms it), or a
 // negative errno.

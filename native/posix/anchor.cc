@@ -147,8 +147,18 @@ class Anchor : public anchor::TierHost {
 
   // One verified member: the forced kill once forcing, else the polite
   // signal (and SIGCONT) once per process; a failed TERM is retried next round.
-  void signal_one(const Member& m) override {
+  void signal_one(const Member& m) override { signal_pinned(m, -1); }
+
+  void signal_pinned(const Member& m, int pin) override {
     int64_t group = tier_->group();
+    // The pin's process is the one listed (PinnedMembers): sent as is.
+    auto send_sig = [&](int sig, bool then_cont) {
+#if CORDON_LINUX_PROC
+      if (pin >= 0) return cordon::signal_pin(pin, sig, then_cont);
+#endif
+      return then_cont ? cordon::signal_member_then_cont(getpid(), group, m, sig, pidfd_)
+                       : cordon::signal_member(getpid(), group, m, sig, pidfd_);
+    };
     // After the root's exit, what is signalled is reported as it is now
     // (report_killed): its command line is read before the signal (and only
     // for a signal that is sent: a round walks again, and a member given the
@@ -156,7 +166,7 @@ class Anchor : public anchor::TierHost {
     auto command = [&]() { return left_listed_ ? cordon::command_line(m.pid) : std::string(); };
     if (term_.forcing()) {
       std::string line = command();
-      int rc = cordon::signal_member(getpid(), group, m, SIGKILL, pidfd_);
+      int rc = send_sig(SIGKILL, false);
       trace("SIGKILL %lld: %d", static_cast<long long>(m.pid), rc);
       if (rc == 0) report_killed(m, line);
       return;
@@ -164,7 +174,7 @@ class Anchor : public anchor::TierHost {
     auto key = std::make_pair(m.pid, m.start_time);
     if (termed_.count(key)) return;
     std::string line = command();
-    int rc = cordon::signal_member_then_cont(getpid(), group, m, opts_.polite_signal, pidfd_);
+    int rc = send_sig(opts_.polite_signal, true);
     if (rc == 0) termed_.insert(key);
     if (rc == 0) report_killed(m, line);
     trace("signal %d %lld: %d", opts_.polite_signal, static_cast<long long>(m.pid), rc);

@@ -66,6 +66,9 @@ class TierHost {
   // One verified member: the forced kill once forcing, else the polite
   // signal (and SIGCONT) once per process.
   virtual void signal_one(const Member& m) = 0;
+  // signal_one, through `pin`: a pidfd that pinned `m` before its record was
+  // read (cordon::PinnedMembers), so nothing is read again; -1: signal_one.
+  virtual void signal_pinned(const Member& m, int pin) = 0;
   // The polite signal: SIGTERM, or the host's --polite-signal (killSignal).
   virtual int polite_signal() const = 0;
   // STUCK, with the members still there (once: the schedule says when).

@@ -35,6 +35,7 @@
 #include <cstring>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "tier.h"
@@ -372,12 +373,50 @@ class CgroupTier : public TierWrapper {
     for (size_t i = 0; i < list.size(); i++) list[i].from_snapshot = state[i] == kOurs;
   }
 
-  // Whether the cgroup lists a member no polite round has listed yet.
+  // Whether the cgroup lists a member no polite round has listed yet. Its pid
+  // is one no round listed: a fork since the round is a new pid, and a pid
+  // recycled onto one listed is left to the next round (what it would make
+  // this one do, freeze and signal again, the next does). The pids are read
+  // from the cgroup alone, nothing from /proc.
   bool has_unseen() {
+#if CORDON_LINUX_PROC
+    std::vector<int64_t> pids;
+    if (cordon::cgroup_member_pids(procs_fd_, list_fd_, cg_path_, pids)) {
+      for (int64_t pid : pids) {
+        if (!seen_pids_.count(pid)) return true;
+      }
+      return false;
+    }
+#endif
     for (auto& m : members(false, false)) {
       if (!seen_.count({m.pid, m.start_time})) return true;
     }
     return false;
+  }
+
+  // One round's members (members(false, false)), each pinned as it is listed
+  // where it can be (Linux: cordon::PinnedMembers): signalled through its pin,
+  // /proc not read again.
+  struct Round {
+#if CORDON_LINUX_PROC
+    cordon::PinnedMembers pinned;
+    std::vector<Member>& list = pinned.members;
+    int pin_of(const Member& m) const { return pinned.pin_of(m.pid); }
+#else
+    std::vector<Member> list;
+    int pin_of(const Member&) const { return -1; }
+#endif
+  };
+
+  void list_round(Round& round) {
+#if CORDON_LINUX_PROC
+    if (host_.pidfd()) {
+      hold_listing();
+      cordon::cgroup_members_pinned(procs_fd_, list_fd_, cg_path_, round.pinned);
+      if (!round.list.empty() || !has_live_children()) return;
+    }
+#endif
+    round.list = members(false, false);
   }
 
   // The polite signal to every member not given it yet, the oldest first (a
@@ -385,13 +424,16 @@ class CgroupTier : public TierWrapper {
   // the tree forked while the first round signalled it; later rounds for
   // what forked since.
   void polite_round(int64_t now) {
-    auto list = members(false, false);
+    Round round;
+    list_round(round);
+    auto& list = round.list;
     std::sort(list.begin(), list.end(), [](const Member& a, const Member& b) { return a.start_time < b.start_time; });
     verify(list);
     bool found_new = false;
     for (auto& m : list) {
       if (seen_.insert({m.pid, m.start_time}).second) found_new = true;
-      if (m.from_snapshot) host_.signal_one(m);  // once per process: the host skips what had it
+      seen_pids_.insert(m.pid);
+      if (m.from_snapshot) host_.signal_pinned(m, round.pin_of(m));  // once per process: the host skips what had it
     }
     bool first = polite_ != Polite::kDone;
     thaw();
@@ -419,10 +461,11 @@ class CgroupTier : public TierWrapper {
     }
     thaw();
     if (!killed_) {
-      auto list = members(false, false);
-      verify(list);
-      for (auto& m : list) {
-        if (m.from_snapshot) host_.signal_one(m);
+      Round round;
+      list_round(round);
+      verify(round.list);
+      for (auto& m : round.list) {
+        if (m.from_snapshot) host_.signal_pinned(m, round.pin_of(m));
       }
     }
     if (!stuck_checked_ && host_.termination().stuck_due(now)) {
@@ -488,6 +531,7 @@ class CgroupTier : public TierWrapper {
   int64_t next_round_ = 0;
   int interval_ = kFirstRescanMs;
   std::set<std::pair<int64_t, uint64_t>> seen_;  // members listed in a polite round
+  std::unordered_set<int64_t> seen_pids_;          // and their pids (has_unseen)
   bool escapees_ = false;                         // the cgroup is empty, a child lives
   bool killed_ = false;                           // cgroup.kill written
   int64_t killed_at_ = 0;
