@@ -4,7 +4,7 @@
 // of every process; it freezes the cgroup while it lists it and gives the
 // polite signal. Observed from outside: the CPU time the kernel charged to
 // the anchors this test reaped, and markers the members write themselves.
-import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
+import { spawn as spawnChild, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -131,41 +131,59 @@ function marks(file: string, kind: 'BORN' | 'TERM'): Set<number> {
 // The storm is perl.
 const stormWhy = tier !== 'cgroup' ? skipReason : (missing('perl') ?? '');
 
-describe(`a graceful stop of a fork storm (${tier} tier)`, () => {
-  // proves C3, C11
-  itWhere(
-    stormWhy === '',
-    'every member that existed at the polite signal got it, every member born got it, and nothing is left',
-    stormWhy,
-    async () => {
-      const t = useTag();
-      const file = join(tempDir('cordon-storm-'), 'marks');
-      const proc = spawn(fixture('marking-storm.pl'), [String(WORKERS), String(PER_WORKER), '0.02'], { env: { ...t.env, MARKS: file } });
-      const started = await collect(proc, t.tag);
-      await waitFor(() => t.procs().length > MID_STORM, { timeout: 20_000, what: `the storm to grow past ${MID_STORM} processes`, watch: t.tag });
-      // Every member alive now is alive when the polite signal goes out:
-      // nothing in the storm ends on its own.
-      const atTerm = t.procs().filter((p) => p.pid !== proc.anchorPid);
-      const t0 = Date.now();
-      await within(proc.terminate({ grace: STORM_GRACE }), STORM_GRACE + 30_000, 'terminate() of the storm to resolve', t.tag);
-      const elapsed = Date.now() - t0;
-      const survivors = t.procs();
-      expect(survivors.length, `survivors:\n${describeProcs(survivors.slice(0, 20))}`).toBe(0);
+// A stop holds a pidfd on each member it lists until the round's signals are
+// sent, at most half of what the anchor may open: with its descriptors
+// limited (prlimit on the running anchor, 100: fewer than the storm's
+// members), the members past that are signalled through a pidfd each opens
+// and closes, and none is missed.
+const stormCases = [
+  { what: '', nofile: 0 },
+  { what: ', the anchor limited to 100 descriptors (more members than it can hold pidfds on)', nofile: 100 },
+];
 
-      const termed = marks(file, 'TERM');
-      const born = marks(file, 'BORN');
-      const missed = atTerm.filter((p) => !termed.has(p.pid));
-      expect(missed.length, `members alive at terminate() without a polite signal:\n${describeProcs(missed.slice(0, 20))}`).toBe(0);
-      const unsignalled = [...born].filter((pid) => !termed.has(pid));
-      expect(unsignalled, 'members born (any time) that never got the polite signal').toEqual([]);
-      expect(termed.has(started.root), 'the root got it').toBe(true);
-      expect(born.size + 1, `stopped mid-storm (${atTerm.length} members when terminate() was called)`).toBeLessThan(MAX_STORM);
-      // C3: with every member ending on the polite signal, terminate()
-      // resolves at quiescence, not at the end of the grace (30 s, far from
-      // either on a loaded machine).
-      expect(elapsed, 'terminate() waited for the forced kill').toBeLessThan(STORM_GRACE);
-      const result = await within(proc.result, 5000, 'the result to settle', t.tag);
-      expect(result.exitCode).toBe(0);
-    },
-  );
+describe(`a graceful stop of a fork storm (${tier} tier)`, () => {
+  for (const c of stormCases) {
+    const why = stormWhy || (c.nofile > 0 ? (missing('prlimit') ?? '') : '');
+    // proves C3, C11
+    itWhere(
+      why === '',
+      `every member that existed at the polite signal got it, every member born got it, and nothing is left${c.what}`,
+      why,
+      async () => {
+        const t = useTag();
+        const file = join(tempDir('cordon-storm-'), 'marks');
+        const proc = spawn(fixture('marking-storm.pl'), [String(WORKERS), String(PER_WORKER), '0.02'], { env: { ...t.env, MARKS: file } });
+        const started = await collect(proc, t.tag);
+        await waitFor(() => t.procs().length > MID_STORM, { timeout: 20_000, what: `the storm to grow past ${MID_STORM} processes`, watch: t.tag });
+        if (c.nofile > 0) {
+          const limited = spawnSync('prlimit', ['--pid', String(proc.anchorPid), `--nofile=${c.nofile}:${c.nofile}`], { encoding: 'utf8' });
+          expect(limited.status, `prlimit on the anchor: ${limited.stderr}`).toBe(0);
+        }
+        // Every member alive now is alive when the polite signal goes out:
+        // nothing in the storm ends on its own.
+        const atTerm = t.procs().filter((p) => p.pid !== proc.anchorPid);
+        if (c.nofile > 0) expect(atTerm.length, 'more members than the anchor may open descriptors').toBeGreaterThan(c.nofile);
+        const t0 = Date.now();
+        await within(proc.terminate({ grace: STORM_GRACE }), STORM_GRACE + 30_000, 'terminate() of the storm to resolve', t.tag);
+        const elapsed = Date.now() - t0;
+        const survivors = t.procs();
+        expect(survivors.length, `survivors:\n${describeProcs(survivors.slice(0, 20))}`).toBe(0);
+
+        const termed = marks(file, 'TERM');
+        const born = marks(file, 'BORN');
+        const missed = atTerm.filter((p) => !termed.has(p.pid));
+        expect(missed.length, `members alive at terminate() without a polite signal:\n${describeProcs(missed.slice(0, 20))}`).toBe(0);
+        const unsignalled = [...born].filter((pid) => !termed.has(pid));
+        expect(unsignalled, 'members born (any time) that never got the polite signal').toEqual([]);
+        expect(termed.has(started.root), 'the root got it').toBe(true);
+        expect(born.size + 1, `stopped mid-storm (${atTerm.length} members when terminate() was called)`).toBeLessThan(MAX_STORM);
+        // C3: with every member ending on the polite signal, terminate()
+        // resolves at quiescence, not at the end of the grace (30 s, far from
+        // either on a loaded machine).
+        expect(elapsed, 'terminate() waited for the forced kill').toBeLessThan(STORM_GRACE);
+        const result = await within(proc.result, 5000, 'the result to settle', t.tag);
+        expect(result.exitCode).toBe(0);
+      },
+    );
+  }
 });

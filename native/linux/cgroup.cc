@@ -13,11 +13,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -387,14 +389,27 @@ int cgroup_members_pinned(int procs_fd, int list_fd, const std::string& dir, Pin
   std::vector<int64_t> pids;
   if (!cgroup_member_pids(procs_fd, list_fd, dir, pids)) cgroup_pids(dir, 0, pids);
   static const std::vector<FileId> kNone;
+  // The pins are held until the round's signals are sent: at most half the
+  // descriptors the anchor may open, so the members past that (a storm, a
+  // low `ulimit -n`) still get the pidfd their signal opens (unpinned).
+  static const size_t budget = [] {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return static_cast<size_t>(4096);
+    return r.rlim_cur > 64 ? std::min(static_cast<size_t>((r.rlim_cur - 64) / 2), static_cast<size_t>(4096)) : 0;
+  }();
+  size_t pinned = 0;
   for (int64_t pid : pids) {
-    int fd = internal::sys_pidfd_open(pid);
-    if (fd < 0 && errno == ESRCH) continue;  // gone since the listing
+    int fd = -1;
+    if (pinned < budget) {
+      fd = internal::sys_pidfd_open(pid);
+      if (fd < 0 && errno == ESRCH) continue;  // gone since the listing
+      if (fd >= 0) pinned++;
+    }
     // Read after the pin: while the pinned process has not exited, the pid
     // is its own, so this record is too. A zombie is left out, as a listing
-    // leaves it out. Without a pin (no pidfds, no descriptor left: a storm
-    // of members) the member is listed as cgroup_members_held lists it, and
-    // signalled after a check of /proc (signal_member).
+    // leaves it out. Without a pin (no pidfds; past the budget; no
+    // descriptor left) the member is listed as cgroup_members_held lists
+    // it, and signalled after a check of /proc (signal_member).
     internal::Stat st;
     bool live = internal::read_stat(pid, st) && st.state != 'Z' && st.state != 'X';
     if (live && fd >= 0) {

@@ -126,6 +126,12 @@ const TABLE = {
     apt: 'util-linux',
     probe: () => runs('setsid', ['-f', 'true']),
   },
+  prlimit: {
+    what: 'prlimit (util-linux)',
+    for: "a running anchor's descriptor limit lowered (cgroup-scale)",
+    apt: 'util-linux',
+    probe: () => runs('prlimit', ['--pid', String(process.pid), '--nofile']),
+  },
   runuser: {
     what: 'runuser (util-linux)',
     for: 'acting as another user (other-users, process-group-escapes)',
