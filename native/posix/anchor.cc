@@ -149,7 +149,7 @@ class Anchor : public anchor::TierHost {
   // signal (and SIGCONT) once per process; a failed TERM is retried next round.
   void signal_one(const Member& m) override { signal_pinned(m, -1); }
 
-  void signal_pinned(const Member& m, int pin) override {
+  void signal_pinned(const Member& m, [[maybe_unused]] int pin) override {  // (pins are Linux's)
     int64_t group = tier_->group();
     // The pin's process is the one listed (PinnedMembers): sent as is.
     auto send_sig = [&](int sig, bool then_cont) {
