@@ -222,7 +222,8 @@ int cgroup_members_pinned(int procs_fd, int list_fd, const std::string& dir, Pin
 // process no earlier one had. False when they cannot be read.
 bool cgroup_member_pids(int procs_fd, int list_fd, const std::string& dir, std::vector<int64_t>& pids);
 // `sig` (then SIGCONT, with `then_cont`) through a pin of PinnedMembers:
-// what sending `sig` returned (0 or a negative errno; -ESRCH once it exited).
+// what sending `sig` returned (0 or a negative errno); -ESRCH, nothing sent,
+// once it exited (a zombie included, as signal_member has it).
 int signal_pin(int pidfd, int sig, bool then_cont);
 // `dir`/cgroup.events opened for reading (poll it for POLLPRI: the kernel
 // flags it when `populated` or `frozen` changes; a read re-arms it), or a

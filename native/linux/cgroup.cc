@@ -426,6 +426,10 @@ int cgroup_members_pinned(int procs_fd, int list_fd, const std::string& dir, Pin
 }
 
 int signal_pin(int pidfd, int sig, bool then_cont) {
+  // Exited since it was listed (a zombie takes a signal without error): gone,
+  // as signal_member says of a zombie.
+  struct pollfd exited = {pidfd, POLLIN, 0};
+  if (poll(&exited, 1, 0) != 0) return -ESRCH;
   int rc = internal::sys_pidfd_send_signal(pidfd, sig) == 0 ? 0 : -errno;
   if (then_cont) internal::sys_pidfd_send_signal(pidfd, SIGCONT);
   return rc;
