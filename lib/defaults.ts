@@ -21,5 +21,3 @@ export const WARM_IDLE_MS = 30_000;
 
 /** Unread bytes a log-backed stdout/stderr view buffers before it drops output (the log keeps all). */
 export const VIEW_BUFFER_LIMIT = 16 * 1024 * 1024;
-/** How long the result waits for the log file to be flushed and closed after the tree's output ended. */
-export const LOG_FLUSH_BOUND_MS = 2000;

@@ -3,10 +3,10 @@
 // drain after the root exits (Go's WaitDelay): descendants may hold the pipes
 // for `waitDelay`; past it our ends are closed, what was read is kept, and the
 // result says `waitDelayExceeded`.
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { debug } from './debug.js';
-import { LOG_FLUSH_BOUND_MS, VIEW_BUFFER_LIMIT } from './defaults.js';
+import { VIEW_BUFFER_LIMIT } from './defaults.js';
 import type { StdioOption } from './options.js';
 
 type StreamRole = 'stdout' | 'stderr';
@@ -60,7 +60,13 @@ export class TreeOutput {
   /** Our ends of the pipes from the anchor (an array of its own size: one grown by push has room for 17). */
   private readonly raw: readonly Readable[];
   private openPipes = 0;
-  private readonly log: WriteStream | undefined;
+  /**
+   * The log's descriptor while it is open. Written synchronously as each
+   * chunk is read: output the host has taken off the pipe is in the log
+   * before anything else runs, so a host killed the next moment (a leased
+   * tree's, whose anchor appends from then on) loses none of it.
+   */
+  private log: number | undefined;
   private drain: Drain = 'open';
   /** The result is decided: a deadline passing now closes pipes but is no longer reported. */
   private sealed = false;
@@ -80,11 +86,11 @@ export class TreeOutput {
     this.raw = stdout ? (stderr ? [stdout, stderr] : [stdout]) : stderr ? [stderr] : [];
     for (const raw of this.raw) this.track(raw);
     if (spec.logFd !== undefined) {
-      this.log = createWriteStream('', { fd: spec.logFd });
+      this.log = spec.logFd;
       // (an adopted tree: a pipe whose writers were all gone before the adoption is not handed over)
       this.stdout = pipes.stdout ? this.tee(pipes.stdout, spec.targets.stdout, 'stdout') : null;
       this.stderr = pipes.stderr ? this.tee(pipes.stderr, spec.targets.stderr, 'stderr') : null;
-      if (this.openPipes === 0) this.log.end();
+      if (this.openPipes === 0) this.closeLog();
     } else {
       this.stdout = pipes.stdout;
       this.stderr = pipes.stderr;
@@ -100,12 +106,12 @@ export class TreeOutput {
   /** @internal One of our ends of the pipes closed ('close' comes once). */
   pipeClosed(): void {
     this.openPipes--;
-    if (this.openPipes === 0) this.log?.end();
+    if (this.openPipes === 0) this.closeLog();
     this.hooks.changed();
   }
 
   private tee(raw: Readable, target: StdioOption, role: StreamRole): Readable | null {
-    raw.on('data', (chunk: Buffer) => this.log!.write(chunk));
+    raw.on('data', (chunk: Buffer) => this.writeLog(chunk));
     if (target === 'pipe') {
       // The log is the reader that never stops; this stream is a view of the
       // same output. A view nobody reads must not stall the command through
@@ -200,25 +206,26 @@ export class TreeOutput {
     this.hooks.changed();
   }
 
-  /**
-   * Everything the command wrote is in the log before the result settles:
-   * its pipes have no writers left (or were closed at the wait delay), so
-   * this waits only on our own reading and writing, bounded all the same.
-   */
-  flushLog(done: () => void): void {
-    const log = this.log;
-    if (!log || log.closed) {
-      done();
-      return;
+  /** A chunk into the log, whole; a log that cannot be written (a full disk) is given up, said once. */
+  private writeLog(chunk: Buffer): void {
+    if (this.log === undefined) return;
+    try {
+      for (let off = 0; off < chunk.length; ) off += writeSync(this.log, chunk, off, chunk.length - off);
+    } catch (err) {
+      debug('log %s: %s: no more output is written to it', this.hooks.logPath, (err as Error).message);
+      this.closeLog();
     }
-    const bound = setTimeout(() => {
-      debug('log %s not flushed within %d s', this.hooks.logPath, LOG_FLUSH_BOUND_MS / 1000);
-      done();
-    }, LOG_FLUSH_BOUND_MS);
-    log.once('close', () => {
-      clearTimeout(bound);
-      done();
-    });
+  }
+
+  private closeLog(): void {
+    if (this.log === undefined) return;
+    const fd = this.log;
+    this.log = undefined;
+    try {
+      closeSync(fd);
+    } catch {
+      // (closed already: nothing left to do)
+    }
   }
 
   /**

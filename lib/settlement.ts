@@ -125,8 +125,9 @@ export class Settlement {
   private settle(error?: CordonError): void {
     this.stage = 'settling';
     this.parts.output.seal();
-    if (this.kept) this.finish(error);
-    else this.parts.output.flushLog(() => this.finish(error));
+    // (Everything the command wrote is in the log already: each chunk is
+    // written as it is read, TreeOutput.writeLog.)
+    this.finish(error);
   }
 
   private finish(error?: CordonError): void {
