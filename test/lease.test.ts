@@ -98,6 +98,23 @@ describe('leases and adoption (issue #17)', () => {
     await cgroupRemoved(l);
   });
 
+  // proves C8, C10
+  it("what the host read of a leased tree's output is in its log, however the host dies the moment after", async () => {
+    const t = useTag();
+    const { env } = useRuntime(t);
+    // The host SIGKILLs itself in the very turn it reads "last words", its
+    // one libuv pool thread busy meanwhile (a host's file or crypto work):
+    // nothing that waits for that pool reaches the log (fixtures/lease-host.mjs).
+    const script = 'sleep 300 & echo "PID child $!"; echo READY; sleep 0.3; echo "last words"; wait';
+    const l = await spawnLeased({ ...env, LEASE_DIE_ON: 'last words', LEASE_BUSY_POOL: '1', UV_THREADPOOL_SIZE: '1' }, 60_000, 1000, script);
+    const exit = await within(l.host.exited, watchdog(10_000), 'the host to kill itself on "last words"', t.tag);
+    expect(exit.signal, l.host.err.text).toBe('SIGKILL');
+    expect(readFileSync(l.log, 'utf8'), 'the log').toContain('last words\n');
+    const a = adopter(env, l.id, l.token, 'terminate');
+    await a.out.until(/^TERMINATED$/m, watchdog(15_000));
+    await waitGone(t, 2000);
+  });
+
   // proves C8, C3
   it('a lease that runs out terminates the tree with its grace; nothing is left, the endpoint files are removed', async () => {
     const t = useTag();
