@@ -89,6 +89,13 @@ export async function listAll(): Promise<number[]> {
   return pids;
 }
 
+/** proc_pidinfo(PROC_PIDT_SHORTBSDINFO) of `pid`: its status (SZOMB 5) and flags (PROC_FLAG_INEXIT 4), or the errno. */
+export async function shortInfo(pid: number): Promise<{ status: number; flags: number } | number> {
+  // struct proc_bsdshortinfo: pid, ppid, pgid, status (uint32 each), comm[16], flags (uint32), ...
+  const a = await ask(Op.pidInfo, pid, { a: 13, size: 64 });
+  return a.error === 0 ? { status: a.data.readUInt32LE(12), flags: a.data.readUInt32LE(32) } : a.error;
+}
+
 /** kern.procargs2 of `pid` as this process would get it: the buffer, or the errno. */
 export async function procargs2(pid: number): Promise<Buffer | number> {
   const a = await ask(Op.procArgs2, pid, { size: 1 << 20 });

@@ -14,7 +14,7 @@
 // Every rule, with the XNU source line it follows: docs/xnu-model.md.
 //
 //   xnu-kernel <socket> [--release 15.4|13|11] [--platform <dirs>] [--stats <file>]
-//              [--mutate exec-reset|exec-head|orig-ppidversion|restrict]... [--third-party <program>]...
+//              [--mutate exec-reset|exec-head|orig-ppidversion|restrict|in-exit]... [--third-party <program>]...
 //              [--log <file>]
 //
 // --release picks the XNU whose rules apply: 15.4 (xnu-11417: exec resets
@@ -98,6 +98,7 @@ struct Stat {
   char state = '?';
   int ppid = 0, pgid = 0, sid = 0, tty = 0, tpgid = 0;
   long nice = 0;
+  unsigned long flags = 0;  // the task's PF_* flags
   unsigned long long start = 0;  // clock ticks since boot
   std::string comm;
 };
@@ -126,6 +127,7 @@ bool read_stat(int pid, Stat& st) {
   st.sid = atoi(f[3].c_str());
   st.tty = atoi(f[4].c_str());
   st.tpgid = atoi(f[5].c_str());
+  st.flags = strtoul(f[6].c_str(), nullptr, 10);
   st.nice = atol(f[16].c_str());
   st.start = strtoull(f[19].c_str(), nullptr, 10);
   return true;
@@ -583,9 +585,21 @@ Answer list_pids(const Request& r) {
   return a;
 }
 
+// A process in exit: XNU sets P_LEXIT in exit1 (kern_exit.c:1607), then
+// terminates the task (:1617; from then on kern.procargs2 answers EINVAL, the
+// task no longer IPC-active: kern_sysctl.c:1459-1462), and the process is a
+// zombie only at the end of proc_exit (:2612), after its files are closed.
+// Meanwhile proc_pidinfo says PROC_FLAG_INEXIT (proc_info.c:717-718,
+// :825-826) and kern.proc.pid P_WEXIT (kern_sysctl.c:1141-1142). The model:
+// Linux's PF_EXITING (set as do_exit begins, before the memory, and so the
+// argument area, is dropped), until the exit's event.
+constexpr unsigned long kPfExiting = 0x4;
+bool in_exit(const Proc& p, const Stat& st) { return !p.zombie && (st.flags & kPfExiting) != 0 && !mutated("in-exit"); }
+
 void fill_bsdinfo(const Proc& p, const Stat& st, const Creds& c, struct proc_bsdinfo& bi) {
   memset(&bi, 0, sizeof bi);
-  bi.pbi_flags = (c.traced ? PROC_FLAG_TRACED : 0) | (st.sid == p.pid ? PROC_FLAG_SLEADER : 0) | (st.tty != 0 ? PROC_FLAG_CTTY : 0);
+  bi.pbi_flags = (c.traced ? PROC_FLAG_TRACED : 0) | (st.sid == p.pid ? PROC_FLAG_SLEADER : 0) | (st.tty != 0 ? PROC_FLAG_CTTY : 0) |
+                 (in_exit(p, st) ? PROC_FLAG_INEXIT : 0);
   bi.pbi_status = p.zombie ? SZOMB : (st.state == 'T' || st.state == 't') ? SSTOP : (st.state == 'R' ? SRUN : SSLEEP);
   bi.pbi_pid = static_cast<uint32_t>(p.pid);
   bi.pbi_ppid = static_cast<uint32_t>(p.ppid);
@@ -880,7 +894,7 @@ Answer proc_pid(const Request& r) {
   memset(&kp, 0, sizeof kp);
   kp.kp_proc.p_starttime.tv_sec = static_cast<time_t>(p->start_us / 1000000ull);
   kp.kp_proc.p_starttime.tv_usec = static_cast<suseconds_t>(p->start_us % 1000000ull);
-  kp.kp_proc.p_flag = c.traced ? P_TRACED : 0;
+  kp.kp_proc.p_flag = (c.traced ? P_TRACED : 0) | (in_exit(*p, st) ? P_WEXIT : 0);
   kp.kp_proc.p_stat = static_cast<char>(p->zombie ? SZOMB : (st.state == 'T' || st.state == 't') ? SSTOP : SRUN);
   kp.kp_proc.p_pid = p->pid;
   strncpy(kp.kp_proc.p_comm, p->comm.c_str(), MAXCOMLEN);

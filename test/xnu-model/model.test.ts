@@ -7,14 +7,19 @@
 //   exec-head         "an exec puts a process back at the head of the kernel's list"
 //   orig-ppidversion  "a fork takes ... its parent's pid version" and the orphan's test
 //   restrict          "the exec of a platform program restricts it ..."
+//   in-exit           "a process in its exit reads as alive ..."
 // The processes are the test's own (useTag: killed by tag when it ends).
 import { spawn as spawnChild } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { posixBinding } from '../../lib/native.js';
 import { capture } from '../helpers/fixtures.js';
+import { fixtureProgram } from '../helpers/compiled.js';
 import { alive, useTag, waitFor, waitGone } from '../helpers/procs.js';
 import { watchdog } from '../helpers/time.js';
-import { listAll, modelRelease, procargs2, record, type ModelRecord } from './client.js';
+import { listAll, modelRelease, procargs2, record, shortInfo, type ModelRecord } from './client.js';
 
 const from154 = modelRelease === '15.4';
 const from13 = modelRelease !== '11';
@@ -119,5 +124,42 @@ describe(`the model of XNU's process table (XNU ${modelRelease}'s rules)`, () =>
     const nodeArgs = await procargs2(node!);
     expect(parse(nodeArgs), "node's").toBe('present');
     expect(posixBinding().parseProcargs2(nodeArgs as Buffer).env.join('\n')).toContain(`CORDON_TEST_TAG=${t.tag}`);
+  });
+
+  // kern_exit.c:1607 (P_LEXIT), :1617 (the task terminated: kern.procargs2
+  // EINVAL, kern_sysctl.c:1459-1462), :2612 (SZOMB, after the files are
+  // closed); proc_info.c:825-826 (PROC_FLAG_INEXIT). cordon-fixture
+  // heavy-exit: its root ends 10 ms after its member began an exit that frees
+  // 1 GiB of small pages (100 ms or more).
+  it('a process in its exit reads as alive, PROC_FLAG_INEXIT, and kern.procargs2 answers EINVAL, until it is a zombie', async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-model-exit-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'pids');
+    const root = spawnChild(fixtureProgram(), ['heavy-exit', file, '1024'], { env: t.env, stdio: 'ignore' });
+    onTestFinished(() => {
+      if (root.exitCode === null && root.signalCode === null) root.kill('SIGKILL');
+    });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('watchdog: heavy-exit did not end within 60 s')), watchdog(60_000));
+      root.on('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    const seen: string[] = [];
+    let inExit = false;
+    for (const until = Date.now() + watchdog(10_000); Date.now() < until; ) {
+      const info = await shortInfo(pid);
+      if (typeof info === 'number' || info.status === 5) {
+        seen.push(typeof info === 'number' ? `errno ${info}` : 'SZOMB');
+        break;
+      }
+      const args = await procargs2(pid);
+      seen.push(`status ${info.status} flags ${info.flags} procargs2 ${typeof args === 'number' ? `errno ${args}` : 'read'}`);
+      if ((info.flags & 4) !== 0 && args === 22) inExit = true;
+    }
+    expect(inExit, `the model's answers for ${pid} until it was a zombie:\n${seen.join('\n')}`).toBe(true);
   });
 });

@@ -31,6 +31,7 @@ extern "C" {
 #define SSTOP 4
 #define SZOMB 5
 #define P_TRACED 0x00000800
+#define P_WEXIT 0x00002000
 
 // ---- bsd/sys/proc_info.h
 #define PROC_ALL_PIDS 1
