@@ -295,6 +295,15 @@ std::string command_line(int64_t pid);
 // Whether `pid` (with `start_time`) is still alive and is still that process.
 bool same_process_alive(int64_t pid, uint64_t start_time);
 
+#ifndef _WIN32
+// Whether `pid` (with `start_time`) is no longer that live process, or has
+// begun to exit: it forks nothing more, and its memory (its environment) may
+// already be gone while it still reads as alive (Linux's PF_EXITING, XNU's
+// P_LEXIT). A walk that read such a process as it went proves nothing of a
+// child it forked after the walk's listing (Visit::kGone).
+bool exiting_or_gone(int64_t pid, uint64_t start_time);
+#endif
+
 // After a SIGSTOP, where the process is (the freezes of the forced stop wait
 // for it before a walk: tier_process_group.cc, tier_subreaper.cc). A stop
 // takes effect when a thread next leaves the kernel, so a thread running (or
@@ -397,8 +406,10 @@ void note_older_processes(const std::function<bool()>& stop);
 // process listed alive that exited before it was read, or while `visit`
 // checked it (Visit::kGone), may have forked after the listing, and its child
 // is not in it: the walk lists again, as for a new member, up to its bound);
-// Linux, it was not stopped (Visit::kStop):
-// the pids handed out after the listing are probed. `gone_matters`
+// Linux, it was not stopped (Visit::kStop) and no process went as `visit`
+// checked it (Visit::kGone): the pids handed out after the listing are
+// probed, so a fork after the listing is read, but a process read in its
+// exit proves nothing until it is gone. `gone_matters`
 // (optional; macOS only, Linux ignores it) is asked of a pid the listing had
 // alive that was gone (or a zombie) when read: whether it could have been a
 // member, so that a child it forked after the listing could be one. False
@@ -433,10 +444,12 @@ enum class Visit {
   // same as kNext.
   kMember,
   // Go on: this process went away while the caller checked it (its
-  // environment could not be read, and it is no longer the same live
-  // process). macOS: as a process gone when read, the walk lists again (it
-  // may have forked after the listing, and its child is only in the next
-  // one), and the walk is not settled. Elsewhere the same as kNext.
+  // environment could not be read, or read empty, and it is no longer the
+  // same live process, or it is in exit: exiting_or_gone). macOS: as a
+  // process gone when read, the walk lists again (it may have forked after
+  // the listing, and its child is only in the next one), and the walk is not
+  // settled. Linux: the walk is not settled (the pids handed out meanwhile
+  // are probed anyway).
   kGone,
   kStop,  // end the walk
 };

@@ -32,7 +32,7 @@ import { ensureDist, startHost } from './helpers/host.js';
 import { hostEnded, killHost, spawnLeased, useRuntime } from './helpers/lease.js';
 import { occupyFreedPid, PidOutOfReachError } from './helpers/pids.js';
 import { observer } from './helpers/observer.js';
-import { alive, sameAlive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
+import { alive, readStat, sameAlive, sleep, useTag, waitFor, waitGone, within, type Tagged } from './helpers/procs.js';
 import { missing, runuserPath } from './helpers/requirements.js';
 import { caps, itWhere, tier, xnu } from './helpers/tier.js';
 import { watchdog } from './helpers/time.js';
@@ -224,6 +224,43 @@ describe('C2/C3: the polite stop ends a setsid hopper that dies of it, forking a
   itWhere(hopperWhy === '', 'terminate() with a 10 s grace: nothing tagged is alive when it resolves (5 rounds)', hopperWhy, async () => {
     for (let round = 1; round <= 5; round++) await forcedRound('terminate()', round, true);
   }, watchdog(200_000));
+});
+
+// A member in its exit: its memory, and so its environment, already gone,
+// not yet a zombie (its files not yet closed). A walk that reads it then
+// cannot tell whether it is the tree's: it is no member only once gone. So
+// the walk proves nothing of it (nor, on macOS, of a child it forked after
+// the walk's listing: the polite hopper above, on the model of XNU, once
+// ended with a generation alive, its parent read this way). On XNU such a
+// process reads PROC_FLAG_INEXIT and kern.procargs2 answers EINVAL
+// (docs/xnu-model.md); on Linux its environ cannot be read and its stat flags
+// say PF_EXITING. The fixture (cordon-fixture heavy-exit) makes the exit
+// long: its member frees 512 MiB of small pages (40 ms or more), and the
+// root ends 10 ms after the member began to exit, so the anchor's walk at the
+// root's exit reads it in its exit. The member's parent exits at once (no
+// walk sees it: on macOS no lineage ties the member to the tree, only its
+// environment). The member is forked 100 ms after the root and lives a few
+// hundred milliseconds: in the process-group tier no look at the tree while
+// it runs (the first as it starts, then one a second) sees it alive, which
+// would make it a member known by its pid, and waited for. Observed from
+// outside: the member's pid, which it writes before its exit, is gone or a
+// zombie when the result resolves (the cgroup and subreaper tiers wait for it
+// as a member of the cgroup, or as a child of the anchor).
+describe('C2: a member in its exit when the root exits', () => {
+  // proves C2
+  itWhere(hopperWhy === '', 'the result resolves only once it is gone (3 rounds)', hopperWhy, async () => {
+    for (let round = 1; round <= 3; round++) {
+      const t = useTag();
+      const file = join(hopperDir('cordon-heavy-exit-'), 'pids');
+      const proc: ContainedProcess = spawn(fixtureProgram(), ['heavy-exit', file, '512', '100'], { env: t.env, stdio: ['ignore', 'ignore', 'ignore'] });
+      proc.result.catch(() => undefined);
+      // Writing 512 MiB and freeing it: well under a second on an idle machine.
+      await within(proc.result, watchdog(60_000), `round ${round}: the result`, t.tag);
+      const pid = Number(readFileSync(file, 'utf8').trim());
+      const st = readStat(pid);
+      expect(st === undefined || st.state === 'Z' || st.state === 'X', `round ${round}: the member ${pid} still in its exit (${st?.state}) when the result resolved`).toBe(true);
+    }
+  }, watchdog(120_000));
 });
 
 // A forker outside the group (setsid), with an empty environment (nothing

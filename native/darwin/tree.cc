@@ -66,6 +66,7 @@ struct Info {
   uid_t euid = 0, ruid = 0, svuid = 0;
   uint32_t status = 0;   // SIDL, SRUN, SSLEEP, SSTOP, SZOMB
   bool traced = false;   // reparented to a debugger (p_oppid is the real parent)
+  bool exiting = false;  // in exit (P_LEXIT): PROC_FLAG_INEXIT, kern.proc.pid's P_WEXIT
   std::string name;      // pbi_name (or pbi_comm / p_comm)
 };
 
@@ -96,6 +97,7 @@ bool read_kinfo(int64_t pid, bool include_zombies, Info& out) {
                     static_cast<uint64_t>(kp.kp_proc.p_starttime.tv_usec));
   out.status = status;
   out.traced = (kp.kp_proc.p_flag & P_TRACED) != 0;
+  out.exiting = (kp.kp_proc.p_flag & P_WEXIT) != 0;  // (xnu-11417 kern_sysctl.c:1141-1142)
   char comm[sizeof kp.kp_proc.p_comm + 1];
   std::memcpy(comm, kp.kp_proc.p_comm, sizeof kp.kp_proc.p_comm);
   comm[sizeof kp.kp_proc.p_comm] = '\0';
@@ -167,6 +169,7 @@ bool read_info(int64_t pid, bool include_zombies, Info& out) {
     out.start = stamp(bi.pbi_start_tvsec, bi.pbi_start_tvusec);
     out.status = bi.pbi_status;
     out.traced = (bi.pbi_flags & PROC_FLAG_TRACED) != 0;
+    out.exiting = (bi.pbi_flags & PROC_FLAG_INEXIT) != 0;  // (proc_info.c:717-718)
     char name[sizeof bi.pbi_name + 1];
     std::memcpy(name, bi.pbi_name, sizeof bi.pbi_name);
     name[sizeof bi.pbi_name] = '\0';
@@ -611,6 +614,16 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return in.start == start_time && in.status != SZOMB;
 }
 
+// XNU marks a process P_LEXIT as exit1 begins (xnu-11417 kern_exit.c:1607),
+// terminates its task (:1617: kern.procargs2 answers EINVAL from then on,
+// kern_sysctl.c:1459-1462) and makes it a zombie only at the end of
+// proc_exit (:2612), its files closed: in between it reads as alive.
+bool exiting_or_gone(int64_t pid, uint64_t start_time) {
+  Info in;
+  if (!read_info(pid, false, in)) return true;
+  return in.start != start_time || in.status == SZOMB || in.exiting;
+}
+
 // PROC_PIDTASKALLINFO: the process's proc_bsdinfo and its task's counts in
 // one answer (proc_info.c:2269-2281), for its owner or root; a zombie answers
 // ESRCH (no zombie lookup for this flavor: :2143-2147). XNU marks a process
@@ -858,7 +871,12 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
       n++;
       Visit next = visit(identity(in));
       if (next == Visit::kMember) fresh++;
-      if (next == Visit::kGone) gone++;  // (exited while the caller checked it)
+      // Exited, or in exit, while the caller checked it: visited again if
+      // the next listing still has it (alive or in exit: not settled yet).
+      if (next == Visit::kGone) {
+        gone++;
+        visited.erase({in.pid, in.start});
+      }
       if (!(go_on = next != Visit::kStop)) break;  // (kNotMember: nothing kept here)
     }
     before.swap(now);

@@ -246,6 +246,12 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
   return st.start == start_time && st.state != 'Z' && st.state != 'X';
 }
 
+bool exiting_or_gone(int64_t pid, uint64_t start_time) {
+  Stat st;
+  if (!read_stat(pid, st)) return true;
+  return st.start != start_time || st.state == 'Z' || st.state == 'X' || (st.flags & internal::kTaskExiting) != 0;
+}
+
 namespace {
 
 // One thread's (or a single-threaded process's) state letter, as Stillness.

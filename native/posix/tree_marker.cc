@@ -70,12 +70,17 @@ bool MarkerReadings::marked(const Member& p, Walk& walk) {
     walk.withheld_new++;
     return false;
   }
+  // Unreadable, or read empty: gone, or in exit (its memory, so its
+  // environment, dropped while it still reads as alive: on XNU from the
+  // task's termination, kern.procargs2 answers EINVAL until it is a zombie).
+  // A process in exit may have forked after the walk's listing: it went.
   if (rc != 0) {
-    walk.went = !cordon::same_process_alive(p.pid, p.start_time);
+    walk.went = cordon::exiting_or_gone(p.pid, p.start_time);
     return false;
   }
   if (marker_.carried_by(walk.env)) return true;
   if (!walk.env.empty()) walk.unmarked.insert(key);
+  else if (cordon::exiting_or_gone(p.pid, p.start_time)) walk.went = true;
   else mid_exec.push_back(p);
   return false;
 }

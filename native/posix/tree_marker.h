@@ -72,9 +72,10 @@ class MarkerReadings {
     std::map<Key, std::string> withheld;
     size_t withheld_new = 0;
     std::string env;  // (the reading buffer)
-    // The last marked() could not read the process's environment and found
-    // it no longer the same live process: it went while it was read
-    // (Visit::kGone: a walk that saw that proves nothing of its children).
+    // The last marked() could not read the process's environment (or read
+    // it empty) and found it no longer the same live process, or in exit: it
+    // went while it was read (Visit::kGone: a walk that saw that proves
+    // nothing of its children).
     bool went = false;
   };
 
