@@ -406,10 +406,10 @@ void note_older_processes(const std::function<bool()>& stop);
 // process listed alive that exited before it was read, or while `visit`
 // checked it (Visit::kGone), may have forked after the listing, and its child
 // is not in it: the walk lists again, as for a new member, up to its bound);
-// Linux, it was not stopped (Visit::kStop) and no process went as `visit`
-// checked it (Visit::kGone): the pids handed out after the listing are
-// probed, so a fork after the listing is read, but a process read in its
-// exit proves nothing until it is gone. `gone_matters`
+// Linux, it was not stopped (Visit::kStop) and no process that went as
+// `visit` checked it (Visit::kGone) is still in its exit: the pids handed out
+// after the listing are probed, so a fork after the listing is read, but a
+// process read in its exit proves nothing until it is gone. `gone_matters`
 // (optional; macOS only, Linux ignores it) is asked of a pid the listing had
 // alive that was gone (or a zombie) when read: whether it could have been a
 // member, so that a child it forked after the listing could be one. False
@@ -448,8 +448,8 @@ enum class Visit {
   // same live process, or it is in exit: exiting_or_gone). macOS: as a
   // process gone when read, the walk lists again (it may have forked after
   // the listing, and its child is only in the next one), and the walk is not
-  // settled. Linux: the walk is not settled (the pids handed out meanwhile
-  // are probed anyway).
+  // settled. Linux: the walk is not settled while the process is in its
+  // exit (the pids handed out meanwhile are probed anyway).
   kGone,
   kStop,  // end the walk
 };

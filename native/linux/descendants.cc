@@ -361,10 +361,13 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
   static const std::vector<FileId> kNone;
   int n = 0;
   bool go_on = true;
-  // A process visited that went as it was read (Visit::kGone: in exit, its
-  // environment gone): it may still hold what a member holds, and it was no
-  // member only if it is gone. The walk proves nothing of it: not settled.
-  bool went = false;
+  // A process visited that went as it was read (Visit::kGone) and is still
+  // in its exit (not yet a zombie): its environment is gone, so the walk
+  // cannot tell whether it is a member, and it may still hold what a member
+  // holds (its files are closed late in its exit). The walk proves nothing
+  // of it: not settled. (One gone already is not waited for: a child it
+  // forked after the listing is on a pid the walk probes anyway.)
+  bool in_exit = false;
   std::unordered_set<int64_t> visited;
   std::vector<internal::NotMember> not_members;
   // A probed pid held a task started before `since`: pids are handed out
@@ -412,7 +415,10 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
     n++;
     Visit next = visit(to_member(st, kNone, false));
     if (next == Visit::kNotMember && anchor) not_members.push_back({pid, st.ppid, ino});
-    if (next == Visit::kGone) went = true;
+    if (next == Visit::kGone && !in_exit) {
+      Stat now;
+      in_exit = read_stat(pid, now) && now.start == st.start && now.state != 'Z' && now.state != 'X';
+    }
     go_on = next != Visit::kStop;
   };
   // Pids handed out after `from` up to the cursor now, newest first; the
@@ -458,7 +464,7 @@ int visit_sweepable_processes(uint64_t since, const std::function<Visit(const Me
   }
   internal::skip_if_outside(dirfd(d), not_members);
   closedir(d);
-  if (settled) *settled = go_on && !went;
+  if (settled) *settled = go_on && !in_exit;
   return n;
 }
 
