@@ -131,6 +131,7 @@ describe(`the model of XNU's process table (XNU ${modelRelease}'s rules)`, () =>
   // closed); proc_info.c:825-826 (PROC_FLAG_INEXIT). cordon-fixture
   // heavy-exit: its root ends 10 ms after its member began an exit that frees
   // 1 GiB of small pages (100 ms or more).
+  // proves nothing of the contract: the model of XNU against real processes, not cordon
   it('a process in its exit reads as alive, PROC_FLAG_INEXIT, and kern.procargs2 answers EINVAL, until it is a zombie', async () => {
     const t = useTag();
     const dir = mkdtempSync(join(tmpdir(), 'cordon-model-exit-'));
