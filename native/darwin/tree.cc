@@ -615,8 +615,9 @@ bool same_process_alive(int64_t pid, uint64_t start_time) {
 }
 
 // XNU marks a process P_LEXIT as exit1 begins (xnu-11417 kern_exit.c:1607),
-// terminates its task (:1617: kern.procargs2 answers EINVAL from then on,
-// kern_sysctl.c:1459-1462) and makes it a zombie only at the end of
+// terminates its task (:1617; task_terminate_internal clears the task's
+// ipc_active, osfmk/kern/task.c:3100, ipc_tt.c:436, so kern.procargs2 answers
+// EINVAL from then on, kern_sysctl.c:1459-1462) and makes it a zombie only at the end of
 // proc_exit (:2612), its files closed: in between it reads as alive.
 bool exiting_or_gone(int64_t pid, uint64_t start_time) {
   Info in;
