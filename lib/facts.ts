@@ -70,7 +70,7 @@ export interface FactEvents {
   exit(code: number | null, signal: NodeJS.Signals | null): void;
   /** The process-group tier: a member seen outside the tree's group. */
   leftGroup(leaver: GroupLeaver): void;
-  /** The anchor is gone (emitted once the facts are all in). */
+  /** The anchor is gone, or let go of the tree at QUIET (TreeFacts.anchorLetGo): emitted once the facts are all in. */
   anchorGone(): void;
   /** A fact the result may wait on changed. */
   changed(): void;
@@ -109,6 +109,13 @@ export class TreeFacts {
   quiescentSeen = false;
   /** The anchor process has exited (POSIX: and was reaped): its pid is free from now on. */
   anchorGone = false;
+  /**
+   * QUIET came from an anchor that holds nothing of the command's once it
+   * sends it (a warm POSIX anchor: not the command's environment nor
+   * arguments, not its working directory nor its stdio): its own exit, which
+   * follows, is not waited for (AnchorHandlers.quiescent).
+   */
+  anchorLetGo = false;
   /** Nothing of the command ran; set once. */
   launchError: CordonError | undefined;
   /** The anchor died before quiescence: what the host swept of the tree then. */
@@ -143,14 +150,19 @@ export class TreeFacts {
   /** 'starting' until the root runs; 'running' while it does; 'leftovers' after it exited while members remain; 'ended' at quiescence; 'failed' if it never ran. */
   get state(): TreeState {
     if (this.launchError) return 'failed';
-    if (this.anchorGone) return 'ended';
+    if (this.anchorDone) return 'ended';
     if (this.pid === undefined) return 'starting';
     return this.rootExit ? 'leftovers' : 'running';
   }
 
-  /** Every member gone and reaped (or nothing ever ran), and the anchor gone. */
+  /** The anchor is gone, or holds nothing of the tree's or the command's any more (anchorLetGo). */
+  get anchorDone(): boolean {
+    return this.anchorGone || this.anchorLetGo;
+  }
+
+  /** Every member gone and reaped (or nothing ever ran), and the anchor done. */
   get isQuiescent(): boolean {
-    return this.anchorGone && (this.quiescentSeen || this.launchError !== undefined);
+    return this.anchorDone && (this.quiescentSeen || this.launchError !== undefined);
   }
 
   /** The anchor's reports, as they set the facts (one object of prototype methods: no closures kept per tree). */
@@ -172,6 +184,12 @@ export class TreeFacts {
     this.events.changed();
   }
 
+  /** @internal (FactReports) QUIET from an anchor that let go of everything of the tree's: the facts are all in. */
+  quiescentLetGo(): void {
+    queueMicrotask(() => this.events.anchorGone());
+    this.quiescentD.resolve();
+  }
+
   /** @internal (FactReports) */
   anchorExited(code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
     if (error && this.pid === undefined && !this.launchError) {
@@ -180,7 +198,7 @@ export class TreeFacts {
       this.startedD.reject(this.launchError);
     }
     this.anchorGone = true;
-    queueMicrotask(() => this.events.anchorGone());
+    if (!this.anchorLetGo) queueMicrotask(() => this.events.anchorGone());
     if (!this.quiescentSeen && !this.launchError) {
       this.cleanupError ??= errors.anchorLost(code, signal, error, this.lostSweep);
       if (!this.rootExit) this.startedD.reject(this.cleanupError);
@@ -268,9 +286,14 @@ class FactReports implements AnchorHandlers {
     f.cleanupFailed(errors.anchorUnresponsive(f.events.anchorPid(), waitedMs));
   }
 
-  quiescent(): void {
-    this.f.quiescentSeen = true;
-    this.f.events.changed();
+  quiescent(anchorLetGo: boolean): void {
+    const f = this.f;
+    f.quiescentSeen = true;
+    if (anchorLetGo && !f.anchorGone && !f.cleanupError) {
+      f.anchorLetGo = true;
+      f.quiescentLetGo();
+    }
+    f.events.changed();
   }
 
   limits(limits: LimitsEvent): void {

@@ -6,7 +6,7 @@
 // - 'draining': waiting for the captured output to be released (or the wait
 //   delay) and its readers to take it; then the leftovers policy is applied;
 // - 'awaiting-quiescence': the policy let nothing run on: waiting for QUIET
-//   and the anchor's exit;
+//   and the anchor's exit (a warm POSIX anchor's QUIET alone: TreeFacts.anchorLetGo);
 // - 'settling': the outcome is decided; the log is flushed (bounded);
 // - 'settled': the result has resolved or rejected.
 // A launch failure (once its anchor is gone) or a cleanup failure goes to
@@ -109,7 +109,7 @@ export class Settlement {
       }
       this.stage = 'awaiting-quiescence';
     }
-    if (facts.quiescentSeen && facts.anchorGone) this.settle();
+    if (facts.quiescentSeen && facts.anchorDone) this.settle();
   }
 
   /** C5: what happens to what is left of the tree; nothing to decide once it is quiescent or already being ended. */

@@ -227,6 +227,49 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(b.out.text).not.toContain('first');
   });
 
+  const straceWhy = why || (missing('strace') ?? '');
+  // proves C9
+  itWhere(straceWhy === '', "the result does not wait for the anchor's own exit: by its QUIET it holds nothing of the command's (working directory, environment, stdio), and its exit is reaped when it comes", straceWhy, async () => {
+    const t = useTag();
+    const dir = mkdtempSync(join(tmpdir(), 'cordon-warm-quiet-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
+    const ready = await warmReady(process.pid);
+    // The exit of every waiting anchor (whichever the spawn takes) held back
+    // 60 s: strace stops it as it enters exit_group. Ended first at cleanup
+    // (SIGKILL: its tracees are let go and exit).
+    const tracer = spawnChild('strace', ['-qq', '-o', '/dev/null', '-e', 'trace=exit_group', '-e', 'inject=exit_group:delay_enter=60000000', ...ready.flatMap((p) => ['-p', String(p)])], { stdio: 'ignore' });
+    onTestFinished(() => {
+      if (tracer.exitCode === null && tracer.signalCode === null) tracer.kill('SIGKILL');
+    });
+    const tracerOf = (pid: number) => Number(/^TracerPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    await waitFor(() => ready.every((a) => tracerOf(a) === tracer.pid), { timeout: watchdog(10_000), what: `strace ${tracer.pid} to attach to ${ready}`, watch: ready });
+
+    // The command names its own stdio as the kernel does ($$: the shell, not the $(...) subshell).
+    const show = 'echo "PID anchor $PPID"; for fd in 0 1 2; do echo "FD$fd $(readlink /proc/$$/fd/$fd)"; done; echo READY';
+    const proc = spawn('sh', ['-c', show], { env: t.env, cwd: dir });
+    const { pids, out } = await collect(proc, t.tag);
+    const anchor = pids.anchor!;
+    expect(ready, 'the spawn went to a waiting anchor, its exit held back').toContain(anchor);
+    // Bounded well below the 60 s the anchor's exit is held back: a result
+    // that waits for it fails here.
+    await within(proc.result, 20_000, "the result, the anchor's exit held back", t.tag);
+    const st = readStat(anchor);
+    expect(st, `the anchor ${anchor} has not exited yet (held in exit_group)`).toBeDefined();
+    expect(st!.state, `the anchor ${anchor} has not exited yet (held in exit_group)`).not.toBe('Z');
+    expect(readlinkSync(`/proc/${anchor}/cwd`), "the anchor has left the command's working directory").toBe('/');
+    expect(readFileSync(`/proc/${anchor}/environ`, 'utf8'), "the anchor's environment is not the command's").not.toContain(t.tag);
+    const stdio = [...out.text.matchAll(/^FD\d (\S+)$/gm)].map((m) => m[1]!);
+    expect(stdio, "the command's stdio, as it named it").toHaveLength(3);
+    const held = readdirSync(`/proc/${anchor}/fd`).map((fd) => readlinkSync(`/proc/${anchor}/fd/${fd}`));
+    expect(held.filter((h) => stdio.includes(h)), "descriptors of the command's stdio the anchor still holds").toEqual([]);
+    expect(proc.state, 'the tree has ended').toBe('ended');
+
+    // Let go, it exits and is reaped by its host (no zombie left).
+    tracer.kill('SIGKILL');
+    await waitFor(() => readStat(anchor) === undefined, { timeout: watchdog(10_000), what: `the anchor ${anchor} to exit and be reaped`, watch: [anchor] });
+  });
+
   const endings = { SIGKILL: 'is SIGKILLed', exit: 'exits', group: "is SIGKILLed with its process group (its waiting warm anchor is still in it)" } as const;
   for (const ending of ['SIGKILL', 'exit', 'group'] as const) {
     // proves C1, C8

@@ -35,8 +35,13 @@ export interface AnchorHandlers {
   released(): void;
   /** STUCK: members alive 5 s after the forced kill, each with its state letter ('D': waiting in the kernel). */
   stuck(pids: number[], states: string[]): void;
-  /** QUIET: the tree is quiescent (every member gone and reaped); the anchor exits. */
-  quiescent(): void;
+  /**
+   * QUIET: the tree is quiescent (every member gone and reaped); the anchor
+   * exits. `anchorLetGo`: the anchor holds nothing of the tree's or the
+   * command's from its QUIET on (AnchorChannel.letsGoAtQuiet), so nothing
+   * waits for its exit.
+   */
+  quiescent(anchorLetGo: boolean): void;
   /** LIMITS: what the kernel enforces on the tree (before READY). */
   limits(limits: LimitsEvent): void;
   /** USAGE: what the tree used so far. */
@@ -157,6 +162,14 @@ export abstract class AnchorChannel {
   leased = false;
   /** The channel is usable: not closed by the anchor, nor by the host. */
   protected open = true;
+  /**
+   * From its QUIET on, the anchor holds nothing of the tree's or the
+   * command's: its own environment and arguments never were the command's
+   * (a warm anchor's), and before QUIET it has left the command's working
+   * directory and closed the command's stdio. Its exit, which follows, is
+   * then not waited for: it is reaped when it comes.
+   */
+  protected letsGoAtQuiet = false;
   /** The anchor exited (POSIX: and was reaped; its pid may be reused from now on). */
   protected gone = false;
   private inbox = '';
@@ -355,7 +368,7 @@ export abstract class AnchorChannel {
       case 'stuck':
         return on.stuck(event.pids, event.states);
       case 'quiescent':
-        on.quiescent();
+        on.quiescent(this.letsGoAtQuiet && !this.leased);
         // A leased anchor holds the result until the host says it has it
         // (a host that dies before this leaves it to an adopter).
         if (this.leased) this.send(encodeCommand({ type: 'done' }));

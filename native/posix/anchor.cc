@@ -650,6 +650,14 @@ class Anchor : public anchor::TierHost {
         if (relay_.active()) relay_.finish();
         send(tier_->usage_report());  // before the tier lets go of what measures it
         tier_->release();
+        // From QUIET on it holds nothing of the command's (its stdio was let
+        // go at the start, the terminal just now): nor its working directory,
+        // which an unmount or, on some systems, a removal may want. The host
+        // of a warm anchor does not wait for the exit that follows
+        // (lib/anchor/channel.ts, letsGoAtQuiet). A leased one, which may
+        // wait on after QUIET, stays: its endpoint's path is the host's
+        // temporary directory's, which a relative TMPDIR would make relative.
+        if (!leased() && chdir("/") != 0) trace("chdir /: %s", strerror(errno));
         send(protocol::quiescent());
         // Under a lease the result is held until a host has it.
         if (leased() && !lease_over_) hold_result();

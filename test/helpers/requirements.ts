@@ -132,6 +132,12 @@ const TABLE = {
     apt: 'util-linux',
     probe: () => runs('prlimit', ['--pid', String(process.pid), '--nofile']),
   },
+  strace: {
+    what: 'strace, allowed to attach (ptrace)',
+    for: "a warm anchor's exit held back while its host's result settles (warm)",
+    apt: 'strace',
+    probe: () => runs('strace', ['-qq', '-e', 'trace=exit_group', '-o', '/dev/null', 'true']),
+  },
   runuser: {
     what: 'runuser (util-linux)',
     for: 'acting as another user (other-users, process-group-escapes)',
