@@ -227,48 +227,82 @@ describe(`warm anchors, ${tier} tier`, () => {
     expect(b.out.text).not.toContain('first');
   });
 
-  const straceWhy = why || (missing('strace') ?? '');
-  // proves C9
-  itWhere(straceWhy === '', "the result does not wait for the anchor's own exit: by its QUIET it holds nothing of the command's (working directory, environment, stdio), and its exit is reaped when it comes", straceWhy, async () => {
-    const t = useTag();
-    const dir = mkdtempSync(join(tmpdir(), 'cordon-warm-quiet-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
-    const ready = await warmReady(process.pid);
-    // The exit of every waiting anchor (whichever the spawn takes) held back
-    // 60 s: strace stops it as it enters exit_group. Ended first at cleanup
-    // (SIGKILL: its tracees are let go and exit).
-    const tracer = spawnChild('strace', ['-qq', '-o', '/dev/null', '-e', 'trace=exit_group', '-e', 'inject=exit_group:delay_enter=60000000', ...ready.flatMap((p) => ['-p', String(p)])], { stdio: 'ignore' });
+  /** The tracer of `pid` (0: none), from /proc/<pid>/status. */
+  const tracerOf = (pid: number) => Number(/^TracerPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  /**
+   * strace, holding back 60 s the exit of each of `pids` (it stops each as it
+   * enters exit_group), attached; SIGKILLed at cleanup (registered first:
+   * its tracees are let go and exit).
+   */
+  async function holdExits(pids: number[]) {
+    const tracer = spawnChild('strace', ['-qq', '-o', '/dev/null', '-e', 'trace=exit_group', '-e', 'inject=exit_group:delay_enter=60000000', ...pids.flatMap((p) => ['-p', String(p)])], { stdio: 'ignore' });
     onTestFinished(() => {
       if (tracer.exitCode === null && tracer.signalCode === null) tracer.kill('SIGKILL');
     });
-    const tracerOf = (pid: number) => Number(/^TracerPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-    await waitFor(() => ready.every((a) => tracerOf(a) === tracer.pid), { timeout: watchdog(10_000), what: `strace ${tracer.pid} to attach to ${ready}`, watch: ready });
+    await waitFor(() => pids.every((a) => tracerOf(a) === tracer.pid), { timeout: watchdog(10_000), what: `strace ${tracer.pid} to attach to ${pids}`, watch: pids });
+    return tracer;
+  }
 
-    // The command names its own stdio as the kernel does ($$: the shell, not the $(...) subshell).
-    const show = 'echo "PID anchor $PPID"; for fd in 0 1 2; do echo "FD$fd $(readlink /proc/$$/fd/$fd)"; done; echo READY';
-    const proc = spawn('sh', ['-c', show], { env: t.env, cwd: dir });
-    const { pids, out } = await collect(proc, t.tag);
-    const anchor = pids.anchor!;
-    expect(ready, 'the spawn went to a waiting anchor, its exit held back').toContain(anchor);
-    // Bounded well below the 60 s the anchor's exit is held back: a result
-    // that waits for it fails here.
-    await within(proc.result, 20_000, "the result, the anchor's exit held back", t.tag);
-    const st = readStat(anchor);
-    expect(st, `the anchor ${anchor} has not exited yet (held in exit_group)`).toBeDefined();
-    expect(st!.state, `the anchor ${anchor} has not exited yet (held in exit_group)`).not.toBe('Z');
-    expect(readlinkSync(`/proc/${anchor}/cwd`), "the anchor has left the command's working directory").toBe('/');
-    expect(readFileSync(`/proc/${anchor}/environ`, 'utf8'), "the anchor's environment is not the command's").not.toContain(t.tag);
-    const stdio = [...out.text.matchAll(/^FD\d (\S+)$/gm)].map((m) => m[1]!);
-    expect(stdio, "the command's stdio, as it named it").toHaveLength(3);
-    const held = readdirSync(`/proc/${anchor}/fd`).map((fd) => readlinkSync(`/proc/${anchor}/fd/${fd}`));
-    expect(held.filter((h) => stdio.includes(h)), "descriptors of the command's stdio the anchor still holds").toEqual([]);
-    expect(proc.state, 'the tree has ended').toBe('ended');
+  const straceWhy = process.platform !== 'linux' ? 'the anchor is read in /proc (Linux)' : (missing('strace') ?? '');
+  for (const start of ['warm', 'cold'] as const) {
+    const startWhy = start === 'warm' ? why || straceWhy : straceWhy;
+    // proves C9
+    itWhere(startWhy === '', `the result does not wait for the anchor's own exit (${start} anchor): by its QUIET it holds nothing of the command's (working directory, arguments, environment, stdio), and its exit is reaped when it comes`, startWhy, async () => {
+      const t = useTag();
+      const dir = mkdtempSync(join(tmpdir(), 'cordon-quiet-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      // The command names its own stdio as the kernel does ($$: the shell, not
+      // the $(...) subshell), and waits for a line (a cold anchor is traced
+      // once the command runs).
+      const show = 'echo "PID anchor $PPID"; for fd in 0 1 2; do echo "FD$fd $(readlink /proc/$$/fd/$fd)"; done; echo READY; read go';
+      const token = `quiet-arg-${t.tag}`;
+      let ready: number[] = [];
+      let tracer;
+      let proc;
+      if (start === 'warm') {
+        await within(spawn('true', [], { env: t.env }).result, 10_000, 'a first spawn', t.tag);
+        ready = await warmReady(process.pid);
+        // (every waiting one: whichever the spawn takes)
+        tracer = await holdExits(ready);
+        proc = spawn('sh', ['-c', show, 'sh', token], { env: t.env, cwd: dir });
+      } else {
+        const before = process.env.CORDON_WARM;
+        process.env.CORDON_WARM = '0';
+        try {
+          proc = spawn('sh', ['-c', show, 'sh', token], { env: t.env, cwd: dir });
+        } finally {
+          if (before === undefined) delete process.env.CORDON_WARM;
+          else process.env.CORDON_WARM = before;
+        }
+      }
+      const { pids, out } = await collect(proc, t.tag);
+      const anchor = pids.anchor!;
+      if (start === 'warm') expect(ready, 'the spawn went to a waiting anchor, its exit held back').toContain(anchor);
+      else {
+        expect(observer.cmdline(anchor), 'a cold anchor: its arguments end with the command').toContain(token);
+        tracer = await holdExits([anchor]);
+      }
+      proc.stdin!.end('go\n');
+      // Bounded well below the 60 s the anchor's exit is held back: a result
+      // that waits for it fails here.
+      await within(proc.result, 20_000, "the result, the anchor's exit held back", t.tag);
+      const st = readStat(anchor);
+      expect(st, `the anchor ${anchor} has not exited yet (held in exit_group)`).toBeDefined();
+      expect(st!.state, `the anchor ${anchor} has not exited yet (held in exit_group)`).not.toBe('Z');
+      expect(readlinkSync(`/proc/${anchor}/cwd`), "the anchor has left the command's working directory").toBe('/');
+      expect(readFileSync(`/proc/${anchor}/environ`, 'utf8'), "the anchor's environment is not the command's").not.toContain(t.tag);
+      expect(readFileSync(`/proc/${anchor}/cmdline`, 'utf8'), "the anchor's arguments are not the command's").not.toContain(token);
+      const stdio = [...out.text.matchAll(/^FD\d (\S+)$/gm)].map((m) => m[1]!);
+      expect(stdio, "the command's stdio, as it named it").toHaveLength(3);
+      const held = readdirSync(`/proc/${anchor}/fd`).map((fd) => readlinkSync(`/proc/${anchor}/fd/${fd}`));
+      expect(held.filter((h) => stdio.includes(h)), "descriptors of the command's stdio the anchor still holds").toEqual([]);
+      expect(proc.state, 'the tree has ended').toBe('ended');
 
-    // Let go, it exits and is reaped by its host (no zombie left).
-    tracer.kill('SIGKILL');
-    await waitFor(() => readStat(anchor) === undefined, { timeout: watchdog(10_000), what: `the anchor ${anchor} to exit and be reaped`, watch: [anchor] });
-  });
+      // Let go, it exits and is reaped by its host (no zombie left).
+      tracer!.kill('SIGKILL');
+      await waitFor(() => readStat(anchor) === undefined, { timeout: watchdog(10_000), what: `the anchor ${anchor} to exit and be reaped`, watch: [anchor] });
+    });
+  }
 
   const endings = { SIGKILL: 'is SIGKILLed', exit: 'exits', group: "is SIGKILLed with its process group (its waiting warm anchor is still in it)" } as const;
   for (const ending of ['SIGKILL', 'exit', 'group'] as const) {

@@ -188,8 +188,7 @@ export class PosixAnchorChannel extends AnchorChannel {
     const warm = lease ? undefined : takeWarm(spec.path, spec.warm, spec.args, env, stdio);
     this.warmNext = warm?.next;
     let started = warm?.started;
-    // (Its environment and arguments are its own, not the command's.)
-    this.letsGoAtQuiet = started !== undefined;
+
     if (!started) {
       // A leased anchor's own descriptor of the log: it appends the output there while no host is attached.
       const logFd = lease ? openSync(lease.logPath, 'a') : -1;
@@ -204,6 +203,10 @@ export class PosixAnchorChannel extends AnchorChannel {
       }
     }
     this.hostFd = started.control;
+    // By its QUIET it has overwritten the command's arguments and environment
+    // in its own (a cold one's) and left the command's directory: its exit
+    // is not waited for (AnchorChannel.letsGoAtQuiet; not a leased one's).
+    this.letsGoAtQuiet = true;
     const [inFd, outFd, errFd] = started.fds as [number, number, number];
     this.child = new PosixAnchorProcess(
       this,

@@ -52,6 +52,8 @@
 #include <string>
 #include <vector>
 
+extern char** environ;
+
 namespace {
 
 using cordon::FileId;
@@ -73,6 +75,41 @@ void on_signal(int sig) {
   ssize_t ignored = write(g_signal_pipe[1], &b, 1);
   (void)ignored;
   errno = saved;
+}
+
+// The strings of the anchor's exec as the kernel shows them to every other
+// process: Linux reads /proc/<pid>/cmdline and environ from the process's own
+// memory, XNU kern.procargs2 too (vm_map_copyin of the stack's top,
+// bsd/kern/kern_sysctl.c:1487-1498). A cold anchor's arguments end with the
+// command's and its environment is the command's: overwritten before its
+// QUIET, so that from then on nothing of the command's is found in it (its
+// host no longer waits for its exit: lib/anchor/channel.ts, letsGoAtQuiet).
+// Each string keeps its length, so the area is read as as many strings as
+// before (procargs.h: argc counts them): an argument becomes underscores, an
+// environment entry `_=` and underscores (an environment read empty is taken
+// for a process in the middle of an exec, and read again:
+// tier_process_group.cc). An outer tree's marker (CORDON_TREE, the host's
+// own) stays.
+struct ExecStrings {
+  std::vector<char*> args;  // argv[1..]
+  std::vector<char*> env;   // the environment the anchor was exec'd with
+};
+ExecStrings g_exec;
+
+void note_exec_strings(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) g_exec.args.push_back(argv[i]);
+  for (char** e = environ; e && *e; e++) g_exec.env.push_back(*e);
+}
+
+void overwrite_exec_strings() {
+  for (char* a : g_exec.args) memset(a, '_', strlen(a));
+  for (char* e : g_exec.env) {
+    if (strncmp(e, "CORDON_TREE=", 12) == 0) continue;
+    size_t n = strlen(e);
+    memset(e, '_', n);
+    if (n >= 2) e[1] = '=';
+  }
+  g_exec = ExecStrings();
 }
 
 // Signals the anchor must survive: a terminal's Ctrl-C, hangup or stop is for
@@ -652,12 +689,17 @@ class Anchor : public anchor::TierHost {
         tier_->release();
         // From QUIET on it holds nothing of the command's (its stdio was let
         // go at the start, the terminal just now): nor its working directory,
-        // which an unmount or, on some systems, a removal may want. The host
-        // of a warm anchor does not wait for the exit that follows
+        // which an unmount or, on some systems, a removal may want, nor (a
+        // cold one) the command's arguments and environment in the strings
+        // of its exec. Its host does not wait for the exit that follows
         // (lib/anchor/channel.ts, letsGoAtQuiet). A leased one, which may
-        // wait on after QUIET, stays: its endpoint's path is the host's
-        // temporary directory's, which a relative TMPDIR would make relative.
-        if (!leased() && chdir("/") != 0) trace("chdir /: %s", strerror(errno));
+        // wait on after QUIET, keeps both: its endpoint's path is the host's
+        // temporary directory's, which a relative TMPDIR would make relative,
+        // and its host waits for its exit.
+        if (!leased()) {
+          if (chdir("/") != 0) trace("chdir /: %s", strerror(errno));
+          overwrite_exec_strings();
+        }
         send(protocol::quiescent());
         // Under a lease the result is held until a host has it.
         if (leased() && !lease_over_) hold_result();
@@ -909,6 +951,7 @@ int main(int argc, char** argv) {
 #if CORDON_LINUX_PROC
   cordon::skip_older_processes();  // no member of the tree is older than the anchor
 #endif
+  note_exec_strings(argc, argv);
   if (argc > 1 && strcmp(argv[1], "--warm") == 0) {
     Anchor anchor(anchor::parse_warm_args(argc, argv));
     return anchor.run_warm();
