@@ -111,7 +111,7 @@ export class TreeFacts {
   anchorGone = false;
   /**
    * QUIET came from an anchor that holds nothing of the command's once it
-   * sends it (a warm POSIX anchor: not the command's environment nor
+   * sends it (a POSIX one, not leased: not the command's environment nor
    * arguments, not its working directory nor its stdio): its own exit, which
    * follows, is not waited for (AnchorHandlers.quiescent).
    */

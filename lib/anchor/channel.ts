@@ -164,10 +164,11 @@ export abstract class AnchorChannel {
   protected open = true;
   /**
    * From its QUIET on, the anchor holds nothing of the tree's or the
-   * command's: its own environment and arguments never were the command's
-   * (a warm anchor's), and before QUIET it has left the command's working
-   * directory and closed the command's stdio. Its exit, which follows, is
-   * then not waited for: it is reaped when it comes.
+   * command's (POSIX: it let the command's stdio go once the command started;
+   * before QUIET it leaves the command's working directory and, a cold one,
+   * overwrites the command's arguments and environment in its own exec
+   * strings: native/posix/anchor.cc). Its exit, which follows, is then not
+   * waited for: it is reaped when it comes. Never for a leased tree.
    */
   protected letsGoAtQuiet = false;
   /** The anchor exited (POSIX: and was reaped; its pid may be reused from now on). */
