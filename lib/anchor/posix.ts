@@ -4,7 +4,7 @@
 // does not know about: reaped here by pid (an unreaped child's pid is pinned,
 // so the host may signal it: SIGCONT, to keep a stopped anchor running while
 // the host waits on it), and the host's wait on it is bounded.
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readlinkSync, realpathSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { IOType } from 'node:child_process';
 import type { Stream } from 'node:stream';
@@ -53,6 +53,31 @@ function envStrings(env: NodeJS.ProcessEnv): string[] | null {
     if (value !== undefined) out.push(`${names[i]}=${value}`);
   }
   return out;
+}
+
+/** Whether the strings the kernel shows of an anchor's exec are its own memory: read once (execStringsOwn). */
+let ownStrings: boolean | undefined;
+
+/**
+ * Whether what the kernel shows of a started anchor's exec (Linux:
+ * /proc/<pid>/cmdline and environ; macOS: kern.procargs2) is in its own
+ * memory, where it can overwrite the command's before its QUIET. Not where a
+ * user-mode emulator runs it (qemu-user through binfmt_misc: the process is
+ * the emulator, /proc/<pid>/exe names it, and the strings shown are the
+ * emulator's, out of the anchor's reach). Read once, off the first anchor;
+ * an anchor that cannot be read (gone already) counts as not, uncached.
+ */
+function execStringsOwn(pid: number, path: string): boolean {
+  if (ownStrings !== undefined) return ownStrings;
+  if (process.platform !== 'linux') return (ownStrings = true);
+  try {
+    ownStrings = readlinkSync(`/proc/${pid}/exe`) === realpathSync(path);
+  } catch (err) {
+    debug('anchor %d: its executable cannot be read (%s): its exit is waited for', pid, (err as Error).message);
+    return false;
+  }
+  if (!ownStrings) debug('anchor %d runs under an emulator: the exit of each cold anchor is waited for', pid);
+  return ownStrings;
 }
 
 /** The host's own environment's size, as the addon reads it (envStrings()'s null). */
@@ -203,10 +228,11 @@ export class PosixAnchorChannel extends AnchorChannel {
       }
     }
     this.hostFd = started.control;
-    // By its QUIET it has overwritten the command's arguments and environment
-    // in its own (a cold one's) and left the command's directory: its exit
-    // is not waited for (AnchorChannel.letsGoAtQuiet; not a leased one's).
-    this.letsGoAtQuiet = true;
+    // By its QUIET it has left the command's directory and overwritten the
+    // command's arguments and environment in its own exec strings (a cold
+    // one; a warm one's never were the command's): its exit is not waited for
+    // (AnchorChannel.letsGoAtQuiet; not a leased one's).
+    this.letsGoAtQuiet = warm?.started !== undefined || execStringsOwn(started.pid, spec.path);
     const [inFd, outFd, errFd] = started.fds as [number, number, number];
     this.child = new PosixAnchorProcess(
       this,
