@@ -371,7 +371,7 @@ export const MUTANTS = [
     id: 'quiet-waits-for-exit',
     what: "a tree's result waits for its anchor's own exit after its QUIET, as it did before",
     file: 'lib/anchor/posix.ts',
-    search: '    this.letsGoAtQuiet = true;',
+    search: '    this.letsGoAtQuiet = warm?.started !== undefined || execStringsOwn(started.pid, spec.path);',
     replace: '    this.letsGoAtQuiet = false;',
     tests: ['test/warm.test.ts'],
     project: 'cgroup',
