@@ -6,7 +6,7 @@
 // - 'draining': waiting for the captured output to be released (or the wait
 //   delay) and its readers to take it; then the leftovers policy is applied;
 // - 'awaiting-quiescence': the policy let nothing run on: waiting for QUIET
-//   and the anchor's exit (a warm POSIX anchor's QUIET alone: TreeFacts.anchorLetGo);
+//   and the anchor's exit (QUIET alone where the anchor lets go then: TreeFacts.anchorLetGo);
 // - 'settling': the outcome is decided; the log is flushed (bounded);
 // - 'settled': the result has resolved or rejected.
 // A launch failure (once its anchor is gone) or a cleanup failure goes to

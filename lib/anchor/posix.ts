@@ -213,7 +213,6 @@ export class PosixAnchorChannel extends AnchorChannel {
     const warm = lease ? undefined : takeWarm(spec.path, spec.warm, spec.args, env, stdio);
     this.warmNext = warm?.next;
     let started = warm?.started;
-
     if (!started) {
       // A leased anchor's own descriptor of the log: it appends the output there while no host is attached.
       const logFd = lease ? openSync(lease.logPath, 'a') : -1;
