@@ -293,8 +293,9 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
   /**
    * Polite signal to every member of the tree, the forced kill of what remains
    * after `grace` ms (default: the teardown grace). Resolves at quiescence of
-   * the whole tree; idempotent, safe concurrently and after exit. Rejects only
-   * with a cleanup failure.
+   * the whole tree, once the output its pipes carried has been read (the
+   * result is out then); idempotent, safe concurrently and after exit.
+   * Rejects only with a cleanup failure.
    */
   terminate(options: { grace?: Duration } = {}): Promise<void> {
     let grace: number;
@@ -308,7 +309,7 @@ export class ContainedProcess<S extends ProcessStreams = ProcessStreams> extends
       this.anchor.ref();
       this.stopping.stop(grace);
     }
-    return this.facts.quiescent;
+    return this.facts.quiescent.then(() => this.settlement.afterQuiescence());
   }
 
   /** The tree runs on a terminal (`pty`; an adopted tree: if its first host spawned it so). */

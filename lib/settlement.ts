@@ -52,12 +52,25 @@ export class Settlement {
   /** The leftovers policy kept them running: the result's `leftoversKept`. */
   private kept = false;
   private readonly resultD = new Deferred<ContainedResult>();
+  /** The result is out, resolved or rejected (never rejects). */
+  private readonly outD = new Deferred<void>();
 
   constructor(private readonly parts: SettlementParts) {}
 
   /** Resolves with the result; rejects with a launch or cleanup failure (carrying the result where the root ran). Made when first asked for. */
   get result(): Promise<ContainedResult> {
     return this.resultD.promise;
+  }
+
+  /**
+   * Once the tree is quiescent, when its result is out: at once where it is
+   * out already or cannot follow (the root's exit is not in), else once the
+   * readers took the output (within the wait delay: nothing of the tree holds
+   * the pipes any more). terminate() waits for this, so code that awaits it
+   * and then looks at what it read sees all of it.
+   */
+  afterQuiescence(): Promise<void> {
+    return this.stage === 'open' ? Promise.resolve() : this.outD.promise;
   }
 
   /** The result's outcome is fixed (it may still be flushing the log). */
@@ -134,6 +147,7 @@ export class Settlement {
     this.stage = 'settled';
     this.parts.output.resultOut();
     this.parts.onDone();
+    this.outD.resolve();
     if (error) {
       if (this.parts.facts.rootExit) error.result = this.build();
       this.resultD.reject(error);

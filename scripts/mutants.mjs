@@ -377,6 +377,15 @@ export const MUTANTS = [
     project: 'cgroup',
   },
   {
+    id: 'terminate-before-output',
+    what: 'terminate() resolves at the tree\'s quiescence, before the output its pipes carried is read and the result is out',
+    file: 'lib/process.ts',
+    search: '    return this.facts.quiescent.then(() => this.settlement.afterQuiescence());',
+    replace: '    return this.facts.quiescent;',
+    tests: ['test/stopping.test.ts'],
+    project: 'process-group',
+  },
+  {
     id: 'quiet-keeps-cwd',
     what: "an anchor that sent QUIET, its host no longer waiting for its exit, still holds the command's working directory",
     file: 'native/posix/anchor.cc',

@@ -3,11 +3,12 @@
 // whatever they do, the stop still ends in the forced kill of the whole tree.
 // Observed from outside: what the root's traps print, and which tagged
 // processes /proc still lists.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn, type ContainedProcess } from '../lib/index.js';
 import { killSignalOption, rootSignal } from '../lib/stopping.js';
 import { capture } from './helpers/fixtures.js';
 import { alive, cmdline, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { caps, tier } from './helpers/tier.js';
 
 /** A root that reports each of INT, HUP and TERM on stdout and exits 0; with a background child. */
 const REPORTS = [
@@ -54,7 +55,65 @@ describe('killSignal', () => {
     const proc = spawn('sh', REPORTS, { env: t.env, stdio: ['ignore', 'pipe', 'ignore'] });
     const out = await started(proc, t.tag);
     await within(proc.terminate({ grace: 5_000 }), 15_000, 'terminate', t.tag);
-    expect(out.text).toContain('got TERM\n');
+    const result = await within(proc.result, 5_000, 'the result', t.tag);
+    expect(out.text, `the root's trap ran (the result: ${JSON.stringify({ exitCode: result.exitCode, signal: result.signal })})`).toContain('got TERM\n');
+  });
+
+  // terminate() resolves once the tree is quiescent and the output its pipes
+  // carried has been read (the result is out then): code that awaits it and
+  // then looks at what it read sees all of it, whichever of the anchor's
+  // channel and the pipe the host's event loop reads first. The root writes
+  // 256 kB and its last line at the polite signal. A holder of stdout that
+  // scrubbed its environment, left the session and lost its parent at once
+  // (a double fork) is ended with the tree where every escapee is caught; in
+  // the process-group tier no walk sees it, so the tree is quiescent while the
+  // pipe is held, and terminate() waits for the wait delay to close it.
+  // proves C3, C4
+  it('terminate() resolves with the output read and the result out, bounded by the wait delay where an unseen process holds the pipe', async () => {
+    const t = useTag();
+    const holders: number[] = [];
+    // Untagged (env -i): ended by pid, by this test's own cleanup.
+    onTestFinished(() => {
+      for (const pid of holders) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    });
+    const proc = spawn(
+      'sh',
+      [
+        '-c',
+        // (printf is the shell's own: a process forked after the polite signal would get it too)
+        'trap "i=0; while [ \\$i -lt 4096 ]; do printf %064d 0; i=\\$((i+1)); done; echo; echo got TERM; exit 0" TERM; (env -i setsid sleep 300 & echo "PID holder $!"); sleep 300 & echo "PID child $!"; echo "PID root $$"; while :; do sleep 0.05; done',
+      ],
+      { env: t.env, waitDelay: 1_000, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    const out = await started(proc, t.tag);
+    const holder = out.pids().holder!;
+    holders.push(holder);
+    await waitFor(() => cmdline(holder) === 'sleep 300', { timeout: 10_000, what: 'the holder to exec sleep', watch: t.tag });
+    let resultOut = false;
+    void proc.result.then(
+      () => (resultOut = true),
+      () => (resultOut = true),
+    );
+    await within(proc.terminate({ grace: 5_000 }), 15_000, 'terminate', t.tag);
+    expect(resultOut, 'the result is out when terminate() resolves').toBe(true);
+    expect(out.text).toMatch(/\n0{262144}\ngot TERM\n$/);
+    const result = await proc.result;
+    expect(result.exitCode).toBe(0);
+    if (caps.guarantees.catchesEscapees === 'always') {
+      expect(alive(holder), 'the holder is ended with the tree').toBe(false);
+      expect(result.waitDelayExceeded).toBe(false);
+    } else {
+      expect(caps.notes.join(' '), `the ${tier} tier says a double-forked escapee with a scrubbed environment is not caught`).toMatch(/scrubbed environment \(env -i\)[^]*\(a double fork\) is not/);
+      expect(alive(holder), 'the holder escaped, as the tier says').toBe(true);
+      expect(result.waitDelayExceeded, 'the wait delay closed the pipe it held').toBe(true);
+    }
+    await waitGone(t, 5_000);
   });
 
   // proves C3
