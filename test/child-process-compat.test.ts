@@ -15,7 +15,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { contained, exec, execFile, execFileSync, execSync, fork, spawn, spawnSync } from '../lib/child_process.js';
 import { repoRoot } from './helpers/fixtures.js';
 import { ensureDist } from './helpers/host.js';
-import { useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { killPids, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { escapePromised, tier } from './helpers/tier.js';
 import { observer } from './helpers/observer.js';
 import { watchdog } from './helpers/time.js';
@@ -339,15 +339,7 @@ describe('cordon/child_process: the sync variants (a helper process waits)', () 
     await ensureDist();
     const escapees: number[] = [];
     // Untagged (env -i): ended by pid, by this test's own cleanup.
-    onTestFinished(() => {
-      for (const pid of escapees) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-    });
+    onTestFinished(() => killPids(escapees));
     const began = Date.now();
     const stdout = execSync('env -i setsid sleep 600 & echo "PID $!"; echo hi', { env: t.env, encoding: 'utf8', waitDelay: 1000 } as never) as unknown as string;
     const took = Date.now() - began;

@@ -7,7 +7,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn, type ContainedProcess } from '../lib/index.js';
 import { killSignalOption, rootSignal } from '../lib/stopping.js';
 import { capture } from './helpers/fixtures.js';
-import { alive, cmdline, useTag, waitFor, waitGone, within } from './helpers/procs.js';
+import { alive, cmdline, killPids, useTag, waitFor, waitGone, within } from './helpers/procs.js';
 import { caps, tier } from './helpers/tier.js';
 
 /** A root that reports each of INT, HUP and TERM on stdout and exits 0; with a background child. */
@@ -73,15 +73,7 @@ describe('killSignal', () => {
     const t = useTag();
     const holders: number[] = [];
     // Untagged (env -i): ended by pid, by this test's own cleanup.
-    onTestFinished(() => {
-      for (const pid of holders) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-    });
+    onTestFinished(() => killPids(holders));
     const proc = spawn(
       'sh',
       [
