@@ -52,8 +52,6 @@ export class Settlement {
   /** The leftovers policy kept them running: the result's `leftoversKept`. */
   private kept = false;
   private readonly resultD = new Deferred<ContainedResult>();
-  /** The result is out, resolved or rejected (never rejects). */
-  private readonly outD = new Deferred<void>();
 
   constructor(private readonly parts: SettlementParts) {}
 
@@ -63,14 +61,14 @@ export class Settlement {
   }
 
   /**
-   * Once the tree is quiescent, when its result is out: at once where it is
-   * out already or cannot follow (the root's exit is not in), else once the
-   * readers took the output (within the wait delay: nothing of the tree holds
-   * the pipes any more). terminate() waits for this, so code that awaits it
-   * and then looks at what it read sees all of it.
+   * Called once the tree is quiescent: resolves (never rejects) when its
+   * result is out, which is then once the readers took the output (bounded by
+   * the wait delay where a process the tier cannot see holds a pipe); at once
+   * where the root's exit is not in, so no result follows. terminate() waits
+   * for this, so code that awaits it and then looks at what it read sees all of it.
    */
   afterQuiescence(): Promise<void> {
-    return this.stage === 'open' ? Promise.resolve() : this.outD.promise;
+    return this.stage === 'open' ? Promise.resolve() : this.result.then(ignore, ignore);
   }
 
   /** The result's outcome is fixed (it may still be flushing the log). */
@@ -147,7 +145,6 @@ export class Settlement {
     this.stage = 'settled';
     this.parts.output.resultOut();
     this.parts.onDone();
-    this.outD.resolve();
     if (error) {
       if (this.parts.facts.rootExit) error.result = this.build();
       this.resultD.reject(error);
@@ -182,3 +179,5 @@ export class Settlement {
     });
   }
 }
+
+function ignore(): void {}
