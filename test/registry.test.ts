@@ -12,7 +12,9 @@ import { expectRejectsCode, expectThrowsCode } from './helpers/assert.js';
 import { ESCAPEES, LEAVES, PLAIN, WITH_CHILD, newRegistry, shuffle, tempDir } from './helpers/registry.js';
 import {
   alive,
+  aliveAmong,
   findTagged,
+  listProcesses,
   openFdCountBesideWarmPool,
   readStat,
   sleep,
@@ -228,7 +230,12 @@ describe('C7/C9: many owners', () => {
     expect(findTagged(t.tag)).toEqual([]);
     expect(roots.filter(alive)).toEqual([]);
     // (each anchor exits right after its QUIET, which the release does not wait for; reaped when it comes)
-    await waitFor(() => anchors.every((a) => !alive(a!)) && zombieChildren().length === 0, { timeout: watchdog(5000), what: 'the anchors to exit and be reaped', watch: anchors.map((a) => a!) });
+    // (one listing per look: see aliveAmong)
+    const anchorsReaped = () => {
+      const now = listProcesses();
+      return aliveAmong(anchors as number[], now).length === 0 && zombieChildren(now).length === 0;
+    };
+    await waitFor(anchorsReaped, { timeout: watchdog(5000), what: 'the anchors to exit and be reaped', watch: anchors.map((a) => a!) });
     expect(registry.ownerIds()).toEqual([]);
     expect(registry.snapshot()).toEqual({ owners: [] });
     expect(released.sort()).toEqual(owners.map((o) => o.id).sort());

@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { onTestFinished } from 'vitest';
 import { readyWarmChannels, readyWarmPids } from '../../lib/anchor/warm.js';
-import { alive, forgetIdentities, parsePids, rememberIdentity, sleep, useProbe, waitFor, waitGone, within, type Survivor, type Watch } from './common.mjs';
+import { alive, forgetIdentities, parsePids, rememberIdentity, sameIdentity, sleep, useProbe, waitFor, waitGone, within, type Survivor, type Watch } from './common.mjs';
 import { observer, TAG_VAR, type ProcInfo, type Stat } from './observer.js';
 
 export { alive, parsePids, rememberIdentity, sleep, TAG_VAR, waitFor, waitGone, within, type ProcInfo, type Watch };
@@ -346,12 +346,28 @@ export function useTag(extraEnv: NodeJS.ProcessEnv = {}): Tagged {
   };
 }
 
-/** Zombie children of this test process (the anchors it spawned must be reaped). */
-export function zombieChildren(): number[] {
-  return observer
-    .list()
-    .filter((p) => p.state === 'Z' && p.ppid === process.pid)
-    .map((p) => p.pid);
+/** One look at every process (observer.list()), for the helpers below to share. */
+export type Listing = Array<{ pid: number } & Stat>;
+export const listProcesses = (): Listing => observer.list();
+
+/** Zombie children of this test process (the anchors it spawned must be reaped), in `now` (else a new listing). */
+export function zombieChildren(now: Listing = listProcesses()): number[] {
+  return now.filter((p) => p.state === 'Z' && p.ppid === process.pid).map((p) => p.pid);
+}
+
+/**
+ * The pids of `pids` that are alive in `now` (else a new listing), as alive()
+ * tells one: not a zombie, and the process the test knows on that pid. One
+ * listing however many pids: the ps observer runs ps once for each alive(),
+ * and a check of 200 pids took seconds there, the host's event loop blocked
+ * (it could not reap the anchors the check waited for).
+ */
+export function aliveAmong(pids: readonly number[], now: Listing = listProcesses()): number[] {
+  const byPid = new Map(now.map((p) => [p.pid, p]));
+  return pids.filter((pid) => {
+    const p = byPid.get(pid);
+    return p !== undefined && p.state !== 'Z' && p.state !== 'X' && sameIdentity(pid, p.start);
+  });
 }
 
 /** This process's open descriptors (its own: /proc/self/fd on Linux, /dev/fd elsewhere; no observer needed). */
