@@ -813,7 +813,8 @@ class ProcessGroupTier : public Tier {
       if (listed.count(p.pid)) continue;
       int64_t pgid = cordon::current_pgid(p.pid, p.start_time);
       if (pgid < 0 || pgid == group_) continue;
-      if (!known_.lineage().parent_known(p) && (cordon::read_environment(p.pid, p.start_time, env) != 0 || !marker_.carried_by(env))) continue;
+      // (Read again while it reads empty: a daemon exec'ing just after its setsid.)
+      if (!known_.lineage().parent_known(p) && !marker_.carried_by_process(p.pid, p.start_time, env)) continue;
       p.pgid = pgid;
       known_.remember(p);
       p.from_snapshot = true;

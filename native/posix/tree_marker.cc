@@ -52,6 +52,15 @@ std::string TreeMarker::entry(const char* outer) const {
   return std::string(kMarkerName) + "=" + (outer && *outer ? std::string(outer) + ":" : "") + token_;
 }
 
+bool TreeMarker::carried_by_process(int64_t pid, uint64_t start_time, std::string& env) const {
+  for (int round = 0;; ++round) {
+    if (cordon::read_environment(pid, start_time, env) != 0) return false;
+    if (!env.empty()) return carried_by(env);
+    if (round == 3 || cordon::exiting_or_gone(pid, start_time)) return false;
+    usleep(10000);
+  }
+}
+
 bool MarkerReadings::marked(const Member& p, Walk& walk) {
   walk.went = false;
   Key key{p.pid, p.start_time};
